@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0
+# iospan build. Products go to $(OUT) (default build/); `make V=1` shows commands.
+
+OUT ?= build
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+PYTHON ?= /usr/bin/python3
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/mips.*/mips/;s/riscv64/riscv/;s/loongarch64/loongarch/')
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS ?= -O2 -g
+CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
+	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/lib -I$(OUT)
+LDLIBS += -lbpf -lelf -lz -lm
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wno-unused-function \
+	      -I$(OUT) -Isrc/bpf -Isrc
+
+LIB_SRCS := $(wildcard src/lib/*.c)
+CMD_SRCS := $(wildcard src/cmd/*.c)
+BPF_SRCS := $(wildcard src/bpf/*.bpf.c)
+SKELS := $(patsubst src/bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+LIB_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(LIB_SRCS))
+APP_OBJS := $(patsubst src/%.c,$(OUT)/%.o,src/main.c $(CMD_SRCS)) $(LIB_OBJS)
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+
+.PHONY: all clean test unit e2e demo deps format bench
+all: $(OUT)/iospan
+
+$(OUT)/vmlinux.h: | $(OUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
+
+$(OUT)/bpf/%.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/*.h) | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/%.o: src/%.c $(wildcard src/*.h src/lib/*.h) $(SKELS) | $(OUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/iospan: $(APP_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) -o $@ $(LDLIBS) -lcmocka
+
+$(OUT):
+	$(Q)mkdir -p $(OUT)
+
+# Installs missing Debian packages (quiet when nothing is missing).
+deps:
+	$(Q)scripts/setup-deps.sh
+
+unit: $(UNIT_BINS)
+	$(Q)set -e; for t in $(UNIT_BINS); do $$t; done
+
+e2e: $(OUT)/iospan
+	$(Q)$(PYTHON) -m pytest -q -rs tests/e2e
+
+# The one test command: deps, build, unit tests (no root), end-to-end tests (root).
+test: deps
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS)
+	$(Q)scripts/run-tests.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh
+
+bench: $(OUT)/iospan
+	$(Q)$(PYTHON) bench/overhead.py $(BENCH_ARGS)
+
+format:
+	$(Q)clang-format -i src/*.c src/*.h src/*/*.c src/*/*.h tests/unit/*.c
+
+clean:
+	$(Q)rm -rf $(OUT)

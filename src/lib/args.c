@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "err.h"
+
+struct global_opts gopts;
+volatile sig_atomic_t stop_requested;
+
+bool args_common_opt(int opt)
+{
+	switch (opt) {
+	case OPT_JSON:
+		gopts.json = true;
+		err_init("iospan", true);
+		return true;
+	case OPT_VERBOSE:
+		gopts.verbose = true;
+		err_set_verbose(true);
+		return true;
+	default:
+		return false;
+	}
+}
+
+int parse_u64(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static const struct {
+	const char *suffix;
+	double ns;
+} duration_units[] = {
+	{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 }, { "h", 3600e9 },
+};
+
+int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
+{
+	double v, unit = bare_unit_ns;
+	char *end;
+	size_t i;
+
+	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v))
+		return -EINVAL;
+	if (*end) {
+		for (i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
+			if (!strcmp(end, duration_units[i].suffix))
+				break;
+		if (i == sizeof(duration_units) / sizeof(duration_units[0]))
+			return -EINVAL;
+		unit = duration_units[i].ns;
+	}
+	v *= unit;
+	if (v < 0 || v > 1e18)
+		return -EINVAL;
+	*ns = (uint64_t)llround(v);
+	return 0;
+}
+
+int parse_interval_count(int argc, char **argv, uint64_t *interval_ns, uint64_t *count)
+{
+	uint64_t v;
+
+	if (argc > 2)
+		return fail_usage("unexpected argument '%s': expected [interval [count]]", argv[2]);
+	if (argc >= 1) {
+		if (parse_duration_ns(argv[0], 1000000000ULL, &v) || v == 0)
+			return fail_usage("invalid interval '%s': give a positive number of seconds "
+					  "(e.g. 1, 0.5, 250ms)",
+					  argv[0]);
+		*interval_ns = v;
+	}
+	if (argc == 2) {
+		if (parse_u64(argv[1], &v) || v == 0)
+			return fail_usage("invalid count '%s': give a positive integer", argv[1]);
+		*count = v;
+	}
+	return 0;
+}
+
+static void on_stop(int sig)
+{
+	stop_requested = 1;
+}
+
+void install_stop_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+uint64_t now_ns(int clock_id)
+{
+	struct timespec ts;
+
+	clock_gettime(clock_id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+bool sleep_until_ns(uint64_t deadline_ns)
+{
+	struct timespec ts = {
+		.tv_sec = deadline_ns / 1000000000ULL,
+		.tv_nsec = deadline_ns % 1000000000ULL,
+	};
+
+	while (!stop_requested) {
+		int ret = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+
+		if (ret == 0)
+			return false;
+		if (ret != EINTR)
+			return stop_requested;
+	}
+	return true;
+}
+
+int args_bad_option(const char *cmd, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+
+	if (optopt && isdigit(optopt))
+		return fail_usage("invalid argument '-%c...': intervals and counts must be positive "
+				  "(see 'iospan %s --help')",
+				  optopt, cmd);
+	if (optopt && strchr(arg, optopt) && arg[0] == '-' && arg[1] != '-' &&
+	    !strchr(arg + 1, '='))
+		return fail_usage("option '-%c' is unknown or needs a value: see 'iospan %s --help'",
+				  optopt, cmd);
+	return fail_usage("option '%s' is unknown or needs a value: see 'iospan %s --help'", arg,
+			  cmd);
+}

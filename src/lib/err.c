@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "json.h"
+
+static const char *err_prog = "iospan";
+static bool err_json_mode;
+static bool err_verbose_mode;
+static bool err_reported;
+static int err_exit = EXIT_OK;
+
+void err_init(const char *prog, bool json)
+{
+	err_prog = prog;
+	err_json_mode = json;
+}
+
+bool err_json(void)
+{
+	return err_json_mode;
+}
+
+void err_set_verbose(bool verbose)
+{
+	err_verbose_mode = verbose;
+}
+
+bool err_verbose(void)
+{
+	return err_verbose_mode;
+}
+
+static void report(int exit_code, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* Only the first error is shown: later ones are consequences of it. */
+	if (err_reported)
+		return;
+	err_reported = true;
+	err_exit = exit_code;
+
+	if (err_json_mode) {
+		struct jw *jw = jw_new(stdout);
+
+		jw_start_object(jw);
+		jw_kv_string(jw, "error", msg);
+		jw_kv_int(jw, "exit_code", exit_code);
+		jw_end_object(jw);
+		jw_free(jw);
+		fflush(stdout);
+	} else {
+		fflush(stdout);
+		fprintf(stderr, "%s: %s\n", err_prog, msg);
+	}
+}
+
+int fail_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report(EXIT_USAGE, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+int fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report(EXIT_RUNTIME, fmt, ap);
+	va_end(ap);
+	return err < 0 ? err : -EIO;
+}
+
+void warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err_json_mode)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: warning: ", err_prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err_verbose_mode)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", err_prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int err_exit_code(int ret)
+{
+	if (err_reported)
+		return err_exit;
+	return ret < 0 ? EXIT_RUNTIME : EXIT_OK;
+}

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <math.h>
+#include <stdlib.h>
+
+#include "json.h"
+
+#define JW_MAX_DEPTH 32
+
+struct jw {
+	FILE *out;
+	int depth;
+	/* Whether the container at each depth already holds a member. */
+	bool has_member[JW_MAX_DEPTH];
+	/* A name was just written: the next value follows it without a comma. */
+	bool after_name;
+};
+
+struct jw *jw_new(FILE *out)
+{
+	struct jw *jw = calloc(1, sizeof(*jw));
+
+	if (jw)
+		jw->out = out;
+	return jw;
+}
+
+void jw_free(struct jw *jw)
+{
+	free(jw);
+}
+
+int jw_depth(const struct jw *jw)
+{
+	return jw->depth;
+}
+
+/* Separator before a new value or name at the current depth. */
+static void jw_sep(struct jw *jw)
+{
+	if (jw->after_name) {
+		jw->after_name = false;
+		return;
+	}
+	if (jw->depth > 0 && jw->has_member[jw->depth])
+		fputc(',', jw->out);
+	if (jw->depth > 0)
+		jw->has_member[jw->depth] = true;
+}
+
+static void jw_value_done(struct jw *jw)
+{
+	if (jw->depth == 0) {
+		fputc('\n', jw->out);
+		fflush(jw->out);
+	}
+}
+
+static void jw_open(struct jw *jw, char c)
+{
+	jw_sep(jw);
+	fputc(c, jw->out);
+	if (jw->depth < JW_MAX_DEPTH - 1)
+		jw->depth++;
+	jw->has_member[jw->depth] = false;
+}
+
+static void jw_close(struct jw *jw, char c)
+{
+	fputc(c, jw->out);
+	if (jw->depth > 0)
+		jw->depth--;
+	jw_value_done(jw);
+}
+
+void jw_start_object(struct jw *jw)
+{
+	jw_open(jw, '{');
+}
+
+void jw_end_object(struct jw *jw)
+{
+	jw_close(jw, '}');
+}
+
+void jw_start_array(struct jw *jw)
+{
+	jw_open(jw, '[');
+}
+
+void jw_end_array(struct jw *jw)
+{
+	jw_close(jw, ']');
+}
+
+static void jw_quoted(struct jw *jw, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	fputc('"', jw->out);
+	for (; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", jw->out);
+			break;
+		case '\\':
+			fputs("\\\\", jw->out);
+			break;
+		case '\n':
+			fputs("\\n", jw->out);
+			break;
+		case '\t':
+			fputs("\\t", jw->out);
+			break;
+		case '\r':
+			fputs("\\r", jw->out);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(jw->out, "\\u%04x", *p);
+			else
+				fputc(*p, jw->out);
+		}
+	}
+	fputc('"', jw->out);
+}
+
+void jw_name(struct jw *jw, const char *name)
+{
+	jw_sep(jw);
+	jw_quoted(jw, name);
+	fputc(':', jw->out);
+	jw->after_name = true;
+}
+
+void jw_string(struct jw *jw, const char *s)
+{
+	jw_sep(jw);
+	jw_quoted(jw, s);
+	jw_value_done(jw);
+}
+
+void jw_uint(struct jw *jw, uint64_t v)
+{
+	jw_sep(jw);
+	fprintf(jw->out, "%llu", (unsigned long long)v);
+	jw_value_done(jw);
+}
+
+void jw_int(struct jw *jw, int64_t v)
+{
+	jw_sep(jw);
+	fprintf(jw->out, "%lld", (long long)v);
+	jw_value_done(jw);
+}
+
+void jw_float(struct jw *jw, double v, int decimals)
+{
+	jw_sep(jw);
+	if (!isfinite(v))
+		fputs("null", jw->out);
+	else
+		fprintf(jw->out, "%.*f", decimals, v == 0.0 ? 0.0 : v);
+	jw_value_done(jw);
+}
+
+void jw_bool(struct jw *jw, bool v)
+{
+	jw_sep(jw);
+	fputs(v ? "true" : "false", jw->out);
+	jw_value_done(jw);
+}
+
+void jw_null(struct jw *jw)
+{
+	jw_sep(jw);
+	fputs("null", jw->out);
+	jw_value_done(jw);
+}
+
+void jw_kv_string(struct jw *jw, const char *name, const char *s)
+{
+	jw_name(jw, name);
+	jw_string(jw, s);
+}
+
+void jw_kv_uint(struct jw *jw, const char *name, uint64_t v)
+{
+	jw_name(jw, name);
+	jw_uint(jw, v);
+}
+
+void jw_kv_int(struct jw *jw, const char *name, int64_t v)
+{
+	jw_name(jw, name);
+	jw_int(jw, v);
+}
+
+void jw_kv_float(struct jw *jw, const char *name, double v, int decimals)
+{
+	jw_name(jw, name);
+	jw_float(jw, v, decimals);
+}
+
+void jw_kv_bool(struct jw *jw, const char *name, bool v)
+{
+	jw_name(jw, name);
+	jw_bool(jw, v);
+}
+
+void jw_kv_null(struct jw *jw, const char *name)
+{
+	jw_name(jw, name);
+	jw_null(jw);
+}
+
+void jw_kv_object(struct jw *jw, const char *name)
+{
+	jw_name(jw, name);
+	jw_start_object(jw);
+}
+
+void jw_kv_array(struct jw *jw, const char *name)
+{
+	jw_name(jw, name);
+	jw_start_array(jw);
+}

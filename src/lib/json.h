@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Streaming JSON writer (in the spirit of bpftool's json_writer): commas and nesting are
+ * tracked for the caller; each top-level value ends with a newline so streams are JSON Lines.
+ */
+#ifndef IOSPAN_JSON_H
+#define IOSPAN_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct jw;
+
+struct jw *jw_new(FILE *out);
+void jw_free(struct jw *jw);
+
+void jw_start_object(struct jw *jw);
+void jw_end_object(struct jw *jw);
+void jw_start_array(struct jw *jw);
+void jw_end_array(struct jw *jw);
+void jw_name(struct jw *jw, const char *name);
+
+void jw_string(struct jw *jw, const char *s);
+void jw_uint(struct jw *jw, uint64_t v);
+void jw_int(struct jw *jw, int64_t v);
+/* Non-finite values are written as null; @decimals digits after the point. */
+void jw_float(struct jw *jw, double v, int decimals);
+void jw_bool(struct jw *jw, bool v);
+void jw_null(struct jw *jw);
+
+void jw_kv_string(struct jw *jw, const char *name, const char *s);
+void jw_kv_uint(struct jw *jw, const char *name, uint64_t v);
+void jw_kv_int(struct jw *jw, const char *name, int64_t v);
+void jw_kv_float(struct jw *jw, const char *name, double v, int decimals);
+void jw_kv_bool(struct jw *jw, const char *name, bool v);
+void jw_kv_null(struct jw *jw, const char *name);
+void jw_kv_object(struct jw *jw, const char *name);
+void jw_kv_array(struct jw *jw, const char *name);
+
+/* Depth of open containers, for callers that must close what they opened on error. */
+int jw_depth(const struct jw *jw);
+
+#endif

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+/* iospan: eBPF tracer for the Linux storage I/O path. Command dispatch (bpftool/perf style). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "iospan.h"
+#include "args.h"
+#include "err.h"
+
+static const struct cmd commands[] = {
+	{ "stat", cmd_stat, "iostat -x from /proc/diskstats, with record and replay" },
+	{ "doctor", cmd_doctor, "what this kernel supports and how iospan will attach" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "Usage: iospan [--json] [-v] COMMAND [OPTIONS] [ARGS]\n"
+		     "       iospan COMMAND --help\n"
+		     "       iospan --version\n\n"
+		     "Commands:\n");
+	for (i = 0; i < N_COMMANDS; i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\nGlobal options (also accepted after COMMAND):\n"
+		     "  --json      machine output: one JSON document, or one object per line\n"
+		     "  -v          verbose: attach plan and libbpf messages on stderr\n"
+		     "  --version   print the version\n\n"
+		     "Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n");
+}
+
+void cmd_reset_getopt(void)
+{
+	optind = 0; /* 0 makes glibc re-initialise, so a second getopt pass starts clean */
+	opterr = 0;
+}
+
+/* Exact name, or an unambiguous prefix of one (as bpftool does). */
+static const struct cmd *find_cmd(const char *name)
+{
+	const struct cmd *found = NULL;
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < N_COMMANDS; i++) {
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+		if (len && !strncmp(commands[i].name, name, len)) {
+			if (found)
+				return NULL;
+			found = &commands[i];
+		}
+	}
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cmd *cmd;
+	int i, ret;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	err_init("iospan", false);
+
+	/* Global options before the command; they are accepted after it too. */
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--json"))
+			args_common_opt(OPT_JSON);
+		else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+			args_common_opt(OPT_VERBOSE);
+		else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+			printf("iospan %s\n", IOSPAN_VERSION);
+			return EXIT_OK;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return EXIT_OK;
+		} else {
+			ret = fail_usage("unknown option '%s': see 'iospan --help'", argv[i]);
+			return err_exit_code(ret);
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[i], "help")) {
+		if (i + 1 >= argc) {
+			usage(stdout);
+			return EXIT_OK;
+		}
+		cmd = find_cmd(argv[i + 1]);
+		if (!cmd)
+			return err_exit_code(fail_usage("unknown command '%s': see 'iospan --help'",
+							argv[i + 1]));
+		char *help_argv[] = { (char *)cmd->name, "--help", NULL };
+		cmd_reset_getopt();
+		return err_exit_code(cmd->func(2, help_argv));
+	}
+	cmd = find_cmd(argv[i]);
+	if (!cmd) {
+		ret = fail_usage("unknown command '%s': see 'iospan --help'", argv[i]);
+		return err_exit_code(ret);
+	}
+	cmd_reset_getopt();
+	ret = cmd->func(argc - i, argv + i);
+	if (ret < 0) {
+		/* Make sure a failure never exits silently. */
+		fail(ret, "%s failed: %s", cmd->name, strerror(-ret));
+	}
+	return err_exit_code(ret);
+}
