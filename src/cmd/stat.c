@@ -1,8 +1,480 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan stat: the iostat -x report from /proc/diskstats, with sysstat's formulas,
+ * recording of the raw snapshots and replay of a recording.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "iospan.h"
+#include "args.h"
+#include "diskstats.h"
+#include "disks.h"
 #include "err.h"
+#include "json.h"
+
+#define STAT_MAX_DISKS 64
+
+struct stat_opts {
+	struct disk_spec disks[STAT_MAX_DISKS];
+	const char *disk_text[STAT_MAX_DISKS];
+	int nr_disks;
+	bool omit_idle;	 /* -z */
+	bool skip_boot;	 /* -y */
+	bool partitions; /* -p */
+	const char *record_path;
+	const char *replay_path;
+	uint64_t interval_ns; /* 0: one since-boot report */
+	uint64_t count;	      /* 0: until interrupted */
+};
+
+struct stat_ctx {
+	struct stat_opts *opts;
+	struct jw *jw;
+	FILE *record;
+	uint64_t reports;
+};
+
+static const char stat_usage[] =
+	"Usage: iospan stat [OPTIONS] [interval [count]]\n"
+	"\n"
+	"Extended disk statistics from /proc/diskstats, as `iostat -x` computes them.\n"
+	"Without an interval: one report since boot. With one: a report every interval\n"
+	"(the first since boot unless -y), count times or until Ctrl-C.\n"
+	"\n"
+	"Options:\n"
+	"  -d, --disk DISK     only this disk or partition (sda, /dev/loop0, 7:0); repeatable\n"
+	"  -z, --omit-idle     omit devices that completed no I/O in the interval\n"
+	"  -y, --skip-boot     skip the first report (statistics since boot)\n"
+	"  -p, --partitions    include partitions\n"
+	"      --record FILE   also save the raw snapshots sampled, for --replay\n"
+	"      --replay FILE   compute the reports from a recording instead of this machine;\n"
+	"                      an interval then selects snapshots at least that far apart\n"
+	"      --json          one JSON object per report\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Per device and operation (read, write; discard and flush when they occur):\n"
+	"  ops/s  kB/s  rqm/s (merged requests)  %%rqm  await (ms)  areq-sz (kB)\n"
+	"  and per device aqu-sz (average queue size), %%util, inflight (requests now).\n"
+	"\n"
+	"Examples:\n"
+	"  iospan stat -y -d sda 1 5          five one-second reports for sda\n"
+	"  iospan stat -z --json 2            every 2 s, busy devices only, JSON lines\n"
+	"  iospan stat --record incident.rec 1   record while watching\n"
+	"  iospan stat --replay incident.rec 10  the same recording in 10 s steps\n";
+
+/* Which devices a report shows. @named is set when the device was asked for with -d. */
+static bool stat_selects(const struct stat_opts *o, const struct ds_dev *d, int *order)
+{
+	int i;
+
+	if (o->nr_disks) {
+		for (i = 0; i < o->nr_disks; i++) {
+			if (disk_spec_matches(&o->disks[i], d->major, d->minor, d->name)) {
+				*order = i;
+				return true;
+			}
+		}
+		return false;
+	}
+	*order = 0;
+	if (d->partition && !o->partitions)
+		return false;
+	/* Like iostat, devices that never did any I/O are left out unless named. */
+	return d->f[DS_RD_IOS] || d->f[DS_WR_IOS] || d->f[DS_DC_IOS] || d->f[DS_FL_IOS];
+}
+
+static void format_time(double epoch_s, char *buf, size_t len)
+{
+	time_t t = (time_t)epoch_s;
+	struct tm tm;
+
+	if (epoch_s <= 0 || !localtime_r(&t, &tm)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static void json_device(struct jw *jw, const struct ds_dev *d, const struct ds_metrics *m)
+{
+	char devnum[24];
+
+	snprintf(devnum, sizeof(devnum), "%u:%u", d->major, d->minor);
+	jw_start_object(jw);
+	jw_kv_string(jw, "disk", d->name);
+	jw_kv_string(jw, "dev", devnum);
+	jw_kv_bool(jw, "partition", d->partition);
+	jw_kv_float(jw, "r_s", m->r_s, 2);
+	jw_kv_float(jw, "w_s", m->w_s, 2);
+	jw_kv_float(jw, "d_s", m->d_s, 2);
+	jw_kv_float(jw, "f_s", m->f_s, 2);
+	jw_kv_float(jw, "rkB_s", m->rkB_s, 2);
+	jw_kv_float(jw, "wkB_s", m->wkB_s, 2);
+	jw_kv_float(jw, "dkB_s", m->dkB_s, 2);
+	jw_kv_float(jw, "rrqm_s", m->rrqm_s, 2);
+	jw_kv_float(jw, "wrqm_s", m->wrqm_s, 2);
+	jw_kv_float(jw, "drqm_s", m->drqm_s, 2);
+	jw_kv_float(jw, "rrqm_pct", m->rrqm_pct, 2);
+	jw_kv_float(jw, "wrqm_pct", m->wrqm_pct, 2);
+	jw_kv_float(jw, "drqm_pct", m->drqm_pct, 2);
+	jw_kv_float(jw, "r_await", m->r_await, 3);
+	jw_kv_float(jw, "w_await", m->w_await, 3);
+	jw_kv_float(jw, "d_await", m->d_await, 3);
+	jw_kv_float(jw, "f_await", m->f_await, 3);
+	jw_kv_float(jw, "rareq_sz", m->rareq_sz, 2);
+	jw_kv_float(jw, "wareq_sz", m->wareq_sz, 2);
+	jw_kv_float(jw, "dareq_sz", m->dareq_sz, 2);
+	jw_kv_float(jw, "aqu_sz", m->aqu_sz, 3);
+	jw_kv_float(jw, "util", m->util, 2);
+	jw_kv_uint(jw, "in_flight", m->in_flight);
+	jw_end_object(jw);
+}
+
+static void text_op_row(const char *dev, const char *op, double ops, double kb, double rqm,
+			double rqm_pct, double await, double areq, bool has_rqm)
+{
+	printf("%-12s %-7s %9.2f %10.2f", dev, op, ops, kb);
+	if (has_rqm)
+		printf(" %8.2f %6.2f", rqm, rqm_pct);
+	else
+		printf(" %8s %6s", "-", "-");
+	printf(" %8.2f %8.2f", await, areq);
+}
+
+static void text_device(const struct ds_dev *d, const struct ds_metrics *m)
+{
+	text_op_row(d->name, "read", m->r_s, m->rkB_s, m->rrqm_s, m->rrqm_pct, m->r_await,
+		    m->rareq_sz, true);
+	printf(" %7.2f %6.2f %8llu\n", m->aqu_sz, m->util, (unsigned long long)m->in_flight);
+	text_op_row("", "write", m->w_s, m->wkB_s, m->wrqm_s, m->wrqm_pct, m->w_await,
+		    m->wareq_sz, true);
+	putchar('\n');
+	if (m->d_s > 0 || m->dkB_s > 0) {
+		text_op_row("", "discard", m->d_s, m->dkB_s, m->drqm_s, m->drqm_pct, m->d_await,
+			    m->dareq_sz, true);
+		putchar('\n');
+	}
+	if (m->f_s > 0) {
+		/* Flushes move no data and are never merged. */
+		printf("%-12s %-7s %9.2f %10s %8s %6s %8.2f %8s\n", "", "flush", m->f_s, "-", "-",
+		       "-", m->f_await, "-");
+	}
+}
+
+/* One report: @cur against @prev (NULL: since boot). */
+static int stat_report(struct stat_ctx *ctx, const struct ds_snapshot *prev,
+		       const struct ds_snapshot *cur, bool partial)
+{
+	const struct stat_opts *o = ctx->opts;
+	double interval_s = prev ? cur->uptime_s - prev->uptime_s : cur->uptime_s;
+	const struct ds_dev *d, *before;
+	struct ds_metrics m;
+	char when[64];
+	int order, pass, npass;
+	size_t i;
+
+	if (interval_s <= 0)
+		return 0; /* two snapshots at the same instant: nothing to say */
+	ctx->reports++;
+	format_time(cur->epoch_s, when, sizeof(when));
+	if (gopts.json) {
+		jw_start_object(ctx->jw);
+		jw_kv_float(ctx->jw, "time", cur->epoch_s, 3);
+		jw_kv_float(ctx->jw, "interval_s", interval_s, 3);
+		jw_kv_bool(ctx->jw, "since_boot", prev == NULL);
+		if (partial)
+			jw_kv_bool(ctx->jw, "partial", true);
+		jw_kv_array(ctx->jw, "devices");
+	} else {
+		if (ctx->reports > 1)
+			putchar('\n');
+		if (prev)
+			printf("%s  interval %.2f s%s\n", when, interval_s,
+			       partial ? " (partial: interrupted)" : "");
+		else
+			printf("%s  since boot (%.0f s)\n", when, interval_s);
+		printf("%-12s %-7s %9s %10s %8s %6s %8s %8s %7s %6s %8s\n", "Device", "op", "ops/s",
+		       "kB/s", "rqm/s", "%rqm", "await", "areq-sz", "aqu-sz", "%util", "inflight");
+	}
+	/* With -d, devices come in the order the user named them. */
+	npass = o->nr_disks ? o->nr_disks : 1;
+	for (pass = 0; pass < npass; pass++) {
+		for (i = 0; i < cur->nr; i++) {
+			d = &cur->devs[i];
+			if (!stat_selects(o, d, &order) || order != pass)
+				continue;
+			before = prev ? ds_snapshot_find(prev, d->major, d->minor, d->name) : NULL;
+			ds_compute(before, d, interval_s, &m);
+			if (o->omit_idle && !m.ios)
+				continue;
+			if (gopts.json)
+				json_device(ctx->jw, d, &m);
+			else
+				text_device(d, &m);
+		}
+	}
+	if (gopts.json) {
+		jw_end_array(ctx->jw);
+		jw_end_object(ctx->jw);
+	}
+	fflush(stdout);
+	return 0;
+}
+
+static int stat_parse(int argc, char **argv, struct stat_opts *o)
+{
+	enum { OPT_RECORD = 0x2000, OPT_REPLAY };
+	static const struct option long_opts[] = {
+		{ "disk", required_argument, NULL, 'd' },
+		{ "omit-idle", no_argument, NULL, 'z' },
+		{ "skip-boot", no_argument, NULL, 'y' },
+		{ "partitions", no_argument, NULL, 'p' },
+		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "replay", required_argument, NULL, OPT_REPLAY },
+		COMMON_LONG_OPTS,
+		{ 0 },
+	};
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, ":d:zyp" COMMON_SHORT_OPTS, long_opts, NULL)) !=
+	       -1) {
+		if (args_common_opt(opt))
+			continue;
+		switch (opt) {
+		case 'd':
+			if (o->nr_disks == STAT_MAX_DISKS)
+				return fail_usage("too many -d options (at most %d)",
+						  STAT_MAX_DISKS);
+			ret = disk_spec_parse(optarg, &o->disks[o->nr_disks]);
+			if (ret == -ENOTBLK)
+				return fail_usage("'%s' is not a block device", optarg);
+			if (ret)
+				return fail_usage("unknown disk '%s': name a device listed in "
+						  "/proc/diskstats (sda, /dev/loop0, 7:0)",
+						  optarg);
+			o->disk_text[o->nr_disks++] = optarg;
+			break;
+		case 'z':
+			o->omit_idle = true;
+			break;
+		case 'y':
+			o->skip_boot = true;
+			break;
+		case 'p':
+			o->partitions = true;
+			break;
+		case OPT_RECORD:
+			o->record_path = optarg;
+			break;
+		case OPT_REPLAY:
+			o->replay_path = optarg;
+			break;
+		case 'h':
+			fputs(stat_usage, stdout);
+			return 1;
+		default:
+			return args_bad_option("stat", argv);
+		}
+	}
+	ret = parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &o->count);
+	if (ret)
+		return ret;
+	if (o->count && !o->interval_ns)
+		return fail_usage("a count needs an interval");
+	if (o->record_path && o->replay_path)
+		return fail_usage("--record and --replay cannot be combined");
+	return 0;
+}
+
+/* Every -d must name a device of @s (this machine's, or the recording's). */
+static int stat_check_disks(const struct stat_opts *o, const struct ds_snapshot *s)
+{
+	int i;
+	size_t j;
+
+	for (i = 0; i < o->nr_disks; i++) {
+		for (j = 0; j < s->nr; j++)
+			if (disk_spec_matches(&o->disks[i], s->devs[j].major, s->devs[j].minor,
+					      s->devs[j].name))
+				break;
+		if (j == s->nr) {
+			if (o->replay_path)
+				return fail_usage("unknown disk '%s': not in recording %s",
+						  o->disk_text[i], o->replay_path);
+			return fail_usage("unknown disk '%s': name a device listed in "
+					  "/proc/diskstats (sda, /dev/loop0, 7:0)",
+					  o->disk_text[i]);
+		}
+	}
+	return 0;
+}
+
+static int stat_replay(struct stat_ctx *ctx)
+{
+	const struct stat_opts *o = ctx->opts;
+	struct ds_snapshot snaps[2], *prev = &snaps[0], *cur = &snaps[1], *tmp;
+	double min_gap = o->interval_ns / 1e9;
+	struct ds_reader r;
+	bool have_prev = false;
+	uint64_t emitted = 0;
+	int ret;
+
+	ds_snapshot_init(&snaps[0]);
+	ds_snapshot_init(&snaps[1]);
+	ret = ds_reader_open(&r, o->replay_path);
+	if (ret) {
+		ret = fail_usage("cannot open recording '%s': %s", o->replay_path, strerror(-ret));
+		goto cleanup;
+	}
+	while ((ret = ds_reader_next(&r, cur)) == 1) {
+		if (!have_prev) {
+			ret = stat_check_disks(o, cur);
+			if (ret)
+				goto cleanup;
+			if (!o->skip_boot) {
+				stat_report(ctx, NULL, cur, false);
+				emitted++;
+			}
+		} else {
+			/* With an interval, skip snapshots closer than it to the last one used
+			 * (1% slack for sampling jitter). */
+			if (cur->uptime_s - prev->uptime_s < min_gap * 0.99)
+				continue;
+			if (cur->uptime_s < prev->uptime_s) {
+				ret = fail_usage("%s: snapshot times go backwards at line %u",
+						 o->replay_path, r.line_no);
+				goto cleanup;
+			}
+			stat_report(ctx, prev, cur, false);
+			emitted++;
+		}
+		if (o->count && emitted >= o->count)
+			break;
+		tmp = prev;
+		prev = cur;
+		cur = tmp;
+		have_prev = true;
+	}
+	if (ret < 0) {
+		if (ret == -EINVAL)
+			ret = fail_usage("malformed recording: %s", r.error);
+		else
+			ret = fail(ret, "reading %s: %s", o->replay_path, strerror(-ret));
+		goto cleanup;
+	}
+	if (!have_prev && ret == 0) {
+		ret = fail_usage("recording '%s' holds no snapshot", o->replay_path);
+		goto cleanup;
+	}
+	ret = 0;
+cleanup:
+	ds_reader_close(&r);
+	ds_snapshot_free(&snaps[0]);
+	ds_snapshot_free(&snaps[1]);
+	return ret;
+}
+
+static int stat_sample(struct stat_ctx *ctx, struct ds_snapshot *s)
+{
+	int ret = ds_read("/proc/diskstats", s);
+
+	if (ret)
+		return fail(ret, "cannot read /proc/diskstats: %s", strerror(-ret));
+	if (ctx->record) {
+		ret = ds_record_snapshot(ctx->record, s, ctx->reports == 0);
+		if (ret)
+			return fail(ret, "cannot write recording '%s'", ctx->opts->record_path);
+	}
+	return 0;
+}
+
+static int stat_live(struct stat_ctx *ctx)
+{
+	const struct stat_opts *o = ctx->opts;
+	struct ds_snapshot snaps[2], *prev = &snaps[0], *cur = &snaps[1], *tmp;
+	uint64_t start, emitted = 0, k;
+	bool stopped;
+	int ret;
+
+	ds_snapshot_init(&snaps[0]);
+	ds_snapshot_init(&snaps[1]);
+	ret = stat_sample(ctx, prev);
+	if (ret)
+		goto cleanup;
+	ret = stat_check_disks(o, prev);
+	if (ret)
+		goto cleanup;
+	if (!o->interval_ns || !o->skip_boot) {
+		stat_report(ctx, NULL, prev, false);
+		emitted++;
+	}
+	if (!o->interval_ns)
+		goto cleanup;
+
+	install_stop_handlers();
+	start = now_ns(CLOCK_MONOTONIC);
+	for (k = 1; !o->count || emitted < o->count; k++) {
+		/* Absolute deadlines: reports do not drift by the time spent printing. */
+		stopped = sleep_until_ns(start + k * o->interval_ns);
+		ret = stat_sample(ctx, cur);
+		if (ret)
+			goto cleanup;
+		/* Interrupted: report the part of the interval that passed, if any. */
+		if (stopped && cur->uptime_s - prev->uptime_s < 0.01)
+			break;
+		stat_report(ctx, prev, cur, stopped);
+		emitted++;
+		if (stopped)
+			break;
+		tmp = prev;
+		prev = cur;
+		cur = tmp;
+	}
+cleanup:
+	ds_snapshot_free(&snaps[0]);
+	ds_snapshot_free(&snaps[1]);
+	return ret;
+}
 
 int cmd_stat(int argc, char **argv)
 {
-	return fail_usage("stat: not implemented yet");
+	struct stat_opts opts = {};
+	struct stat_ctx ctx = { .opts = &opts };
+	int ret;
+
+	ret = stat_parse(argc, argv, &opts);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+
+	if (gopts.json) {
+		ctx.jw = jw_new(stdout);
+		if (!ctx.jw)
+			return fail(-ENOMEM, "out of memory");
+	}
+	if (opts.replay_path) {
+		ret = stat_replay(&ctx);
+		goto cleanup;
+	}
+	if (opts.record_path) {
+		ctx.record = fopen(opts.record_path, "w");
+		if (!ctx.record) {
+			ret = fail_usage("cannot create recording '%s': %s", opts.record_path,
+					 strerror(errno));
+			goto cleanup;
+		}
+		ret = ds_record_header(ctx.record);
+		if (ret) {
+			ret = fail(ret, "cannot write recording '%s'", opts.record_path);
+			goto cleanup;
+		}
+	}
+	ret = stat_live(&ctx);
+cleanup:
+	if (ctx.record && fclose(ctx.record) && !ret)
+		ret = fail(-errno, "cannot write recording '%s'", opts.record_path);
+	jw_free(ctx.jw);
+	return ret;
 }

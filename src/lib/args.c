@@ -152,10 +152,10 @@ int args_bad_option(const char *cmd, char **argv)
 {
 	const char *arg = optind > 0 ? argv[optind - 1] : "?";
 
-	if (optopt && isdigit(optopt))
-		return fail_usage("invalid argument '-%c...': intervals and counts must be positive "
+	if (arg[0] == '-' && (isdigit((unsigned char)arg[1]) || arg[1] == '.'))
+		return fail_usage("invalid interval or count '%s': it must be positive "
 				  "(see 'iospan %s --help')",
-				  optopt, cmd);
+				  arg, cmd);
 	if (optopt && strchr(arg, optopt) && arg[0] == '-' && arg[1] != '-' &&
 	    !strchr(arg + 1, '='))
 		return fail_usage("option '-%c' is unknown or needs a value: see 'iospan %s --help'",

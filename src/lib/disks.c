@@ -180,3 +180,11 @@ const char *disk_name_of(unsigned int major, unsigned int minor, char *buf, size
 		snprintf(buf, len, "%u:%u", major, minor);
 	return buf;
 }
+
+bool disk_is_partition(unsigned int major, unsigned int minor)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u/partition", sysfs_root, major, minor);
+	return access(path, F_OK) == 0;
+}

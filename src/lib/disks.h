@@ -42,6 +42,9 @@ int disk_lookup(const char *text, struct disk *disk);
 int disk_from_name(const char *name, struct disk *disk);
 int disk_from_devnum(unsigned int major, unsigned int minor, struct disk *disk);
 
+/* Whether MAJ:MIN is a partition, from sysfs (false if unknown). */
+bool disk_is_partition(unsigned int major, unsigned int minor);
+
 /* Name of a device for output, or "MAJ:MIN" if it has none (any more). */
 const char *disk_name_of(unsigned int major, unsigned int minor, char *buf, size_t len);
 

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "diskstats.h"
+
+int ds_parse_line(const char *line, struct ds_dev *dev)
+{
+	unsigned long long v[DS_NR_FIELDS];
+	char name[DISK_NAME_LEN];
+	int n, i;
+
+	memset(dev, 0, sizeof(*dev));
+	n = sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+		   &dev->major, &dev->minor, name, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+		   &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &v[15], &v[16]);
+	/* 14, 18 or 20 fields in all, depending on the kernel. */
+	if (n != 14 && n != 18 && n != 20)
+		return -EINVAL;
+	dev->nr_fields = n - 3;
+	for (i = 0; i < dev->nr_fields; i++)
+		dev->f[i] = v[i];
+	memcpy(dev->name, name, sizeof(name));
+	return 0;
+}
+
+void ds_snapshot_init(struct ds_snapshot *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+void ds_snapshot_free(struct ds_snapshot *s)
+{
+	free(s->devs);
+	ds_snapshot_init(s);
+}
+
+void ds_snapshot_clear(struct ds_snapshot *s)
+{
+	s->nr = 0;
+	s->uptime_s = s->epoch_s = 0;
+}
+
+int ds_snapshot_add(struct ds_snapshot *s, const struct ds_dev *dev)
+{
+	if (s->nr == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		struct ds_dev *devs = realloc(s->devs, cap * sizeof(*devs));
+
+		if (!devs)
+			return -ENOMEM;
+		s->devs = devs;
+		s->cap = cap;
+	}
+	s->devs[s->nr++] = *dev;
+	return 0;
+}
+
+const struct ds_dev *ds_snapshot_find(const struct ds_snapshot *s, unsigned int major,
+				      unsigned int minor, const char *name)
+{
+	size_t i;
+
+	/* Match the name too: a loop device detached and reattached keeps MAJ:MIN. */
+	for (i = 0; i < s->nr; i++)
+		if (s->devs[i].major == major && s->devs[i].minor == minor &&
+		    !strcmp(s->devs[i].name, name))
+			return &s->devs[i];
+	return NULL;
+}
+
+static double clock_s(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int ds_read(const char *path, struct ds_snapshot *s)
+{
+	char line[512];
+	struct ds_dev dev;
+	FILE *f;
+	int ret = 0;
+
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	ds_snapshot_clear(s);
+	/* Stamp right after opening: the kernel formats the file on the first read. */
+	s->uptime_s = clock_s(CLOCK_BOOTTIME);
+	s->epoch_s = clock_s(CLOCK_REALTIME);
+	while (fgets(line, sizeof(line), f)) {
+		if (ds_parse_line(line, &dev))
+			continue;
+		dev.partition = disk_is_partition(dev.major, dev.minor);
+		ret = ds_snapshot_add(s, &dev);
+		if (ret)
+			break;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Increase of a counter; one that went backwards (reset, wrapped) counts as 0. */
+static double delta(const struct ds_dev *prev, const struct ds_dev *cur, enum ds_field f)
+{
+	uint64_t before = prev ? prev->f[f] : 0;
+
+	return cur->f[f] >= before ? (double)(cur->f[f] - before) : 0.0;
+}
+
+static double ratio(double num, double den)
+{
+	return den > 0 ? num / den : 0.0;
+}
+
+void ds_compute(const struct ds_dev *prev, const struct ds_dev *cur, double interval_s,
+		struct ds_metrics *m)
+{
+	double rd_ios = delta(prev, cur, DS_RD_IOS), wr_ios = delta(prev, cur, DS_WR_IOS);
+	double dc_ios = delta(prev, cur, DS_DC_IOS), fl_ios = delta(prev, cur, DS_FL_IOS);
+	double rd_mrg = delta(prev, cur, DS_RD_MERGES), wr_mrg = delta(prev, cur, DS_WR_MERGES);
+	double dc_mrg = delta(prev, cur, DS_DC_MERGES);
+	double rd_sec = delta(prev, cur, DS_RD_SECTORS), wr_sec = delta(prev, cur, DS_WR_SECTORS);
+	double dc_sec = delta(prev, cur, DS_DC_SECTORS);
+	double interval_ms = interval_s * 1000.0;
+
+	memset(m, 0, sizeof(*m));
+	m->in_flight = cur->f[DS_IN_FLIGHT];
+	m->ios = (uint64_t)(rd_ios + wr_ios + dc_ios + fl_ios);
+	if (interval_s <= 0)
+		return;
+
+	m->r_s = rd_ios / interval_s;
+	m->w_s = wr_ios / interval_s;
+	m->d_s = dc_ios / interval_s;
+	m->f_s = fl_ios / interval_s;
+	/* Sectors are always 512 bytes in diskstats, whatever the device's block size. */
+	m->rkB_s = rd_sec / 2 / interval_s;
+	m->wkB_s = wr_sec / 2 / interval_s;
+	m->dkB_s = dc_sec / 2 / interval_s;
+	m->rrqm_s = rd_mrg / interval_s;
+	m->wrqm_s = wr_mrg / interval_s;
+	m->drqm_s = dc_mrg / interval_s;
+	m->rrqm_pct = ratio(rd_mrg, rd_mrg + rd_ios) * 100;
+	m->wrqm_pct = ratio(wr_mrg, wr_mrg + wr_ios) * 100;
+	m->drqm_pct = ratio(dc_mrg, dc_mrg + dc_ios) * 100;
+	m->r_await = ratio(delta(prev, cur, DS_RD_TICKS), rd_ios);
+	m->w_await = ratio(delta(prev, cur, DS_WR_TICKS), wr_ios);
+	m->d_await = ratio(delta(prev, cur, DS_DC_TICKS), dc_ios);
+	m->f_await = ratio(delta(prev, cur, DS_FL_TICKS), fl_ios);
+	m->rareq_sz = ratio(rd_sec / 2, rd_ios);
+	m->wareq_sz = ratio(wr_sec / 2, wr_ios);
+	m->dareq_sz = ratio(dc_sec / 2, dc_ios);
+	/* time_in_queue is in-flight-weighted ms: per ms of wall time it is the queue depth. */
+	m->aqu_sz = delta(prev, cur, DS_TIME_IN_QUEUE) / interval_ms;
+	/* io_ticks is ms with at least one request in flight; sampling skew can exceed 100%. */
+	m->util = delta(prev, cur, DS_IO_TICKS) / interval_ms * 100;
+	if (m->util > 100)
+		m->util = 100;
+}
+
+int ds_record_header(FILE *out)
+{
+	fprintf(out, "# iospan diskstats recording: see docs/recording-format.md\n"
+		     "iospan-diskstats 1\n");
+	return ferror(out) ? -EIO : 0;
+}
+
+int ds_record_snapshot(FILE *out, const struct ds_snapshot *s, bool with_partitions)
+{
+	const struct ds_dev *d;
+	size_t i;
+	int j;
+
+	if (with_partitions)
+		for (i = 0; i < s->nr; i++)
+			if (s->devs[i].partition)
+				fprintf(out, "partition %u %u\n", s->devs[i].major, s->devs[i].minor);
+	fprintf(out, "snapshot %.6f %.6f\n", s->uptime_s, s->epoch_s);
+	for (i = 0; i < s->nr; i++) {
+		d = &s->devs[i];
+		fprintf(out, "%4u %7u %s", d->major, d->minor, d->name);
+		for (j = 0; j < d->nr_fields; j++)
+			fprintf(out, " %llu", (unsigned long long)d->f[j]);
+		fputc('\n', out);
+	}
+	fflush(out);
+	return ferror(out) ? -EIO : 0;
+}
+
+int ds_reader_open(struct ds_reader *r, const char *path)
+{
+	memset(r, 0, sizeof(*r));
+	r->path = path;
+	r->in = fopen(path, "r");
+	if (!r->in)
+		return -errno;
+	return 0;
+}
+
+void ds_reader_close(struct ds_reader *r)
+{
+	if (r->in)
+		fclose(r->in);
+	free(r->pending);
+	free(r->parts);
+	memset(r, 0, sizeof(*r));
+}
+
+static int reader_error(struct ds_reader *r, const char *what)
+{
+	snprintf(r->error, sizeof(r->error), "%s line %u: %s", r->path, r->line_no, what);
+	return -EINVAL;
+}
+
+static bool reader_is_partition(const struct ds_reader *r, unsigned int major, unsigned int minor)
+{
+	uint64_t key = (uint64_t)major << 20 | minor;
+	size_t i;
+
+	for (i = 0; i < r->nr_parts; i++)
+		if (r->parts[i] == key)
+			return true;
+	return false;
+}
+
+static int reader_add_partition(struct ds_reader *r, unsigned int major, unsigned int minor)
+{
+	if (reader_is_partition(r, major, minor))
+		return 0;
+	if (r->nr_parts == r->cap_parts) {
+		size_t cap = r->cap_parts ? r->cap_parts * 2 : 16;
+		uint64_t *parts = realloc(r->parts, cap * sizeof(*parts));
+
+		if (!parts)
+			return -ENOMEM;
+		r->parts = parts;
+		r->cap_parts = cap;
+	}
+	r->parts[r->nr_parts++] = (uint64_t)major << 20 | minor;
+	return 0;
+}
+
+/* Parses "snapshot UPTIME EPOCH" into @s's stamps. */
+static int parse_snapshot_line(struct ds_reader *r, const char *line, struct ds_snapshot *s)
+{
+	char tail[2];
+	int n;
+
+	n = sscanf(line, "snapshot %lf %lf %1s", &s->uptime_s, &s->epoch_s, tail);
+	if (n == 1)
+		s->epoch_s = 0;
+	else if (n != 2)
+		return reader_error(r, "expected 'snapshot UPTIME_SECONDS [EPOCH_SECONDS]'");
+	if (s->uptime_s < 0)
+		return reader_error(r, "snapshot time must not be negative");
+	return 0;
+}
+
+int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
+{
+	char buf[1024], *line;
+	unsigned int major, minor;
+	bool in_snapshot = false;
+	struct ds_dev dev;
+	char tail[2];
+	int ret;
+
+	ds_snapshot_clear(s);
+	if (r->pending) {
+		ret = parse_snapshot_line(r, r->pending, s);
+		free(r->pending);
+		r->pending = NULL;
+		if (ret)
+			return ret;
+		in_snapshot = true;
+	}
+	while (fgets(buf, sizeof(buf), r->in)) {
+		r->line_no++;
+		line = buf + strspn(buf, " \t");
+		line[strcspn(line, "\r\n")] = '\0';
+		if (!*line || *line == '#')
+			continue;
+		if (!r->header_seen) {
+			if (strcmp(line, "iospan-diskstats 1"))
+				return reader_error(r, "not an iospan diskstats recording "
+						       "(expected 'iospan-diskstats 1')");
+			r->header_seen = true;
+			continue;
+		}
+		if (!strncmp(line, "partition", 9)) {
+			if (sscanf(line, "partition %u %u %1s", &major, &minor, tail) != 2)
+				return reader_error(r, "expected 'partition MAJ MIN'");
+			ret = reader_add_partition(r, major, minor);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (!strncmp(line, "snapshot", 8)) {
+			if (in_snapshot) {
+				/* The next snapshot starts: keep its line for the next call. */
+				r->pending = strdup(line);
+				if (!r->pending)
+					return -ENOMEM;
+				break;
+			}
+			ret = parse_snapshot_line(r, line, s);
+			if (ret)
+				return ret;
+			in_snapshot = true;
+			continue;
+		}
+		if (!in_snapshot)
+			return reader_error(r, "device line before the first 'snapshot' line");
+		if (ds_parse_line(line, &dev))
+			return reader_error(r, "not a diskstats line (need 14, 18 or 20 fields)");
+		ret = ds_snapshot_add(s, &dev);
+		if (ret)
+			return ret;
+	}
+	if (ferror(r->in))
+		return reader_error(r, "read error");
+	if (!r->header_seen)
+		return reader_error(r, "empty recording (expected 'iospan-diskstats 1')");
+	if (!in_snapshot)
+		return 0;
+	/* Partition lines may come anywhere; apply what is known by now. */
+	for (size_t i = 0; i < s->nr; i++)
+		s->devs[i].partition = reader_is_partition(r, s->devs[i].major, s->devs[i].minor);
+	return 1;
+}
