@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Strict numbers, durations and the [interval [count]] positionals. */
+#include <errno.h>
+#include <stdio.h>
+
+/* Before cmocka.h, whose fail() macro would rename our fail(). */
+#include "args.h"
+#include "err.h"
+#include "testutil.h"
+
+static void test_parse_u64(void **state)
+{
+	uint64_t v = 7;
+
+	assert_int_equal(parse_u64("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(parse_u64("18446744073709551615", &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(parse_u64("18446744073709551616", &v), -EINVAL);
+	assert_int_equal(parse_u64("-1", &v), -EINVAL);
+	assert_int_equal(parse_u64("+1", &v), -EINVAL);
+	assert_int_equal(parse_u64(" 1", &v), -EINVAL);
+	assert_int_equal(parse_u64("12a", &v), -EINVAL);
+	assert_int_equal(parse_u64("", &v), -EINVAL);
+	assert_int_equal(parse_u64(NULL, &v), -EINVAL);
+	assert_int_equal(parse_u64_range("5", 1, 10, &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(parse_u64_range("0", 1, 10, &v), -EINVAL);
+	assert_int_equal(parse_u64_range("11", 1, 10, &v), -EINVAL);
+}
+
+static void test_parse_duration(void **state)
+{
+	uint64_t ns;
+
+	assert_int_equal(parse_duration_ns("1", 1000000000ULL, &ns), 0);
+	assert_int_equal(ns, 1000000000ULL);
+	assert_int_equal(parse_duration_ns("0.5", 1000000000ULL, &ns), 0);
+	assert_int_equal(ns, 500000000ULL);
+	assert_int_equal(parse_duration_ns("250ms", 1000000000ULL, &ns), 0);
+	assert_int_equal(ns, 250000000ULL);
+	assert_int_equal(parse_duration_ns("10", 1000000ULL, &ns), 0); /* bare ms */
+	assert_int_equal(ns, 10000000ULL);
+	assert_int_equal(parse_duration_ns("1.5s", 1, &ns), 0);
+	assert_int_equal(ns, 1500000000ULL);
+	assert_int_equal(parse_duration_ns("2m", 1, &ns), 0);
+	assert_int_equal(ns, 120000000000ULL);
+	assert_int_equal(parse_duration_ns("1h", 1, &ns), 0);
+	assert_int_equal(ns, 3600000000000ULL);
+	assert_int_equal(parse_duration_ns("10us", 1, &ns), 0);
+	assert_int_equal(ns, 10000ULL);
+	assert_int_equal(parse_duration_ns("7ns", 1, &ns), 0);
+	assert_int_equal(ns, 7ULL);
+	assert_int_equal(parse_duration_ns("0", 1, &ns), 0);
+	assert_int_equal(ns, 0);
+
+	assert_int_equal(parse_duration_ns("abc", 1, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("-1", 1, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("1x", 1, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("1 s", 1, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("ms", 1, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("", 1, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("inf", 1, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("1e30", 1000000000ULL, &ns), -EINVAL);
+}
+
+static void test_interval_count(void **state)
+{
+	uint64_t interval = 0, count = 0;
+	char *ok[] = { "2", "5" };
+	char *half[] = { "500ms" };
+	char *zero[] = { "0" };
+	char *bad[] = { "abc" };
+	char *zero_count[] = { "1", "0" };
+	char *too_many[] = { "1", "2", "3" };
+
+	assert_int_equal(parse_interval_count(2, ok, &interval, &count), 0);
+	assert_int_equal(interval, 2000000000ULL);
+	assert_int_equal(count, 5);
+	count = 0;
+	assert_int_equal(parse_interval_count(1, half, &interval, &count), 0);
+	assert_int_equal(interval, 500000000ULL);
+	assert_int_equal(count, 0);
+	assert_int_equal(parse_interval_count(0, NULL, &interval, &count), 0);
+
+	/* The rejections report a usage error (on stderr) and return -EINVAL. */
+	assert_int_equal(parse_interval_count(1, zero, &interval, &count), -EINVAL);
+	assert_int_equal(parse_interval_count(1, bad, &interval, &count), -EINVAL);
+	assert_int_equal(parse_interval_count(2, zero_count, &interval, &count), -EINVAL);
+	assert_int_equal(parse_interval_count(3, too_many, &interval, &count), -EINVAL);
+	assert_int_equal(err_exit_code(-EINVAL), EXIT_USAGE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_u64),
+		cmocka_unit_test(test_parse_duration),
+		cmocka_unit_test(test_interval_count),
+	};
+
+	return cmocka_run_group_tests_name("args", tests, NULL, NULL);
+}

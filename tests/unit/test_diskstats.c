@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+/* diskstats parsing, the iostat -x formulas against hand-computed values, recordings. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "diskstats.h"
+
+/*
+ * Two samples 2.0 s apart. Deltas: rd_ios 200, rd_merges 50, rd_sectors 1600, rd_ticks 200,
+ * wr_ios 100, wr_merges 25, wr_sectors 1600, wr_ticks 300, io_ticks 1000, time_in_queue 1000,
+ * dc_ios 10, dc_merges 0, dc_sectors 80, dc_ticks 5, fl_ios 4, fl_ticks 8; in_flight now 3.
+ */
+static const char *prev_line =
+	"   7       0 loop0 100 10 800 50 40 10 640 80 0 500 1000 0 0 0 0 0 0";
+static const char *cur_line =
+	"   7       0 loop0 300 60 2400 250 140 35 2240 380 3 1500 2000 10 0 80 5 4 8";
+
+static void test_parse_20_fields(void **state)
+{
+	struct ds_dev d;
+
+	assert_int_equal(ds_parse_line(cur_line, &d), 0);
+	assert_int_equal(d.major, 7);
+	assert_int_equal(d.minor, 0);
+	assert_string_equal(d.name, "loop0");
+	assert_int_equal(d.nr_fields, 17);
+	assert_int_equal(d.f[DS_RD_IOS], 300);
+	assert_int_equal(d.f[DS_IN_FLIGHT], 3);
+	assert_int_equal(d.f[DS_FL_TICKS], 8);
+}
+
+static void test_parse_14_and_18_fields(void **state)
+{
+	struct ds_dev d;
+
+	/* Pre-4.18 kernels: 11 counters, no discard or flush. */
+	assert_int_equal(ds_parse_line("8 0 sda 8567 1560 140762 3460 0 0 0 0 0 2090 3440", &d),
+			 0);
+	assert_int_equal(d.nr_fields, 11);
+	assert_int_equal(d.f[DS_TIME_IN_QUEUE], 3440);
+	assert_int_equal(d.f[DS_DC_IOS], 0);
+	/* 4.18 to 5.4: discards but no flushes. */
+	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", &d), 0);
+	assert_int_equal(d.nr_fields, 15);
+	assert_int_equal(d.f[DS_DC_TICKS], 15);
+	assert_int_equal(d.f[DS_FL_IOS], 0);
+}
+
+static void test_parse_rejects(void **state)
+{
+	struct ds_dev d;
+
+	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13", &d), -EINVAL);
+	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10", &d), -EINVAL);
+	assert_int_equal(ds_parse_line("snapshot 1 2", &d), -EINVAL);
+	assert_int_equal(ds_parse_line("", &d), -EINVAL);
+}
+
+static void test_compute_hand_values(void **state)
+{
+	struct ds_dev prev, cur;
+	struct ds_metrics m;
+
+	assert_int_equal(ds_parse_line(prev_line, &prev), 0);
+	assert_int_equal(ds_parse_line(cur_line, &cur), 0);
+	ds_compute(&prev, &cur, 2.0, &m);
+
+	assert_near(m.r_s, 100.0, 1e-9);      /* 200 / 2 */
+	assert_near(m.w_s, 50.0, 1e-9);	      /* 100 / 2 */
+	assert_near(m.d_s, 5.0, 1e-9);	      /* 10 / 2 */
+	assert_near(m.f_s, 2.0, 1e-9);	      /* 4 / 2 */
+	assert_near(m.rkB_s, 400.0, 1e-9);    /* 1600 sectors / 2 = 800 kB, / 2 s */
+	assert_near(m.wkB_s, 400.0, 1e-9);    /* same */
+	assert_near(m.dkB_s, 20.0, 1e-9);     /* 80 / 2 / 2 */
+	assert_near(m.rrqm_s, 25.0, 1e-9);    /* 50 / 2 */
+	assert_near(m.wrqm_s, 12.5, 1e-9);    /* 25 / 2 */
+	assert_near(m.drqm_s, 0.0, 1e-9);
+	assert_near(m.rrqm_pct, 20.0, 1e-9);  /* 50 / (50 + 200) */
+	assert_near(m.wrqm_pct, 20.0, 1e-9);  /* 25 / (25 + 100) */
+	assert_near(m.drqm_pct, 0.0, 1e-9);
+	assert_near(m.r_await, 1.0, 1e-9);    /* 200 ms / 200 */
+	assert_near(m.w_await, 3.0, 1e-9);    /* 300 ms / 100 */
+	assert_near(m.d_await, 0.5, 1e-9);    /* 5 ms / 10 */
+	assert_near(m.f_await, 2.0, 1e-9);    /* 8 ms / 4 */
+	assert_near(m.rareq_sz, 4.0, 1e-9);   /* 800 kB / 200 */
+	assert_near(m.wareq_sz, 8.0, 1e-9);   /* 800 kB / 100 */
+	assert_near(m.dareq_sz, 4.0, 1e-9);   /* 40 kB / 10 */
+	assert_near(m.aqu_sz, 0.5, 1e-9);     /* 1000 ms weighted / 2000 ms */
+	assert_near(m.util, 50.0, 1e-9);      /* 1000 ms busy / 2000 ms */
+	assert_int_equal(m.in_flight, 3);
+	assert_int_equal(m.ios, 314);	      /* 200 + 100 + 10 + 4 */
+}
+
+static void test_compute_backwards_is_zero(void **state)
+{
+	struct ds_dev prev, cur;
+	struct ds_metrics m;
+
+	/* The device was reset between samples: every counter is now lower. */
+	assert_int_equal(ds_parse_line(cur_line, &prev), 0);
+	assert_int_equal(ds_parse_line(prev_line, &cur), 0);
+	ds_compute(&prev, &cur, 1.0, &m);
+	assert_near(m.r_s, 0, 0);
+	assert_near(m.rkB_s, 0, 0);
+	assert_near(m.r_await, 0, 0);
+	assert_near(m.aqu_sz, 0, 0);
+	assert_near(m.util, 0, 0);
+	assert_int_equal(m.ios, 0);
+}
+
+static void test_compute_new_device_and_cap(void **state)
+{
+	struct ds_dev cur;
+	struct ds_metrics m;
+
+	/* No previous sample: the device appeared, its counters started at zero. */
+	assert_int_equal(ds_parse_line("7 1 loop1 10 0 80 20 0 0 0 0 0 1500 30 0 0 0 0 0 0", &cur),
+			 0);
+	ds_compute(NULL, &cur, 1.0, &m);
+	assert_near(m.r_s, 10.0, 1e-9);
+	assert_near(m.r_await, 2.0, 1e-9);
+	/* 1500 ms busy in a 1000 ms interval is sampling skew: capped at 100%. */
+	assert_near(m.util, 100.0, 1e-9);
+	/* A zero interval yields no rates rather than infinities. */
+	ds_compute(NULL, &cur, 0, &m);
+	assert_near(m.r_s, 0, 0);
+}
+
+static char *write_temp(const char *text)
+{
+	char *path = strdup("/tmp/iospan-test-XXXXXX");
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void test_recording_read(void **state)
+{
+	char *path = write_temp("# hand-written\n"
+				"iospan-diskstats 1\n"
+				"partition 8 1\n"
+				"\n"
+				"snapshot 100.5 1700000000.25\n"
+				"   8       0 sda 1 0 8 1 0 0 0 0 0 1 1\n"
+				"   8       1 sda1 1 0 8 1 0 0 0 0 0 1 1\n"
+				"snapshot 101.5 1700000001.25\n"
+				"   8       0 sda 3 0 24 3 0 0 0 0 0 3 3\n"
+				"   8       1 sda1 3 0 24 3 0 0 0 0 0 3 3\n");
+	struct ds_snapshot s;
+	struct ds_reader r;
+
+	ds_snapshot_init(&s);
+	assert_int_equal(ds_reader_open(&r, path), 0);
+	assert_int_equal(ds_reader_next(&r, &s), 1);
+	assert_near(s.uptime_s, 100.5, 1e-9);
+	assert_near(s.epoch_s, 1700000000.25, 1e-6);
+	assert_int_equal(s.nr, 2);
+	assert_false(s.devs[0].partition);
+	assert_true(s.devs[1].partition);
+	assert_int_equal(ds_reader_next(&r, &s), 1);
+	assert_near(s.uptime_s, 101.5, 1e-9);
+	assert_int_equal(s.devs[0].f[DS_RD_IOS], 3);
+	assert_int_equal(ds_reader_next(&r, &s), 0);
+	ds_reader_close(&r);
+	ds_snapshot_free(&s);
+	unlink(path);
+	free(path);
+}
+
+static void expect_malformed(const char *text, const char *why)
+{
+	char *path = write_temp(text);
+	struct ds_snapshot s;
+	struct ds_reader r;
+	int ret;
+
+	ds_snapshot_init(&s);
+	assert_int_equal(ds_reader_open(&r, path), 0);
+	do
+		ret = ds_reader_next(&r, &s);
+	while (ret == 1);
+	assert_int_equal(ret, -EINVAL);
+	assert_non_null(strstr(r.error, why));
+	ds_reader_close(&r);
+	ds_snapshot_free(&s);
+	unlink(path);
+	free(path);
+}
+
+static void test_recording_malformed(void **state)
+{
+	expect_malformed("8 0 sda 1 0 8 1 0 0 0 0 0 1 1\n", "not an iospan diskstats recording");
+	expect_malformed("", "empty recording");
+	expect_malformed("iospan-diskstats 1\n8 0 sda 1 0 8 1 0 0 0 0 0 1 1\n",
+			 "before the first 'snapshot'");
+	expect_malformed("iospan-diskstats 1\nsnapshot x\n", "snapshot UPTIME");
+	expect_malformed("iospan-diskstats 1\nsnapshot 1 2\n8 0 sda 1 2\n", "line 3");
+	expect_malformed("iospan-diskstats 1\npartition 8\n", "partition MAJ MIN");
+}
+
+static void test_recording_round_trip(void **state)
+{
+	struct ds_snapshot s, back;
+	struct ds_dev d;
+	struct ds_reader r;
+	char path[] = "/tmp/iospan-test-XXXXXX";
+	FILE *f;
+	int fd;
+
+	ds_snapshot_init(&s);
+	ds_snapshot_init(&back);
+	s.uptime_s = 42.125;
+	s.epoch_s = 1700000000.5;
+	assert_int_equal(ds_parse_line(cur_line, &d), 0);
+	assert_int_equal(ds_snapshot_add(&s, &d), 0);
+	assert_int_equal(ds_parse_line("8 1 sda1 1 2 3 4 5 6 7 8 9 10 11", &d), 0);
+	d.partition = true;
+	assert_int_equal(ds_snapshot_add(&s, &d), 0);
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_int_equal(ds_record_header(f), 0);
+	assert_int_equal(ds_record_snapshot(f, &s, true), 0);
+	fclose(f);
+
+	assert_int_equal(ds_reader_open(&r, path), 0);
+	assert_int_equal(ds_reader_next(&r, &back), 1);
+	assert_int_equal(back.nr, 2);
+	assert_near(back.uptime_s, 42.125, 1e-6);
+	assert_memory_equal(back.devs[0].f, s.devs[0].f, sizeof(s.devs[0].f));
+	assert_int_equal(back.devs[0].nr_fields, 17);
+	assert_int_equal(back.devs[1].nr_fields, 11);
+	assert_true(back.devs[1].partition);
+	assert_false(back.devs[0].partition);
+	ds_reader_close(&r);
+	ds_snapshot_free(&s);
+	ds_snapshot_free(&back);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_20_fields),
+		cmocka_unit_test(test_parse_14_and_18_fields),
+		cmocka_unit_test(test_parse_rejects),
+		cmocka_unit_test(test_compute_hand_values),
+		cmocka_unit_test(test_compute_backwards_is_zero),
+		cmocka_unit_test(test_compute_new_device_and_cap),
+		cmocka_unit_test(test_recording_read),
+		cmocka_unit_test(test_recording_malformed),
+		cmocka_unit_test(test_recording_round_trip),
+	};
+
+	return cmocka_run_group_tests_name("diskstats", tests, NULL, NULL);
+}

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The streaming JSON writer: commas, nesting, escaping, non-finite numbers, JSON Lines. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "json.h"
+
+struct buf {
+	char *data;
+	size_t len;
+	FILE *f;
+	struct jw *jw;
+};
+
+static void buf_open(struct buf *b)
+{
+	b->f = open_memstream(&b->data, &b->len);
+	assert_non_null(b->f);
+	b->jw = jw_new(b->f);
+	assert_non_null(b->jw);
+}
+
+static const char *buf_text(struct buf *b)
+{
+	fflush(b->f);
+	return b->data;
+}
+
+static void buf_close(struct buf *b)
+{
+	jw_free(b->jw);
+	fclose(b->f);
+	free(b->data);
+}
+
+static void test_nested(void **state)
+{
+	struct buf b;
+
+	buf_open(&b);
+	jw_start_object(b.jw);
+	jw_kv_string(b.jw, "name", "loop0");
+	jw_kv_uint(b.jw, "ops", 18446744073709551615ULL);
+	jw_kv_int(b.jw, "delta", -5);
+	jw_kv_array(b.jw, "list");
+	jw_uint(b.jw, 1);
+	jw_start_object(b.jw);
+	jw_kv_bool(b.jw, "ok", true);
+	jw_end_object(b.jw);
+	jw_start_array(b.jw);
+	jw_end_array(b.jw);
+	jw_end_array(b.jw);
+	jw_kv_object(b.jw, "empty");
+	jw_end_object(b.jw);
+	jw_kv_null(b.jw, "none");
+	jw_end_object(b.jw);
+	assert_string_equal(buf_text(&b),
+			    "{\"name\":\"loop0\",\"ops\":18446744073709551615,\"delta\":-5,"
+			    "\"list\":[1,{\"ok\":true},[]],\"empty\":{},\"none\":null}\n");
+	assert_int_equal(jw_depth(b.jw), 0);
+	buf_close(&b);
+}
+
+static void test_escaping(void **state)
+{
+	struct buf b;
+
+	buf_open(&b);
+	jw_string(b.jw, "a\"b\\c\nd\te\x01/\x7f");
+	assert_string_equal(buf_text(&b), "\"a\\\"b\\\\c\\nd\\te\\u0001/\\u007f\"\n");
+	buf_close(&b);
+}
+
+static void test_floats(void **state)
+{
+	struct buf b;
+
+	buf_open(&b);
+	jw_start_array(b.jw);
+	jw_float(b.jw, 1.0 / 3.0, 3);
+	jw_float(b.jw, NAN, 2);
+	jw_float(b.jw, INFINITY, 2);
+	jw_float(b.jw, -0.0, 2);
+	jw_float(b.jw, 2.5, 0);
+	jw_end_array(b.jw);
+	assert_string_equal(buf_text(&b), "[0.333,null,null,0.00,2]\n");
+	buf_close(&b);
+}
+
+static void test_lines(void **state)
+{
+	struct buf b;
+
+	/* Each top-level value is one line: streams are JSON Lines. */
+	buf_open(&b);
+	jw_start_object(b.jw);
+	jw_kv_uint(b.jw, "n", 1);
+	jw_end_object(b.jw);
+	jw_start_object(b.jw);
+	jw_kv_uint(b.jw, "n", 2);
+	jw_end_object(b.jw);
+	assert_string_equal(buf_text(&b), "{\"n\":1}\n{\"n\":2}\n");
+	buf_close(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nested),
+		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_floats),
+		cmocka_unit_test(test_lines),
+	};
+
+	return cmocka_run_group_tests_name("json", tests, NULL, NULL);
+}
