@@ -37,6 +37,8 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all clean test unit e2e demo deps format bench
+# Keep skeletons and BPF objects: they are intermediates make would otherwise delete.
+.SECONDARY:
 all: $(OUT)/iospan
 
 $(OUT)/vmlinux.h: | $(OUT)

@@ -1,8 +1,424 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan doctor: what this kernel supports, found by trying it, and which attach mode
+ * the tracing commands would use here. Everything is gathered first and rendered
+ * afterwards, so a failure can never leave half a JSON document behind.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include "iospan.h"
+#include "args.h"
 #include "err.h"
+#include "json.h"
+#include "probe.h"
+
+/* Syscalls whose sys_enter_/sys_exit_ tracepoints the tracing commands use. */
+static const char *const doctor_syscalls[] = {
+	"read",	  "write",     "pread64",	  "pwrite64",	    "readv",
+	"writev", "preadv",    "pwritev",	  "preadv2",	    "pwritev2",
+	"fsync",  "fdatasync", "sync_file_range", "io_uring_enter",
+};
+#define N_SYSCALLS (sizeof(doctor_syscalls) / sizeof(doctor_syscalls[0]))
+
+/* The rest of the brief's hook map, as "category:name". */
+static const char *const doctor_tracepoints[] = {
+	"iomap:iomap_dio_rw_begin",
+	"iomap:iomap_dio_complete",
+	"filemap:mm_filemap_get_pages",
+	"filemap:mm_filemap_fault",
+	"filemap:mm_filemap_map_pages",
+	"filemap:mm_filemap_add_to_page_cache",
+	"readahead:page_cache_sync_ra",
+	"readahead:page_cache_async_ra",
+	"writeback:writeback_dirty_folio",
+	"writeback:writeback_single_inode_start",
+	"writeback:writeback_single_inode",
+	"writeback:wbc_writepage",
+	"writeback:folio_wait_writeback",
+	"block:block_bio_queue",
+	"block:block_bio_backmerge",
+	"block:block_bio_frontmerge",
+	"block:block_split",
+	"block:block_getrq",
+	"block:block_rq_insert",
+	"block:block_rq_issue",
+	"block:block_rq_complete",
+	"block:block_rq_requeue",
+	"block:block_rq_error",
+	"block:block_io_start",
+	"block:block_io_done",
+	"block:block_bio_complete",
+	"block:block_plug",
+	"block:block_unplug",
+	"nvme:nvme_setup_cmd",
+	"nvme:nvme_complete_rq",
+	"scsi:scsi_dispatch_cmd_start",
+	"scsi:scsi_dispatch_cmd_done",
+	"sched:sched_switch",
+	"sched:sched_wakeup",
+};
+#define N_TRACEPOINTS (sizeof(doctor_tracepoints) / sizeof(doctor_tracepoints[0]))
+#define N_TP_ROWS     (2 * N_SYSCALLS + N_TRACEPOINTS)
+
+/* Variants for a tracepoint hook, best first. */
+#define TP_VARIANTS(cat, name)                                                            \
+	{.mode = ATTACH_TP_BTF, .target = name}, {.mode = ATTACH_RAW_TP, .target = name}, \
+	{                                                                                 \
+		.mode = ATTACH_TRACEPOINT, .target = cat "/" name                         \
+	}
+#define FUNC_VARIANTS(func)                           \
+	{.mode = ATTACH_FENTRY, .target = func},      \
+	{                                             \
+		.mode = ATTACH_KPROBE, .target = func \
+	}
+
+/*
+ * The hooks the tracing commands depend on, with the fallbacks they can use. There is
+ * no skeleton here (prog is NULL): the plan only shows which mode would be chosen.
+ */
+static struct attach_hook doctor_plans[] = {
+	{.name = "block_rq_issue",
+	 .v = {TP_VARIANTS("block", "block_rq_issue"), FUNC_VARIANTS("blk_mq_start_request")}},
+	{.name = "block_rq_complete",
+	 .v = {TP_VARIANTS("block", "block_rq_complete"), FUNC_VARIANTS("blk_mq_end_request")}},
+	{.name = "block_rq_insert", .v = {TP_VARIANTS("block", "block_rq_insert")}},
+	{.name = "block_bio_queue",
+	 .v = {TP_VARIANTS("block", "block_bio_queue"), FUNC_VARIANTS("submit_bio_noacct")}},
+	{.name = "sched_switch", .v = {TP_VARIANTS("sched", "sched_switch")}},
+	{.name = "writeback_dirty_folio", .v = {TP_VARIANTS("writeback", "writeback_dirty_folio")}},
+	{.name = "mm_filemap_add_to_page_cache",
+	 .optional = true,
+	 .v = {TP_VARIANTS("filemap", "mm_filemap_add_to_page_cache")}},
+	{.name = "sys_enter_read",
+	 .v = {{.mode = ATTACH_TRACEPOINT, .target = "syscalls/sys_enter_read"},
+	       FUNC_VARIANTS("ksys_read")}},
+	{.name = "sys_exit_read",
+	 .v = {{.mode = ATTACH_TRACEPOINT, .target = "syscalls/sys_exit_read"},
+	       FUNC_VARIANTS("ksys_read")}},
+	{.name = "nvme_complete_rq",
+	 .optional = true,
+	 .v = {TP_VARIANTS("nvme", "nvme_complete_rq")}},
+};
+#define N_PLANS (sizeof(doctor_plans) / sizeof(doctor_plans[0]))
+
+struct tp_row {
+	char name[64];
+	bool btf;
+	bool tracefs;
+};
+
+struct doctor_report {
+	struct utsname uts;
+	struct probe_result feat[PROBE_NR];
+	int tracefs_err;     /* from tracefs_ensure_mounted() or reading events/ */
+	const char *tracefs; /* mount in use, or NULL */
+	struct tp_row tps[N_TP_ROWS];
+	int n_tps;
+	char cgroup2[PATH_MAX];
+	int cgroup2_err;
+	struct probe_privs privs;
+	int privs_err;
+	bool ready;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: iospan doctor [--json] [-v]\n\n"
+		"Reports what this kernel supports, by loading and attaching a tiny BPF program "
+		"of\n"
+		"each kind (never by reading the kernel config): BTF, tp_btf, raw_tp, classic\n"
+		"tracepoints, fentry, kprobe, uprobe, ring buffer, task storage and stack maps;\n"
+		"which tracepoints of the storage I/O path exist; the cgroup v2 mount; the\n"
+		"process's BPF privileges; and the attach mode each tracing hook would use here.\n"
+		"Mounts tracefs at /sys/kernel/tracing if it is not mounted.\n\n"
+		"Options:\n"
+		"  --json      one JSON document\n"
+		"  -v          also show each probe and libbpf's messages on stderr\n"
+		"  -h, --help  this help\n\n"
+		"Example:\n"
+		"  iospan doctor                 # tables\n"
+		"  iospan doctor --json | jq '.features.fentry'\n\n"
+		"Exit codes: 0 report written (even if features are missing), 1 runtime\n"
+		"failure, 2 bad usage.\n");
+}
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option long_opts[] = {COMMON_LONG_OPTS, {NULL, 0, NULL, 0}};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTS, long_opts, NULL)) != -1) {
+		if (args_common_opt(opt))
+			continue;
+		if (opt == OPT_HELP) {
+			usage(stdout);
+			return 1;
+		}
+		return args_bad_option("doctor", argv);
+	}
+	if (optind < argc)
+		return fail_usage("unexpected argument '%s': doctor takes no arguments "
+				  "(see 'iospan doctor --help')",
+				  argv[optind]);
+	return 0;
+}
+
+static void gather_tracepoints(struct doctor_report *r)
+{
+	char cat[32];
+	size_t i;
+
+	for (i = 0; i < 2 * N_SYSCALLS; i++) {
+		struct tp_row *row = &r->tps[r->n_tps++];
+		const char *sc = doctor_syscalls[i / 2];
+		const char *dir = i % 2 ? "exit" : "enter";
+
+		snprintf(row->name, sizeof(row->name), "syscalls:sys_%s_%s", dir, sc);
+		row->btf = tracepoint_in_btf(row->name + strlen("syscalls:"));
+		row->tracefs = tracepoint_in_tracefs("syscalls", row->name + strlen("syscalls:"));
+	}
+	for (i = 0; i < N_TRACEPOINTS; i++) {
+		struct tp_row *row = &r->tps[r->n_tps++];
+		const char *colon = strchr(doctor_tracepoints[i], ':');
+		size_t len = colon - doctor_tracepoints[i];
+
+		snprintf(row->name, sizeof(row->name), "%s", doctor_tracepoints[i]);
+		snprintf(cat, sizeof(cat), "%.*s", (int)len, doctor_tracepoints[i]);
+		row->btf = tracepoint_in_btf(colon + 1);
+		row->tracefs = tracepoint_in_tracefs(cat, colon + 1);
+	}
+}
+
+static int gather(struct doctor_report *r)
+{
+	bool required[N_PLANS];
+	char events[PATH_MAX];
+	size_t i;
+	int err;
+
+	uname(&r->uts);
+
+	r->tracefs_err = tracefs_ensure_mounted();
+	r->tracefs = tracefs_path();
+	if (r->tracefs && !r->tracefs_err) {
+		/* Mounted is not enough: without root its events/ directory is closed. */
+		snprintf(events, sizeof(events), "%s/events", r->tracefs);
+		if (access(events, R_OK | X_OK))
+			r->tracefs_err = -errno;
+	}
+
+	for (i = 0; i < PROBE_NR; i++) {
+		err = probe_feature(i, &r->feat[i]);
+		if (err)
+			return fail(err, "cannot run the %s probe: %s", probe_feature_name(i),
+				    strerror(-err));
+	}
+
+	gather_tracepoints(r);
+
+	r->cgroup2_err = probe_cgroup2_mount(r->cgroup2, sizeof(r->cgroup2));
+	r->privs_err = probe_privileges(&r->privs);
+
+	/* Doctor reports, it does not refuse: choose with every hook optional. */
+	for (i = 0; i < N_PLANS; i++) {
+		required[i] = !doctor_plans[i].optional;
+		doctor_plans[i].optional = true;
+	}
+	err = attach_plan_choose(doctor_plans, N_PLANS);
+	for (i = 0; i < N_PLANS; i++)
+		doctor_plans[i].optional = !required[i];
+	if (err)
+		return err;
+
+	r->ready = r->feat[PROBE_RINGBUF].ok;
+	for (i = 0; i < N_PLANS; i++)
+		if (required[i] && doctor_plans[i].chosen < 0)
+			r->ready = false;
+	return 0;
+}
+
+static const char *yesno(bool v)
+{
+	return v ? "yes" : "no";
+}
+
+static void render_text(const struct doctor_report *r)
+{
+	const struct attach_hook *h;
+	size_t i;
+
+	printf("Kernel %s %s\n", r->uts.release, r->uts.machine);
+
+	printf("\nBPF features (load and attach a tiny program of each kind)\n");
+	for (i = 0; i < PROBE_NR; i++) {
+		if (i == PROBE_BPF_STATS)
+			continue;
+		printf("  %-32s %-4s %s\n", probe_feature_desc(i), yesno(r->feat[i].ok),
+		       r->feat[i].detail);
+	}
+
+	printf("\n%-44s %-13s %s\n", "Tracepoints", "tp_btf/raw_tp", "tracefs");
+	for (i = 0; i < (size_t)r->n_tps; i++) {
+		const struct tp_row *t = &r->tps[i];
+
+		/* Without a readable tracefs only BTF can tell; "absent" needs both. */
+		if (r->tracefs_err)
+			printf("  %-42s %-13s %s\n", t->name, yesno(t->btf), "unknown");
+		else if (!t->btf && !t->tracefs)
+			printf("  %-42s %-13s %-7s absent\n", t->name, "no", "no");
+		else
+			printf("  %-42s %-13s %s\n", t->name, yesno(t->btf), yesno(t->tracefs));
+	}
+
+	printf("\nSystem\n");
+	if (r->tracefs_err)
+		printf("  %-32s %s (%s)\n", "tracefs", r->tracefs ? r->tracefs : "not mounted",
+		       probe_errname(r->tracefs_err));
+	else
+		printf("  %-32s %s\n", "tracefs", r->tracefs);
+	if (r->cgroup2_err)
+		printf("  %-32s not found (%s)\n", "cgroup v2", probe_errname(r->cgroup2_err));
+	else
+		printf("  %-32s %s\n", "cgroup v2", r->cgroup2);
+	printf("  %-32s %-4s %s (kernel.bpf_stats_enabled=%d now)\n",
+	       probe_feature_desc(PROBE_BPF_STATS), yesno(r->feat[PROBE_BPF_STATS].ok),
+	       r->feat[PROBE_BPF_STATS].ok ? "can be enabled" : r->feat[PROBE_BPF_STATS].detail,
+	       r->privs.bpf_stats_enabled);
+
+	printf("\nPrivileges\n");
+	if (r->privs_err) {
+		printf("  unknown (%s)\n", probe_errname(r->privs_err));
+	} else {
+		printf("  %-32s %u / %u\n", "uid / euid", r->privs.uid, r->privs.euid);
+		printf("  %-32s %s\n", "CAP_SYS_ADMIN", yesno(r->privs.cap_sys_admin));
+		printf("  %-32s %s\n", "CAP_BPF", yesno(r->privs.cap_bpf));
+		printf("  %-32s %s\n", "CAP_PERFMON", yesno(r->privs.cap_perfmon));
+		printf("  %-32s %s\n", "CAP_SYS_RESOURCE", yesno(r->privs.cap_sys_resource));
+		printf("  %-32s %d\n", "kernel.unprivileged_bpf_disabled",
+		       r->privs.unprivileged_bpf_disabled);
+		printf("  %-32s %d\n", "kernel.perf_event_paranoid", r->privs.perf_event_paranoid);
+	}
+
+	printf("\nAttach plans (mode the tracing commands would use here)\n");
+	for (i = 0; i < N_PLANS; i++) {
+		h = &doctor_plans[i];
+		if (h->chosen >= 0)
+			printf("  %-32s %-10s %s\n", h->name,
+			       attach_mode_name(h->v[h->chosen].mode), h->v[h->chosen].target);
+		else
+			printf("  %-32s %-10s no usable variant\n", h->name, "none");
+	}
+
+	if (r->ready)
+		printf("\nReady: yes, every required hook can attach\n");
+	else if (!r->privs_err && !r->privs.cap_sys_admin && !r->privs.cap_bpf)
+		printf("\nReady: no, run as root (or with CAP_BPF and CAP_PERFMON)\n");
+	else
+		printf("\nReady: no, see the features and plans above\n");
+}
+
+static void render_json(const struct doctor_report *r)
+{
+	struct jw *jw = jw_new(stdout);
+	size_t i;
+
+	jw_start_object(jw);
+	jw_kv_object(jw, "kernel");
+	jw_kv_string(jw, "release", r->uts.release);
+	jw_kv_string(jw, "machine", r->uts.machine);
+	jw_end_object(jw);
+
+	jw_kv_object(jw, "features");
+	for (i = 0; i < PROBE_NR; i++) {
+		if (i == PROBE_BPF_STATS)
+			continue;
+		jw_kv_object(jw, probe_feature_name(i));
+		jw_kv_bool(jw, "ok", r->feat[i].ok);
+		jw_kv_string(jw, "detail", r->feat[i].detail);
+		jw_end_object(jw);
+	}
+	jw_end_object(jw);
+
+	jw_kv_array(jw, "tracepoints");
+	for (i = 0; i < (size_t)r->n_tps; i++) {
+		jw_start_object(jw);
+		jw_kv_string(jw, "name", r->tps[i].name);
+		jw_kv_bool(jw, "btf", r->tps[i].btf);
+		if (r->tracefs_err)
+			jw_kv_null(jw, "tracefs");
+		else
+			jw_kv_bool(jw, "tracefs", r->tps[i].tracefs);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+
+	jw_kv_object(jw, "tracefs");
+	jw_kv_bool(jw, "ok", !r->tracefs_err);
+	if (r->tracefs)
+		jw_kv_string(jw, "path", r->tracefs);
+	else
+		jw_kv_null(jw, "path");
+	jw_kv_string(jw, "detail", r->tracefs_err ? probe_errname(r->tracefs_err) : "");
+	jw_end_object(jw);
+
+	if (r->cgroup2_err)
+		jw_kv_null(jw, "cgroup2");
+	else
+		jw_kv_string(jw, "cgroup2", r->cgroup2);
+
+	jw_kv_object(jw, "privileges");
+	if (!r->privs_err) {
+		jw_kv_uint(jw, "uid", r->privs.uid);
+		jw_kv_uint(jw, "euid", r->privs.euid);
+		jw_kv_bool(jw, "cap_sys_admin", r->privs.cap_sys_admin);
+		jw_kv_bool(jw, "cap_bpf", r->privs.cap_bpf);
+		jw_kv_bool(jw, "cap_perfmon", r->privs.cap_perfmon);
+		jw_kv_bool(jw, "cap_sys_resource", r->privs.cap_sys_resource);
+		jw_kv_int(jw, "unprivileged_bpf_disabled", r->privs.unprivileged_bpf_disabled);
+		jw_kv_int(jw, "perf_event_paranoid", r->privs.perf_event_paranoid);
+	}
+	jw_end_object(jw);
+
+	jw_kv_object(jw, "bpf_stats");
+	jw_kv_bool(jw, "ok", r->feat[PROBE_BPF_STATS].ok);
+	jw_kv_string(jw, "detail", r->feat[PROBE_BPF_STATS].detail);
+	jw_kv_int(jw, "enabled", r->privs.bpf_stats_enabled);
+	jw_end_object(jw);
+
+	jw_name(jw, "plans");
+	attach_plan_print(doctor_plans, N_PLANS, jw);
+
+	jw_kv_bool(jw, "ready", r->ready);
+	jw_end_object(jw);
+	jw_free(jw);
+}
 
 int cmd_doctor(int argc, char **argv)
 {
-	return fail_usage("doctor: not implemented yet");
+	static struct doctor_report report;
+	int err;
+
+	err = parse_args(argc, argv);
+	if (err)
+		return err < 0 ? err : 0;
+
+	probe_setup_libbpf_print();
+	err = gather(&report);
+	if (err)
+		goto cleanup;
+	attach_plan_print(doctor_plans, N_PLANS, NULL);
+	if (gopts.json)
+		render_json(&report);
+	else
+		render_text(&report);
+cleanup:
+	probe_cleanup();
+	return err;
 }

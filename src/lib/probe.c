@@ -1,0 +1,699 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Feature probing and attach plans. Every answer comes from trying the thing: a feature
+ * works only if its tiny program (src/bpf/probe.bpf.c) loads and, for program kinds,
+ * attaches here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "err.h"
+#include "json.h"
+#include "probe.h"
+#include "probe.skel.h"
+
+#define TRACEFS_DIR	    "/sys/kernel/tracing"
+#define DEBUGFS_TRACING_DIR "/sys/kernel/debug/tracing"
+
+/* Capability bits from linux/capability.h, spelled out so old headers do not matter. */
+#define CAP_BIT_SYS_ADMIN    21
+#define CAP_BIT_SYS_RESOURCE 24
+#define CAP_BIT_PERFMON	     38
+#define CAP_BIT_BPF	     39
+
+enum probe_attach {
+	PA_NONE,   /* load only */
+	PA_AUTO,   /* bpf_program__attach() from the SEC() name */
+	PA_UPROBE, /* our own binary */
+};
+
+struct probe_def {
+	const char *name;
+	const char *desc;
+	const char *prog; /* program in probe.bpf.c, NULL if not a program probe */
+	const char *map;  /* the one map that program needs, or NULL */
+	enum probe_attach attach;
+};
+
+static const struct probe_def probe_defs[PROBE_NR] = {
+	[PROBE_BTF] = {"btf", "vmlinux BTF", NULL, NULL, PA_NONE},
+	[PROBE_TP_BTF] = {"tp_btf", "BTF tracepoints (tp_btf)", "probe_tp_btf", NULL, PA_AUTO},
+	[PROBE_RAW_TP] = {"raw_tp", "raw tracepoints (raw_tp)", "probe_raw_tp", NULL, PA_AUTO},
+	[PROBE_TRACEPOINT] = {"tracepoint", "classic tracepoints", "probe_tracepoint", NULL,
+			      PA_AUTO},
+	[PROBE_FENTRY] = {"fentry", "fentry/fexit", "probe_fentry", NULL, PA_AUTO},
+	[PROBE_KPROBE] = {"kprobe", "kprobes", "probe_kprobe", NULL, PA_AUTO},
+	[PROBE_UPROBE] = {"uprobe", "uprobes", "probe_uprobe", "probe_hits", PA_UPROBE},
+	[PROBE_RINGBUF] = {"ringbuf", "ring buffer map", "probe_ringbuf_prog", "probe_ringbuf",
+			   PA_NONE},
+	[PROBE_TASK_STORAGE] = {"task_storage", "task storage map", "probe_task_storage_prog",
+				"probe_task_storage", PA_NONE},
+	[PROBE_STACK_TRACE_MAP] = {"stack_trace_map", "stack trace map (get_stackid)",
+				   "probe_stack_map_prog", "probe_stack_map", PA_NONE},
+	[PROBE_GET_STACK] = {"get_stack", "bpf_get_stack", "probe_get_stack_prog", NULL, PA_NONE},
+	[PROBE_BPF_STATS] = {"bpf_stats", "run-time stats (bpf_stats)", NULL, NULL, PA_NONE},
+};
+
+static struct probe_result probe_cache[PROBE_NR];
+static bool probe_cached[PROBE_NR];
+
+static struct btf *vmlinux_btf;
+static int vmlinux_btf_err;
+static bool vmlinux_btf_tried;
+
+/* The uprobe probe's target: global and never inlined, so it has its own symbol. */
+void iospan_probe_uprobe_target(void);
+__attribute__((noinline, used)) void iospan_probe_uprobe_target(void)
+{
+	asm volatile("" ::: "memory");
+}
+
+const char *probe_errname(int err)
+{
+	static char buf[16];
+	const char *name;
+
+	if (err < 0)
+		err = -err;
+	name = strerrorname_np(err);
+	if (name)
+		return name;
+	snprintf(buf, sizeof(buf), "E%d", err);
+	return buf;
+}
+
+const char *probe_feature_name(enum probe_feature f)
+{
+	return f < PROBE_NR ? probe_defs[f].name : "?";
+}
+
+const char *probe_feature_desc(enum probe_feature f)
+{
+	return f < PROBE_NR ? probe_defs[f].desc : "?";
+}
+
+static void result_fail(struct probe_result *res, int err, const char *step)
+{
+	res->ok = false;
+	res->err = err < 0 ? err : -EINVAL;
+	if (step)
+		snprintf(res->detail, sizeof(res->detail), "%s: %s", step, probe_errname(err));
+	else
+		snprintf(res->detail, sizeof(res->detail), "%s", probe_errname(err));
+}
+
+static void result_ok(struct probe_result *res, const char *detail)
+{
+	res->ok = true;
+	res->err = 0;
+	snprintf(res->detail, sizeof(res->detail), "%s", detail);
+}
+
+/* File offset of @addr in an executable mapping of this process, or a negative errno. */
+static long self_file_offset(const void *addr)
+{
+	unsigned long start, end, pgoff, a = (unsigned long)addr;
+	long off = -ENOENT;
+	char line[512], perms[8];
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %7s %lx", &start, &end, perms, &pgoff) != 4)
+			continue;
+		if (a >= start && a < end && perms[2] == 'x') {
+			off = a - start + pgoff;
+			break;
+		}
+	}
+	fclose(f);
+	return off;
+}
+
+static struct bpf_link *attach_uprobe_self(struct bpf_program *prog)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "iospan_probe_uprobe_target");
+	struct bpf_link *link;
+	long off;
+	int err;
+
+	/* pid 0: only this process, so the probe never fires anywhere else. */
+	link = bpf_program__attach_uprobe_opts(prog, 0, "/proc/self/exe", 0, &opts);
+	if (link)
+		return link;
+	/* A stripped binary has no symbol to resolve: locate the function ourselves. */
+	err = -errno;
+	off = self_file_offset((const void *)iospan_probe_uprobe_target);
+	if (off < 0) {
+		errno = -err;
+		return NULL;
+	}
+	return bpf_program__attach_uprobe(prog, false, 0, "/proc/self/exe", off);
+}
+
+static bool uprobe_fired(struct probe_bpf *skel)
+{
+	__u64 hits = 0;
+	__u32 key = 0;
+
+	return !bpf_map__lookup_elem(skel->maps.probe_hits, &key, sizeof(key), &hits, sizeof(hits),
+				     0) &&
+	       hits > 0;
+}
+
+/* Loads only @def->prog (and its map), then attaches and detaches it if asked. */
+static int probe_program(const struct probe_def *def, struct probe_result *res)
+{
+	struct bpf_link *link = NULL;
+	struct bpf_program *prog, *p;
+	struct probe_bpf *skel;
+	struct bpf_map *map;
+	int err;
+
+	skel = probe_bpf__open();
+	if (!skel)
+		return -errno;
+
+	prog = bpf_object__find_program_by_name(skel->obj, def->prog);
+	if (!prog) {
+		err = -ENOENT;
+		goto cleanup;
+	}
+	for (p = bpf_object__next_program(skel->obj, NULL); p;
+	     p = bpf_object__next_program(skel->obj, p))
+		bpf_program__set_autoload(p, p == prog);
+	/* Maps the probe does not use are not created, so they cannot fail it. */
+	for (map = bpf_object__next_map(skel->obj, NULL); map;
+	     map = bpf_object__next_map(skel->obj, map))
+		bpf_map__set_autocreate(map, def->map && !strcmp(bpf_map__name(map), def->map));
+	/* A ring buffer must be a power-of-two number of pages: one page is enough. */
+	bpf_map__set_max_entries(skel->maps.probe_ringbuf, sysconf(_SC_PAGESIZE));
+
+	err = probe_bpf__load(skel);
+	if (err) {
+		result_fail(res, err, "load");
+		err = 0;
+		goto cleanup;
+	}
+	if (def->attach == PA_NONE) {
+		result_ok(res, def->map ? "map created, program loaded" : "program loaded");
+		goto cleanup;
+	}
+	link = def->attach == PA_UPROBE ? attach_uprobe_self(prog) : bpf_program__attach(prog);
+	if (!link) {
+		result_fail(res, -errno, "attach");
+		goto cleanup;
+	}
+	if (def->attach == PA_UPROBE) {
+		/* Our own function is the one event we can trigger: check it is seen. */
+		iospan_probe_uprobe_target();
+		if (!uprobe_fired(skel)) {
+			result_fail(res, -ENODATA, "fire");
+			goto cleanup;
+		}
+		result_ok(res, "loaded, attached and fired");
+		goto cleanup;
+	}
+	result_ok(res, "loaded and attached");
+cleanup:
+	bpf_link__destroy(link);
+	probe_bpf__destroy(skel);
+	return err;
+}
+
+static int probe_bpf_stats(struct probe_result *res)
+{
+	int fd;
+
+	/* Stats stay on only while the fd is open: closing it leaves the system as it was. */
+	fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (fd < 0) {
+		result_fail(res, fd, "enable");
+		return 0;
+	}
+	close(fd);
+	result_ok(res, "bpf_enable_stats(BPF_STATS_RUN_TIME) works");
+	return 0;
+}
+
+static int probe_btf(struct probe_result *res)
+{
+	const struct btf *btf = probe_vmlinux_btf();
+	char buf[64];
+
+	if (!btf) {
+		result_fail(res, vmlinux_btf_err, NULL);
+		return 0;
+	}
+	snprintf(buf, sizeof(buf), "%u types", btf__type_cnt(btf));
+	result_ok(res, buf);
+	return 0;
+}
+
+int probe_feature(enum probe_feature f, struct probe_result *res)
+{
+	struct probe_result r = {};
+	int err;
+
+	if (f >= PROBE_NR)
+		return -EINVAL;
+	if (probe_cached[f])
+		goto out;
+
+	switch (f) {
+	case PROBE_BTF:
+		err = probe_btf(&r);
+		break;
+	case PROBE_BPF_STATS:
+		err = probe_bpf_stats(&r);
+		break;
+	case PROBE_TRACEPOINT:
+		/* libbpf attaches classic tracepoints through tracefs. */
+		err = tracefs_ensure_mounted();
+		if (err) {
+			result_fail(&r, err, "tracefs");
+			err = 0;
+			break;
+		}
+		err = probe_program(&probe_defs[f], &r);
+		break;
+	default:
+		err = probe_program(&probe_defs[f], &r);
+		break;
+	}
+	if (err)
+		return err;
+	probe_cache[f] = r;
+	probe_cached[f] = true;
+	info("probe %s: %s (%s)", probe_defs[f].name, r.ok ? "yes" : "no", r.detail);
+out:
+	if (res)
+		*res = probe_cache[f];
+	return 0;
+}
+
+bool probe_has(enum probe_feature f)
+{
+	struct probe_result r;
+
+	return !probe_feature(f, &r) && r.ok;
+}
+
+const struct btf *probe_vmlinux_btf(void)
+{
+	if (!vmlinux_btf_tried) {
+		vmlinux_btf_tried = true;
+		vmlinux_btf = btf__load_vmlinux_btf();
+		if (!vmlinux_btf)
+			vmlinux_btf_err = errno ? -errno : -ENOENT;
+	}
+	return vmlinux_btf;
+}
+
+bool tracepoint_in_btf(const char *name)
+{
+	const struct btf *btf = probe_vmlinux_btf();
+	char type[128];
+
+	if (!btf)
+		return false;
+	/* Every tracepoint has a "btf_trace_<name>" typedef: what tp_btf and raw_tp resolve. */
+	if (snprintf(type, sizeof(type), "btf_trace_%s", name) >= (int)sizeof(type))
+		return false;
+	return btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
+}
+
+bool kernel_func_in_btf(const char *name)
+{
+	const struct btf *btf = probe_vmlinux_btf();
+
+	return btf && btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) >= 0;
+}
+
+static bool is_tracefs(const char *path)
+{
+	struct statfs st;
+
+	return !statfs(path, &st) && st.f_type == TRACEFS_MAGIC;
+}
+
+const char *tracefs_path(void)
+{
+	/* libbpf prefers the debugfs path when it exists; so do we, to agree with it. */
+	if (is_tracefs(DEBUGFS_TRACING_DIR))
+		return DEBUGFS_TRACING_DIR;
+	if (is_tracefs(TRACEFS_DIR))
+		return TRACEFS_DIR;
+	return NULL;
+}
+
+int tracefs_ensure_mounted(void)
+{
+	if (tracefs_path())
+		return 0;
+	if (mount("tracefs", TRACEFS_DIR, "tracefs", 0, NULL))
+		return -errno;
+	info("mounted tracefs at %s", TRACEFS_DIR);
+	return 0;
+}
+
+bool tracepoint_in_tracefs(const char *category, const char *name)
+{
+	const char *dir = tracefs_path();
+	char path[PATH_MAX];
+
+	if (!dir)
+		return false;
+	if (snprintf(path, sizeof(path), "%s/events/%s/%s", dir, category, name) >=
+	    (int)sizeof(path))
+		return false;
+	return !access(path, F_OK);
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape_octal(char *s)
+{
+	char *out = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*out++ = *s++;
+		}
+	}
+	*out = '\0';
+}
+
+int probe_cgroup2_mount(char *buf, size_t len)
+{
+	char mnt[PATH_MAX], *line = NULL;
+	size_t cap = 0;
+	int err = -ENOENT;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		/* Optional fields end at " - ", followed by the file-system type. */
+		char *sep = strstr(line, " - ");
+
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		unescape_octal(mnt);
+		if (strlen(mnt) >= len) {
+			err = -ENAMETOOLONG;
+			goto cleanup;
+		}
+		strcpy(buf, mnt);
+		err = 0;
+		goto cleanup;
+	}
+cleanup:
+	free(line);
+	fclose(f);
+	return err;
+}
+
+static int read_int_file(const char *path)
+{
+	int val = -1;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &val) != 1)
+		val = -1;
+	fclose(f);
+	return val;
+}
+
+int probe_privileges(struct probe_privs *p)
+{
+	unsigned long long caps = 0;
+	char line[256];
+	bool found = false;
+	FILE *f;
+
+	memset(p, 0, sizeof(*p));
+	p->uid = getuid();
+	p->euid = geteuid();
+	p->unprivileged_bpf_disabled = read_int_file("/proc/sys/kernel/unprivileged_bpf_disabled");
+	p->perf_event_paranoid = read_int_file("/proc/sys/kernel/perf_event_paranoid");
+	p->bpf_stats_enabled = read_int_file("/proc/sys/kernel/bpf_stats_enabled");
+
+	f = fopen("/proc/self/status", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			found = true;
+			break;
+		}
+	fclose(f);
+	if (!found)
+		return -ENOENT;
+	p->cap_sys_admin = caps & (1ULL << CAP_BIT_SYS_ADMIN);
+	p->cap_sys_resource = caps & (1ULL << CAP_BIT_SYS_RESOURCE);
+	p->cap_perfmon = caps & (1ULL << CAP_BIT_PERFMON);
+	p->cap_bpf = caps & (1ULL << CAP_BIT_BPF);
+	return 0;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/*
+	 * Failures reach the user through fail(); libbpf's own lines are diagnostics.
+	 * Debug level is left out even under -v: it is hundreds of lines per load.
+	 */
+	if (!err_verbose() || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void probe_setup_libbpf_print(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+void probe_cleanup(void)
+{
+	btf__free(vmlinux_btf);
+	vmlinux_btf = NULL;
+	vmlinux_btf_tried = false;
+}
+
+/* Attach plans. */
+
+static const struct {
+	const char *prefix;
+	enum attach_mode mode;
+} sec_modes[] = {
+	{"tp_btf/", ATTACH_TP_BTF},	    {"raw_tp/", ATTACH_RAW_TP},
+	{"raw_tracepoint/", ATTACH_RAW_TP}, {"tracepoint/", ATTACH_TRACEPOINT},
+	{"tp/", ATTACH_TRACEPOINT},	    {"fentry/", ATTACH_FENTRY},
+	{"fexit/", ATTACH_FENTRY},	    {"kprobe/", ATTACH_KPROBE},
+	{"kretprobe/", ATTACH_KPROBE},
+};
+
+const char *attach_mode_name(enum attach_mode mode)
+{
+	switch (mode) {
+	case ATTACH_TP_BTF:
+		return "tp_btf";
+	case ATTACH_RAW_TP:
+		return "raw_tp";
+	case ATTACH_TRACEPOINT:
+		return "tracepoint";
+	case ATTACH_FENTRY:
+		return "fentry";
+	case ATTACH_KPROBE:
+		return "kprobe";
+	default:
+		return "none";
+	}
+}
+
+static bool variant_end(const struct attach_variant *v)
+{
+	return !v->prog && v->mode == ATTACH_AUTO;
+}
+
+/* Fills in mode and target from the program's section name where they were left out. */
+static void variant_resolve(struct attach_variant *v)
+{
+	const char *sec;
+	size_t i;
+
+	if (!v->prog || (v->mode != ATTACH_AUTO && v->target))
+		return;
+	sec = bpf_program__section_name(v->prog);
+	for (i = 0; i < sizeof(sec_modes) / sizeof(sec_modes[0]); i++) {
+		size_t len = strlen(sec_modes[i].prefix);
+
+		if (strncmp(sec, sec_modes[i].prefix, len))
+			continue;
+		if (v->mode == ATTACH_AUTO)
+			v->mode = sec_modes[i].mode;
+		if (!v->target && sec_modes[i].mode == v->mode)
+			v->target = sec + len;
+		return;
+	}
+}
+
+static enum probe_feature mode_feature(enum attach_mode mode)
+{
+	switch (mode) {
+	case ATTACH_TP_BTF:
+		return PROBE_TP_BTF;
+	case ATTACH_RAW_TP:
+		return PROBE_RAW_TP;
+	case ATTACH_TRACEPOINT:
+		return PROBE_TRACEPOINT;
+	case ATTACH_FENTRY:
+		return PROBE_FENTRY;
+	case ATTACH_KPROBE:
+		return PROBE_KPROBE;
+	default:
+		return PROBE_NR;
+	}
+}
+
+static bool target_exists(enum attach_mode mode, const char *target)
+{
+	char cat[64];
+	const char *slash;
+
+	switch (mode) {
+	case ATTACH_TP_BTF:
+		return tracepoint_in_btf(target);
+	case ATTACH_RAW_TP:
+		/* Without BTF there is nothing to check against: attaching will tell. */
+		return !probe_vmlinux_btf() || tracepoint_in_btf(target);
+	case ATTACH_TRACEPOINT:
+		slash = strchr(target, '/');
+		if (!slash || (size_t)(slash - target) >= sizeof(cat))
+			return false;
+		memcpy(cat, target, slash - target);
+		cat[slash - target] = '\0';
+		return tracepoint_in_tracefs(cat, slash + 1);
+	case ATTACH_FENTRY:
+		return kernel_func_in_btf(target);
+	case ATTACH_KPROBE:
+		return !probe_vmlinux_btf() || kernel_func_in_btf(target);
+	default:
+		return false;
+	}
+}
+
+/* Appends to @why why the variant cannot be used; true if it can. */
+static bool variant_usable(const struct attach_variant *v, char *why, size_t len)
+{
+	enum probe_feature f = mode_feature(v->mode);
+	size_t used = strlen(why);
+	struct probe_result r = {};
+	const char *reason;
+
+	if (f == PROBE_NR || !v->target)
+		reason = "no mode or target";
+	else if (probe_feature(f, &r) || !r.ok)
+		reason = r.detail[0] ? r.detail : "unsupported";
+	else if (!target_exists(v->mode, v->target))
+		reason = "target not found";
+	else
+		return true;
+	snprintf(why + used, len - used, "%s%s %s: %s", used ? "; " : "", attach_mode_name(v->mode),
+		 v->target ? v->target : "?", reason);
+	return false;
+}
+
+int attach_plan_choose(struct attach_hook *hooks, int n)
+{
+	char why[256];
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		struct attach_hook *h = &hooks[i];
+
+		h->chosen = -1;
+		why[0] = '\0';
+		for (j = 0; j < ATTACH_MAX_VARIANTS && !variant_end(&h->v[j]); j++) {
+			variant_resolve(&h->v[j]);
+			if (h->chosen < 0 && variant_usable(&h->v[j], why, sizeof(why)))
+				h->chosen = j;
+		}
+		/* Everything not chosen stays unloaded, so it is never attached either. */
+		for (j = 0; j < ATTACH_MAX_VARIANTS && !variant_end(&h->v[j]); j++)
+			if (h->v[j].prog)
+				bpf_program__set_autoload(h->v[j].prog, j == h->chosen);
+		if (h->chosen < 0 && !h->optional) {
+			fail_usage("missing kernel feature: cannot attach '%s' here (%s); "
+				   "see 'iospan doctor'",
+				   h->name, why[0] ? why : "no variants");
+			return -EOPNOTSUPP;
+		}
+		if (h->chosen < 0)
+			info("attach plan: optional hook '%s' disabled (%s)", h->name, why);
+	}
+	return 0;
+}
+
+void attach_plan_print(const struct attach_hook *hooks, int n, struct jw *jw)
+{
+	int i;
+
+	if (jw)
+		jw_start_object(jw);
+	for (i = 0; i < n; i++) {
+		const struct attach_hook *h = &hooks[i];
+		const struct attach_variant *v = h->chosen >= 0 ? &h->v[h->chosen] : NULL;
+		const char *prog = v && v->prog ? bpf_program__name(v->prog) : NULL;
+
+		if (!jw) {
+			if (v)
+				info("attach plan: %-28s %-10s %s%s%s", h->name,
+				     attach_mode_name(v->mode), v->target, prog ? " by " : "",
+				     prog ? prog : "");
+			else
+				info("attach plan: %-28s not attached%s", h->name,
+				     h->optional ? " (optional)" : "");
+			continue;
+		}
+		jw_kv_object(jw, h->name);
+		if (v) {
+			jw_kv_string(jw, "mode", attach_mode_name(v->mode));
+			jw_kv_string(jw, "target", v->target);
+		} else {
+			jw_kv_null(jw, "mode");
+			jw_kv_null(jw, "target");
+		}
+		if (prog)
+			jw_kv_string(jw, "program", prog);
+		else
+			jw_kv_null(jw, "program");
+		jw_kv_bool(jw, "optional", h->optional);
+		jw_end_object(jw);
+	}
+	if (jw)
+		jw_end_object(jw);
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What this kernel can do, found by trying it: each feature is probed by loading (and
+ * where meaningful attaching) a tiny program, never by reading kernel config or version.
+ * Results are cached for the life of the process.
+ *
+ * Commands use the attach plan: each hook lists its program variants in order of
+ * preference, attach_plan_choose() keeps the first one that works here and disables
+ * the others, so a missing kernel feature costs a fallback instead of a failure.
+ */
+#ifndef IOSPAN_PROBE_H
+#define IOSPAN_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct bpf_program;
+struct btf;
+struct jw;
+
+enum probe_feature {
+	PROBE_BTF,	       /* vmlinux BTF loadable */
+	PROBE_TP_BTF,	       /* BTF-typed tracepoints (tp_btf) */
+	PROBE_RAW_TP,	       /* raw tracepoints */
+	PROBE_TRACEPOINT,      /* classic tracefs tracepoints */
+	PROBE_FENTRY,	       /* fentry/fexit trampolines */
+	PROBE_KPROBE,	       /* kprobes */
+	PROBE_UPROBE,	       /* uprobes */
+	PROBE_RINGBUF,	       /* BPF_MAP_TYPE_RINGBUF + bpf_ringbuf_reserve */
+	PROBE_TASK_STORAGE,    /* BPF_MAP_TYPE_TASK_STORAGE + bpf_task_storage_get */
+	PROBE_STACK_TRACE_MAP, /* BPF_MAP_TYPE_STACK_TRACE + bpf_get_stackid */
+	PROBE_GET_STACK,       /* bpf_get_stack into a buffer */
+	PROBE_BPF_STATS,       /* bpf_enable_stats(BPF_STATS_RUN_TIME) */
+	PROBE_NR,
+};
+
+struct probe_result {
+	bool ok;
+	int err;	 /* negative errno of the failing step, 0 if ok */
+	char detail[64]; /* "load: EPERM", "attach: ENOENT", "126586 types" */
+};
+
+/* Short stable name ("tp_btf", "ringbuf", ...), used as the JSON key. */
+const char *probe_feature_name(enum probe_feature f);
+/* One-line description for tables. */
+const char *probe_feature_desc(enum probe_feature f);
+
+/*
+ * Runs the probe once and caches the result. Returns 0 when the probe ran (whatever
+ * its outcome, see @res), or a negative errno if it could not run at all.
+ */
+int probe_feature(enum probe_feature f, struct probe_result *res);
+/* Cached shortcut: true only if the feature was probed and works. */
+bool probe_has(enum probe_feature f);
+
+/* vmlinux BTF, loaded once; NULL if unavailable. Owned by this module. */
+const struct btf *probe_vmlinux_btf(void);
+/* A `btf_trace_<name>` typedef exists: usable as tp_btf/<name> and raw_tp/<name>. */
+bool tracepoint_in_btf(const char *name);
+/* The kernel function is described in vmlinux BTF (fentry/kprobe target). */
+bool kernel_func_in_btf(const char *name);
+/* events/<category>/<name> exists in tracefs (false if tracefs is not mounted). */
+bool tracepoint_in_tracefs(const char *category, const char *name);
+/* Mounts tracefs at /sys/kernel/tracing unless some tracefs is already reachable. */
+int tracefs_ensure_mounted(void);
+/* The tracefs directory in use, or NULL if none is mounted. */
+const char *tracefs_path(void);
+
+/* First cgroup v2 mount point from /proc/self/mountinfo; -ENOENT if none. */
+int probe_cgroup2_mount(char *buf, size_t len);
+
+struct probe_privs {
+	uid_t uid, euid;
+	bool cap_sys_admin;
+	bool cap_bpf;
+	bool cap_perfmon;
+	bool cap_sys_resource;
+	int unprivileged_bpf_disabled; /* -1 if unreadable */
+	int perf_event_paranoid;       /* -1 if unreadable */
+	int bpf_stats_enabled;	       /* -1 if unreadable */
+};
+
+/* Effective capabilities and the sysctls that gate BPF. */
+int probe_privileges(struct probe_privs *p);
+
+/* "EPERM" for -EPERM or EPERM; "E<n>" if glibc has no name. */
+const char *probe_errname(int err);
+
+/* libbpf messages: on stderr under -v (debug level excluded), silent otherwise. */
+void probe_setup_libbpf_print(void);
+
+/* Frees cached state (vmlinux BTF). */
+void probe_cleanup(void);
+
+/* Attach plans. */
+
+enum attach_mode {
+	ATTACH_AUTO = 0, /* derive mode and target from the program's SEC() */
+	ATTACH_TP_BTF,
+	ATTACH_RAW_TP,
+	ATTACH_TRACEPOINT, /* target "category/name" */
+	ATTACH_FENTRY,
+	ATTACH_KPROBE,
+};
+
+#define ATTACH_MAX_VARIANTS 5
+
+/*
+ * One way to attach a hook. With ATTACH_AUTO, mode and target are taken from
+ * bpf_program__section_name(): "tp_btf/block_rq_complete" gives ATTACH_TP_BTF and
+ * "block_rq_complete". @prog may be NULL to evaluate a plan without a skeleton
+ * (doctor does this); a variant with neither prog nor mode ends the list.
+ */
+struct attach_variant {
+	struct bpf_program *prog;
+	enum attach_mode mode;
+	const char *target;
+};
+
+struct attach_hook {
+	const char *name;
+	bool optional;
+	struct attach_variant v[ATTACH_MAX_VARIANTS];
+	int chosen; /* index into v, or -1; set by attach_plan_choose() */
+};
+
+const char *attach_mode_name(enum attach_mode mode);
+
+/*
+ * Call between skeleton open and load. For each hook, keeps the first variant whose
+ * feature works and whose target exists, and disables autoload of every other
+ * variant; ATTACH_AUTO variants get their resolved mode and target written back (the
+ * target points into the program's section name). A required hook with no usable
+ * variant is reported with fail_usage()
+ * (missing kernel feature, exit 2) and -EOPNOTSUPP is returned.
+ */
+int attach_plan_choose(struct attach_hook *hooks, int n);
+
+/*
+ * With @jw, writes the plan as one JSON object {hook: {"mode", "target", "program"}}
+ * (mode null when nothing was chosen); without, prints it with info() (-v only).
+ */
+void attach_plan_print(const struct attach_hook *hooks, int n, struct jw *jw);
+
+#endif
