@@ -79,12 +79,12 @@ unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do $$t; done
 
 e2e: $(OUT)/iospan
-	$(Q)$(PYTHON) -m pytest -q -rs tests/e2e
+	$(Q)IOSPAN_BIN=$(abspath $(OUT))/iospan $(PYTHON) -m pytest -q -rs tests/e2e
 
 # The one test command: deps, build, unit tests (no root), end-to-end tests (root).
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS)
-	$(Q)scripts/run-tests.sh
+	$(Q)OUT=$(OUT) scripts/run-tests.sh
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -1,28 +1,64 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "diskstats.h"
 
+/* Next whitespace-separated token of *@p, NUL-terminated in @buf; false at the end. */
+static bool next_token(const char **p, char *buf, size_t len)
+{
+	const char *s = *p + strspn(*p, " \t\r\n");
+	size_t n = strcspn(s, " \t\r\n");
+
+	if (!n || n >= len)
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	*p = s + n;
+	return true;
+}
+
+/* A counter: digits only, so "-8" is refused rather than wrapped by strtoull. */
+static bool parse_counter(const char *tok, unsigned long long *v)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)tok[0]))
+		return false;
+	errno = 0;
+	*v = strtoull(tok, &end, 10);
+	return !errno && !*end;
+}
+
 int ds_parse_line(const char *line, struct ds_dev *dev)
 {
-	unsigned long long v[DS_NR_FIELDS];
-	char name[DISK_NAME_LEN];
-	int n, i;
+	unsigned long long v;
+	char tok[DISK_NAME_LEN];
+	const char *p = line;
+	int n = 0;
 
 	memset(dev, 0, sizeof(*dev));
-	n = sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
-		   &dev->major, &dev->minor, name, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-		   &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &v[15], &v[16]);
-	/* 14, 18 or 20 fields in all, depending on the kernel. */
-	if (n != 14 && n != 18 && n != 20)
+	if (!next_token(&p, tok, sizeof(tok)) || !parse_counter(tok, &v) || v > UINT32_MAX)
 		return -EINVAL;
-	dev->nr_fields = n - 3;
-	for (i = 0; i < dev->nr_fields; i++)
-		dev->f[i] = v[i];
-	memcpy(dev->name, name, sizeof(name));
+	dev->major = v;
+	if (!next_token(&p, tok, sizeof(tok)) || !parse_counter(tok, &v) || v > UINT32_MAX)
+		return -EINVAL;
+	dev->minor = v;
+	if (!next_token(&p, dev->name, sizeof(dev->name)))
+		return -EINVAL;
+	while (next_token(&p, tok, sizeof(tok))) {
+		if (n == DS_NR_FIELDS || !parse_counter(tok, &v))
+			return -EINVAL;
+		dev->f[n++] = v;
+	}
+	/* 11, 15 or 17 counters (14, 18 or 20 fields in all), depending on the kernel. */
+	if (n != 11 && n != 15 && n != 17)
+		return -EINVAL;
+	dev->nr_fields = n;
 	return 0;
 }
 
@@ -93,6 +129,9 @@ int ds_read(const char *path, struct ds_snapshot *s)
 	/* Stamp right after opening: the kernel formats the file on the first read. */
 	s->uptime_s = clock_s(CLOCK_BOOTTIME);
 	s->epoch_s = clock_s(CLOCK_REALTIME);
+	/* Microseconds, as recordings keep them: a replay computes exactly the same numbers. */
+	s->uptime_s = round(s->uptime_s * 1e6) / 1e6;
+	s->epoch_s = round(s->epoch_s * 1e6) / 1e6;
 	while (fgets(line, sizeof(line), f)) {
 		if (ds_parse_line(line, &dev))
 			continue;

@@ -58,6 +58,10 @@ static void test_parse_rejects(void **state)
 	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10", &d), -EINVAL);
 	assert_int_equal(ds_parse_line("snapshot 1 2", &d), -EINVAL);
 	assert_int_equal(ds_parse_line("", &d), -EINVAL);
+	/* A negative counter is refused, not wrapped; a dash in a name is fine. */
+	assert_int_equal(ds_parse_line("8 0 sda 1 2 -3 4 5 6 7 8 9 10 11", &d), -EINVAL);
+	assert_int_equal(ds_parse_line("253 0 dm-0 1 2 3 4 5 6 7 8 9 10 11", &d), 0);
+	assert_string_equal(d.name, "dm-0");
 }
 
 static void test_compute_hand_values(void **state)

@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Installs the Debian packages iospan needs to build, test, demo and benchmark.
+# Idempotent and silent when everything is installed; otherwise (as root) runs
+# `apt-get update` once and installs only what is missing.
+set -euo pipefail
+
+PACKAGES=(
+	# build: C, BPF objects, skeletons
+	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
+	clang-format # make format
+	# unit tests
+	libcmocka-dev
+	# end-to-end tests: pytest, workloads, ground truth, scratch devices
+	python3 python3-pytest fio sysstat e2fsprogs xfsprogs util-linux mount procps
+	# peers for benchmarks and comparisons (biolatency, biosnoop, ...)
+	libbpf-tools
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
+	[[ $status == ii* ]] || missing+=("$pkg")
+done
+
+((${#missing[@]} == 0)) && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "setup-deps: missing packages: ${missing[*]}; run 'sudo scripts/setup-deps.sh' (or install them) and retry" >&2
+	exit 2
+fi
+
+echo "setup-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,696 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Shared fixtures for iospan's end-to-end tests, benchmarks and scripts.
+
+Importable without pytest (bench/ uses it too). Everything that creates a
+system resource (loop device, mount, cgroup) is a context manager that tears it
+down in a ``finally`` -- also on a failed assert or KeyboardInterrupt -- and is
+registered in a module-level list, so an atexit/SIGTERM handler can tear down
+whatever an interrupted run left behind. ``leftovers()`` reports resources this
+process created that still exist (the e2e conftest checks it at session end).
+
+Ground truth helpers read the kernel's own accounts: /proc/diskstats,
+/proc/PID/io, and the workload's own numbers (fio JSON, dd).
+"""
+import atexit
+import contextlib
+import json as _json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+__all__ = [
+    "repo_root", "iospan_bin", "run_iospan", "popen_iospan", "is_root", "require_root",
+    "loop_device", "tmpfs", "filesystem", "scratch_fs", "ScratchFs", "cgroup2",
+    "cgroup2_root", "blkio_throttle", "blkio_root", "move_to_cgroup", "cgroup_procs",
+    "fio", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
+    "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
+    "leftovers", "cleanup_all", "TMP_PREFIX",
+]
+
+# /proc/diskstats fields after "major minor name", in kernel order (14, 18 or 20 fields
+# per line in total: 11, 15 or 17 counters).
+DISKSTATS_FIELDS = (
+    "rd_ios", "rd_merges", "rd_sectors", "rd_ticks",
+    "wr_ios", "wr_merges", "wr_sectors", "wr_ticks",
+    "in_flight", "io_ticks", "time_in_queue",
+    "dc_ios", "dc_merges", "dc_sectors", "dc_ticks",
+    "fl_ios", "fl_ticks",
+)
+
+# Temp dirs of this process are recognisable, so leftovers() can find loop devices and
+# mounts made here even if something bypassed the registry.
+TMP_PREFIX = "iospan-test-%d-" % os.getpid()
+
+
+# --------------------------------------------------------------------------- paths, binary
+
+def repo_root():
+    """The repository root (two levels above tests/lib)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def iospan_bin():
+    """$IOSPAN_BIN, or <repo>/build/iospan."""
+    return os.environ.get("IOSPAN_BIN") or os.path.join(repo_root(), "build", "iospan")
+
+
+def run_iospan(*args, timeout=60, check=False, input=None, env=None):
+    """Runs iospan with @args; returns subprocess.CompletedProcess (text mode).
+
+    check=True raises AssertionError (with both streams) on a non-zero exit.
+    """
+    cmd = [iospan_bin()] + [str(a) for a in args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input,
+                       env=env)
+    if check and p.returncode != 0:
+        raise AssertionError("%s exited %d\nstdout:\n%s\nstderr:\n%s"
+                             % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def popen_iospan(*args, **kwargs):
+    """Starts iospan in the background (stdout/stderr piped, text); returns the Popen."""
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.PIPE)
+    kwargs.setdefault("text", True)
+    return subprocess.Popen([iospan_bin()] + [str(a) for a in args], **kwargs)
+
+
+def is_root():
+    return os.geteuid() == 0
+
+
+def require_root(reason="this test creates devices, mounts or cgroups"):
+    """pytest.skip("needs root: ...") unless root (the e2e conftest turns it into a
+    failure under CI=true)."""
+    if is_root():
+        return
+    import pytest  # lazily: the module must import without pytest
+
+    pytest.skip("needs root: %s" % reason)
+
+
+# --------------------------------------------------------------------------- registry
+
+_lock = threading.RLock()
+_live = []  # [(token, kind, description, teardown)] in creation order
+_next_token = [0]
+
+
+def _register(kind, desc, teardown):
+    with _lock:
+        _next_token[0] += 1
+        tok = _next_token[0]
+        _live.append((tok, kind, desc, teardown))
+        return tok
+
+
+def _release(tok):
+    """Runs the teardown of @tok (once) and forgets it. Errors propagate."""
+    with _lock:
+        for i, entry in enumerate(_live):
+            if entry[0] == tok:
+                del _live[i]
+                break
+        else:
+            return
+    entry[3]()
+
+
+def cleanup_all():
+    """Tears down everything still registered, newest first. Returns a list of
+    descriptions of what had to be cleaned up (empty if nothing was left)."""
+    cleaned = []
+    while True:
+        with _lock:
+            if not _live:
+                break
+            tok, kind, desc, teardown = _live.pop()
+        cleaned.append("%s %s" % (kind, desc))
+        try:
+            teardown()
+        except Exception as e:  # keep going: tear down the rest
+            sys.stderr.write("iospan_testlib: cleanup of %s %s failed: %s\n" % (kind, desc, e))
+    return cleaned
+
+
+def _atexit_cleanup():
+    left = cleanup_all()
+    if left:
+        sys.stderr.write("iospan_testlib: cleaned up at exit: %s\n" % ", ".join(left))
+
+
+_prev_handlers = {}
+
+
+def _signal_cleanup(signum, frame):
+    cleanup_all()
+    prev = _prev_handlers.get(signum)
+    if callable(prev):
+        prev(signum, frame)
+        return
+    # Default action: die by the signal, like an unhandled one.
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install_handlers():
+    atexit.register(_atexit_cleanup)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            prev = signal.getsignal(sig)
+            if prev in (signal.SIG_IGN,):
+                continue
+            _prev_handlers[sig] = prev
+            signal.signal(sig, _signal_cleanup)
+        except (ValueError, OSError):
+            pass
+
+
+_install_handlers()
+
+
+# --------------------------------------------------------------------------- small helpers
+
+def _run(cmd, check=True, timeout=120, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError("%s failed (exit %d): %s"
+                           % (" ".join(cmd), p.returncode, (p.stderr or p.stdout).strip()))
+    return p
+
+
+def _mountinfo():
+    """[(mount_point, fstype, super_options)] from /proc/self/mountinfo."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.rstrip("\n").partition(" - ")
+            fields = pre.split()
+            post = post.split()
+            mnt = fields[4].replace("\\040", " ")
+            out.append((mnt, post[0] if post else "", post[2] if len(post) > 2 else ""))
+    return out
+
+
+def _is_mounted(path):
+    path = os.path.realpath(path)
+    return any(m == path for m, _, _ in _mountinfo())
+
+
+def _umount(path):
+    """umount with retries (busy right after a workload ends); lazy as a last resort."""
+    if not _is_mounted(path):
+        return
+    last = None
+    for _ in range(20):
+        p = _run(["umount", path], check=False)
+        if p.returncode == 0 or not _is_mounted(path):
+            return
+        last = p.stderr.strip()
+        time.sleep(0.1)
+    _run(["umount", "-l", path], check=False)
+    if _is_mounted(path):
+        raise RuntimeError("cannot unmount %s: %s" % (path, last))
+
+
+def _umount_rmdir(path):
+    _umount(path)
+    try:
+        os.rmdir(path)  # never rmtree a mount point: it would delete the fs contents
+    except OSError:
+        pass
+
+
+def _mkdtemp(base=None):
+    return tempfile.mkdtemp(prefix=TMP_PREFIX, dir=base)
+
+
+def devnum_of(dev):
+    """"MAJ:MIN" of a block device given as /dev/X, X or a sysfs name."""
+    name = os.path.basename(os.path.realpath(dev)) if dev.startswith("/") else dev
+    with open("/sys/class/block/%s/dev" % name) as f:
+        return f.read().strip()
+
+
+# --------------------------------------------------------------------------- loop devices
+
+def _loop_backing(name):
+    try:
+        with open("/sys/block/%s/loop/backing_file" % name) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _loop_detach(dev, backing):
+    """Detaches @dev if it is still attached to @backing (a number may be reused)."""
+    name = os.path.basename(dev)
+    for _ in range(50):
+        cur = _loop_backing(name)
+        if cur is None or (cur != backing and cur != backing + " (deleted)"):
+            return
+        p = _run(["losetup", "-d", dev], check=False)
+        if p.returncode == 0:
+            # If the device is still open somewhere, the detach is deferred to the last
+            # close (autoclear): wait for it.
+            for _ in range(100):
+                if _loop_backing(name) is None:
+                    return
+                time.sleep(0.05)
+            return
+        time.sleep(0.1)
+    raise RuntimeError("cannot detach %s from %s" % (dev, backing))
+
+
+def _write_mbr(path, partitions_mb):
+    """Writes an MS-DOS partition table with primary Linux partitions of the given
+    sizes (MiB), 1 MiB aligned, into the image @path (no fdisk needed)."""
+    if len(partitions_mb) > 4:
+        raise ValueError("at most 4 primary partitions")
+    mbr = bytearray(512)
+    start = 2048
+    for i, size in enumerate(partitions_mb):
+        nsect = int(size) * 2048
+        entry = struct.pack("<B3sB3sII", 0, b"\xfe\xff\xff", 0x83, b"\xfe\xff\xff", start, nsect)
+        mbr[446 + 16 * i:446 + 16 * (i + 1)] = entry
+        start += nsect
+    mbr[440:444] = struct.pack("<I", 0x10535AB0 ^ os.getpid())  # disk identifier
+    mbr[510] = 0x55
+    mbr[511] = 0xAA
+    with open(path, "r+b") as f:
+        f.write(mbr)
+
+
+@contextlib.contextmanager
+def loop_device(size_mb=256, backing_dir=None, direct_io=False, partitions=None,
+                sector_size=None):
+    """Yields "/dev/loopN" over a sparse backing file of @size_mb MiB in a new temp dir
+    (or in @backing_dir, e.g. a tmpfs() mount). direct_io=True attaches with
+    --direct-io=on. @partitions: list of sizes in MiB -> an MBR table is written and the
+    device is attached with --partscan (partitions appear as /dev/loopNp1...).
+    Detaches and removes the backing file on exit."""
+    tmpdir = _mkdtemp(backing_dir)
+    backing = os.path.join(tmpdir, "backing.img")
+    dev = None
+    tok = None
+    try:
+        with open(backing, "wb") as f:
+            f.truncate(int(size_mb) * 1024 * 1024)
+        if partitions:
+            _write_mbr(backing, partitions)
+        cmd = ["losetup", "--find", "--show"]
+        if direct_io:
+            cmd.append("--direct-io=on")
+        if partitions:
+            cmd.append("--partscan")
+        if sector_size:
+            cmd += ["--sector-size", str(sector_size)]
+        cmd.append(backing)
+        dev = _run(cmd).stdout.strip()
+        tok = _register("loop", "%s (%s)" % (dev, backing),
+                        lambda d=dev, b=backing, t=tmpdir: (_loop_detach(d, b),
+                                                            shutil.rmtree(t, ignore_errors=True)))
+        if partitions:
+            # Kernels without partition-table parsers (this one: no MSDOS_PARTITION) do
+            # not scan: then add them from user space (partx reads the table, BLKPG adds).
+            name = os.path.basename(dev)
+            for attempt in range(100):
+                if all(os.path.exists("/sys/class/block/%sp%d" % (name, i + 1))
+                       for i in range(len(partitions))):
+                    break
+                if attempt == 4:
+                    _run(["partx", "-a", dev], check=False)
+                time.sleep(0.05)
+            else:
+                raise RuntimeError("partitions of %s did not appear" % dev)
+        yield dev
+    finally:
+        try:
+            if tok is not None:
+                _release(tok)
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- mounts
+
+@contextlib.contextmanager
+def tmpfs(size_mb=512):
+    """Mounts a tmpfs of @size_mb MiB on a new temp dir; yields the dir."""
+    mnt = _mkdtemp()
+    tok = None
+    try:
+        _run(["mount", "-t", "tmpfs", "-o", "size=%dm,mode=0755" % int(size_mb), "tmpfs", mnt])
+        tok = _register("mount", "tmpfs %s" % mnt, lambda m=mnt: _umount_rmdir(m))
+        yield mnt
+    finally:
+        try:
+            if tok is not None:
+                _release(tok)
+        finally:
+            if not _is_mounted(mnt):
+                shutil.rmtree(mnt, ignore_errors=True)
+
+
+_MKFS = {
+    # No lazy init: ext4lazyinit would otherwise write to the device in the background
+    # and spoil exact diskstats accounting.
+    "ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+    "xfs": ["mkfs.xfs", "-q", "-f"],
+    "btrfs": ["mkfs.btrfs", "-q", "-f"],
+}
+
+
+@contextlib.contextmanager
+def filesystem(dev, fstype="ext4", mkfs_args=(), mount_opts=None):
+    """mkfs.@fstype on @dev and mounts it on a new temp dir; yields the dir.
+    Unmounts (with retries) on exit."""
+    if fstype not in _MKFS:
+        raise ValueError("unsupported fstype %r" % fstype)
+    mnt = _mkdtemp()
+    tok = None
+    try:
+        _run(_MKFS[fstype] + list(mkfs_args) + [dev])
+        cmd = ["mount", "-t", fstype]
+        if mount_opts:
+            cmd += ["-o", mount_opts]
+        _run(cmd + [dev, mnt])
+        tok = _register("mount", "%s %s on %s" % (fstype, dev, mnt),
+                        lambda m=mnt: _umount_rmdir(m))
+        yield mnt
+    finally:
+        try:
+            if tok is not None:
+                _release(tok)
+        finally:
+            if not _is_mounted(mnt):
+                shutil.rmtree(mnt, ignore_errors=True)
+
+
+class ScratchFs:
+    """What scratch_fs() yields: .dev "/dev/loop3", .name "loop3", .devnum "7:3",
+    .mnt (mount dir), .fstype."""
+
+    def __init__(self, dev, mnt, fstype):
+        self.dev = dev
+        self.name = os.path.basename(dev)
+        self.devnum = devnum_of(self.name)
+        self.mnt = mnt
+        self.fstype = fstype
+
+    def __repr__(self):
+        return "ScratchFs(dev=%r, devnum=%r, mnt=%r, fstype=%r)" % (
+            self.dev, self.devnum, self.mnt, self.fstype)
+
+
+@contextlib.contextmanager
+def scratch_fs(fstype="ext4", size_mb=256, backing_dir=None, direct_io=False, mkfs_args=(),
+               mount_opts=None):
+    """loop_device() + filesystem(): yields a ScratchFs."""
+    with loop_device(size_mb, backing_dir=backing_dir, direct_io=direct_io) as dev:
+        with filesystem(dev, fstype, mkfs_args=mkfs_args, mount_opts=mount_opts) as mnt:
+            yield ScratchFs(dev, mnt, fstype)
+
+
+# --------------------------------------------------------------------------- cgroups
+
+def cgroup2_root():
+    """Mount point of the cgroup2 hierarchy (from /proc/self/mountinfo)."""
+    for mnt, fstype, _ in _mountinfo():
+        if fstype == "cgroup2":
+            return mnt
+    raise RuntimeError("no cgroup2 hierarchy is mounted")
+
+
+def blkio_root():
+    """Mount point of the cgroup v1 blkio hierarchy."""
+    for mnt, fstype, opts in _mountinfo():
+        if fstype == "cgroup" and "blkio" in opts.split(","):
+            return mnt
+    raise RuntimeError("no cgroup v1 blkio hierarchy is mounted (needed for blk-throttle)")
+
+
+def cgroup_procs(path):
+    """PIDs in a cgroup (v1 or v2)."""
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            return [int(x) for x in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def move_to_cgroup(path, pid=None):
+    """Moves @pid (default: this process) into the cgroup at @path."""
+    with open(os.path.join(path, "cgroup.procs"), "w") as f:
+        f.write("%d\n" % (pid if pid is not None else os.getpid()))
+
+
+def _cgroup_remove(path):
+    """Moves every process below @path to its parent, then removes it bottom-up."""
+    if not os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    for sub, dirs, _ in os.walk(path, topdown=False):
+        for _ in range(50):
+            pids = cgroup_procs(sub)
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    move_to_cgroup(parent, pid)
+                except OSError:
+                    pass  # exited meanwhile
+            time.sleep(0.02)
+        for _ in range(100):
+            try:
+                os.rmdir(sub)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # EBUSY while exiting tasks drain
+                time.sleep(0.05)
+        else:
+            raise RuntimeError("cannot remove cgroup %s" % sub)
+
+
+_cg_counter = [0]
+
+
+def _unique_child(base, name, unique):
+    if not unique:
+        return os.path.join(base, name)
+    with _lock:
+        _cg_counter[0] += 1
+        n = _cg_counter[0]
+    return os.path.join(base, "%s-%d-%d" % (name, os.getpid(), n))
+
+
+@contextlib.contextmanager
+def cgroup2(name="iospan-test", unique=True, parent=None):
+    """Creates a child cgroup under the cgroup2 mount (or under @parent); yields its path.
+    unique=True (default) appends -PID-N so concurrent runs never collide.
+    On exit moves remaining processes to the parent and removes it."""
+    base = parent or cgroup2_root()
+    path = _unique_child(base, name, unique)
+    tok = None
+    try:
+        os.mkdir(path)
+        tok = _register("cgroup", path, lambda p=path: _cgroup_remove(p))
+        yield path
+    finally:
+        if tok is not None:
+            _release(tok)
+
+
+@contextlib.contextmanager
+def blkio_throttle(devnum, read_bps=None, write_bps=None, read_iops=None, write_iops=None,
+                   name="iospan-throttle", unique=True):
+    """Creates a cgroup v1 blkio child with blk-throttle limits on @devnum ("MAJ:MIN");
+    yields its path. Put a workload in it with move_to_cgroup(path, pid).
+    Note: under v1, buffered writes are written back by kworkers in the root group and
+    escape the limit: throttle reads or O_DIRECT writes."""
+    root = blkio_root()
+    path = _unique_child(root, name, unique)
+    tok = None
+    limits = (("blkio.throttle.read_bps_device", read_bps),
+              ("blkio.throttle.write_bps_device", write_bps),
+              ("blkio.throttle.read_iops_device", read_iops),
+              ("blkio.throttle.write_iops_device", write_iops))
+
+    def teardown():
+        try:
+            for fname, val in limits:
+                if val is not None and os.path.exists(os.path.join(path, fname)):
+                    try:
+                        with open(os.path.join(path, fname), "w") as f:
+                            f.write("%s 0\n" % devnum)  # 0 removes the rule
+                    except OSError:
+                        pass  # device already gone
+        finally:
+            _cgroup_remove(path)
+
+    try:
+        os.mkdir(path)
+        tok = _register("blkio-cgroup", path, teardown)
+        for fname, val in limits:
+            if val is not None:
+                with open(os.path.join(path, fname), "w") as f:
+                    f.write("%s %d\n" % (devnum, int(val)))
+        yield path
+    finally:
+        if tok is not None:
+            _release(tok)
+
+
+# --------------------------------------------------------------------------- workloads
+
+def _parse_json_output(text):
+    """fio may print warnings before its JSON document: parse from the first '{'."""
+    i = text.find("{")
+    if i < 0:
+        raise ValueError("no JSON in output: %r" % text[:500])
+    return _json.loads(text[i:])
+
+
+def fio(args_list, json=True, timeout=600, check=True, cgroup=None):
+    """Runs fio with @args_list. json=True adds --output-format=json and returns the
+    parsed document; otherwise returns the CompletedProcess. @cgroup: a cgroup dir
+    (v1 or v2) the fio process starts in."""
+    cmd = ["fio"] + [str(a) for a in args_list]
+    if json:
+        cmd.append("--output-format=json")
+    pre = None
+    if cgroup:
+        def pre(path=cgroup):
+            move_to_cgroup(path)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=pre)
+    if check and p.returncode != 0:
+        raise RuntimeError("fio failed (exit %d): %s\n%s"
+                           % (p.returncode, p.stderr.strip(), p.stdout[-2000:]))
+    if not json:
+        return p
+    return _parse_json_output(p.stdout)
+
+
+def dd(of, if_="/dev/zero", bs="1M", count=None, oflag=None, iflag=None, conv=None,
+       extra=(), timeout=600, check=True, cgroup=None):
+    """Runs dd; returns the CompletedProcess with .bytes_copied parsed from its
+    summary (None if not found)."""
+    cmd = ["dd", "if=%s" % if_, "of=%s" % of, "bs=%s" % bs]
+    if count is not None:
+        cmd.append("count=%s" % count)
+    if oflag:
+        cmd.append("oflag=%s" % oflag)
+    if iflag:
+        cmd.append("iflag=%s" % iflag)
+    if conv:
+        cmd.append("conv=%s" % conv)
+    cmd += list(extra)
+    pre = None
+    if cgroup:
+        def pre(path=cgroup):
+            move_to_cgroup(path)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=pre)
+    if check and p.returncode != 0:
+        raise RuntimeError("dd failed (exit %d): %s" % (p.returncode, p.stderr.strip()))
+    m = re.search(r"^(\d+) bytes", p.stderr, re.M)
+    p.bytes_copied = int(m.group(1)) if m else None
+    return p
+
+
+def drop_caches():
+    """sync, then drop the page cache, dentries and inodes."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def parse_diskstats(text):
+    """Parses /proc/diskstats text (14, 18 or 20 fields per line) into
+    {name: {"major", "minor", "nfields", <DISKSTATS_FIELDS>}}; absent fields are 0."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 14:
+            continue
+        d = {"major": int(f[0]), "minor": int(f[1]), "nfields": len(f)}
+        vals = [int(x) for x in f[3:]]
+        for i, key in enumerate(DISKSTATS_FIELDS):
+            d[key] = vals[i] if i < len(vals) else 0
+        out[f[2]] = d
+    return out
+
+
+def read_diskstats(path="/proc/diskstats"):
+    """{name: {field: int}} from /proc/diskstats (see parse_diskstats)."""
+    with open(path) as f:
+        return parse_diskstats(f.read())
+
+
+def diskstats_delta(before, after, name):
+    """Per-field difference after - before for one device."""
+    return {k: after[name][k] - before[name][k] for k in DISKSTATS_FIELDS}
+
+
+def read_proc_io(pid="self"):
+    """/proc/PID/io as {key: int} (rchar, wchar, syscr, syscw, read_bytes, write_bytes,
+    cancelled_write_bytes)."""
+    out = {}
+    with open("/proc/%s/io" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k.strip()] = int(v)
+    return out
+
+
+def get_scheduler(devname):
+    """The active I/O scheduler of a disk ("none", "mq-deadline", ...)."""
+    devname = os.path.basename(devname)
+    with open("/sys/block/%s/queue/scheduler" % devname) as f:
+        m = re.search(r"\[([^\]]+)\]", f.read())
+    return m.group(1) if m else None
+
+
+def set_scheduler(devname, sched):
+    """Selects I/O scheduler @sched on disk @devname ("loop3" or "/dev/loop3");
+    returns the previous one. Raises if the kernel did not accept it."""
+    devname = os.path.basename(devname)
+    prev = get_scheduler(devname)
+    with open("/sys/block/%s/queue/scheduler" % devname, "w") as f:
+        f.write(sched)
+    cur = get_scheduler(devname)
+    if cur != sched:
+        raise RuntimeError("scheduler of %s is %s, wanted %s" % (devname, cur, sched))
+    return prev
+
+
+# --------------------------------------------------------------------------- leak checks
+
+def leftovers():
+    """Descriptions of resources created by this process that still exist: registered
+    entries not torn down, loop devices whose backing file lies in one of our temp dirs,
+    and mounts on our temp dirs."""
+    found = []
+    with _lock:
+        found += ["%s %s (not torn down)" % (kind, desc) for _, kind, desc, _ in _live]
+    try:
+        for name in os.listdir("/sys/block"):
+            back = _loop_backing(name) if name.startswith("loop") else None
+            if back and TMP_PREFIX in back:
+                found.append("loop device /dev/%s still attached to %s" % (name, back))
+    except OSError:
+        pass
+    for mnt, fstype, _ in _mountinfo():
+        if TMP_PREFIX in mnt:
+            found.append("%s still mounted on %s" % (fstype, mnt))
+    return sorted(set(found))
