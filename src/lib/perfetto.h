@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Chrome Trace Event JSON files, which the Perfetto UI (ui.perfetto.dev) and
+ * chrome://tracing open: one track per thread, complete events ("X") nest by time.
+ * Times are given in ns (CLOCK_MONOTONIC) and written in µs as the format wants.
+ */
+#ifndef IOSPAN_PERFETTO_H
+#define IOSPAN_PERFETTO_H
+
+#include <stdint.h>
+
+#include "json.h"
+
+struct perfetto;
+
+/* Creates @path; -errno if it cannot be written. */
+int perfetto_open(struct perfetto **pf, const char *path);
+/* Writes the closing brackets and closes the file; -EIO if anything failed to write. */
+int perfetto_close(struct perfetto *pf);
+
+/* Names a process / thread track (once per id; repeated calls are ignored). */
+void perfetto_process(struct perfetto *pf, uint32_t pid, const char *name);
+void perfetto_thread(struct perfetto *pf, uint32_t pid, uint32_t tid, const char *name);
+
+/*
+ * A span [ts, ts + dur) on a thread's track, or an instant event. Both leave the event's
+ * "args" object open on the returned writer for the caller's fields; perfetto_end() closes
+ * it. Spans on one track nest when one lies inside the other: write parents first.
+ */
+struct jw *perfetto_span(struct perfetto *pf, const char *name, const char *cat, uint32_t pid,
+			 uint32_t tid, uint64_t ts_ns, uint64_t dur_ns);
+struct jw *perfetto_instant(struct perfetto *pf, const char *name, const char *cat, uint32_t pid,
+			    uint32_t tid, uint64_t ts_ns);
+void perfetto_end(struct perfetto *pf);
+
+#endif

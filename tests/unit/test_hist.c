@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Log-linear histograms: bucket boundaries and percentile accuracy. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "hist.h"
+
+static void test_slots(void **state)
+{
+	__u64 v;
+
+	/* Exact below HIST_SUB, then four buckets per power of two. */
+	assert_int_equal(hist_slot(0), 0);
+	assert_int_equal(hist_slot(3), 3);
+	assert_int_equal(hist_slot(4), 4);
+	assert_int_equal(hist_slot(7), 7);
+	assert_int_equal(hist_slot(8), 8);
+	assert_int_equal(hist_slot(9), 8);
+	assert_int_equal(hist_slot(10), 9);
+	assert_int_equal(hist_slot(15), 11);
+	assert_int_equal(hist_slot(16), 12);
+	assert_int_equal(hist_slot(~0ULL), HIST_SLOTS - 1);
+	assert_int_equal(hist_slot_low(12), 16);
+	assert_int_equal(hist_slot_low(13), 20);
+
+	/* Every value lies in [low(slot), low(slot + 1)) and buckets are at most 25% wide. */
+	for (v = 1; v < (1ULL << 40); v = v * 3 / 2 + 1) {
+		__u32 s = hist_slot(v);
+
+		assert_true(hist_slot_low(s) <= v);
+		assert_true(v < hist_slot_low(s + 1));
+		if (v >= HIST_SUB)
+			assert_true(hist_slot_low(s + 1) - hist_slot_low(s) <= hist_slot_low(s) / 4 + 1);
+	}
+	for (v = 1; v < 4096; v++)
+		assert_true(hist_msb(v) == (__u32)(63 - __builtin_clzll(v)));
+}
+
+static void test_percentiles(void **state)
+{
+	struct hist *h = calloc(1, sizeof(*h));
+	__u64 i;
+
+	assert_near(hist_percentile(h, 50), 0, 0);
+	/* 1..1000 us in ns: p50 = 500 us, p99 = 990 us, mean 500.5 us. */
+	for (i = 1; i <= 1000; i++)
+		hist_add(h, i * 1000);
+	assert_int_equal(h->count, 1000);
+	assert_int_equal(h->max, 1000000);
+	assert_near(hist_mean(h), 500500, 1e-6);
+	assert_near(hist_percentile(h, 50), 500000, 500000 * 0.12);
+	assert_near(hist_percentile(h, 99), 990000, 990000 * 0.12);
+	/* Never above the largest value seen. */
+	assert_true(hist_percentile(h, 100) <= 1000000);
+	assert_true(hist_percentile(h, 100) >= 1000000 * 0.88);
+	free(h);
+}
+
+static void test_exact_and_merge(void **state)
+{
+	struct hist *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+
+	hist_add(a, 2);
+	hist_add(a, 2);
+	hist_add(b, 3);
+	hist_merge(a, b);
+	assert_int_equal(a->count, 3);
+	assert_int_equal(a->sum, 7);
+	assert_int_equal(a->max, 3);
+	assert_near(hist_percentile(a, 50), 2, 0);
+	assert_near(hist_percentile(a, 100), 3, 0);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_slots),
+		cmocka_unit_test(test_percentiles),
+		cmocka_unit_test(test_exact_and_merge),
+	};
+
+	return cmocka_run_group_tests_name("hist", tests, NULL, NULL);
+}

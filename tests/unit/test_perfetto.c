@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The Chrome Trace Event writer: structure, µs times, one name per track. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "perfetto.h"
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 65536);
+
+	assert_non_null(f);
+	assert_true(fread(buf, 1, 65535, f) > 0);
+	fclose(f);
+	return buf;
+}
+
+static void test_file(void **state)
+{
+	char path[] = "/tmp/iospan-perfetto-XXXXXX";
+	struct perfetto *pf;
+	struct jw *jw;
+	char *text;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(perfetto_open(&pf, path), 0);
+	perfetto_process(pf, 10, "fio");
+	perfetto_thread(pf, 10, 11, "fio");
+	perfetto_thread(pf, 10, 11, "fio"); /* named once */
+	jw = perfetto_span(pf, "read", "request", 10, 11, 1500, 2000000);
+	jw_kv_uint(jw, "bytes", 4096);
+	perfetto_end(pf);
+	perfetto_instant(pf, "Q", "block", 10, 11, 2000);
+	perfetto_end(pf);
+	assert_int_equal(perfetto_close(pf), 0);
+
+	text = slurp(path);
+	assert_string_equal(
+		text,
+		"{\"displayTimeUnit\":\"ns\",\"traceEvents\":["
+		"{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":10,\"args\":{\"name\":\"fio\"}},"
+		"{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":10,\"tid\":11,\"args\":{\"name\":\"fio\"}},"
+		"{\"name\":\"read\",\"cat\":\"request\",\"ph\":\"X\",\"ts\":1.500,\"pid\":10,\"tid\":11,"
+		"\"dur\":2000.000,\"args\":{\"bytes\":4096}},"
+		"{\"name\":\"Q\",\"cat\":\"block\",\"ph\":\"i\",\"ts\":2.000,\"pid\":10,\"tid\":11,"
+		"\"s\":\"t\",\"args\":{}}]}\n");
+	free(text);
+	unlink(path);
+}
+
+static void test_unwritable(void **state)
+{
+	struct perfetto *pf;
+
+	assert_true(perfetto_open(&pf, "/nonexistent-dir/x.json") < 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_unwritable),
+	};
+
+	return cmocka_run_group_tests_name("perfetto", tests, NULL, NULL);
+}
