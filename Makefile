@@ -45,7 +45,7 @@ $(OUT)/vmlinux.h: | $(OUT)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
-$(OUT)/bpf/%.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/*.h) | $(OUT)
+$(OUT)/bpf/%.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/*.h src/lib/*.h) | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@

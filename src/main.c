@@ -13,6 +13,7 @@
 static const struct cmd commands[] = {
 	{ "stat", cmd_stat, "iostat -x from /proc/diskstats, with record and replay" },
 	{ "doctor", cmd_doctor, "what this kernel supports and how iospan will attach" },
+	{ "top", cmd_top, "who does I/O to which file, how slow: processes, files, stalls" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

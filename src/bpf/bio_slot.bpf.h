@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Direct-mapped slot tables keyed by a kernel pointer (bio, request, kiocb), and the
+ * owner clues a bio carries. A table is a BPF_MAP_TYPE_ARRAY of the caller's slot
+ * type, whose first member must be `__u64 tag` (pv() of the pointer); the map stays
+ * in the including .bpf.c. Slots are claimed with blind stores and checked by tag on
+ * lookup: a read or release at queue time would pull the slot's cache line between
+ * the submitting and the completing CPU. Two live objects in one slot: the older
+ * one's lookup finds the other's tag and the caller counts it as unmatched.
+ * Needs kptr.bpf.h.
+ */
+#ifndef IOSPAN_BIO_SLOT_BPF_H
+#define IOSPAN_BIO_SLOT_BPF_H
+
+/* @nr slots, a power of two. Objects are at least 64-byte aligned: skip those bits. */
+static __always_inline __u32 slot_index(__u64 tag, __u32 nr)
+{
+	return ((tag >> 6) ^ (tag >> 23)) & (nr - 1);
+}
+
+/* The slot of @ptr in @map (whatever it holds), or NULL. */
+static __always_inline void *slot_at(void *map, const void *ptr, __u32 nr)
+{
+	__u32 idx = slot_index(pv(ptr), nr);
+
+	return bpf_map_lookup_elem(map, &idx);
+}
+
+/* Claims the slot of @ptr: writes its tag, returns the slot for the caller's fields. */
+static __always_inline void *slot_claim(void *map, const void *ptr, __u32 nr)
+{
+	__u64 tag = pv(ptr);
+	__u32 idx = slot_index(tag, nr);
+	__u64 *s = bpf_map_lookup_elem(map, &idx);
+
+	if (s)
+		*s = tag;
+	return s;
+}
+
+/* The slot of @ptr if it still holds @ptr's record, or NULL. */
+static __always_inline void *slot_find(void *map, const void *ptr, __u32 nr)
+{
+	__u64 tag = pv(ptr);
+	__u32 idx = slot_index(tag, nr);
+	__u64 *s = bpf_map_lookup_elem(map, &idx);
+
+	return s && *s == tag ? s : NULL;
+}
+
+#define REQ_OP_MASK	    0xff
+#define REQ_OP_FLUSH	    2
+#define REQ_OP_DISCARD	    3
+#define REQ_OP_SECURE_ERASE 5
+
+/*
+ * The iomap direct I/O a bio belongs to, or NULL: its bi_end_io is
+ * iomap_dio_bio_end_io (@end_io_addr, from kallsyms; 0 if unknown) and bi_private the
+ * struct iomap_dio.
+ */
+static __always_inline struct iomap_dio *bio_iomap_dio(struct bio *bio, __u64 end_io_addr)
+{
+	if (!end_io_addr || (__u64)bio->bi_end_io != end_io_addr || !bio->bi_private)
+		return NULL;
+	return KPTR_AS(struct iomap_dio, bio->bi_private);
+}
+
+/*
+ * Whether an iomap direct I/O is asynchronous (libaio, io_uring): its kiocb has a
+ * completion callback. dio->wait_for_completion cannot tell: it is only written after
+ * the bios have been submitted.
+ */
+static __always_inline bool dio_async(struct iomap_dio *dio)
+{
+	struct kiocb *iocb = dio->iocb;
+
+	return iocb && iocb->ki_complete;
+}
+
+/*
+ * The task that submitted a synchronous iomap direct I/O and waits for it, or NULL for
+ * an asynchronous one (submit.waiter later shares its memory with the aio work).
+ */
+static __always_inline struct task_struct *dio_waiter(struct iomap_dio *dio)
+{
+	if (dio_async(dio))
+		return NULL;
+	return dio->submit.waiter;
+}
+
+/*
+ * The bio a split was cut from: bio_chain() has made it the split's bi_private before
+ * block_split fires. A split has neither pages of its own to look at nor the
+ * original's bi_end_io, so it inherits the original's owner.
+ */
+static __always_inline struct bio *bio_split_parent(struct bio *split)
+{
+	return split->bi_private ? AS_BIO(split->bi_private) : NULL;
+}
+
+/* The file inode whose page cache pages a bio carries, or NULL (uses vfs.bpf.h). */
+#ifdef IOSPAN_VFS_BPF_H
+static __always_inline struct inode *bio_page_inode(struct bio *bio)
+{
+	struct page *page;
+
+	if (!bio->bi_io_vec)
+		return NULL;
+	page = bio->bi_io_vec->bv_page;
+	return page ? page_inode(page) : NULL;
+}
+#endif
+
+#endif

@@ -1,0 +1,1109 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan top: who does I/O to which file, and how slow.
+ *
+ * FS bytes come from read/write-family syscalls (fd resolved at entry), mmap faults,
+ * pages dirtied outside write syscalls, and iomap direct I/O started outside them.
+ * DISK bytes are counted when a request completes and credited to the owner recorded
+ * when each of its bios was queued: the submitting process, the task waiting on an
+ * iomap direct I/O that a kernel thread re-submitted (blk-throttle), or, for
+ * writeback, the process that dirtied the file. Everything is summed in kernel maps;
+ * user space reads them once per report. Only slow iowait episodes (stalls) travel
+ * through a ring buffer.
+ */
+#include "iospan.bpf.h"
+#include "lib/iospan_types.h"
+#include "kptr.bpf.h"
+#include "vfs.bpf.h"
+#include "bio_slot.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/*
+ * The bio owner table: direct-mapped by bio address, 2^17 slots of 32 bytes (4 MiB).
+ * Owners are written blindly at queue time and only read at completion: a read or a
+ * release would pull the slot's cache line back and forth between the submitting and
+ * the completing CPU, which measured as most of the per-I/O cost. Two bios in flight
+ * in one slot: the first one's completion finds the other's tag and is counted as
+ * unattributed (TOP_DROP_UNMATCHED), never lost.
+ */
+#define SLOT_BITS 17
+#define NR_SLOTS  (1U << SLOT_BITS)
+/*
+ * Longest bio chain walked per request (a 4 MiB request of 4 KiB bios has 1024); the
+ * rest goes to the last owner (counted as approximate).
+ */
+#define MAX_CHAIN 4096
+/* Owner of bios that the filters (-p, --cgroup) exclude: their completion is skipped. */
+#define PID_FILTERED 0xffffffffU
+
+enum { SYS_NONE, SYS_READ, SYS_WRITE };
+
+/* Load-time configuration: features that are off cost nothing. */
+const volatile __u32 filter_pid = 0;
+const volatile bool filter_cgroup = false;
+const volatile bool filter_dev = false;
+const volatile bool per_thread = false;
+const volatile bool track_unattributed = true;
+const volatile __u64 stall_ns = 0;
+const volatile __u64 iomap_dio_end_io = 0; /* address of iomap_dio_bio_end_io, 0 if unknown */
+const volatile __u32 page_size = 4096;
+const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not news */
+
+/* Report generation, advanced by user space at each report (selects the max slot). */
+__u32 max_gen;
+
+/* Per-thread state: the traced syscall in progress, identity already recorded, iowait. */
+struct top_task {
+	__u64 ino;
+	__u32 dev;
+	__u8 op; /* SYS_READ/SYS_WRITE while inside a traced syscall on a file */
+	__u8 direct;
+	__u8 blk;
+	__u8 pad;
+	__u64 file; /* struct file * of that syscall */
+	__u64 seen_exec;
+	__u64 seen_cgid;
+	__u64 iowait_ts;
+	/* The read --no-syscalls last counted: inode, first and last page of the request */
+	__u64 rd_ino, rd_index, rd_last;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct top_task);
+} tasks SEC(".maps");
+
+/* The owner of one in-flight bio, in a direct-mapped table indexed by its address. */
+struct bio_slot {
+	__u64 tag; /* pv(bio) */
+	struct top_key key;
+	__u32 flags;
+	__u32 flusher; /* tid that issued a writeback write */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_SLOTS);
+	__type(key, __u32);
+	__type(value, struct bio_slot);
+} slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384); /* --max-entries */
+	__type(key, struct top_key);
+	__type(value, struct top_stat);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct top_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct top_file_key);
+	__type(value, struct top_path);
+} paths SEC(".maps");
+
+/*
+ * Scratch for building a path, one per nesting level: a capture in process context
+ * can be interrupted by a completion that captures another path on the same CPU.
+ */
+#define PATH_NEST 4
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PATH_NEST);
+	__type(key, __u32);
+	__type(value, struct top_path);
+} path_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} path_nest SEC(".maps");
+
+struct dirtier {
+	__u32 owner;
+	__u32 tgid;
+};
+
+/* Who last dirtied each file, for crediting its writeback. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct top_file_key);
+	__type(value, struct dirtier);
+} dirtiers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, struct top_wb_key);
+	__type(value, struct top_wb_val);
+} wb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TOP_DROP_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} stall_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u8);
+} filter_cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} filter_devs SEC(".maps");
+
+/* iowait start of threads that have no task storage yet (never created in sched_switch). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} iowait_start SEC(".maps");
+
+static __always_inline void drop(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&drops, &what);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool dev_ok(__u32 dev)
+{
+	return !filter_dev || bpf_map_lookup_elem(&filter_devs, &dev);
+}
+
+static __always_inline bool cgroup_ok(__u64 cgid)
+{
+	return !filter_cgroup || bpf_map_lookup_elem(&filter_cgroups, &cgid);
+}
+
+#define SB_KERNMOUNT (1UL << 22)
+
+/*
+ * Files whose bytes are not storage I/O: pseudo file systems (vfs.bpf.h), and
+ * kernel-internal mounts (shared anonymous memory, memfd, SysV shm), which have no
+ * path to show either.
+ */
+static __always_inline bool skip_fs(struct inode *inode)
+{
+	return (inode->i_sb->s_flags & SB_KERNMOUNT) || pseudo_fs(inode);
+}
+
+static __always_inline __u32 owner_of(struct task_struct *task)
+{
+	return per_thread ? task->pid : task->tgid;
+}
+
+/* Records who @owner is, once per exec and cgroup move (@t may be NULL: always write). */
+static __always_inline void note_proc(struct task_struct *task, struct top_task *t, __u32 owner,
+				      __u64 cgid)
+{
+	struct top_proc p = {};
+	__u64 exec = task->self_exec_id + 1;
+
+	if (t && t->seen_exec == exec && t->seen_cgid == cgid)
+		return;
+	p.tgid = task->tgid;
+	p.kthread = !!(task->flags & PF_KTHREAD);
+	p.cgid = cgid;
+	/* A process is named by its main thread; a thread (--threads) by itself. */
+	if (per_thread)
+		bpf_probe_read_kernel_str(p.comm, sizeof(p.comm), task->comm);
+	else
+		bpf_probe_read_kernel_str(p.comm, sizeof(p.comm), task->group_leader->comm);
+	if (bpf_map_update_elem(&procs, &owner, &p, BPF_ANY)) {
+		drop(TOP_DROP_PROCS_FULL);
+		return;
+	}
+	if (t) {
+		t->seen_exec = exec;
+		t->seen_cgid = cgid;
+	}
+}
+
+/*
+ * Stores the path of (dev, ino) inside its file system, once (vfs_path_walk()). Called
+ * when a stats row is created; not inlined, to keep the hot paths small.
+ */
+static __noinline int capture_path(__u32 dev, __u64 ino, __u64 ptr, __u32 from)
+{
+	struct top_file_key fk = {.dev = dev, .ino = ino};
+	__u32 zero = 0, lvl;
+	struct top_path *p;
+	__u32 *nest;
+
+	if (bpf_map_lookup_elem(&paths, &fk))
+		return 0;
+	nest = bpf_map_lookup_elem(&path_nest, &zero);
+	if (!nest)
+		return 0;
+	lvl = *nest;
+	if (lvl >= PATH_NEST)
+		return 0;
+	*nest = lvl + 1;
+	p = bpf_map_lookup_elem(&path_scratch, &lvl);
+	/* A file is never its fs root: a walk of no component found nothing usable. */
+	if (p && !vfs_path_walk(p->buf, &p->depth, &p->flags, ptr, from) && p->depth)
+		bpf_map_update_elem(&paths, &fk, p, BPF_NOEXIST);
+	*nest = lvl;
+	return 0;
+}
+
+/* The stats row of @k, created if missing (*created then set). NULL if the map is full. */
+static __always_inline struct top_stat *stat_get(struct top_key *k, bool *created)
+{
+	struct top_stat zero = {}, *s;
+	long err;
+
+	s = bpf_map_lookup_elem(&stats, k);
+	if (s)
+		return s;
+	err = bpf_map_update_elem(&stats, k, &zero, BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST: created meanwhile on another CPU */) {
+		drop(TOP_DROP_STATS_FULL);
+		return NULL;
+	}
+	*created = !err;
+	return bpf_map_lookup_elem(&stats, k);
+}
+
+static __always_inline void add_fs(struct top_key *k, bool write, __u64 bytes, __u32 flags,
+				   __u64 ptr, __u32 from)
+{
+	bool created = false;
+	struct top_stat *s = stat_get(k, &created);
+
+	if (!s)
+		return;
+	if (write)
+		s->fs_write += bytes;
+	else
+		s->fs_read += bytes;
+	/*
+	 * The path is captured once per file; a row made at completion may have had no
+	 * way to name its file, so each CPU's copy of a row checks once.
+	 */
+	if (!(s->flags & TOP_F_PATH_SEEN)) {
+		flags |= TOP_F_PATH_SEEN;
+		capture_path(k->dev, k->ino, ptr, from);
+	}
+	s->flags |= flags;
+}
+
+/* ------------------------------------------------------------------ FS: syscalls */
+
+static __always_inline int sys_enter(long fd, __u8 op)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_task *t;
+	struct inode *inode;
+	struct file *file;
+	__u32 dev, mode;
+	__u64 cgid;
+	bool blk;
+
+	if ((filter_pid && task->tgid != filter_pid) || task->tgid == self_tgid)
+		return 0;
+	file = fd_file(task, fd);
+	if (!file)
+		return 0;
+	inode = file->f_inode;
+	if (!inode)
+		return 0;
+	mode = inode->i_mode & S_IFMT;
+	blk = mode == S_IFBLK;
+	if ((mode != S_IFREG && !blk) || (!blk && skip_fs(inode)))
+		return 0;
+	dev = blk ? inode->i_rdev : inode->i_sb->s_dev;
+	if (!dev_ok(dev))
+		return 0;
+	cgid = bpf_get_current_cgroup_id();
+	if (!cgroup_ok(cgid))
+		return 0;
+	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	t->op = op;
+	t->dev = dev;
+	t->ino = blk ? TOP_INO(TOP_INO_RAW) : inode->i_ino;
+	t->blk = blk;
+	t->direct = !!(file->f_flags & O_DIRECT);
+	t->file = (__u64)file;
+	note_proc(task, t, owner_of(task), cgid);
+	return 0;
+}
+
+static __always_inline int sys_exit(long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_key k;
+	struct top_task *t;
+	__u8 op;
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (!t || !t->op)
+		return 0;
+	op = t->op;
+	t->op = SYS_NONE;
+	/* FS bytes are file bytes: raw block device reads and writes show as DISK only. */
+	if (ret <= 0 || t->blk)
+		return 0;
+	k.pid = owner_of(task);
+	k.dev = t->dev;
+	k.ino = t->ino;
+	add_fs(&k, op == SYS_WRITE, ret, t->direct ? TOP_F_DIRECT : 0, t->file, VFS_FROM_FILE);
+	return 0;
+}
+
+#define SYSCALL_PAIR(name, op)                                      \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                 \
+	int top_enter_##name(struct trace_event_raw_sys_enter *ctx) \
+	{                                                           \
+		return sys_enter(ctx->args[0], op);                 \
+	}                                                           \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                  \
+	int top_exit_##name(struct trace_event_raw_sys_exit *ctx)   \
+	{                                                           \
+		return sys_exit(ctx->ret);                          \
+	}
+
+SYSCALL_PAIR(read, SYS_READ)
+SYSCALL_PAIR(pread64, SYS_READ)
+SYSCALL_PAIR(readv, SYS_READ)
+SYSCALL_PAIR(preadv, SYS_READ)
+SYSCALL_PAIR(preadv2, SYS_READ)
+SYSCALL_PAIR(write, SYS_WRITE)
+SYSCALL_PAIR(pwrite64, SYS_WRITE)
+SYSCALL_PAIR(writev, SYS_WRITE)
+SYSCALL_PAIR(pwritev, SYS_WRITE)
+SYSCALL_PAIR(pwritev2, SYS_WRITE)
+
+/* ------------------------------------------------------ FS: mmap, dirtying, async DIO */
+
+/*
+ * Filters and identity for an FS event of the current task: false if filtered out.
+ * *tp is the task's storage (NULL if it could not be created).
+ */
+static __always_inline bool fs_event_ok(struct task_struct *task, __u32 dev, struct top_task **tp)
+{
+	struct top_task *t;
+	__u64 cgid;
+
+	if ((filter_pid && task->tgid != filter_pid) || task->tgid == self_tgid)
+		return false;
+	if (!dev_ok(dev))
+		return false;
+	cgid = bpf_get_current_cgroup_id();
+	if (!cgroup_ok(cgid))
+		return false;
+	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	note_proc(task, t, owner_of(task), cgid);
+	*tp = t;
+	return true;
+}
+
+static __always_inline int mmap_read(struct address_space *mapping, __u64 pages)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_task *t;
+	struct inode *host;
+	struct top_key k;
+
+	if (!mapping)
+		return 0;
+	host = mapping->host;
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || skip_fs(host))
+		return 0;
+	k.dev = host->i_sb->s_dev;
+	k.ino = host->i_ino;
+	if (!fs_event_ok(task, k.dev, &t))
+		return 0;
+	k.pid = owner_of(task);
+	add_fs(&k, false, pages * page_size, TOP_F_MMAP_READ, (__u64)host, VFS_FROM_INODE);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(top_filemap_fault, struct address_space *mapping, unsigned long index)
+{
+	return mmap_read(mapping, 1);
+}
+
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(top_filemap_map_pages, struct address_space *mapping, unsigned long start,
+	     unsigned long last)
+{
+	if (last < start)
+		return 0;
+	return mmap_read(mapping, last - start + 1);
+}
+
+/*
+ * Buffered reads when syscalls are not traced (--no-syscalls): the pages a read asks
+ * for, within the file size. filemap_read() calls filemap_get_pages() once per batch
+ * of folios, each time with the rest of the request (current page up to the same last
+ * page): only the first call of a read is counted. Not loaded otherwise (the syscalls
+ * count exactly).
+ */
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(top_filemap_get_pages, struct address_space *mapping, unsigned long index,
+	     unsigned long last)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_task *t;
+	struct inode *host;
+	struct top_key k;
+	__u64 eof;
+	loff_t size;
+
+	if (!mapping || last < index)
+		return 0;
+	host = mapping->host;
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || skip_fs(host))
+		return 0;
+	k.dev = host->i_sb->s_dev;
+	k.ino = host->i_ino;
+	if (!fs_event_ok(task, k.dev, &t) || !t)
+		return 0;
+	if (t->rd_ino == k.ino && t->rd_last == last && index > t->rd_index &&
+	    index <= t->rd_last) {
+		t->rd_index = index; /* the same read, next batch */
+		return 0;
+	}
+	t->rd_ino = k.ino;
+	t->rd_index = index;
+	t->rd_last = last;
+	size = host->i_size;
+	if (size <= 0)
+		return 0;
+	eof = (size - 1) / page_size;
+	if (last > eof)
+		last = eof;
+	if (last < index)
+		return 0;
+	k.pid = owner_of(task);
+	add_fs(&k, false, (last - index + 1) * page_size, TOP_F_PAGE_GRANULAR, (__u64)host,
+	       VFS_FROM_INODE);
+	return 0;
+}
+
+/*
+ * Runs in the task that dirties a page cache folio: remember it as the file's dirtier
+ * (its writeback is credited to it), and count pages dirtied outside a traced write
+ * syscall (mmap stores, io_uring or splice writes) as FS write bytes.
+ */
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct dirtier *d, nd;
+	struct top_task *t;
+	struct inode *host;
+	struct top_key k;
+
+	/* Kernel threads re-dirty pages during writeback: they are never the source. */
+	if (task->flags & PF_KTHREAD || !mapping)
+		return 0;
+	host = mapping->host;
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG)
+		return 0;
+	fk.dev = host->i_sb->s_dev;
+	fk.ino = host->i_ino;
+	if (!fs_event_ok(task, fk.dev, &t))
+		return 0;
+	k.pid = owner_of(task);
+
+	d = bpf_map_lookup_elem(&dirtiers, &fk);
+	if (!d || d->owner != k.pid) {
+		nd.owner = k.pid;
+		nd.tgid = task->tgid;
+		bpf_map_update_elem(&dirtiers, &fk, &nd, BPF_ANY);
+	}
+	if (t && t->op == SYS_WRITE)
+		return 0;
+	k.dev = fk.dev;
+	k.ino = fk.ino;
+	add_fs(&k, true, folio_bytes(folio, page_size), TOP_F_PAGEDIRTY, (__u64)host,
+	       VFS_FROM_INODE);
+	return 0;
+}
+
+/*
+ * Direct I/O through iomap (ext4, xfs, btrfs...) started outside a traced read/write
+ * syscall: libaio and io_uring. Inside one, the syscall's return value counts it.
+ */
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(top_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags,
+	     size_t done_before)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_task *t;
+	struct inode *inode;
+	struct file *file;
+	struct top_key k;
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (t && t->op)
+		return 0;
+	file = iocb->ki_filp;
+	if (!file)
+		return 0;
+	inode = file->f_inode;
+	if (!inode)
+		return 0;
+	k.dev = inode->i_sb->s_dev;
+	k.ino = inode->i_ino;
+	if (!fs_event_ok(task, k.dev, &t))
+		return 0;
+	k.pid = owner_of(task);
+	add_fs(&k, iter->data_source, iter->count, TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file,
+	       VFS_FROM_FILE);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- DISK: queue */
+
+/* Records @o as the owner of @bio until its request completes: blind stores only. */
+static __always_inline int claim_slot(struct bio *bio, struct bio_slot *o)
+{
+	struct bio_slot *s = slot_claim(&slots, bio, NR_SLOTS);
+
+	if (!s)
+		return 0;
+	s->key = o->key;
+	s->flags = o->flags;
+	s->flusher = o->flusher;
+	return 0;
+}
+
+/* The owner record of @bio, or NULL. */
+static __always_inline struct bio_slot *find_slot(struct bio *bio)
+{
+	return slot_find(&slots, bio, NR_SLOTS);
+}
+
+/*
+ * The inode of the file a bio's pages belong to, for capturing its path when its
+ * stats row is created at completion (rare): page cache pages, or iomap direct I/O.
+ */
+static __noinline __u64 bio_inode(struct bio *bio, __u32 dev, __u64 ino)
+{
+	struct iomap_dio *dio = bio_iomap_dio(bio, iomap_dio_end_io);
+	struct inode *inode;
+
+	inode = dio ? dio->iocb->ki_filp->f_inode : bio_page_inode(bio);
+	/* Only the row's own file: a split clone's pages can be a user buffer's. */
+	if (!inode || inode->i_ino != ino || inode->i_sb->s_dev != dev)
+		return 0;
+	return (__u64)inode;
+}
+
+/* Owner of a bio that is about to be queued, from the submitting context. */
+static __always_inline int queue_bio(struct bio *bio)
+{
+	struct task_struct *task = bpf_get_current_task_btf(), *otask = task;
+	struct bio_slot o = {};
+	struct block_device *bdev;
+	struct inode *inode = NULL;
+	struct address_space *mapping;
+	struct top_task *t = NULL;
+	struct iomap_dio *dio;
+	struct page *page;
+	__u32 dev, kind = TOP_INO_NOPAGE, tgid;
+	__u64 cgid = 0;
+	bool kthread, write;
+
+	if (!bio->bi_iter.bi_size)
+		return 0; /* flushes and other empty bios carry no bytes */
+	bdev = bio->bi_bdev;
+	if (!bdev)
+		return 0;
+	/* Bio-based devices (dm, md, zram) complete without a request: not counted here. */
+	if (!bdev->bd_disk->queue->mq_ops)
+		return 0;
+	dev = bdev->bd_dev;
+	if (!dev_ok(dev))
+		return 0;
+	kthread = task->flags & PF_KTHREAD;
+	write = (bio->bi_opf & REQ_OP_MASK) & 1;
+
+	dio = bio_iomap_dio(bio, iomap_dio_end_io);
+	if (dio) {
+		/* iomap direct I/O: the file and the waiting task are in the dio. */
+		struct file *f = dio->iocb->ki_filp;
+
+		inode = f ? f->f_inode : NULL;
+		o.flags |= TOP_F_DIRECT;
+		/*
+		 * Re-submitted by a kernel thread (blk-throttle): credit the task waiting
+		 * for it (synchronous I/O only: an async one may have no waiter left).
+		 */
+		if (kthread && dio_waiter(dio)) {
+			otask = dio_waiter(dio);
+			o.flags |= TOP_F_KTHREAD_OWNER;
+		}
+	} else if (bio->bi_io_vec) {
+		/* Clones (bi_vcnt 0) share the vector of the bio they were cloned from. */
+		page = bio->bi_io_vec->bv_page;
+		if (!page)
+			goto owner;
+		page = page_head(page);
+		mapping = page->mapping;
+		if (!mapping || kernel_page(page)) {
+			/* kmalloc'd, vmalloc'd or slab memory: fs metadata buffers (xfs). */
+			kind = TOP_INO_NOPAGE;
+		} else if (!(pv(mapping) & 3) && mapping->host &&
+			   (mapping->host->i_mode & S_IFMT) == S_IFBLK) {
+			/* The block device's own cache: buffer heads, journal, raw access. */
+			kind = TOP_INO_META;
+		} else if (!(pv(mapping) & 3) && mapping->host && mapping->host->i_sb->s_bdev) {
+			/* Page cache of a file on a block device file system. */
+			inode = mapping->host;
+		} else {
+			/*
+			 * Anonymous, or shmem/hugetlbfs (no block device under them): user
+			 * memory, so direct I/O from a user buffer (or swap).
+			 */
+			kind = TOP_INO_RAW;
+			t = bpf_task_storage_get(&tasks, task, 0, 0);
+			if (t && t->op && t->direct) {
+				o.flags |= TOP_F_DIRECT;
+				/* O_DIRECT read/write on a file by a non-iomap fs: that file. */
+				if (!t->blk && t->file) {
+					inode = AS_FILE(t->file)->f_inode;
+				}
+			}
+		}
+	}
+owner:
+	if (inode) {
+		o.key.dev = inode->i_sb->s_dev;
+		o.key.ino = inode->i_ino;
+	} else {
+		o.key.dev = dev;
+		o.key.ino = TOP_INO(kind);
+	}
+
+	/* Writeback of a file some other process dirtied: credit the dirtier. */
+	if (inode && write && !(o.flags & TOP_F_DIRECT)) {
+		struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
+		struct dirtier *d = bpf_map_lookup_elem(&dirtiers, &fk);
+
+		if (d && d->owner != owner_of(task)) {
+			if (filter_pid && d->tgid != filter_pid)
+				goto filtered;
+			if (filter_cgroup) {
+				struct top_proc *p = bpf_map_lookup_elem(&procs, &d->owner);
+
+				if (!p || !cgroup_ok(p->cgid))
+					goto filtered;
+			}
+			o.key.pid = d->owner;
+			o.flags |= TOP_F_WRITEBACK;
+			o.flusher = task->pid;
+			/* The flusher is named in the writeback section. */
+			note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id());
+			goto claim;
+		}
+	}
+
+	tgid = otask->tgid;
+	if (filter_pid && tgid != filter_pid)
+		goto filtered;
+	o.key.pid = owner_of(otask);
+	if (!(o.flags & TOP_F_KTHREAD_OWNER)) {
+		cgid = bpf_get_current_cgroup_id();
+		if (!cgroup_ok(cgid))
+			goto filtered;
+		if (!t)
+			t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		note_proc(task, t, o.key.pid, cgid);
+	} else {
+		cgid = task_cgid(otask);
+		if (!cgroup_ok(cgid))
+			goto filtered;
+		if (!bpf_map_lookup_elem(&procs, &o.key.pid))
+			note_proc(otask, NULL, o.key.pid, cgid);
+	}
+
+claim:
+	return claim_slot(bio, &o);
+filtered:
+	/* Still recorded: an older record of this bio address must not be used. */
+	o.key.pid = PID_FILTERED;
+	return claim_slot(bio, &o);
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(top_bio_queue, struct bio *bio)
+{
+	return queue_bio(bio);
+}
+
+/* raw_tp variants: untyped arguments, given their BTF type with bpf_rdonly_cast(). */
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(top_bio_queue_raw, void *bio)
+{
+	return queue_bio(AS_BIO(bio));
+}
+
+/*
+ * A split bio is a new bio for the front part of one already queued, which keeps its
+ * own record for the remainder. bio_chain() has made the original the split's
+ * bi_private before the tracepoint fires, so the split inherits the original's owner
+ * (a clone has neither pages of its own to look at nor the original's bi_end_io).
+ */
+static __always_inline int split_bio(struct bio *split)
+{
+	struct bio_slot o, *s;
+	struct bio *parent;
+
+	if (!split->bi_iter.bi_size)
+		return 0;
+	parent = bio_split_parent(split);
+	s = parent ? find_slot(parent) : NULL;
+	if (!s)
+		return queue_bio(split);
+	o = *s;
+	return claim_slot(split, &o);
+}
+
+SEC("tp_btf/block_split")
+int BPF_PROG(top_bio_split, struct bio *bio, unsigned int new_sector)
+{
+	return split_bio(bio);
+}
+
+SEC("raw_tp/block_split")
+int BPF_PROG(top_bio_split_raw, void *bio)
+{
+	return split_bio(AS_BIO(bio));
+}
+
+/* -------------------------------------------------------------- DISK: complete */
+
+/* Consecutive bios of one request with the same owner, accounted together. */
+struct run {
+	struct top_key key;
+	__u64 bytes;
+	struct bio *bio; /* first bio of the run: its pages name the file */
+	__u32 flags;
+	__u32 flusher;
+	__u32 bdev;
+	__u32 valid;
+};
+
+struct rq_info {
+	__u64 q2c, d2c;
+	bool write;
+};
+
+static __noinline void account_run(struct run *r, struct rq_info *ri)
+{
+	struct top_stat *s;
+	bool created = false;
+	__u32 g, sl;
+
+	if (!r->valid)
+		return;
+	s = stat_get(&r->key, &created);
+	if (!s) {
+		/* No room: keep the bytes on the device's unattributed row (made at start). */
+		struct top_key ua = {
+			.pid = TOP_PID_NONE, .dev = r->bdev, .ino = TOP_INO(TOP_INO_UNATTR)};
+
+		s = bpf_map_lookup_elem(&stats, &ua);
+		if (!s) {
+			drop(TOP_DROP_LOST_BYTES);
+			return;
+		}
+		s->flags |= TOP_F_LOST;
+		created = false;
+	}
+	if (ri->write)
+		s->disk_write += r->bytes;
+	else
+		s->disk_read += r->bytes;
+	s->flags |= r->flags;
+	s->bdev = r->bdev;
+	g = max_gen;
+	sl = g & 1;
+	if (s->max_gen[sl] != g) {
+		s->max_gen[sl] = g;
+		s->q2c_max[sl] = 0;
+		s->d2c_max[sl] = 0;
+	}
+	if (ri->q2c) {
+		s->q2c_sum += ri->q2c;
+		s->nr_q2c++;
+		if (ri->q2c > s->q2c_max[sl])
+			s->q2c_max[sl] = ri->q2c;
+	}
+	if (ri->d2c) {
+		s->d2c_sum += ri->d2c;
+		s->nr_d2c++;
+		if (ri->d2c > s->d2c_max[sl])
+			s->d2c_max[sl] = ri->d2c;
+	}
+	if (created && r->bio && r->key.ino < TOP_INO_SPECIAL) {
+		__u64 inode = bio_inode(r->bio, r->key.dev, r->key.ino);
+
+		/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
+		if (inode)
+			capture_path(r->key.dev, r->key.ino, inode, VFS_FROM_INODE);
+	}
+	if (r->flags & TOP_F_WRITEBACK) {
+		struct top_wb_key wk = {.pid = r->key.pid,
+					.dev = r->key.dev,
+					.ino = r->key.ino,
+					.flusher = r->flusher};
+		struct top_wb_val *w = bpf_map_lookup_elem(&wb, &wk), zero = {};
+
+		if (!w) {
+			if (bpf_map_update_elem(&wb, &wk, &zero, BPF_NOEXIST) == 0)
+				w = bpf_map_lookup_elem(&wb, &wk);
+			if (!w) {
+				drop(TOP_DROP_WB_FULL);
+				return;
+			}
+		}
+		w->bytes += r->bytes;
+		w->nr++;
+	}
+}
+
+/* State of one request's bio-chain walk (bpf_loop callback context). */
+struct walk {
+	struct bio *bio;
+	struct rq_info ri;
+	struct run r;
+	__u32 left; /* completed bytes not yet given to a bio */
+	bool counted;
+};
+
+/* One bio of the chain: find its owner, release its record, extend or flush the run. */
+static int walk_bio(__u32 i, void *ctx)
+{
+	struct walk *w = ctx;
+	struct bio *bio = w->bio;
+	struct bio_slot *s, cur;
+	__u32 sz, bdev;
+
+	if (!bio)
+		return 1;
+	w->bio = bio->bi_next;
+	sz = bio->bi_iter.bi_size;
+	if (!sz)
+		return 0;
+	if (!w->left) {
+		w->bio = bio; /* not completed yet: the request ended in parts */
+		return 1;
+	}
+	/* Requests can end in parts: a bio completes in several steps. */
+	if (sz > w->left)
+		sz = w->left;
+	w->left -= sz;
+	bdev = bio->bi_bdev ? bio->bi_bdev->bd_dev : 0;
+
+	if (filter_dev && !dev_ok(bdev))
+		return 0;
+	s = find_slot(bio);
+	if (s) {
+		cur = *s;
+		if (cur.key.pid == PID_FILTERED)
+			return 0;
+	} else {
+		/* Queued before tracing started, or its record was overwritten. */
+		if (!track_unattributed)
+			return 0;
+		drop(TOP_DROP_UNMATCHED);
+		cur.key.pid = TOP_PID_NONE;
+		cur.key.dev = bdev;
+		cur.key.ino = TOP_INO(TOP_INO_UNATTR);
+		cur.flags = 0;
+		cur.flusher = 0;
+	}
+	if (!w->counted)
+		return 0;
+	if (w->r.valid && w->r.key.pid == cur.key.pid && w->r.key.dev == cur.key.dev &&
+	    w->r.key.ino == cur.key.ino && w->r.flusher == cur.flusher && w->r.bdev == bdev) {
+		w->r.bytes += sz;
+		w->r.flags |= cur.flags;
+		return 0;
+	}
+	account_run(&w->r, &w->ri);
+	w->r.key = cur.key;
+	w->r.bytes = sz;
+	w->r.bio = bio;
+	w->r.flags = cur.flags;
+	w->r.flusher = cur.flusher;
+	w->r.bdev = bdev;
+	w->r.valid = 1;
+	return 0;
+}
+
+static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
+{
+	struct walk w = {};
+	__u64 now, t0;
+	__u32 op;
+
+	op = rq->cmd_flags & REQ_OP_MASK;
+	/*
+	 * Passthrough requests (SG_IO, driver commands) are not in diskstats, and their
+	 * bios never passed block_bio_queue: a stale slot must not name an owner for them.
+	 */
+	if (op == REQ_OP_DRV_IN || op == REQ_OP_DRV_OUT)
+		return 0;
+	/* Discards move no data and are not in the read/write sectors of diskstats. */
+	w.counted = op != REQ_OP_DISCARD && op != REQ_OP_SECURE_ERASE;
+	w.ri.write = op & 1;
+	now = bpf_ktime_get_ns();
+	t0 = rq->start_time_ns;
+	if (t0 && t0 < now)
+		w.ri.q2c = now - t0;
+	t0 = rq->io_start_time_ns;
+	if (t0 && t0 < now)
+		w.ri.d2c = now - t0;
+	w.left = nr_bytes;
+	w.bio = rq->bio;
+	/* bpf_loop: chains of hundreds of merged bios are walked without unrolling. */
+	bpf_loop(MAX_CHAIN, walk_bio, &w, 0);
+	if (!w.counted)
+		return 0;
+	if (w.left) {
+		if (w.bio)
+			drop(TOP_DROP_CHAIN_TRUNC);
+		if (w.r.valid) {
+			w.r.bytes += w.left;
+			w.r.flags |= TOP_F_APPROX;
+		} else if (track_unattributed && rq->q->disk) {
+			/* Bytes without any bio (passthrough): the disk's unattributed row. */
+			struct gendisk *disk = rq->q->disk;
+
+			w.r.key.pid = TOP_PID_NONE;
+			w.r.key.dev = ((__u32)disk->major << 20) | disk->first_minor;
+			if (!dev_ok(w.r.key.dev))
+				return 0;
+			w.r.key.ino = TOP_INO(TOP_INO_UNATTR);
+			w.r.bdev = w.r.key.dev;
+			w.r.bytes = w.left;
+			w.r.valid = 1;
+		}
+	}
+	account_run(&w.r, &w.ri);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(top_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return complete_rq(rq, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(top_rq_complete_raw, void *rq, int error, unsigned int nr_bytes)
+{
+	return complete_rq(AS_RQ(rq), nr_bytes);
+}
+
+/* ------------------------------------------------------------------- stalls */
+
+/*
+ * A thread blocked in io_schedule() has in_iowait set when it is switched out, and
+ * still set when it is switched back in (io_schedule_finish() clears it afterwards):
+ * the time between is the stall. Only slow ones are sent, with the sleeping stack.
+ */
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next)
+{
+	struct top_task *t;
+	struct top_stall *e;
+	__u64 now, start = 0, *st;
+	__u32 tid;
+
+	if (!preempt && BPF_CORE_READ_BITFIELD(prev, in_iowait)) {
+		if (filter_pid && prev->tgid != filter_pid)
+			goto next;
+		now = bpf_ktime_get_ns();
+		/* No storage is created here: allocating under the runqueue lock is unsafe. */
+		t = bpf_task_storage_get(&tasks, prev, 0, 0);
+		if (t) {
+			t->iowait_ts = now;
+		} else {
+			tid = prev->pid;
+			if (bpf_map_update_elem(&iowait_start, &tid, &now, BPF_ANY))
+				drop(TOP_DROP_IOWAIT_FULL);
+		}
+	}
+next:
+	if (!BPF_CORE_READ_BITFIELD(next, in_iowait))
+		return 0;
+	t = bpf_task_storage_get(&tasks, next, 0, 0);
+	if (t && t->iowait_ts) {
+		start = t->iowait_ts;
+		t->iowait_ts = 0;
+	} else {
+		tid = next->pid;
+		st = bpf_map_lookup_elem(&iowait_start, &tid);
+		if (!st)
+			return 0;
+		start = *st;
+		bpf_map_delete_elem(&iowait_start, &tid);
+	}
+	now = bpf_ktime_get_ns();
+	if (!start || now - start < stall_ns)
+		return 0;
+	if (filter_cgroup && !cgroup_ok(task_cgid(next)))
+		return 0;
+	e = bpf_ringbuf_reserve(&stall_events, sizeof(*e), 0);
+	if (!e) {
+		drop(TOP_DROP_RINGBUF_FULL);
+		return 0;
+	}
+	e->tid = next->pid;
+	e->tgid = next->tgid;
+	e->cgid = task_cgid(next);
+	e->dur_ns = now - start;
+	e->end_ns = now;
+	e->pad = 0;
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), next->comm);
+	e->stack_bytes = bpf_get_task_stack(next, e->stack, sizeof(e->stack), 0);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(top_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next);
+}

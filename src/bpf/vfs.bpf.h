@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Files, inodes and page cache pages as the iospan BPF programs see them: fd to
+ * struct file, pseudo file systems, the file a page belongs to, folio sizes, and paths
+ * captured by a bounded walk up the dentries. No maps here: callers own their maps
+ * and buffers. Needs kptr.bpf.h.
+ */
+#ifndef IOSPAN_VFS_BPF_H
+#define IOSPAN_VFS_BPF_H
+
+#define S_IFMT	 00170000
+#define S_IFREG	 0100000
+#define S_IFDIR	 0040000
+#define S_IFBLK	 0060000
+#define O_DIRECT 00040000
+
+/* Path walk bounds; an includer may define its own before including this header. */
+#ifndef VFS_PATH_BUF
+#define VFS_PATH_BUF 768
+#endif
+#ifndef VFS_PATH_NAME_MAX
+#define VFS_PATH_NAME_MAX 256
+#endif
+#ifndef VFS_PATH_DEPTH
+#define VFS_PATH_DEPTH 32
+#endif
+
+enum vfs_path_flags {
+	VFS_PATH_TRUNCATED = 1 << 0, /* deeper than VFS_PATH_DEPTH or longer than the buffer */
+	VFS_PATH_DELETED = 1 << 1,   /* unlinked when captured */
+};
+
+/* The struct file of @fd in @task (current, from a syscall tracepoint), or NULL. */
+static __always_inline struct file *fd_file(struct task_struct *task, int fd)
+{
+	struct fdtable *fdt = task->files->fdt;
+	__u64 fds, f = 0;
+
+	if (!fdt || fd < 0 || fd >= fdt->max_fds)
+		return NULL;
+	fds = (__u64)BPF_CORE_READ(fdt, fd);
+	if (!fds)
+		return NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), (void *)(fds + (__u64)fd * sizeof(void *)));
+	if (!f)
+		return NULL;
+	return AS_FILE(f);
+}
+
+/*
+ * Pseudo file systems (proc, sysfs, cgroup, tracefs...) are not storage I/O: their
+ * files are skipped by magic number. tmpfs, overlayfs, network and FUSE are kept.
+ */
+static __always_inline bool pseudo_fs(struct inode *inode)
+{
+	unsigned long magic = inode->i_sb->s_magic;
+
+	switch (magic) {
+	case 0x9fa0:	 /* proc */
+	case 0x62656572: /* sysfs */
+	case 0x27e0eb:	 /* cgroup */
+	case 0x63677270: /* cgroup2 */
+	case 0x64626720: /* debugfs */
+	case 0x74726163: /* tracefs */
+	case 0x73636673: /* securityfs */
+	case 0xcafe4a11: /* bpf */
+	case 0x62656570: /* configfs */
+	case 0x6165676c: /* pstore */
+	case 0xde5e81e4: /* efivarfs */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Slab and kmalloc pages overlay other fields on page->mapping, so it must not be
+ * read as one. Their type is in the top byte of page_type (kernels with PGTY_*).
+ */
+static __always_inline bool kernel_page(struct page *page)
+{
+	__u32 ty;
+
+	if (!bpf_core_enum_value_exists(enum pagetype, PGTY_slab))
+		return false;
+	ty = page->page_type >> 24;
+	return ty == bpf_core_enum_value(enum pagetype, PGTY_slab) ||
+	       ty == bpf_core_enum_value(enum pagetype, PGTY_large_kmalloc) ||
+	       ty == bpf_core_enum_value(enum pagetype, PGTY_zsmalloc);
+}
+
+/* The head page of a compound page (the page itself otherwise). */
+static __always_inline struct page *page_head(struct page *page)
+{
+	void *head = (void *)page->compound_head;
+
+	if (pv(head) & 1)
+		return KPTR_AS(struct page, head - 1);
+	return page;
+}
+
+/*
+ * The mapping of a page cache page, or NULL for kernel memory and anonymous / KSM /
+ * movable pages (the low bits of page->mapping tag those).
+ */
+static __always_inline struct address_space *page_mapping(struct page *page)
+{
+	struct address_space *mapping;
+
+	page = page_head(page);
+	if (kernel_page(page))
+		return NULL;
+	mapping = page->mapping;
+	if (!mapping || (pv(mapping) & 3))
+		return NULL;
+	return mapping;
+}
+
+/* The inode whose page cache holds @page, or NULL (see page_mapping()). */
+static __always_inline struct inode *page_inode(struct page *page)
+{
+	struct address_space *mapping = page_mapping(page);
+
+	return mapping ? mapping->host : NULL;
+}
+
+/* Size of a page cache folio in bytes. */
+static __always_inline __u64 folio_bytes(struct folio *folio, __u32 page_size)
+{
+	unsigned long fl = 0, f1 = 0;
+
+	bpf_core_read(&fl, sizeof(fl), &folio->flags);
+	if (!(fl & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
+		return page_size;
+	if (bpf_core_field_exists(folio->_nr_pages))
+		return (__u64)BPF_CORE_READ(folio, _nr_pages) * page_size;
+	bpf_core_read(&f1, sizeof(f1), &folio->_flags_1);
+	return ((__u64)1 << (f1 & 0xff)) * page_size;
+}
+
+/* How to find the dentry given to vfs_dentry(). */
+enum { VFS_FROM_DENTRY, VFS_FROM_FILE, VFS_FROM_INODE };
+
+static __always_inline struct dentry *vfs_dentry(__u64 ptr, __u32 from)
+{
+	__u64 first;
+
+	if (!ptr)
+		return NULL;
+	if (from == VFS_FROM_FILE)
+		return BPF_CORE_READ((struct file *)ptr, f_path.dentry);
+	if (from == VFS_FROM_INODE) {
+		/* Any alias will do: hard links have several, all valid. */
+		first = (__u64)BPF_CORE_READ((struct inode *)ptr, i_dentry.first);
+		if (!first)
+			return NULL;
+		return (struct dentry *)(first - bpf_core_field_offset(struct dentry, d_u.d_alias));
+	}
+	return (struct dentry *)ptr;
+}
+
+/*
+ * Writes the path of the dentry found from @ptr inside its file system into @buf
+ * (VFS_PATH_BUF bytes): NUL-terminated components, leaf first. Sets *depth
+ * (components) and *flags (enum vfs_path_flags). Returns 0, or -ENOENT if there is no
+ * dentry. Not inlined: callers run it once per file, off their hot paths.
+ */
+static __noinline int vfs_path_walk(char *buf, __u32 *depth, __u32 *flags, __u64 ptr, __u32 from)
+{
+	struct dentry *d = vfs_dentry(ptr, from), *parent;
+	__u32 pos = 0, n_depth = 0, fl = 0;
+	const unsigned char *name;
+	long n;
+	int i;
+
+	if (!d || !buf || !depth || !flags)
+		return -2;
+	if (!BPF_CORE_READ(d, d_hash.pprev) && BPF_CORE_READ(d, d_parent) != d)
+		fl |= VFS_PATH_DELETED;
+	for (i = 0; i < VFS_PATH_DEPTH; i++) {
+		parent = BPF_CORE_READ(d, d_parent);
+		if (!parent || parent == d)
+			break;
+		if (pos > VFS_PATH_BUF - VFS_PATH_NAME_MAX) {
+			fl |= VFS_PATH_TRUNCATED;
+			break;
+		}
+		name = BPF_CORE_READ(d, d_name.name);
+		n = bpf_probe_read_kernel_str(&buf[pos], VFS_PATH_NAME_MAX, name);
+		if (n <= 0 || n > VFS_PATH_NAME_MAX)
+			break;
+		pos += n;
+		n_depth++;
+		d = parent;
+	}
+	if (i == VFS_PATH_DEPTH)
+		fl |= VFS_PATH_TRUNCATED;
+	*depth = n_depth;
+	*flags = fl;
+	return 0;
+}
+
+/*
+ * Whether the file of @dentry lies below the directory (@dev, @ino) of the same file
+ * system, looking at most @max_depth parents up (bounded: deeper files do not match).
+ * Mount points are not crossed: the directory must be in the file's own fs.
+ */
+static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino, int max_depth)
+{
+	struct dentry *parent;
+	struct inode *inode;
+	int i;
+
+	if (!d)
+		return false;
+	inode = BPF_CORE_READ(d, d_inode);
+	if (!inode || BPF_CORE_READ(inode, i_sb, s_dev) != dev)
+		return false;
+	for (i = 0; i < max_depth; i++) {
+		parent = BPF_CORE_READ(d, d_parent);
+		if (!parent || parent == d)
+			return false;
+		if (BPF_CORE_READ(parent, d_inode, i_ino) == ino)
+			return true;
+		d = parent;
+	}
+	return false;
+}
+
+#endif

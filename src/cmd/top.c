@@ -1,0 +1,2076 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan top: who is doing I/O, to which file, and how slow.
+ *
+ * The BPF side (src/bpf/top.bpf.c) sums everything per (owner, device, inode) in
+ * kernel maps. Here the maps are read once per report: rows are summed over CPUs,
+ * turned into deltas in periodic mode, grouped into processes, joined with paths,
+ * cgroups and containers, and checked against /proc/diskstats (coverage). Only I/O
+ * stalls arrive as events, through a ring buffer, and are aggregated per stack.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "iospan.h"
+#include "args.h"
+#include "cgroups.h"
+#include "disks.h"
+#include "diskstats.h"
+#include "err.h"
+#include "fspath.h"
+#include "iospan_types.h"
+#include "json.h"
+#include "ksyms.h"
+#include "probe.h"
+#include "units.h"
+#include "top.skel.h"
+
+#define NSEC_PER_SEC 1000000000ULL
+#define MAX_STALLS   512
+#define MAX_CGROUPS  4096
+
+enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
+
+static const char *const sort_names[] = {"disk", "fs", "read", "write", "latency"};
+
+struct top_opts {
+	uint64_t duration_ns; /* one-shot window */
+	uint64_t interval_ns; /* periodic: > 0 */
+	uint64_t count;	      /* periodic reports, 0: until stopped */
+	bool duration_set;
+	struct disk disk;
+	bool have_disk;
+	uint32_t pid;
+	char cgroup_dir[PATH_MAX];
+	char cgroup_rel[PATH_MAX];
+	bool have_cgroup;
+	uint64_t max_procs, max_files, max_entries;
+	enum sort_key sort;
+	bool threads;
+	bool no_syscalls;  /* FS bytes without syscall tracepoints */
+	uint64_t stall_ns; /* 0: stalls not traced */
+};
+
+/* One (owner, device, inode) row of the stats map, summed over CPUs. */
+struct row {
+	struct top_key key;
+	uint64_t fs_read, fs_write, disk_read, disk_write;
+	uint64_t q2c_sum, d2c_sum, q2c_max, d2c_max;
+	uint64_t nr_q2c, nr_d2c;
+	uint32_t flags, bdev;
+};
+
+struct wbrow {
+	struct top_wb_key key;
+	uint64_t bytes, nr;
+};
+
+struct proc_agg {
+	uint32_t pid;
+	struct top_proc info;
+	struct row sum; /* totals over the process's rows (key unused) */
+	uint64_t writeback_bytes;
+	uint32_t nr_files;
+	struct row **files; /* rows of this process, sorted */
+	size_t nr_rows;
+};
+
+struct stall_agg {
+	uint32_t tid, tgid;
+	uint64_t cgid;
+	char comm[TOP_COMM_LEN];
+	uint64_t count, total_ns, max_ns;
+	int nr_ips;
+	uint64_t ips[TOP_STACK_DEPTH];
+};
+
+struct dev_cov {
+	unsigned int major, minor;
+	char name[DISK_NAME_LEN];
+	uint64_t ds_read, ds_write;	/* /proc/diskstats sectors * 512 in the window */
+	uint64_t seen_read, seen_write; /* completed bytes iospan accounted */
+	uint64_t unattr_read, unattr_write;
+	bool traced; /* request-based (blk-mq): bio-based devices are not counted */
+	bool ds_known;
+};
+
+struct top_ctx {
+	struct top_opts *o;
+	struct top_bpf *skel;
+	struct ring_buffer *rb;
+	struct attach_hook *hooks;
+	int nr_hooks;
+	int ncpus;
+	struct ksyms *ksyms;
+	struct cgroup_map *cgmap;
+	struct fspath_cache *fspaths;
+	/* Cumulative values at the previous report (periodic mode). */
+	struct row *prev;
+	size_t nr_prev;
+	struct wbrow *prev_wb;
+	size_t nr_prev_wb;
+	uint64_t prev_drops[TOP_DROP_NR];
+	uint32_t gen;
+	struct ds_snapshot ds_start, ds_end;
+	struct stall_agg *stalls;
+	size_t nr_stalls;
+	uint64_t stalls_dropped;
+	struct jw *jw;
+	uint64_t reports;
+	uint64_t pruned;
+};
+
+/* What one report shows. */
+struct report {
+	double seconds;
+	bool rates;
+	bool stopped;
+	struct row *rows;
+	size_t nr_rows;
+	struct wbrow *wb;
+	size_t nr_wb;
+	struct proc_agg *procs;
+	size_t nr_procs;
+	struct dev_cov *devs;
+	size_t nr_devs;
+	uint64_t drops[TOP_DROP_NR];
+};
+
+static const char *const drop_names[TOP_DROP_NR] = {
+	[TOP_DROP_STATS_FULL] = "stats_map_full", [TOP_DROP_LOST_BYTES] = "lost_bytes_events",
+	[TOP_DROP_PROCS_FULL] = "procs_map_full", [TOP_DROP_WB_FULL] = "writeback_map_full",
+	[TOP_DROP_UNMATCHED] = "unmatched_bios",  [TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
+	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full", [TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
+};
+
+/* Informational counters: they do not mean anything was lost. */
+static bool drop_is_info(int i)
+{
+	return i == TOP_DROP_UNMATCHED;
+}
+
+static const char top_usage[] =
+	"Usage: iospan top [OPTIONS] [interval [count]]\n"
+	"\n"
+	"Who is doing I/O, to which file, and how slow. Per process (busiest first): FS\n"
+	"bytes (read/write syscalls, mmap, dirtied pages, async direct I/O) and DISK bytes\n"
+	"(completed requests, credited to the process that queued them, or to the process\n"
+	"that dirtied the pages for writeback), files, q2c and d2c latency; under each\n"
+	"process its busiest files with full paths. Also: writeback done by other threads,\n"
+	"I/O that belongs to no file, threads stalled on I/O with their kernel stacks, and\n"
+	"per-disk coverage against /proc/diskstats.\n"
+	"\n"
+	"Without an interval: one report of totals after --duration. With one: a report\n"
+	"of rates per second every interval, count times or until Ctrl-C.\n"
+	"\n"
+	"Options:\n"
+	"  -d, --disk DISK           only this disk or partition (sda, /dev/loop0, 7:0)\n"
+	"  -p, --pid PID             only this process\n"
+	"      --cgroup PATH         only this cgroup v2 and its children (path below the\n"
+	"                            cgroup2 mount, or absolute)\n"
+	"  -n, --max-processes N     processes shown (default 10)\n"
+	"      --max-files N         files shown per process (default 5)\n"
+	"      --sort KEY            disk (default), fs, read, write or latency\n"
+	"      --threads             one row per thread instead of per process\n"
+	"      --stall-threshold D   report threads waiting for I/O longer than D (default\n"
+	"                            100ms; 0 turns stall tracing off)\n"
+	"      --duration S          length of the one-shot report (default 8 s)\n"
+	"      --max-entries N       rows of the stats map (default 16384); overflow is\n"
+	"                            counted and shown\n"
+	"      --no-syscalls         cheaper: no read/write syscall tracepoints (which put\n"
+	"                            every syscall of every task on the slow path); FS\n"
+	"                            reads then count whole pages looked up in the page\n"
+	"                            cache, FS writes newly dirtied pages\n"
+	"      --json                one JSON document (one object per line when periodic)\n"
+	"  -v                        attach plan and libbpf messages on stderr\n"
+	"  -h, --help                this help\n"
+	"\n"
+	"Examples:\n"
+	"  iospan top                      8 s of totals\n"
+	"  iospan top -d sda 2 5           five 2-second reports for sda\n"
+	"  iospan top --cgroup /docker --json --duration 30\n"
+	"\n"
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n";
+
+/* ------------------------------------------------------------------ options */
+
+enum {
+	OPT_CGROUP = 0x2000,
+	OPT_MAX_FILES,
+	OPT_SORT,
+	OPT_THREADS,
+	OPT_STALL,
+	OPT_DURATION,
+	OPT_MAX_ENTRIES,
+	OPT_NO_SYSCALLS,
+};
+
+static int parse_pid(const char *arg, uint32_t *pid)
+{
+	char path[64];
+	uint64_t v;
+
+	if (parse_u64_range(arg, 1, INT32_MAX, &v))
+		return fail_usage("invalid pid '%s': give a process id", arg);
+	snprintf(path, sizeof(path), "/proc/%" PRIu64, v);
+	if (access(path, F_OK))
+		return fail_usage("no process with pid %" PRIu64 " (see 'ps')", v);
+	*pid = v;
+	return 0;
+}
+
+static int parse_cgroup(struct top_opts *o, const char *arg)
+{
+	char root[PATH_MAX];
+	int err;
+
+	err = probe_cgroup2_mount(root, sizeof(root));
+	if (err)
+		return fail_usage(
+			"--cgroup needs cgroup v2, and no cgroup2 file system is mounted");
+	err = cgroup_resolve(root, arg, o->cgroup_dir, sizeof(o->cgroup_dir), o->cgroup_rel,
+			     sizeof(o->cgroup_rel));
+	if (err)
+		return fail_usage("unknown cgroup '%s': give a cgroup v2 path below %s", arg, root);
+	o->have_cgroup = true;
+	return 0;
+}
+
+static int top_parse(int argc, char **argv, struct top_opts *o)
+{
+	static const struct option long_opts[] = {
+		{"disk", required_argument, NULL, 'd'},
+		{"pid", required_argument, NULL, 'p'},
+		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		{"max-processes", required_argument, NULL, 'n'},
+		{"max-files", required_argument, NULL, OPT_MAX_FILES},
+		{"sort", required_argument, NULL, OPT_SORT},
+		{"threads", no_argument, NULL, OPT_THREADS},
+		{"stall-threshold", required_argument, NULL, OPT_STALL},
+		{"duration", required_argument, NULL, OPT_DURATION},
+		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
+		{"no-syscalls", no_argument, NULL, OPT_NO_SYSCALLS},
+		COMMON_LONG_OPTS,
+		{NULL, 0, NULL, 0},
+	};
+	int opt, err;
+	size_t i;
+
+	o->duration_ns = 8 * NSEC_PER_SEC;
+	o->max_procs = 10;
+	o->max_files = 5;
+	o->max_entries = 16384;
+	o->stall_ns = 100 * 1000000ULL;
+	while ((opt = getopt_long(argc, argv, "d:p:n:" COMMON_SHORT_OPTS, long_opts, NULL)) != -1) {
+		if (args_common_opt(opt))
+			continue;
+		switch (opt) {
+		case OPT_HELP:
+			fputs(top_usage, stdout);
+			return 1;
+		case 'd':
+			err = disk_lookup(optarg, &o->disk);
+			if (err)
+				return fail_usage("unknown disk '%s': give a block device such as "
+						  "sda, /dev/loop0 or 7:0 (see /proc/diskstats)",
+						  optarg);
+			o->have_disk = true;
+			break;
+		case 'p':
+			err = parse_pid(optarg, &o->pid);
+			if (err)
+				return err;
+			break;
+		case OPT_CGROUP:
+			err = parse_cgroup(o, optarg);
+			if (err)
+				return err;
+			break;
+		case 'n':
+			if (parse_u64_range(optarg, 1, 100000, &o->max_procs))
+				return fail_usage("invalid --max-processes '%s': give 1 or more",
+						  optarg);
+			break;
+		case OPT_MAX_FILES:
+			if (parse_u64_range(optarg, 0, 100000, &o->max_files))
+				return fail_usage("invalid --max-files '%s': give 0 or more",
+						  optarg);
+			break;
+		case OPT_SORT:
+			for (i = 0; i < sizeof(sort_names) / sizeof(sort_names[0]); i++)
+				if (!strcmp(optarg, sort_names[i]))
+					break;
+			if (i == sizeof(sort_names) / sizeof(sort_names[0]))
+				return fail_usage(
+					"invalid --sort '%s': use disk, fs, read, write or "
+					"latency",
+					optarg);
+			o->sort = i;
+			break;
+		case OPT_THREADS:
+			o->threads = true;
+			break;
+		case OPT_NO_SYSCALLS:
+			o->no_syscalls = true;
+			break;
+		case OPT_STALL:
+			if (parse_duration_ns(optarg, 1000000ULL, &o->stall_ns))
+				return fail_usage("invalid --stall-threshold '%s': give a duration "
+						  "such as 100ms or 1s (a bare number is ms)",
+						  optarg);
+			break;
+		case OPT_DURATION:
+			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->duration_ns) ||
+			    !o->duration_ns)
+				return fail_usage(
+					"invalid --duration '%s': give a positive number of "
+					"seconds (e.g. 8, 0.5, 250ms)",
+					optarg);
+			o->duration_set = true;
+			break;
+		case OPT_MAX_ENTRIES:
+			if (parse_u64_range(optarg, 64, 1U << 24, &o->max_entries))
+				return fail_usage("invalid --max-entries '%s': give 64 to 16777216",
+						  optarg);
+			break;
+		default:
+			return args_bad_option("top", argv);
+		}
+	}
+	err = parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &o->count);
+	if (err)
+		return err;
+	if (o->interval_ns && o->duration_set)
+		return fail_usage("--duration is for the one-shot report: give either --duration "
+				  "or an interval");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ paths */
+
+/* The user-visible path of a file, resolved once and cached; NULL if not captured. */
+static const char *file_path(struct top_ctx *c, uint32_t dev, uint64_t ino)
+{
+	struct top_file_key fk = {.dev = dev, .ino = ino};
+	const char *path;
+	struct top_path p;
+
+	path = fspath_cache_get(c->fspaths, dev, ino);
+	if (path)
+		return path;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), &fk, &p))
+		return NULL;
+	return fspath_cache_put(c->fspaths, dev, ino, &p);
+}
+
+static bool ino_special(uint64_t ino)
+{
+	return ino >= TOP_INO_SPECIAL;
+}
+
+static const char *kind_name(uint64_t ino)
+{
+	if (!ino_special(ino))
+		return "file";
+	switch (ino - TOP_INO_SPECIAL) {
+	case TOP_INO_META:
+		return "metadata";
+	case TOP_INO_RAW:
+		return "raw";
+	case TOP_INO_NOPAGE:
+		return "kernel-buffer";
+	default:
+		return "unattributed";
+	}
+}
+
+static const char *kind_label(uint64_t ino)
+{
+	switch (ino - TOP_INO_SPECIAL) {
+	case TOP_INO_META:
+		return "[metadata: journal, fs metadata, buffered raw device]";
+	case TOP_INO_RAW:
+		return "[no file: direct I/O to the device, or swap]";
+	case TOP_INO_NOPAGE:
+		return "[no file: kernel buffers (fs metadata)]";
+	default:
+		return "[unattributed: queued before tracing, or owner lost]";
+	}
+}
+
+/* ------------------------------------------------------------------ reading maps */
+
+static int key_cmp(const struct top_key *a, const struct top_key *b)
+{
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	if (a->ino != b->ino)
+		return a->ino < b->ino ? -1 : 1;
+	return 0;
+}
+
+static int row_cmp_key(const void *a, const void *b)
+{
+	return key_cmp(&((const struct row *)a)->key, &((const struct row *)b)->key);
+}
+
+static int wb_cmp_key(const void *a, const void *b)
+{
+	const struct top_wb_key *x = &((const struct wbrow *)a)->key;
+	const struct top_wb_key *y = &((const struct wbrow *)b)->key;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	if (x->flusher != y->flusher)
+		return x->flusher < y->flusher ? -1 : 1;
+	return 0;
+}
+
+/*
+ * All rows of the stats map, summed over CPUs. Maxima are taken from @slot of the
+ * CPUs whose generation there is @gen (the interval that just ended).
+ */
+static int read_stats(struct top_ctx *c, uint32_t slot, uint32_t gen, struct row **out, size_t *nr)
+{
+	int fd = bpf_map__fd(c->skel->maps.stats), cpu, err = 0;
+	struct top_key key, next, *prev_key = NULL;
+	struct top_stat *vals;
+	struct row *rows = NULL, *grown, *r;
+	size_t n = 0, cap = 0;
+
+	vals = calloc(c->ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(fd, prev_key, &next)) {
+		key = next;
+		prev_key = &key;
+		if (bpf_map_lookup_elem(fd, &key, vals))
+			continue; /* deleted meanwhile */
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			grown = realloc(rows, cap * sizeof(*rows));
+			if (!grown) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			rows = grown;
+		}
+		r = &rows[n++];
+		memset(r, 0, sizeof(*r));
+		r->key = key;
+		for (cpu = 0; cpu < c->ncpus; cpu++) {
+			const struct top_stat *v = &vals[cpu];
+
+			r->fs_read += v->fs_read;
+			r->fs_write += v->fs_write;
+			r->disk_read += v->disk_read;
+			r->disk_write += v->disk_write;
+			r->q2c_sum += v->q2c_sum;
+			r->d2c_sum += v->d2c_sum;
+			r->nr_q2c += v->nr_q2c;
+			r->nr_d2c += v->nr_d2c;
+			r->flags |= v->flags;
+			if (v->bdev)
+				r->bdev = v->bdev;
+			if (v->max_gen[slot] == gen) {
+				if (v->q2c_max[slot] > r->q2c_max)
+					r->q2c_max = v->q2c_max[slot];
+				if (v->d2c_max[slot] > r->d2c_max)
+					r->d2c_max = v->d2c_max[slot];
+			}
+		}
+	}
+	qsort(rows, n, sizeof(*rows), row_cmp_key);
+	*out = rows;
+	*nr = n;
+	rows = NULL;
+cleanup:
+	free(rows);
+	free(vals);
+	return err;
+}
+
+static int read_wb(struct top_ctx *c, struct wbrow **out, size_t *nr)
+{
+	int fd = bpf_map__fd(c->skel->maps.wb), cpu, err = 0;
+	struct top_wb_key key, next, *prev_key = NULL;
+	struct top_wb_val *vals;
+	struct wbrow *rows = NULL, *grown, *r;
+	size_t n = 0, cap = 0;
+
+	vals = calloc(c->ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(fd, prev_key, &next)) {
+		key = next;
+		prev_key = &key;
+		if (bpf_map_lookup_elem(fd, &key, vals))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(rows, cap * sizeof(*rows));
+			if (!grown) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			rows = grown;
+		}
+		r = &rows[n++];
+		memset(r, 0, sizeof(*r));
+		r->key = key;
+		for (cpu = 0; cpu < c->ncpus; cpu++) {
+			r->bytes += vals[cpu].bytes;
+			r->nr += vals[cpu].nr;
+		}
+	}
+	qsort(rows, n, sizeof(*rows), wb_cmp_key);
+	*out = rows;
+	*nr = n;
+	rows = NULL;
+cleanup:
+	free(rows);
+	free(vals);
+	return err;
+}
+
+static int read_drops(struct top_ctx *c, uint64_t *out)
+{
+	int fd = bpf_map__fd(c->skel->maps.drops), cpu;
+	uint64_t *vals;
+	uint32_t i;
+
+	vals = calloc(c->ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (i = 0; i < TOP_DROP_NR; i++) {
+		out[i] = 0;
+		if (bpf_map_lookup_elem(fd, &i, vals))
+			continue;
+		for (cpu = 0; cpu < c->ncpus; cpu++)
+			out[i] += vals[cpu];
+	}
+	free(vals);
+	return 0;
+}
+
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+	/* A counter that went backwards (row deleted and re-created) counts from zero. */
+	return a >= b ? a - b : a;
+}
+
+/* @cur minus the previous cumulative values; keeps @cur as the new previous. */
+static int rows_delta(struct top_ctx *c, struct row *cur, size_t nr, struct row **out)
+{
+	struct row *d, *p;
+	size_t i;
+
+	d = malloc((nr ? nr : 1) * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		d[i] = cur[i];
+		p = c->prev ? bsearch(&cur[i], c->prev, c->nr_prev, sizeof(*p), row_cmp_key) : NULL;
+		if (!p)
+			continue;
+		d[i].fs_read = sub0(cur[i].fs_read, p->fs_read);
+		d[i].fs_write = sub0(cur[i].fs_write, p->fs_write);
+		d[i].disk_read = sub0(cur[i].disk_read, p->disk_read);
+		d[i].disk_write = sub0(cur[i].disk_write, p->disk_write);
+		d[i].q2c_sum = sub0(cur[i].q2c_sum, p->q2c_sum);
+		d[i].d2c_sum = sub0(cur[i].d2c_sum, p->d2c_sum);
+		d[i].nr_q2c = sub0(cur[i].nr_q2c, p->nr_q2c);
+		d[i].nr_d2c = sub0(cur[i].nr_d2c, p->nr_d2c);
+	}
+	*out = d;
+	return 0;
+}
+
+static int wb_delta(struct top_ctx *c, struct wbrow *cur, size_t nr)
+{
+	struct wbrow *p;
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		p = c->prev_wb ?
+			    bsearch(&cur[i], c->prev_wb, c->nr_prev_wb, sizeof(*p), wb_cmp_key) :
+			    NULL;
+		if (!p)
+			continue;
+		cur[i].bytes = sub0(cur[i].bytes, p->bytes);
+		cur[i].nr = sub0(cur[i].nr, p->nr);
+	}
+	return 0;
+}
+
+static bool row_active(const struct row *r)
+{
+	return r->fs_read || r->fs_write || r->disk_read || r->disk_write;
+}
+
+/*
+ * Periodic mode keeps rows forever (deltas need the totals). When the map gets 3/4
+ * full, rows idle in the last interval are deleted to make room; an update racing
+ * with the delete can lose that one update, which is why only idle rows go.
+ */
+static void prune_idle(struct top_ctx *c, const struct row *cur, const struct row *delta, size_t nr)
+{
+	int fd = bpf_map__fd(c->skel->maps.stats);
+	size_t i;
+
+	if (nr < c->o->max_entries * 3 / 4)
+		return;
+	for (i = 0; i < nr; i++) {
+		if (row_active(&delta[i]) || cur[i].key.pid == TOP_PID_NONE)
+			continue;
+		if (!bpf_map_delete_elem(fd, &cur[i].key))
+			c->pruned++;
+	}
+}
+
+/* ------------------------------------------------------------------ grouping */
+
+static uint64_t row_sort_value(const struct row *r, enum sort_key k, uint64_t *tie)
+{
+	switch (k) {
+	case SORT_FS:
+		*tie = r->disk_read + r->disk_write;
+		return r->fs_read + r->fs_write;
+	case SORT_READ:
+		*tie = r->fs_read;
+		return r->disk_read + r->fs_read;
+	case SORT_WRITE:
+		*tie = r->fs_write;
+		return r->disk_write + r->fs_write;
+	case SORT_LATENCY:
+		*tie = r->q2c_max;
+		return r->nr_q2c ? r->q2c_sum / r->nr_q2c : 0;
+	default:
+		*tie = r->fs_read + r->fs_write;
+		return r->disk_read + r->disk_write;
+	}
+}
+
+static enum sort_key g_sort; /* for qsort comparators */
+
+static int row_ptr_cmp(const void *a, const void *b)
+{
+	const struct row *x = *(struct row *const *)a, *y = *(struct row *const *)b;
+	uint64_t tx, ty, vx = row_sort_value(x, g_sort, &tx), vy = row_sort_value(y, g_sort, &ty);
+
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	if (tx != ty)
+		return tx > ty ? -1 : 1;
+	return key_cmp(&x->key, &y->key);
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct proc_agg *x = a, *y = b;
+	uint64_t tx, ty, vx = row_sort_value(&x->sum, g_sort, &tx),
+			 vy = row_sort_value(&y->sum, g_sort, &ty);
+
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	if (tx != ty)
+		return tx > ty ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static void row_add(struct row *sum, const struct row *r)
+{
+	sum->fs_read += r->fs_read;
+	sum->fs_write += r->fs_write;
+	sum->disk_read += r->disk_read;
+	sum->disk_write += r->disk_write;
+	sum->q2c_sum += r->q2c_sum;
+	sum->d2c_sum += r->d2c_sum;
+	sum->nr_q2c += r->nr_q2c;
+	sum->nr_d2c += r->nr_d2c;
+	if (r->q2c_max > sum->q2c_max)
+		sum->q2c_max = r->q2c_max;
+	if (r->d2c_max > sum->d2c_max)
+		sum->d2c_max = r->d2c_max;
+	sum->flags |= r->flags;
+}
+
+static void proc_info(struct top_ctx *c, uint32_t pid, struct top_proc *info)
+{
+	char path[64];
+	FILE *f;
+
+	memset(info, 0, sizeof(*info));
+	if (pid == TOP_PID_NONE) {
+		snprintf(info->comm, sizeof(info->comm), "(unattributed)");
+		return;
+	}
+	if (!bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.procs), &pid, info))
+		return;
+	/* Not recorded (map full): ask /proc while the process still exists. */
+	info->tgid = pid;
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(info->comm, sizeof(info->comm), f))
+			info->comm[strcspn(info->comm, "\n")] = '\0';
+		fclose(f);
+	}
+	if (!info->comm[0])
+		snprintf(info->comm, sizeof(info->comm), "?");
+}
+
+/* Groups the active rows by owner (rows are sorted by key, so owners are contiguous). */
+static int group_procs(struct top_ctx *c, struct report *rep)
+{
+	struct proc_agg *procs = NULL, *p = NULL;
+	size_t i, j, n = 0;
+	int err = 0;
+
+	procs = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*procs));
+	if (!procs)
+		return -ENOMEM;
+	for (i = 0; i < rep->nr_rows; i++) {
+		struct row *r = &rep->rows[i];
+
+		if (!row_active(r))
+			continue;
+		if (!p || p->pid != r->key.pid) {
+			p = &procs[n++];
+			p->pid = r->key.pid;
+			p->files = calloc(rep->nr_rows - i, sizeof(*p->files));
+			if (!p->files) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			proc_info(c, p->pid, &p->info);
+		}
+		p->files[p->nr_rows++] = r;
+		row_add(&p->sum, r);
+		if (!ino_special(r->key.ino))
+			p->nr_files++;
+	}
+	for (i = 0; i < n; i++) {
+		qsort(procs[i].files, procs[i].nr_rows, sizeof(*procs[i].files), row_ptr_cmp);
+		for (j = 0; j < rep->nr_wb; j++)
+			if (rep->wb[j].key.pid == procs[i].pid)
+				procs[i].writeback_bytes += rep->wb[j].bytes;
+	}
+	qsort(procs, n, sizeof(*procs), proc_cmp);
+	rep->procs = procs;
+	rep->nr_procs = n;
+	procs = NULL;
+cleanup:
+	if (procs) {
+		for (i = 0; i < n; i++)
+			free(procs[i].files);
+		free(procs);
+	}
+	return err;
+}
+
+/* ------------------------------------------------------------------ coverage */
+
+static struct dev_cov *cov_get(struct report *rep, unsigned int major, unsigned int minor)
+{
+	struct dev_cov *grown;
+	size_t i;
+
+	for (i = 0; i < rep->nr_devs; i++)
+		if (rep->devs[i].major == major && rep->devs[i].minor == minor)
+			return &rep->devs[i];
+	grown = realloc(rep->devs, (rep->nr_devs + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	rep->devs = grown;
+	memset(&grown[rep->nr_devs], 0, sizeof(*grown));
+	grown[rep->nr_devs].major = major;
+	grown[rep->nr_devs].minor = minor;
+	return &grown[rep->nr_devs++];
+}
+
+/* The device a coverage line is about: the whole disk, or the partition given by -d. */
+static void cov_target(const struct top_opts *o, unsigned int major, unsigned int minor,
+		       unsigned int *tmaj, unsigned int *tmin)
+{
+	struct disk d;
+
+	*tmaj = major;
+	*tmin = minor;
+	if (o->have_disk && o->disk.partition)
+		return;
+	if (!disk_from_devnum(major, minor, &d)) {
+		*tmaj = d.disk_major;
+		*tmin = d.disk_minor;
+	}
+}
+
+static bool cov_selected(const struct top_opts *o, unsigned int major, unsigned int minor)
+{
+	if (!o->have_disk)
+		return true;
+	return o->disk.major == major && o->disk.minor == minor;
+}
+
+static int compute_coverage(struct top_ctx *c, struct report *rep)
+{
+	const struct top_opts *o = c->o;
+	unsigned int tmaj, tmin;
+	struct dev_cov *d;
+	char sys[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < rep->nr_rows; i++) {
+		const struct row *r = &rep->rows[i];
+		uint32_t bdev = r->bdev ? r->bdev : r->key.dev;
+
+		if (!r->disk_read && !r->disk_write)
+			continue;
+		cov_target(o, KDEV_MAJOR(bdev), KDEV_MINOR(bdev), &tmaj, &tmin);
+		if (!cov_selected(o, tmaj, tmin))
+			continue;
+		d = cov_get(rep, tmaj, tmin);
+		if (!d)
+			return -ENOMEM;
+		d->seen_read += r->disk_read;
+		d->seen_write += r->disk_write;
+		if (r->key.pid == TOP_PID_NONE) {
+			d->unattr_read += r->disk_read;
+			d->unattr_write += r->disk_write;
+		}
+	}
+	for (i = 0; i < c->ds_end.nr; i++) {
+		const struct ds_dev *e = &c->ds_end.devs[i], *s;
+		uint64_t rd, wr;
+		bool want;
+
+		want = o->have_disk ? cov_selected(o, e->major, e->minor) : !e->partition;
+		if (!want)
+			continue;
+		s = ds_snapshot_find(&c->ds_start, e->major, e->minor, e->name);
+		rd = (e->f[DS_RD_SECTORS] - (s ? s->f[DS_RD_SECTORS] : 0)) * 512;
+		wr = (e->f[DS_WR_SECTORS] - (s ? s->f[DS_WR_SECTORS] : 0)) * 512;
+		if (s && (e->f[DS_RD_SECTORS] < s->f[DS_RD_SECTORS] ||
+			  e->f[DS_WR_SECTORS] < s->f[DS_WR_SECTORS]))
+			rd = wr = 0;
+		d = NULL;
+		if (rd || wr || o->have_disk) {
+			d = cov_get(rep, e->major, e->minor);
+		} else {
+			size_t j;
+
+			for (j = 0; j < rep->nr_devs; j++)
+				if (rep->devs[j].major == e->major &&
+				    rep->devs[j].minor == e->minor)
+					d = &rep->devs[j];
+		}
+		if (!d)
+			continue;
+		d->ds_read = rd;
+		d->ds_write = wr;
+		d->ds_known = true;
+		snprintf(d->name, sizeof(d->name), "%s", e->name);
+	}
+	for (i = 0; i < rep->nr_devs; i++) {
+		d = &rep->devs[i];
+		if (!d->name[0])
+			disk_name_of(d->major, d->minor, d->name, sizeof(d->name));
+		cov_target(o, d->major, d->minor, &tmaj, &tmin);
+		if (o->have_disk && o->disk.partition) {
+			tmaj = o->disk.disk_major;
+			tmin = o->disk.disk_minor;
+		}
+		/* Request-based (blk-mq) disks have an mq directory; dm, md, zram do not. */
+		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/mq", tmaj, tmin);
+		d->traced = !access(sys, F_OK);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ stalls */
+
+static int on_stall(void *ctx, void *data, size_t size)
+{
+	const struct top_stall *e = data;
+	struct top_ctx *c = ctx;
+	struct stall_agg *a;
+	int nr, i;
+
+	if (size < sizeof(*e))
+		return 0;
+	nr = e->stack_bytes > 0 ? e->stack_bytes / (int)sizeof(uint64_t) : 0;
+	if (nr > TOP_STACK_DEPTH)
+		nr = TOP_STACK_DEPTH;
+	/* The same thread stuck at the same place again: one line with a count. */
+	for (i = 0; i < (int)c->nr_stalls; i++) {
+		a = &c->stalls[i];
+		if (a->tid == e->tid && a->nr_ips == nr &&
+		    !memcmp(a->ips, e->stack, nr * sizeof(uint64_t)))
+			goto update;
+	}
+	if (c->nr_stalls == MAX_STALLS) {
+		c->stalls_dropped++;
+		return 0;
+	}
+	a = &c->stalls[c->nr_stalls++];
+	memset(a, 0, sizeof(*a));
+	a->tid = e->tid;
+	a->tgid = e->tgid;
+	a->cgid = e->cgid;
+	memcpy(a->comm, e->comm, sizeof(a->comm));
+	a->comm[sizeof(a->comm) - 1] = '\0';
+	a->nr_ips = nr;
+	memcpy(a->ips, e->stack, nr * sizeof(uint64_t));
+update:
+	a->count++;
+	a->total_ns += e->dur_ns;
+	if (e->dur_ns > a->max_ns)
+		a->max_ns = e->dur_ns;
+	return 0;
+}
+
+static int stall_cmp(const void *a, const void *b)
+{
+	const struct stall_agg *x = a, *y = b;
+
+	if (x->max_ns != y->max_ns)
+		return x->max_ns > y->max_ns ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* ------------------------------------------------------------------ rendering */
+
+struct cg_desc {
+	const char *path; /* relative to the cgroup2 mount, NULL if unknown */
+	struct container ct;
+	bool has_ct;
+};
+
+static void describe_cgroup(struct top_ctx *c, uint64_t cgid, struct cg_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->path = cgroup_map_path(c->cgmap, cgid);
+	d->has_ct = d->path && cgroup_container(d->path, &d->ct);
+}
+
+/* @s cut from the left to @width characters ("...tail"), into @buf. */
+static const char *trunc_left(const char *s, size_t width, char *buf, size_t len)
+{
+	size_t n = strlen(s);
+
+	if (n <= width || width < 4)
+		return s;
+	snprintf(buf, len, "...%s", s + n - (width - 3));
+	return buf;
+}
+
+/* The CGROUP/CONTAINER cell: a container's short id, else the cgroup path's tail. */
+static const char *cgroup_cell(struct top_ctx *c, uint64_t cgid, size_t width, char *buf,
+			       size_t len)
+{
+	char tmp[64];
+	struct cg_desc d;
+
+	describe_cgroup(c, cgid, &d);
+	if (d.has_ct)
+		snprintf(buf, len, "%s", d.ct.id);
+	else if (!d.path)
+		snprintf(buf, len, "cgid:%" PRIu64, cgid);
+	else
+		snprintf(buf, len, "%s", trunc_left(d.path, width, tmp, sizeof(tmp)));
+	return buf;
+}
+
+/*
+ * Milliseconds in at most 4 characters, so "avg/max" fits the table: ".05", "4.2",
+ * "120", "1.5k" (1.5 s), "12k".
+ */
+static void fmt_ms(double ms, char *buf, size_t len)
+{
+	if (ms < 0.995) {
+		snprintf(buf, len, "%.2f", ms);
+		memmove(buf, buf + 1, strlen(buf)); /* "0.05" -> ".05" */
+	} else if (ms < 9.95) {
+		snprintf(buf, len, "%.1f", ms);
+	} else if (ms < 999.5) {
+		snprintf(buf, len, "%.0f", ms);
+	} else if (ms < 9950) {
+		snprintf(buf, len, "%.1fk", ms / 1000);
+	} else {
+		snprintf(buf, len, "%.0fk", ms / 1000);
+	}
+}
+
+/* "avg/max" in ms, or "-" without samples. */
+static const char *lat_cell(uint64_t sum, uint64_t nr, uint64_t max, char *buf, size_t len)
+{
+	char a[16], m[16];
+
+	if (!nr)
+		return "-";
+	fmt_ms(sum / 1e6 / nr, a, sizeof(a));
+	fmt_ms(max / 1e6, m, sizeof(m));
+	snprintf(buf, len, "%s/%s", a, m);
+	return buf;
+}
+
+static const char *bytes_cell(const struct report *rep, uint64_t v, char *buf, size_t len)
+{
+	return rep->rates ? fmt_rate(v, rep->seconds, buf, len) : fmt_bytes(v, buf, len);
+}
+
+static void marks(uint32_t flags, char *buf)
+{
+	char *p = buf;
+
+	if (flags & TOP_F_DIRECT)
+		*p++ = 'D';
+	if (flags & TOP_F_WRITEBACK)
+		*p++ = 'W';
+	if (flags & TOP_F_MMAP_READ)
+		*p++ = 'M';
+	if (flags & TOP_F_PAGEDIRTY)
+		*p++ = 'P';
+	if (flags & (TOP_F_APPROX | TOP_F_LOST))
+		*p++ = '~';
+	*p = '\0';
+}
+
+static double avg_us(uint64_t sum, uint64_t nr)
+{
+	return nr ? sum / 1e3 / nr : 0;
+}
+
+static void print_file_row(struct top_ctx *c, const struct report *rep, const struct row *r)
+{
+	char b[4][UNITS_BUF], q[40], d[40], id[112], mk[8], pbuf[PATH_MAX], dname[DISK_NAME_LEN];
+	const char *path;
+
+	disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname, sizeof(dname));
+	marks(r->flags, mk);
+	if (ino_special(r->key.ino))
+		snprintf(id, sizeof(id), "%s %s", dname, kind_name(r->key.ino));
+	else
+		snprintf(id, sizeof(id), "%s ino %" PRIu64, dname, (uint64_t)r->key.ino);
+	printf("  %-31.31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", id, mk,
+	       bytes_cell(rep, r->fs_read, b[0], UNITS_BUF),
+	       bytes_cell(rep, r->fs_write, b[1], UNITS_BUF),
+	       bytes_cell(rep, r->disk_read, b[2], UNITS_BUF),
+	       bytes_cell(rep, r->disk_write, b[3], UNITS_BUF), "",
+	       lat_cell(r->q2c_sum, r->nr_q2c, r->q2c_max, q, sizeof(q)),
+	       lat_cell(r->d2c_sum, r->nr_d2c, r->d2c_max, d, sizeof(d)));
+	if (ino_special(r->key.ino))
+		path = kind_label(r->key.ino);
+	else
+		path = file_path(c, r->key.dev, r->key.ino);
+	if (!path)
+		path = "(path not captured)";
+	printf("      %s\n", trunc_left(path, 93, pbuf, sizeof(pbuf)));
+}
+
+static void render_processes(struct top_ctx *c, const struct report *rep)
+{
+	const struct top_opts *o = c->o;
+	char b[4][UNITS_BUF], q[40], d[40], cg[64];
+	uint64_t shown = 0, j;
+	size_t i;
+
+	printf("%-7s %-12s %-16s %7s %8s %9s %10s %5s %8s %8s\n", o->threads ? "TID" : "PID",
+	       "COMMAND", "CGROUP/CONTAINER", "FS_READ", "FS_WRITE", "DISK_READ", "DISK_WRITE",
+	       "FILES", "Q2C_MS", "D2C_MS");
+	for (i = 0; i < rep->nr_procs && shown < o->max_procs; i++) {
+		const struct proc_agg *p = &rep->procs[i];
+
+		if (p->pid == TOP_PID_NONE)
+			continue;
+		shown++;
+		printf("%-7u %-12.12s %-16s %7s %8s %9s %10s %5u %8s %8s\n", p->pid, p->info.comm,
+		       cgroup_cell(c, p->info.cgid, 16, cg, sizeof(cg)),
+		       bytes_cell(rep, p->sum.fs_read, b[0], UNITS_BUF),
+		       bytes_cell(rep, p->sum.fs_write, b[1], UNITS_BUF),
+		       bytes_cell(rep, p->sum.disk_read, b[2], UNITS_BUF),
+		       bytes_cell(rep, p->sum.disk_write, b[3], UNITS_BUF), p->nr_files,
+		       lat_cell(p->sum.q2c_sum, p->sum.nr_q2c, p->sum.q2c_max, q, sizeof(q)),
+		       lat_cell(p->sum.d2c_sum, p->sum.nr_d2c, p->sum.d2c_max, d, sizeof(d)));
+		for (j = 0; j < p->nr_rows && j < o->max_files; j++)
+			print_file_row(c, rep, p->files[j]);
+		if (p->nr_rows > o->max_files && o->max_files)
+			printf("  ... %zu more\n", p->nr_rows - (size_t)o->max_files);
+	}
+	if (!shown)
+		printf("(no I/O by any process)\n");
+}
+
+static int wb_bytes_cmp(const void *a, const void *b)
+{
+	const struct wbrow *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return wb_cmp_key(a, b);
+}
+
+static void render_writeback(struct top_ctx *c, const struct report *rep, struct wbrow *wb,
+			     size_t nr)
+{
+	char b[UNITS_BUF], cg[64], fl[40], pbuf[PATH_MAX];
+	struct top_proc src, flusher;
+	const char *path;
+	size_t i, shown = 0;
+
+	for (i = 0; i < nr; i++)
+		if (wb[i].bytes)
+			shown++;
+	if (!shown)
+		return;
+	printf("\nWRITEBACK: pages written by another thread, credited to the process that "
+	       "dirtied them\n");
+	printf("%-7s %-12s %-16s %-24s %10s\n", "PID", "COMMAND", "CGROUP/CONTAINER", "FLUSHED BY",
+	       "DISK_WRITE");
+	for (i = 0, shown = 0; i < nr && shown < 2 * c->o->max_procs; i++) {
+		if (!wb[i].bytes)
+			continue;
+		shown++;
+		proc_info(c, wb[i].key.pid, &src);
+		proc_info(c, wb[i].key.flusher, &flusher);
+		snprintf(fl, sizeof(fl), "%s (%u)", flusher.comm, wb[i].key.flusher);
+		printf("%-7u %-12.12s %-16s %-24.24s %10s\n", wb[i].key.pid, src.comm,
+		       cgroup_cell(c, src.cgid, 16, cg, sizeof(cg)), fl,
+		       bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
+		path = file_path(c, wb[i].key.dev, wb[i].key.ino);
+		printf("      %s\n",
+		       trunc_left(path ? path : "(path not captured)", 93, pbuf, sizeof(pbuf)));
+	}
+}
+
+static int nofile_cmp(const void *a, const void *b)
+{
+	const struct row *x = *(struct row *const *)a, *y = *(struct row *const *)b;
+	uint64_t vx = x->disk_read + x->disk_write, vy = y->disk_read + y->disk_write;
+
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	return key_cmp(&x->key, &y->key);
+}
+
+static int render_nofile(struct top_ctx *c, const struct report *rep)
+{
+	char b[2][UNITS_BUF], q[40], d[40], dname[DISK_NAME_LEN];
+	struct top_proc info;
+	struct row **v;
+	size_t i, n = 0;
+
+	v = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < rep->nr_rows; i++)
+		if (ino_special(rep->rows[i].key.ino) &&
+		    (rep->rows[i].disk_read || rep->rows[i].disk_write))
+			v[n++] = &rep->rows[i];
+	if (n) {
+		qsort(v, n, sizeof(*v), nofile_cmp);
+		printf("\nNO FILE: I/O that belongs to no file (kept, never dropped)\n");
+		printf("%-7s %-14s %-8s %-13s %9s %10s %8s %8s\n", "PID", "COMMAND", "DEVICE",
+		       "KIND", "DISK_READ", "DISK_WRITE", "Q2C_MS", "D2C_MS");
+	}
+	for (i = 0; i < n && i < 2 * c->o->max_procs; i++) {
+		const struct row *r = v[i];
+		char pid[16];
+
+		proc_info(c, r->key.pid, &info);
+		if (r->key.pid == TOP_PID_NONE)
+			snprintf(pid, sizeof(pid), "-");
+		else
+			snprintf(pid, sizeof(pid), "%u", r->key.pid);
+		disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname, sizeof(dname));
+		printf("%-7s %-14.14s %-8.8s %-13s %9s %10s %8s %8s\n", pid, info.comm, dname,
+		       kind_name(r->key.ino), bytes_cell(rep, r->disk_read, b[0], UNITS_BUF),
+		       bytes_cell(rep, r->disk_write, b[1], UNITS_BUF),
+		       lat_cell(r->q2c_sum, r->nr_q2c, r->q2c_max, q, sizeof(q)),
+		       lat_cell(r->d2c_sum, r->nr_d2c, r->d2c_max, d, sizeof(d)));
+	}
+	free(v);
+	return 0;
+}
+
+static void render_stalls(struct top_ctx *c)
+{
+	char cg[64], tot[UNITS_BUF], max[UNITS_BUF], thr[UNITS_BUF], sym[256];
+	size_t i;
+	int j;
+
+	if (!c->o->stall_ns)
+		return;
+	fmt_ns(c->o->stall_ns, thr, sizeof(thr));
+	if (!c->nr_stalls) {
+		printf("\nI/O STALLS: no thread waited for I/O longer than %s\n", thr);
+		return;
+	}
+	qsort(c->stalls, c->nr_stalls, sizeof(*c->stalls), stall_cmp);
+	printf("\nI/O STALLS: threads that waited for I/O longer than %s\n", thr);
+	printf("%-7s %-7s %-15s %-16s %5s %8s %8s\n", "TID", "PID", "COMMAND", "CGROUP/CONTAINER",
+	       "COUNT", "TOTAL", "MAX");
+	for (i = 0; i < c->nr_stalls && i < c->o->max_procs; i++) {
+		const struct stall_agg *a = &c->stalls[i];
+
+		printf("%-7u %-7u %-15.15s %-16s %5" PRIu64 " %8s %8s\n", a->tid, a->tgid, a->comm,
+		       cgroup_cell(c, a->cgid, 16, cg, sizeof(cg)), a->count,
+		       fmt_ns(a->total_ns, tot, sizeof(tot)), fmt_ns(a->max_ns, max, sizeof(max)));
+		for (j = 0; j < a->nr_ips; j++)
+			printf("        %s\n", ksyms_format(c->ksyms, a->ips[j], sym, sizeof(sym)));
+		if (!a->nr_ips)
+			printf("        (no stack)\n");
+	}
+	if (c->nr_stalls > c->o->max_procs)
+		printf("... %zu more\n", c->nr_stalls - (size_t)c->o->max_procs);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * part / whole : 0;
+}
+
+static bool coverage_meaningful(const struct top_opts *o)
+{
+	/* With -p or --cgroup the other processes' I/O is deliberately not counted. */
+	return !o->pid && !o->have_cgroup;
+}
+
+static void render_coverage(struct top_ctx *c, const struct report *rep)
+{
+	char b[4][UNITS_BUF];
+	size_t i;
+
+	if (!rep->nr_devs)
+		return;
+	printf("\nCOVERAGE: bytes iospan counted vs /proc/diskstats in the same window\n");
+	printf("%-8s %10s %11s %9s %10s %8s %10s\n", "DISK", "DS_READ", "DS_WRITE", "SEEN_READ",
+	       "SEEN_WRITE", "COVERAGE", "ATTRIBUTED");
+	for (i = 0; i < rep->nr_devs; i++) {
+		const struct dev_cov *d = &rep->devs[i];
+		uint64_t ds = d->ds_read + d->ds_write, seen = d->seen_read + d->seen_write;
+		uint64_t attr = seen - d->unattr_read - d->unattr_write;
+		char cov[16], att[16];
+
+		if (!d->traced) {
+			snprintf(cov, sizeof(cov), "untraced");
+			snprintf(att, sizeof(att), "-");
+		} else if (!coverage_meaningful(c->o)) {
+			snprintf(cov, sizeof(cov), "filtered");
+			snprintf(att, sizeof(att), "-");
+		} else if (!ds) {
+			snprintf(cov, sizeof(cov), seen ? "-" : "idle");
+			snprintf(att, sizeof(att), "-");
+		} else {
+			snprintf(cov, sizeof(cov), "%.1f%%", pct(seen, ds));
+			snprintf(att, sizeof(att), "%.1f%%", pct(attr, ds));
+		}
+		printf("%-8.8s %10s %11s %9s %10s %8s %10s\n", d->name,
+		       bytes_cell(rep, d->ds_read, b[0], UNITS_BUF),
+		       bytes_cell(rep, d->ds_write, b[1], UNITS_BUF),
+		       bytes_cell(rep, d->seen_read, b[2], UNITS_BUF),
+		       bytes_cell(rep, d->seen_write, b[3], UNITS_BUF), cov, att);
+	}
+}
+
+static void render_drops(struct top_ctx *c, const struct report *rep)
+{
+	bool any = false;
+	int i;
+
+	printf("\nLOST:");
+	for (i = 0; i < TOP_DROP_NR; i++) {
+		if (!rep->drops[i] || drop_is_info(i))
+			continue;
+		printf("%s %s %" PRIu64, any ? "," : "", drop_names[i], rep->drops[i]);
+		any = true;
+	}
+	if (c->stalls_dropped) {
+		printf("%s stalls_not_kept %" PRIu64, any ? "," : "", c->stalls_dropped);
+		any = true;
+	}
+	printf("%s\n", any ? "" : " nothing");
+	if (rep->drops[TOP_DROP_UNMATCHED])
+		printf("(bios completed without an owner record: %" PRIu64
+		       ", counted as unattributed)\n",
+		       rep->drops[TOP_DROP_UNMATCHED]);
+	printf("Marks: D direct I/O, W written back by another thread, M mmap faults, "
+	       "P dirtied pages,\n~ approximate. Q2C/D2C: avg/max ms (k = seconds), from request "
+	       "start / issue.\n");
+}
+
+static void render_text(struct top_ctx *c, struct report *rep)
+{
+	char when[64];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	if (rep->rates && isatty(STDOUT_FILENO))
+		printf("\033[H\033[2J");
+	printf("iospan top  %s  %.1f s%s%s\n\n", when, rep->seconds,
+	       rep->rates ? ", rates per second" : ", totals",
+	       rep->stopped ? " (stopped early)" : "");
+	render_processes(c, rep);
+	render_writeback(c, rep, rep->wb, rep->nr_wb);
+	render_nofile(c, rep);
+	render_stalls(c);
+	render_coverage(c, rep);
+	render_drops(c, rep);
+	if (rep->rates)
+		printf("\n");
+	fflush(stdout);
+}
+
+static void json_cgroup(struct top_ctx *c, struct jw *jw, uint64_t cgid)
+{
+	struct cg_desc d;
+
+	describe_cgroup(c, cgid, &d);
+	if (d.path)
+		jw_kv_string(jw, "cgroup", d.path);
+	else
+		jw_kv_null(jw, "cgroup");
+	jw_kv_uint(jw, "cgroup_id", cgid);
+	if (d.has_ct) {
+		jw_kv_string(jw, "container", d.ct.id);
+		jw_kv_string(jw, "container_runtime", d.ct.runtime);
+	} else {
+		jw_kv_null(jw, "container");
+		jw_kv_null(jw, "container_runtime");
+	}
+}
+
+static void json_dev(struct jw *jw, const char *key, uint32_t dev)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%u:%u", KDEV_MAJOR(dev), KDEV_MINOR(dev));
+	jw_kv_string(jw, key, buf);
+}
+
+static void json_latency(struct jw *jw, const struct row *r)
+{
+	jw_kv_float(jw, "q2c_avg_us", avg_us(r->q2c_sum, r->nr_q2c), 1);
+	jw_kv_float(jw, "q2c_max_us", r->q2c_max / 1e3, 1);
+	jw_kv_float(jw, "d2c_avg_us", avg_us(r->d2c_sum, r->nr_d2c), 1);
+	jw_kv_float(jw, "d2c_max_us", r->d2c_max / 1e3, 1);
+	jw_kv_uint(jw, "requests", r->nr_q2c > r->nr_d2c ? r->nr_q2c : r->nr_d2c);
+}
+
+static void json_bytes(struct jw *jw, const struct row *r)
+{
+	jw_kv_uint(jw, "fs_read_bytes", r->fs_read);
+	jw_kv_uint(jw, "fs_write_bytes", r->fs_write);
+	jw_kv_uint(jw, "disk_read_bytes", r->disk_read);
+	jw_kv_uint(jw, "disk_write_bytes", r->disk_write);
+}
+
+static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
+{
+	char dname[DISK_NAME_LEN];
+	const char *path;
+
+	jw_start_object(jw);
+	json_dev(jw, "dev", r->key.dev);
+	jw_kv_string(
+		jw, "disk",
+		disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname, sizeof(dname)));
+	jw_kv_string(jw, "kind", kind_name(r->key.ino));
+	if (ino_special(r->key.ino)) {
+		jw_kv_null(jw, "inode");
+		jw_kv_null(jw, "path");
+	} else {
+		jw_kv_uint(jw, "inode", r->key.ino);
+		path = file_path(c, r->key.dev, r->key.ino);
+		if (path)
+			jw_kv_string(jw, "path", path);
+		else
+			jw_kv_null(jw, "path");
+	}
+	json_bytes(jw, r);
+	json_latency(jw, r);
+	jw_kv_bool(jw, "direct", r->flags & TOP_F_DIRECT);
+	jw_kv_bool(jw, "writeback", r->flags & TOP_F_WRITEBACK);
+	/* Without syscall tracing, dirtied pages are every buffered write, not just mmap. */
+	jw_kv_bool(jw, "mmap",
+		   (r->flags & TOP_F_MMAP_READ) ||
+			   (!c->o->no_syscalls && (r->flags & TOP_F_PAGEDIRTY)));
+	jw_kv_bool(jw, "fs_bytes_in_pages", r->flags & (TOP_F_PAGEDIRTY | TOP_F_PAGE_GRANULAR));
+	jw_kv_bool(jw, "approximate", r->flags & (TOP_F_APPROX | TOP_F_LOST));
+	jw_end_object(jw);
+}
+
+static void render_json(struct top_ctx *c, struct report *rep)
+{
+	const struct top_opts *o = c->o;
+	struct jw *jw = c->jw;
+	struct top_proc info, fl;
+	char dname[DISK_NAME_LEN], sym[256];
+	uint64_t j;
+	size_t i;
+	int k;
+
+	jw_start_object(jw);
+	jw_kv_string(jw, "mode", rep->rates ? "rate" : "total");
+	jw_kv_float(jw, "duration_s", rep->seconds, 3);
+	jw_kv_float(jw, "timestamp", now_ns(CLOCK_REALTIME) / 1e9, 3);
+	jw_kv_bool(jw, "stopped_early", rep->stopped);
+	jw_kv_bool(jw, "threads", o->threads);
+	jw_kv_bool(jw, "syscalls_traced", !o->no_syscalls);
+
+	jw_kv_object(jw, "filters");
+	if (o->pid)
+		jw_kv_uint(jw, "pid", o->pid);
+	else
+		jw_kv_null(jw, "pid");
+	if (o->have_cgroup)
+		jw_kv_string(jw, "cgroup", o->cgroup_rel);
+	else
+		jw_kv_null(jw, "cgroup");
+	if (o->have_disk)
+		jw_kv_string(jw, "disk", o->disk.name);
+	else
+		jw_kv_null(jw, "disk");
+	jw_end_object(jw);
+
+	jw_kv_array(jw, "processes");
+	for (i = 0; i < rep->nr_procs; i++) {
+		const struct proc_agg *p = &rep->procs[i];
+
+		if (p->pid == TOP_PID_NONE)
+			continue;
+		jw_start_object(jw);
+		if (o->threads) {
+			jw_kv_uint(jw, "pid", p->info.tgid ? p->info.tgid : p->pid);
+			jw_kv_uint(jw, "tid", p->pid);
+		} else {
+			jw_kv_uint(jw, "pid", p->pid);
+		}
+		jw_kv_string(jw, "comm", p->info.comm);
+		jw_kv_bool(jw, "kernel_thread", p->info.kthread);
+		json_cgroup(c, jw, p->info.cgid);
+		json_bytes(jw, &p->sum);
+		jw_kv_uint(jw, "writeback_bytes", p->writeback_bytes);
+		jw_kv_uint(jw, "nr_files", p->nr_files);
+		json_latency(jw, &p->sum);
+		jw_kv_array(jw, "files");
+		for (j = 0; j < p->nr_rows && j < o->max_files; j++)
+			json_file(c, jw, p->files[j]);
+		jw_end_array(jw);
+		jw_kv_uint(jw, "files_omitted",
+			   p->nr_rows > o->max_files ? p->nr_rows - o->max_files : 0);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+
+	qsort(rep->wb, rep->nr_wb, sizeof(*rep->wb), wb_bytes_cmp);
+	jw_kv_array(jw, "writeback");
+	for (i = 0; i < rep->nr_wb; i++) {
+		const struct wbrow *w = &rep->wb[i];
+		const char *path;
+
+		if (!w->bytes)
+			continue;
+		proc_info(c, w->key.pid, &info);
+		proc_info(c, w->key.flusher, &fl);
+		jw_start_object(jw);
+		jw_kv_uint(jw, "pid", w->key.pid);
+		jw_kv_string(jw, "comm", info.comm);
+		json_cgroup(c, jw, info.cgid);
+		jw_kv_uint(jw, "flusher_tid", w->key.flusher);
+		jw_kv_string(jw, "flusher_comm", fl.comm);
+		json_dev(jw, "dev", w->key.dev);
+		jw_kv_uint(jw, "inode", w->key.ino);
+		path = file_path(c, w->key.dev, w->key.ino);
+		if (path)
+			jw_kv_string(jw, "path", path);
+		else
+			jw_kv_null(jw, "path");
+		jw_kv_uint(jw, "disk_write_bytes", w->bytes);
+		jw_kv_uint(jw, "requests", w->nr);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+
+	jw_kv_array(jw, "unattributed");
+	for (i = 0; i < rep->nr_rows; i++) {
+		const struct row *r = &rep->rows[i];
+
+		if (r->key.pid != TOP_PID_NONE || !row_active(r))
+			continue;
+		jw_start_object(jw);
+		json_dev(jw, "dev", r->key.dev);
+		jw_kv_string(jw, "disk",
+			     disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname,
+					  sizeof(dname)));
+		jw_kv_uint(jw, "disk_read_bytes", r->disk_read);
+		jw_kv_uint(jw, "disk_write_bytes", r->disk_write);
+		json_latency(jw, r);
+		jw_kv_bool(jw, "includes_lost_rows", r->flags & TOP_F_LOST);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+
+	qsort(c->stalls, c->nr_stalls, sizeof(*c->stalls), stall_cmp);
+	jw_kv_array(jw, "stalls");
+	for (i = 0; i < c->nr_stalls; i++) {
+		const struct stall_agg *a = &c->stalls[i];
+
+		jw_start_object(jw);
+		jw_kv_uint(jw, "tid", a->tid);
+		jw_kv_uint(jw, "pid", a->tgid);
+		jw_kv_string(jw, "comm", a->comm);
+		json_cgroup(c, jw, a->cgid);
+		jw_kv_uint(jw, "count", a->count);
+		jw_kv_float(jw, "total_ms", a->total_ns / 1e6, 3);
+		jw_kv_float(jw, "max_ms", a->max_ns / 1e6, 3);
+		jw_kv_array(jw, "stack");
+		for (k = 0; k < a->nr_ips; k++)
+			jw_string(jw, ksyms_format(c->ksyms, a->ips[k], sym, sizeof(sym)));
+		jw_end_array(jw);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+	if (o->stall_ns)
+		jw_kv_float(jw, "stall_threshold_ms", o->stall_ns / 1e6, 3);
+	else
+		jw_kv_null(jw, "stall_threshold_ms");
+
+	jw_kv_array(jw, "devices");
+	for (i = 0; i < rep->nr_devs; i++) {
+		const struct dev_cov *d = &rep->devs[i];
+		uint64_t ds = d->ds_read + d->ds_write, seen = d->seen_read + d->seen_write;
+		uint64_t unattr = d->unattr_read + d->unattr_write;
+		char dev[32];
+
+		jw_start_object(jw);
+		snprintf(dev, sizeof(dev), "%u:%u", d->major, d->minor);
+		jw_kv_string(jw, "dev", dev);
+		jw_kv_string(jw, "disk", d->name);
+		jw_kv_bool(jw, "traced", d->traced);
+		jw_kv_uint(jw, "disk_read_bytes", d->seen_read);
+		jw_kv_uint(jw, "disk_write_bytes", d->seen_write);
+		jw_kv_uint(jw, "unattributed_bytes", unattr);
+		if (d->ds_known) {
+			jw_kv_uint(jw, "diskstats_read_bytes", d->ds_read);
+			jw_kv_uint(jw, "diskstats_write_bytes", d->ds_write);
+		} else {
+			jw_kv_null(jw, "diskstats_read_bytes");
+			jw_kv_null(jw, "diskstats_write_bytes");
+		}
+		if (ds && d->traced && coverage_meaningful(o)) {
+			jw_kv_float(jw, "coverage_pct", pct(seen, ds), 2);
+			jw_kv_float(jw, "attributed_pct", pct(seen - unattr, ds), 2);
+		} else {
+			jw_kv_null(jw, "coverage_pct");
+			jw_kv_null(jw, "attributed_pct");
+		}
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+
+	jw_kv_object(jw, "dropped");
+	for (k = 0; k < TOP_DROP_NR; k++)
+		jw_kv_uint(jw, drop_names[k], rep->drops[k]);
+	jw_kv_uint(jw, "stalls_not_kept", c->stalls_dropped);
+	jw_kv_uint(jw, "idle_rows_pruned", c->pruned);
+	jw_end_object(jw);
+
+	jw_name(jw, "attach_plan");
+	attach_plan_print(c->hooks, c->nr_hooks, jw);
+	jw_end_object(jw);
+	fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ reports */
+
+static void report_free(struct report *rep)
+{
+	size_t i;
+
+	for (i = 0; i < rep->nr_procs; i++)
+		free(rep->procs[i].files);
+	free(rep->procs);
+	free(rep->devs);
+	memset(rep, 0, sizeof(*rep));
+}
+
+static int top_report(struct top_ctx *c, double seconds, bool stopped)
+{
+	bool periodic = c->o->interval_ns;
+	uint32_t gen = c->gen, slot = gen & 1;
+	struct row *cur = NULL, *delta = NULL;
+	struct wbrow *wb = NULL, *wb_cum = NULL;
+	uint64_t drops[TOP_DROP_NR];
+	struct report rep = {};
+	size_t nr = 0, nr_wb = 0;
+	int err, i;
+
+	err = ds_read("/proc/diskstats", &c->ds_end);
+	if (err)
+		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
+	/* New samples go to the other max slot while this interval's is read. */
+	if (periodic)
+		c->skel->bss->max_gen = ++c->gen;
+	err = read_stats(c, slot, gen, &cur, &nr);
+	if (!err)
+		err = read_wb(c, &wb, &nr_wb);
+	if (!err)
+		err = read_drops(c, drops);
+	if (err) {
+		err = fail(err, "cannot read the BPF maps: %s", strerror(-err));
+		goto cleanup;
+	}
+	rep.seconds = seconds;
+	rep.rates = periodic;
+	rep.stopped = stopped;
+	if (periodic) {
+		err = rows_delta(c, cur, nr, &delta);
+		if (err)
+			goto cleanup;
+		wb_cum = malloc((nr_wb ? nr_wb : 1) * sizeof(*wb_cum));
+		if (!wb_cum) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		memcpy(wb_cum, wb, nr_wb * sizeof(*wb));
+		wb_delta(c, wb, nr_wb);
+		for (i = 0; i < TOP_DROP_NR; i++) {
+			uint64_t d = sub0(drops[i], c->prev_drops[i]);
+
+			c->prev_drops[i] = drops[i];
+			drops[i] = d;
+		}
+		prune_idle(c, cur, delta, nr);
+		rep.rows = delta;
+	} else {
+		rep.rows = cur;
+	}
+	rep.nr_rows = nr;
+	rep.wb = wb;
+	rep.nr_wb = nr_wb;
+	memcpy(rep.drops, drops, sizeof(drops));
+	err = group_procs(c, &rep);
+	if (!err)
+		err = compute_coverage(c, &rep);
+	if (err) {
+		err = fail(err, "cannot build the report: %s", strerror(-err));
+		goto cleanup;
+	}
+	if (gopts.json)
+		render_json(c, &rep);
+	else
+		render_text(c, &rep);
+
+	if (periodic) {
+		free(c->prev);
+		c->prev = cur;
+		c->nr_prev = nr;
+		cur = NULL;
+		free(c->prev_wb);
+		c->prev_wb = wb_cum;
+		c->nr_prev_wb = nr_wb;
+		wb_cum = NULL;
+	}
+	c->nr_stalls = 0;
+	c->stalls_dropped = 0;
+	cgroup_map_round(c->cgmap);
+	/* This window's end is the next one's start. */
+	{
+		struct ds_snapshot t = c->ds_start;
+
+		c->ds_start = c->ds_end;
+		c->ds_end = t;
+	}
+cleanup:
+	report_free(&rep);
+	free(cur);
+	free(delta);
+	free(wb);
+	free(wb_cum);
+	return err;
+}
+
+/* ------------------------------------------------------------------ set-up */
+
+#define SYSCALL_HOOKS(s, nm, req)                                                                 \
+	{.name = "sys_enter_" #nm, .optional = !(req), .v = {{.prog = s->progs.top_enter_##nm}}}, \
+	{                                                                                         \
+		.name = "sys_exit_" #nm, .optional = !(req),                                      \
+		.v = { {.prog = s->progs.top_exit_##nm} }                                         \
+	}
+
+static int build_plan(struct top_ctx *c)
+{
+	struct top_bpf *s = c->skel;
+	struct attach_hook hooks[] = {
+		{.name = "block_bio_queue",
+		 .v = {{.prog = s->progs.top_bio_queue}, {.prog = s->progs.top_bio_queue_raw}}},
+		{.name = "block_split",
+		 .v = {{.prog = s->progs.top_bio_split}, {.prog = s->progs.top_bio_split_raw}}},
+		{.name = "block_rq_complete",
+		 .v = {{.prog = s->progs.top_rq_complete}, {.prog = s->progs.top_rq_complete_raw}}},
+		{.name = "writeback_dirty_folio",
+		 .optional = true,
+		 .v = {{.prog = s->progs.top_dirty_folio}}},
+		{.name = "mm_filemap_fault",
+		 .optional = true,
+		 .v = {{.prog = s->progs.top_filemap_fault}}},
+		{.name = "mm_filemap_map_pages",
+		 .optional = true,
+		 .v = {{.prog = s->progs.top_filemap_map_pages}}},
+		{.name = "iomap_dio_rw_begin",
+		 .optional = true,
+		 .v = {{.prog = s->progs.top_dio_begin}}},
+		{.name = "sched_switch",
+		 .optional = true,
+		 .v = {{.prog = s->progs.top_sched_switch}}},
+		SYSCALL_HOOKS(s, read, true),
+		SYSCALL_HOOKS(s, write, true),
+		SYSCALL_HOOKS(s, pread64, false),
+		SYSCALL_HOOKS(s, pwrite64, false),
+		SYSCALL_HOOKS(s, readv, false),
+		SYSCALL_HOOKS(s, writev, false),
+		SYSCALL_HOOKS(s, preadv, false),
+		SYSCALL_HOOKS(s, pwritev, false),
+		SYSCALL_HOOKS(s, preadv2, false),
+		SYSCALL_HOOKS(s, pwritev2, false),
+		{.name = NULL}, /* room for mm_filemap_get_pages */
+	};
+	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j;
+
+	/* Features turned off are neither planned nor loaded. */
+	bpf_program__set_autoload(s->progs.top_filemap_get_pages, c->o->no_syscalls);
+	for (i = j = 0; i < n; i++) {
+		bool off = (!c->o->stall_ns && !strcmp(hooks[i].name, "sched_switch")) ||
+			   (c->o->no_syscalls && !strncmp(hooks[i].name, "sys_", 4));
+
+		if (off)
+			bpf_program__set_autoload(hooks[i].v[0].prog, false);
+		else
+			hooks[j++] = hooks[i];
+	}
+	n = j;
+	if (c->o->no_syscalls)
+		hooks[n++] = (struct attach_hook){
+			.name = "mm_filemap_get_pages",
+			.optional = true,
+			.v = {{.prog = s->progs.top_filemap_get_pages}},
+		};
+	c->hooks = malloc(n * sizeof(*c->hooks));
+	if (!c->hooks)
+		return -ENOMEM;
+	memcpy(c->hooks, hooks, n * sizeof(*c->hooks));
+	c->nr_hooks = n;
+	return attach_plan_choose(c->hooks, n);
+}
+
+static int fill_filters(struct top_ctx *c)
+{
+	const struct top_opts *o = c->o;
+	uint64_t *ids = NULL;
+	size_t nr = 0, i;
+	struct disk d;
+	uint32_t dev;
+	uint8_t one = 1;
+	int fd, err = 0;
+
+	if (o->have_disk) {
+		fd = bpf_map__fd(c->skel->maps.filter_devs);
+		dev = KDEV(o->disk.major, o->disk.minor);
+		bpf_map_update_elem(fd, &dev, &one, BPF_ANY);
+		/* A whole disk also selects its partitions (file systems live there). */
+		for (i = 0; !o->disk.partition && i < c->ds_start.nr; i++) {
+			const struct ds_dev *e = &c->ds_start.devs[i];
+
+			if (disk_from_devnum(e->major, e->minor, &d) ||
+			    d.disk_major != o->disk.major || d.disk_minor != o->disk.minor)
+				continue;
+			dev = KDEV(e->major, e->minor);
+			bpf_map_update_elem(fd, &dev, &one, BPF_ANY);
+		}
+	}
+	if (o->have_cgroup) {
+		err = cgroup_subtree_ids(o->cgroup_dir, &ids, &nr);
+		if (err)
+			return fail(err, "cannot list the cgroups below %s: %s", o->cgroup_dir,
+				    strerror(-err));
+		if (nr > MAX_CGROUPS)
+			warn("%zu cgroups below %s: only the first %d are followed", nr,
+			     o->cgroup_dir, MAX_CGROUPS);
+		fd = bpf_map__fd(c->skel->maps.filter_cgroups);
+		for (i = 0; i < nr && i < MAX_CGROUPS; i++)
+			bpf_map_update_elem(fd, &ids[i], &one, BPF_ANY);
+		free(ids);
+	}
+	return 0;
+}
+
+/*
+ * Every device gets its "(unattributed)" row before tracing starts, so the disk bytes
+ * of rows the full stats map cannot take still land somewhere (and in coverage).
+ */
+static void preinsert_unattributed(struct top_ctx *c)
+{
+	int fd = bpf_map__fd(c->skel->maps.stats);
+	struct top_stat *zero;
+	struct top_key k;
+	size_t i;
+
+	if (c->o->pid || c->o->have_cgroup)
+		return;
+	zero = calloc(c->ncpus, sizeof(*zero));
+	if (!zero)
+		return;
+	for (i = 0; i < c->ds_start.nr; i++) {
+		k.pid = TOP_PID_NONE;
+		k.dev = KDEV(c->ds_start.devs[i].major, c->ds_start.devs[i].minor);
+		k.ino = TOP_INO(TOP_INO_UNATTR);
+		bpf_map_update_elem(fd, &k, zero, BPF_NOEXIST);
+	}
+	free(zero);
+}
+
+static int top_setup(struct top_ctx *c)
+{
+	const struct top_opts *o = c->o;
+	struct probe_privs privs;
+	char root[PATH_MAX];
+	struct top_bpf *s;
+	uint64_t iomap_end_io = 0;
+	int err;
+
+	probe_setup_libbpf_print();
+	/* Say what is missing, before the attach plan blames the kernel for it. */
+	if (!probe_privileges(&privs) && !privs.cap_sys_admin &&
+	    !(privs.cap_bpf && privs.cap_perfmon))
+		return fail(-EPERM, "iospan top needs root (CAP_BPF and CAP_PERFMON, or "
+				    "CAP_SYS_ADMIN) to load its BPF programs");
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0)
+		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
+	c->stalls = calloc(MAX_STALLS, sizeof(*c->stalls));
+	if (!c->stalls)
+		return fail(-ENOMEM, "out of memory");
+	err = ksyms_load(NULL, &c->ksyms);
+	if (err)
+		warn("kernel symbols unavailable (%s): stacks stay numeric, and direct I/O "
+		     "re-submitted by kernel threads is credited to them",
+		     strerror(-err));
+	else
+		iomap_end_io = ksyms_addr(c->ksyms, "iomap_dio_bio_end_io");
+	if (!probe_cgroup2_mount(root, sizeof(root)))
+		cgroup_map_new(root, &c->cgmap);
+	err = fspath_cache_new(&c->fspaths);
+	if (err)
+		return fail(err, "out of memory");
+	err = ds_read("/proc/diskstats", &c->ds_start);
+	if (err)
+		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
+
+	s = top_bpf__open();
+	if (!s)
+		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
+	c->skel = s;
+	s->rodata->filter_pid = o->pid;
+	s->rodata->filter_cgroup = o->have_cgroup;
+	s->rodata->filter_dev = o->have_disk;
+	s->rodata->per_thread = o->threads;
+	s->rodata->track_unattributed = !o->pid && !o->have_cgroup;
+	s->rodata->stall_ns = o->stall_ns;
+	s->rodata->iomap_dio_end_io = iomap_end_io;
+	s->rodata->page_size = sysconf(_SC_PAGESIZE);
+	s->rodata->self_tgid = getpid();
+	bpf_map__set_max_entries(s->maps.stats, o->max_entries);
+	bpf_map__set_max_entries(s->maps.wb, o->max_entries / 4 > 1024 ? o->max_entries / 4 : 1024);
+	bpf_map__set_max_entries(s->maps.procs,
+				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
+	bpf_map__set_max_entries(s->maps.paths,
+				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
+	if (!o->stall_ns)
+		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
+
+	err = build_plan(c);
+	if (err)
+		return err == -ENOMEM ? fail(err, "out of memory") : err;
+	err = top_bpf__load(s);
+	if (err)
+		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
+			    geteuid() ? " (run as root)" :
+					" (see 'iospan doctor', -v for details)");
+	err = fill_filters(c);
+	if (err)
+		return err;
+	preinsert_unattributed(c);
+	err = top_bpf__attach(s);
+	if (err)
+		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
+			    strerror(-err));
+	if (o->stall_ns) {
+		c->rb = ring_buffer__new(bpf_map__fd(s->maps.stall_events), on_stall, c, NULL);
+		if (!c->rb)
+			return fail(-errno, "cannot open the stall ring buffer: %s",
+				    strerror(errno));
+	}
+	attach_plan_print(c->hooks, c->nr_hooks, NULL);
+	return 0;
+}
+
+/*
+ * Names the cgroups of the processes seen so far while they still exist: a container
+ * that did its I/O and went away before the report is still named in it. Runs about
+ * once a second; a rescan of the hierarchy happens only for ids not seen before.
+ */
+static void refresh_cgroups(struct top_ctx *c)
+{
+	int fd = bpf_map__fd(c->skel->maps.procs);
+	uint32_t key, next, *prev = NULL;
+	struct top_proc info;
+
+	if (!c->cgmap)
+		return;
+	cgroup_map_round(c->cgmap);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (!bpf_map_lookup_elem(fd, &key, &info))
+			cgroup_map_path(c->cgmap, info.cgid);
+	}
+	cgroup_map_round(c->cgmap);
+}
+
+/* Waits until @deadline (CLOCK_MONOTONIC), consuming stall events; true if stopped. */
+static int wait_until(struct top_ctx *c, uint64_t deadline)
+{
+	uint64_t now, next_refresh = 0;
+	int err, ms;
+
+	while (!stop_requested) {
+		now = now_ns(CLOCK_MONOTONIC);
+		if (now >= next_refresh) {
+			refresh_cgroups(c);
+			next_refresh = now + NSEC_PER_SEC;
+		}
+		if (now >= deadline)
+			break;
+		ms = (deadline - now) / 1000000 + 1;
+		if (ms > 200)
+			ms = 200;
+		if (!c->rb) {
+			if (sleep_until_ns(now + ms * 1000000ULL))
+				break;
+			continue;
+		}
+		err = ring_buffer__poll(c->rb, ms);
+		if (err < 0 && err != -EINTR)
+			return fail(err, "cannot read the stall ring buffer: %s", strerror(-err));
+	}
+	/* Whatever arrived until now belongs to this report. */
+	if (c->rb)
+		ring_buffer__consume(c->rb);
+	return stop_requested;
+}
+
+static int top_run(struct top_ctx *c)
+{
+	const struct top_opts *o = c->o;
+	uint64_t start, deadline, step;
+	int stopped, err;
+
+	step = o->interval_ns ? o->interval_ns : o->duration_ns;
+	install_stop_handlers();
+	err = ds_read("/proc/diskstats", &c->ds_start);
+	if (err)
+		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
+	start = now_ns(CLOCK_MONOTONIC);
+	deadline = start + step;
+	if (o->interval_ns)
+		fprintf(stderr, "iospan top: tracing, a report every %.1f s; Ctrl-C to stop\n",
+			o->interval_ns / 1e9);
+	else
+		fprintf(stderr, "iospan top: tracing for %.1f s; Ctrl-C to report early\n",
+			o->duration_ns / 1e9);
+	for (;;) {
+		stopped = wait_until(c, deadline);
+		if (stopped < 0)
+			return stopped;
+		err = top_report(c, (now_ns(CLOCK_MONOTONIC) - start) / 1e9, stopped);
+		if (err)
+			return err;
+		c->reports++;
+		if (!o->interval_ns || stopped || (o->count && c->reports >= o->count))
+			return 0;
+		start = now_ns(CLOCK_MONOTONIC);
+		deadline += step;
+		if (deadline < start)
+			deadline = start + step; /* the report took longer than an interval */
+	}
+}
+
+static void top_cleanup(struct top_ctx *c)
+{
+	ring_buffer__free(c->rb);
+	top_bpf__destroy(c->skel);
+	free(c->hooks);
+	ksyms_free(c->ksyms);
+	cgroup_map_free(c->cgmap);
+	fspath_cache_free(c->fspaths);
+	free(c->prev);
+	free(c->prev_wb);
+	free(c->stalls);
+	ds_snapshot_free(&c->ds_start);
+	ds_snapshot_free(&c->ds_end);
+	jw_free(c->jw);
+	probe_cleanup();
+}
+
+int cmd_top(int argc, char **argv)
+{
+	static struct top_opts opts;
+	static struct top_ctx ctx;
+	int err;
+
+	memset(&opts, 0, sizeof(opts));
+	memset(&ctx, 0, sizeof(ctx));
+	err = top_parse(argc, argv, &opts);
+	if (err)
+		return err > 0 ? 0 : err;
+	ctx.o = &opts;
+	g_sort = opts.sort;
+	ds_snapshot_init(&ctx.ds_start);
+	ds_snapshot_init(&ctx.ds_end);
+	if (gopts.json) {
+		ctx.jw = jw_new(stdout);
+		if (!ctx.jw) {
+			err = fail(-ENOMEM, "out of memory");
+			goto cleanup;
+		}
+	}
+	err = top_setup(&ctx);
+	if (err)
+		goto cleanup;
+	err = top_run(&ctx);
+cleanup:
+	top_cleanup(&ctx);
+	return err;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel symbols from /proc/kallsyms: loaded once, sorted by address, looked up by
+ * binary search, for symbolizing kernel stacks and finding a function's address.
+ */
+#ifndef IOSPAN_KSYMS_H
+#define IOSPAN_KSYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ksym {
+	uint64_t addr;
+	const char *name;
+	const char *module; /* "ext4" for "[ext4]", NULL for the kernel image */
+};
+
+struct ksyms;
+
+/*
+ * Loads @path (NULL: /proc/kallsyms). -EPERM if every address reads as zero (not
+ * root, or kernel.kptr_restrict hides them), -ENOENT if the file has no symbols.
+ */
+int ksyms_load(const char *path, struct ksyms **out);
+void ksyms_free(struct ksyms *ks);
+size_t ksyms_count(const struct ksyms *ks);
+
+/* The symbol containing @addr (the last one at or below it); NULL below the first. */
+const struct ksym *ksyms_find(const struct ksyms *ks, uint64_t addr, uint64_t *offset);
+/* Address of the first symbol named @name, 0 if none (linear: for start-up use). */
+uint64_t ksyms_addr(const struct ksyms *ks, const char *name);
+/* "name+0x1c/[module]" into @buf, or "0x<addr>" if unknown. */
+const char *ksyms_format(const struct ksyms *ks, uint64_t addr, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Human-readable sizes and durations for tables: short, fixed units, never garbage. */
+#ifndef IOSPAN_UNITS_H
+#define IOSPAN_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest result of either function, including the NUL. */
+#define UNITS_BUF 16
+
+/*
+ * Bytes in binary units: "0", "512", "1.5K", "12M", "1.2G", "3T"; one decimal below 10
+ * of a unit, none above, so the result fits in 5 characters up to 999 exbibytes.
+ */
+const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* Like fmt_bytes() for a rate: @bytes over @seconds (0 seconds gives "0"). */
+const char *fmt_rate(uint64_t bytes, double seconds, char *buf, size_t len);
+/* Nanoseconds as "850ns", "12us", "1.5ms", "2.0s", "95s": one decimal below 10. */
+const char *fmt_ns(uint64_t ns, char *buf, size_t len);
+
+#endif

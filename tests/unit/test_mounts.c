@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+/* mountinfo parsing and joining a path inside a file system with its mount point. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "mounts.h"
+
+static char path[] = "/tmp/iospan-mountinfo-XXXXXX";
+
+static const char mountinfo[] =
+	"22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+	"30 22 0:21 / /proc rw,nosuid shared:12 - proc proc rw\n"
+	"40 22 7:3 / /mnt/data rw,relatime shared:20 - xfs /dev/loop3 rw\n"
+	/* A bind mount of a subdirectory of the same fs, with an escaped space. */
+	"41 22 7:3 /exports/web /srv/my\\040web rw,relatime shared:20 - xfs /dev/loop3 rw\n"
+	"42 22 7:4 / /mnt/opt rw master:5 unbindable - ext4 /dev/loop4 rw\n";
+
+static void test_join(void **state)
+{
+	struct mounts m;
+	char out[256];
+	int fd;
+	FILE *f;
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs(mountinfo, f);
+	fclose(f);
+	assert_int_equal(mounts_load(path, &m), 0);
+	unlink(path);
+	assert_int_equal(m.nr, 5);
+	assert_string_equal(m.v[3].mnt, "/srv/my web");
+	assert_string_equal(m.v[4].fstype, "ext4");
+
+	assert_int_equal(mounts_join(&m, 7, 3, "/a/b.dat", out, sizeof(out)), 0);
+	assert_string_equal(out, "/mnt/data/a/b.dat");
+	/* The bind mount's root is the longest prefix: the path through it. */
+	assert_int_equal(mounts_join(&m, 7, 3, "/exports/web/index.html", out, sizeof(out)), 0);
+	assert_string_equal(out, "/srv/my web/index.html");
+	/* A prefix must end on a component boundary. */
+	assert_int_equal(mounts_join(&m, 7, 3, "/exports/webx/f", out, sizeof(out)), 0);
+	assert_string_equal(out, "/mnt/data/exports/webx/f");
+	assert_int_equal(mounts_join(&m, 254, 0, "/usr/bin/fio", out, sizeof(out)), 0);
+	assert_string_equal(out, "/usr/bin/fio");
+	assert_int_equal(mounts_join(&m, 7, 4, "/", out, sizeof(out)), 0);
+	assert_string_equal(out, "/mnt/opt");
+	assert_int_equal(mounts_join(&m, 8, 0, "/x", out, sizeof(out)), -ENOENT);
+	assert_int_equal(mounts_join(&m, 7, 3, "/a/b.dat", out, 8), -ENAMETOOLONG);
+	mounts_free(&m);
+	assert_int_equal(mounts_load("/nonexistent/mountinfo", &m), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_join),
+	};
+
+	return cmocka_run_group_tests_name("mounts", tests, NULL, NULL);
+}

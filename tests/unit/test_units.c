@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Human-readable sizes and durations: boundaries and rounding. */
+#include "testutil.h"
+#include "units.h"
+
+static void test_bytes(void **state)
+{
+	char b[UNITS_BUF];
+
+	assert_string_equal(fmt_bytes(0, b, sizeof(b)), "0");
+	assert_string_equal(fmt_bytes(1023, b, sizeof(b)), "1023");
+	assert_string_equal(fmt_bytes(1024, b, sizeof(b)), "1.0K");
+	assert_string_equal(fmt_bytes(1536, b, sizeof(b)), "1.5K");
+	assert_string_equal(fmt_bytes(10 * 1024, b, sizeof(b)), "10K");
+	assert_string_equal(fmt_bytes(8 << 20, b, sizeof(b)), "8.0M");
+	assert_string_equal(fmt_bytes(123ULL << 20, b, sizeof(b)), "123M");
+	/* Rounding to 1024 of a unit moves to the next unit. */
+	assert_string_equal(fmt_bytes((1ULL << 20) - 1, b, sizeof(b)), "1.0M");
+	assert_string_equal(fmt_bytes(3ULL << 40, b, sizeof(b)), "3.0T");
+	assert_string_equal(fmt_bytes(UINT64_MAX, b, sizeof(b)), "16E");
+}
+
+static void test_rate(void **state)
+{
+	char b[UNITS_BUF];
+
+	assert_string_equal(fmt_rate(8 << 20, 2.0, b, sizeof(b)), "4.0M");
+	assert_string_equal(fmt_rate(100, 0, b, sizeof(b)), "0");
+}
+
+static void test_ns(void **state)
+{
+	char b[UNITS_BUF];
+
+	assert_string_equal(fmt_ns(0, b, sizeof(b)), "0ns");
+	assert_string_equal(fmt_ns(850, b, sizeof(b)), "850ns");
+	assert_string_equal(fmt_ns(1500, b, sizeof(b)), "1.5us");
+	assert_string_equal(fmt_ns(120000, b, sizeof(b)), "120us");
+	assert_string_equal(fmt_ns(999600, b, sizeof(b)), "1.0ms");
+	assert_string_equal(fmt_ns(100000000, b, sizeof(b)), "100ms");
+	assert_string_equal(fmt_ns(2500000000ULL, b, sizeof(b)), "2.5s");
+	assert_string_equal(fmt_ns(95000000000ULL, b, sizeof(b)), "95s");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bytes),
+		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_ns),
+	};
+
+	return cmocka_run_group_tests_name("units", tests, NULL, NULL);
+}
