@@ -1854,7 +1854,6 @@ static void preinsert_unattributed(struct top_ctx *c)
 static int top_setup(struct top_ctx *c)
 {
 	const struct top_opts *o = c->o;
-	struct probe_privs privs;
 	char root[PATH_MAX];
 	struct top_bpf *s;
 	uint64_t iomap_end_io = 0;
@@ -1862,10 +1861,9 @@ static int top_setup(struct top_ctx *c)
 
 	probe_setup_libbpf_print();
 	/* Say what is missing, before the attach plan blames the kernel for it. */
-	if (!probe_privileges(&privs) && !privs.cap_sys_admin &&
-	    !(privs.cap_bpf && privs.cap_perfmon))
-		return fail(-EPERM, "iospan top needs root (CAP_BPF and CAP_PERFMON, or "
-				    "CAP_SYS_ADMIN) to load its BPF programs");
+	err = probe_require_bpf_privileges("top");
+	if (err)
+		return err;
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");

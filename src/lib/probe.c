@@ -697,3 +697,16 @@ void attach_plan_print(const struct attach_hook *hooks, int n, struct jw *jw)
 	if (jw)
 		jw_end_object(jw);
 }
+
+int probe_require_bpf_privileges(const char *cmd)
+{
+	struct probe_privs privs;
+
+	if (probe_privileges(&privs))
+		return 0; /* unknown: let loading the programs tell */
+	if (privs.cap_sys_admin || (privs.cap_bpf && privs.cap_perfmon))
+		return 0;
+	return fail_usage("%s needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN) "
+			  "to load its BPF programs: run it with sudo",
+			  cmd);
+}

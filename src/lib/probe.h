@@ -83,6 +83,12 @@ struct probe_privs {
 
 /* Effective capabilities and the sysctls that gate BPF. */
 int probe_privileges(struct probe_privs *p);
+/*
+ * For commands that load BPF programs: a usage error (exit 2) naming what is missing
+ * when the process lacks CAP_SYS_ADMIN or CAP_BPF + CAP_PERFMON, so the user is not
+ * told the kernel lacks a feature when it is the privileges that do.
+ */
+int probe_require_bpf_privileges(const char *cmd);
 
 /* "EPERM" for -EPERM or EPERM; "E<n>" if glibc has no name. */
 const char *probe_errname(int err);
