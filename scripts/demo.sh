@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 IOSPAN_BIN=${IOSPAN_BIN:-build/iospan}
-# The command shown to the user. Later: "top -d @DEV@ 1 3".
-DEMO_CMD=${DEMO_CMD:-"stat -y -d @DEV@ 1 3"}
-SECONDS_OF_WORK=4
+# The command shown to the user.
+DEMO_CMD=${DEMO_CMD:-"top -d @DEV@ --duration 4 -n 5 --max-files 3"}
+SECONDS_OF_WORK=3
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "demo: needs root (it creates a loop device and mounts it): run 'sudo make demo'" >&2
@@ -50,19 +50,35 @@ mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dev"
 mkdir "$mnt"
 mount "$dev" "$mnt"
 
-# Known workload: 4k direct random reads (~400/s) and writes (~150/s) for a few seconds.
-fio --name=prep --directory="$mnt" --filename=data --size=32M --rw=write --bs=1M \
+# Files the workload uses, written and flushed before tracing starts.
+fio --name=prep --directory="$mnt" --filename=db.dat --size=32M --rw=write --bs=1M \
 	--end_fsync=1 >/dev/null
-sync
-fio --directory="$mnt" --filename=data --size=32M --bs=4k --direct=1 --ioengine=psync \
-	--time_based --runtime="$SECONDS_OF_WORK" \
-	--name=reader --rw=randread --rate_iops=400 \
-	--name=writer --rw=randwrite --rate_iops=150 >/dev/null &
+dd if=/dev/urandom of="$mnt/archive.tar" bs=1M count=16 conv=fsync status=none
+# Drop just this file from the page cache (not the whole machine's): its reads will miss.
+dd if="$mnt/archive.tar" iflag=nocache count=0 status=none
+
+# A known workload by several processes, while iospan watches:
+#  - fio: 4k direct random reads, ~400/s, for 3 s (DISK bytes, direct I/O, latency);
+#  - dd: 24 MiB of buffered writes, then `sync` from another process: the flusher's
+#    disk writes are credited to dd (writeback attribution);
+#  - cat: reads a file that is not in the page cache (FS and DISK reads match).
+workload() {
+	sleep 0.5
+	fio --directory="$mnt" --filename=db.dat --size=32M --bs=4k --direct=1 --ioengine=psync \
+		--time_based --runtime="$SECONDS_OF_WORK" --name=db-reader --rw=randread \
+		--rate_iops=400 >/dev/null &
+	dd if=/dev/zero of="$mnt/app.log" bs=1M count=24 status=none
+	sleep 0.5
+	sync
+	cat "$mnt/archive.tar" >/dev/null
+	wait
+}
+workload &
 load_pid=$!
-sleep 0.5
 
 args=${DEMO_CMD//@DEV@/$dev}
-echo "# iospan demo: fio does ~400 random 4k reads/s and ~150 writes/s on $dev (ext4, scratch)."
+echo "# iospan demo: fio reads db.dat directly, dd writes app.log (flushed by sync),"
+echo "# cat reads archive.tar from disk; all on $dev (ext4, scratch, removed afterwards)."
 echo "# \$ iospan $args"
 # shellcheck disable=SC2086 # word splitting of the argument string is intended
 "$IOSPAN_BIN" $args
