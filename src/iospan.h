@@ -14,6 +14,7 @@ struct cmd {
 int cmd_stat(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 /* getopt_long helper for commands: resets getopt state before a command parses. */
 void cmd_reset_getopt(void);

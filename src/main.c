@@ -14,6 +14,7 @@ static const struct cmd commands[] = {
 	{ "stat", cmd_stat, "iostat -x from /proc/diskstats, with record and replay" },
 	{ "doctor", cmd_doctor, "what this kernel supports and how iospan will attach" },
 	{ "top", cmd_top, "who does I/O to which file, how slow: processes, files, stalls" },
+	{ "trace", cmd_trace, "each request through the stack: slow ones with stages, timeline" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,1520 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan trace: follow each request through the storage stack, in the kernel.
+ *
+ * A request starts where the kernel gives us its context: a read/write/fsync-family
+ * syscall on a file (its record is keyed by thread id), a page fault on a file mapping
+ * (same key), a writeback pass of a kernel thread over one inode (keyed by the inode),
+ * or an asynchronous iomap direct I/O (keyed by its kiocb, in a direct-mapped table).
+ * Filters run once, at the start. Events of the request append to its record: page
+ * cache lookups and misses, readahead and off-CPU periods in the thread's own context;
+ * bios through a slot table keyed by bio address, which names the owning request;
+ * their request's insert/issue times through a slot table keyed by request address.
+ * When the request ends its stages go into per-op histograms (per-CPU), and only a
+ * request over the threshold travels to user space, through a ring buffer.
+ */
+#include "iospan.bpf.h"
+#include "lib/iospan_types.h"
+#include "kptr.bpf.h"
+#include "vfs.bpf.h"
+#include "bio_slot.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define NR_BIO_SLOTS   (1U << 16)
+#define NR_RQ_SLOTS    (1U << 14)
+#define NR_ASYNC_SLOTS (1U << 12)
+/* Longest bio chain walked per request completion; the rest is counted. */
+#define MAX_CHAIN 1024
+
+/* Request keys: the kind in the top bits, an id below. */
+#define KEY_SYNC    (1ULL << 60) /* | tid: syscall or fault of that thread */
+#define KEY_WB	    (2ULL << 60) /* | inode address / 16: writeback of that inode */
+#define KEY_ASYNC   (3ULL << 60) /* | async slot index */
+#define KEY_KIND(k) ((k) >> 60)
+#define KEY_ID(k)   ((k) & ((1ULL << 60) - 1))
+
+/* Load-time configuration: features that are off cost nothing. */
+const volatile __u64 threshold_ns = 10000000;
+const volatile __u32 self_tgid = 0;
+const volatile __u32 filter_pid = 0;
+const volatile __u32 filter_tid = 0;
+const volatile bool filter_cgroup = false;
+const volatile bool filter_dev = false;
+const volatile bool filter_comm_on = false;
+const volatile char filter_comm[TOP_COMM_LEN] = {};
+const volatile __u32 file_dev = 0; /* --file: (dev, ino); 0 = off */
+const volatile __u64 file_ino = 0;
+const volatile __u32 dir_dev = 0; /* --dir: (dev, ino); 0 = off */
+const volatile __u64 dir_ino = 0;
+const volatile __u32 dir_depth = 32;
+const volatile bool trace_faults = false;
+const volatile bool trace_writeback = false;
+const volatile bool trace_aio = false;
+const volatile __u32 aio_ops = 0; /* bit 0 aio_read, bit 1 aio_write */
+const volatile __u64 iomap_dio_end_io = 0;
+const volatile __u32 page_size = 4096;
+
+/* Per-thread state: the cheap "is this thread in a traced request" check. */
+enum { TK_NONE, TK_SYNC, TK_FAULT };
+
+#define TASK_OFF_EVENTS 8
+
+/* An off-CPU period, kept here until the request ends (no record lookup per switch). */
+struct off_event {
+	__u64 ts;
+	__u64 dur; /* bit 63: waiting for I/O */
+};
+
+/*
+ * What the thread's own context updates during its request lives here, not in the
+ * record: a task storage lookup is cheaper than a hash lookup, and sched_switch and
+ * block_bio_queue run often. finish_thread() folds it into the record.
+ */
+struct task_state {
+	__u32 kind; /* TK_*: the thread's request in progress */
+	__u32 off_iowait;
+	__u64 off_ts; /* switched out at (while in a request) */
+	__u64 offcpu, iowait;
+	__u32 nsw;
+	__u8 fault_io;	   /* the fault did I/O (miss, readahead, bio) */
+	__u8 fault_waited; /* the fault slept waiting for I/O */
+	__u8 nr_off;	   /* off-CPU periods seen (off[] holds the first ones) */
+	__u8 pad;
+	__u64 wb_key; /* a flusher inside writeback_single_inode: that request */
+	__u32 seq;    /* the record's seq for this request */
+	__u32 nr_queued;
+	__u64 first_q;
+	struct off_event off[TASK_OFF_EVENTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_state);
+} tasks SEC(".maps");
+
+/*
+ * Records of syscall, fault and writeback requests. A thread's element persists from
+ * one request to the next (reset, not re-inserted); LRU evicts those of gone threads.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct trace_rec);
+} reqs SEC(".maps");
+
+/* Asynchronous direct I/O in flight, direct-mapped by kiocb address. */
+#define async_slot trace_async_slot
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_ASYNC_SLOTS);
+	__type(key, __u32);
+	__type(value, struct async_slot);
+} async_slots SEC(".maps");
+
+/* An all-zero record: the value inserted for a thread's first request. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct trace_rec);
+} rec_zero SEC(".maps");
+
+/* The owner of one bio in flight: which request, and when it was queued. */
+struct bio_slot {
+	__u64 tag;
+	__u64 key;
+	__u64 q;
+	__u32 seq;
+	__u16 flags; /* enum trace_bio_flags known at queue time */
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_BIO_SLOTS);
+	__type(key, __u32);
+	__type(value, struct bio_slot);
+} bio_slots SEC(".maps");
+
+/*
+ * Insert / issue / requeue times of a request. Requests are preallocated and reused,
+ * so a slot may hold an earlier life of the same request: times before the request's
+ * start_time_ns belong to that earlier life and are ignored.
+ */
+struct rq_slot {
+	__u64 tag;
+	__u64 i, d, rq_ts;
+	__u32 requeues;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_RQ_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rq_slot);
+} rq_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TRACE_OP_NR);
+	__type(key, __u32);
+	__type(value, struct trace_op_hists);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TRACE_CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct top_file_key);
+	__type(value, struct top_path);
+} paths SEC(".maps");
+
+/* Path scratch per nesting level: an irq completion may interrupt a capture. */
+#define PATH_NEST 4
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PATH_NEST);
+	__type(key, __u32);
+	__type(value, struct top_path);
+} path_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} path_nest SEC(".maps");
+
+/* Who last dirtied each file: its writeback is that process's request. */
+struct dirtier {
+	__u32 pid, tid;
+	__u64 cgid;
+	char comm[TOP_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct top_file_key);
+	__type(value, struct dirtier);
+} dirtiers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u8);
+} filter_cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} filter_devs SEC(".maps");
+
+static __always_inline void count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &what);
+
+	if (v)
+		*v += 1;
+}
+
+/* ------------------------------------------------------------------ filters */
+
+/* Process filters (pid, tid, comm, cgroup) for the current task. */
+static __always_inline bool task_ok(struct task_struct *task, __u64 *cgid)
+{
+	if (task->tgid == self_tgid)
+		return false;
+	if (filter_pid && task->tgid != filter_pid)
+		return false;
+	if (filter_tid && task->pid != filter_tid)
+		return false;
+	if (filter_comm_on) {
+		char comm[TOP_COMM_LEN];
+		int i;
+
+		bpf_get_current_comm(comm, sizeof(comm));
+		for (i = 0; i < TOP_COMM_LEN; i++) {
+			if (comm[i] != filter_comm[i])
+				return false;
+			if (!comm[i])
+				break;
+		}
+	}
+	*cgid = bpf_get_current_cgroup_id();
+	if (filter_cgroup && !bpf_map_lookup_elem(&filter_cgroups, cgid))
+		return false;
+	return true;
+}
+
+/* File filters (disk, file, dir). @d: a dentry of the file, for --dir. */
+static __always_inline bool file_ok(__u32 dev, __u64 ino, struct dentry *d)
+{
+	if (filter_dev && !bpf_map_lookup_elem(&filter_devs, &dev))
+		return false;
+	if (file_dev && (dev != file_dev || ino != file_ino))
+		return false;
+	if (dir_dev && !vfs_under_dir(d, dir_dev, dir_ino, dir_depth))
+		return false;
+	return true;
+}
+
+/* ------------------------------------------------------------------ records */
+
+static __always_inline void ev_add(struct trace_rec *r, __u32 type, __u64 ts, __u64 arg, __u32 arg2)
+{
+	__u32 n = r->nr_events;
+
+	if (n >= TRACE_MAX_EVENTS) {
+		r->events_lost++;
+		count(TRACE_CNT_EVENTS_TRUNC);
+		return;
+	}
+	r->events[n & (TRACE_MAX_EVENTS - 1)].ts = ts;
+	r->events[n & (TRACE_MAX_EVENTS - 1)].arg = arg;
+	r->events[n & (TRACE_MAX_EVENTS - 1)].type = type;
+	r->events[n & (TRACE_MAX_EVENTS - 1)].arg2 = arg2;
+	r->nr_events = n + 1;
+}
+
+/* Resets the header of a record for a new request (bios and events are appended). */
+static __always_inline void rec_reset(struct trace_rec *r, __u32 op, __u64 now)
+{
+	r->seq++;
+	r->state = TRACE_S_ACTIVE;
+	r->op = op;
+	r->flags = 0;
+	r->flusher = 0;
+	r->offset = -1;
+	r->bytes = 0;
+	r->ret = 0;
+	r->start = now;
+	r->end = 0;
+	r->first_q = 0;
+	r->last_c = 0;
+	r->offcpu_ns = 0;
+	r->iowait_ns = 0;
+	r->nr_switches = 0;
+	r->nr_queued = 0;
+	r->nr_done = 0;
+	r->nr_bios = 0;
+	r->nr_events = 0;
+	r->events_lost = 0;
+	r->pc_lookups = 0;
+	r->pc_added = 0;
+	r->ra_sync = 0;
+	r->ra_async = 0;
+	r->pc_lookup_pages = 0;
+	r->file = 0;
+}
+
+/* The record of a thread, created on its first request. NULL if the map is full. */
+static __always_inline struct trace_rec *thread_rec(__u32 tid, bool create)
+{
+	__u64 key = KEY_SYNC | tid;
+	struct trace_rec *r;
+	__u32 zero = 0;
+
+	r = bpf_map_lookup_elem(&reqs, &key);
+	if (r || !create)
+		return r;
+	r = bpf_map_lookup_elem(&rec_zero, &zero);
+	if (!r)
+		return NULL;
+	bpf_map_update_elem(&reqs, &key, r, BPF_NOEXIST);
+	r = bpf_map_lookup_elem(&reqs, &key);
+	if (!r)
+		count(TRACE_CNT_REQS_FULL);
+	return r;
+}
+
+static __always_inline struct trace_rec *rec_of(__u64 key)
+{
+	struct async_slot *as;
+	__u32 idx;
+
+	if (KEY_KIND(key) == (KEY_ASYNC >> 60)) {
+		idx = KEY_ID(key);
+		as = bpf_map_lookup_elem(&async_slots, &idx);
+		return as ? &as->rec : NULL;
+	}
+	return bpf_map_lookup_elem(&reqs, &key);
+}
+
+static __always_inline void hist_put(struct hist *h, __u64 v)
+{
+	__u32 s = hist_slot(v);
+
+	/* Keep the bound check on the register used for the access (clang reloads it). */
+	asm volatile("" : "+r"(s));
+	if (s >= HIST_SLOTS)
+		s = HIST_SLOTS - 1;
+	asm volatile("" : "+r"(s));
+	h->count++;
+	h->sum += v;
+	if (v > h->max)
+		h->max = v;
+	if (s < HIST_SLOTS)
+		h->slots[s]++;
+}
+
+/* Captures the path of the request's file once (slow requests only). */
+static __noinline int capture_path(struct trace_rec *r)
+{
+	struct top_file_key fk = {.dev = r->dev, .ino = r->ino};
+	__u32 zero = 0, lvl, from;
+	struct top_path *p;
+	__u32 *nest;
+	__u64 ptr = r->file;
+
+	if (!ptr)
+		return 0;
+	if (bpf_map_lookup_elem(&paths, &fk)) {
+		r->flags |= TRACE_F_PATH;
+		return 0;
+	}
+	/* Syscalls and async I/O hold a struct file; faults and writeback an inode. */
+	from = r->op == TRACE_OP_FAULT || r->op == TRACE_OP_WRITEBACK ? VFS_FROM_INODE :
+									VFS_FROM_FILE;
+	nest = bpf_map_lookup_elem(&path_nest, &zero);
+	if (!nest)
+		return 0;
+	lvl = *nest;
+	if (lvl >= PATH_NEST)
+		return 0;
+	*nest = lvl + 1;
+	p = bpf_map_lookup_elem(&path_scratch, &lvl);
+	if (p && !vfs_path_walk(p->buf, &p->depth, &p->flags, ptr, from)) {
+		if (bpf_map_update_elem(&paths, &fk, p, BPF_ANY))
+			count(TRACE_CNT_PATHS_FULL);
+		else
+			r->flags |= TRACE_F_PATH;
+	}
+	*nest = lvl;
+	return 0;
+}
+
+/*
+ * Ends a request: derives its stages (see enum trace_stage for how they add up), adds
+ * them to the per-op histograms and sends the record if it is slow.
+ */
+static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
+{
+	struct trace_op_hists *h;
+	__u64 *st = r->stages;
+	__u32 op = r->op;
+	bool blk = false;
+	int i;
+
+	r->end = end;
+	r->ret = ret;
+	r->state = TRACE_S_IDLE;
+	for (i = 0; i < TRACE_ST_NR; i++)
+		st[i] = 0;
+	st[TRACE_ST_TOTAL] = end > r->start ? end - r->start : 0;
+	if (r->nr_done && r->first_q >= r->start && r->crit_q >= r->first_q &&
+	    r->last_c >= r->crit_d && r->last_c <= end) {
+		blk = true;
+		st[TRACE_ST_PRE_BLOCK] = r->first_q - r->start;
+		st[TRACE_ST_Q2Q] = r->crit_q - r->first_q;
+		st[TRACE_ST_Q2G] = r->crit_g - r->crit_q;
+		st[TRACE_ST_G2I] = r->crit_i - r->crit_g;
+		st[TRACE_ST_I2D] = r->crit_d - r->crit_i;
+		st[TRACE_ST_D2C] = r->last_c - r->crit_d;
+		st[TRACE_ST_Q2C] = r->last_c - r->first_q;
+		st[TRACE_ST_POST_BLOCK] = end - r->last_c;
+	} else {
+		st[TRACE_ST_PRE_BLOCK] = st[TRACE_ST_TOTAL];
+	}
+	st[TRACE_ST_OFFCPU] = r->offcpu_ns;
+	st[TRACE_ST_IOWAIT] = r->iowait_ns;
+	if (r->nr_queued > r->nr_done)
+		r->flags |= TRACE_F_LATE_BIOS;
+	count(TRACE_CNT_DONE);
+
+	h = bpf_map_lookup_elem(&hists, &op);
+	if (h) {
+		hist_put(&h->st[TRACE_ST_TOTAL], st[TRACE_ST_TOTAL]);
+		hist_put(&h->st[TRACE_ST_PRE_BLOCK], st[TRACE_ST_PRE_BLOCK]);
+		if (blk) {
+			hist_put(&h->st[TRACE_ST_Q2Q], st[TRACE_ST_Q2Q]);
+			hist_put(&h->st[TRACE_ST_Q2G], st[TRACE_ST_Q2G]);
+			hist_put(&h->st[TRACE_ST_G2I], st[TRACE_ST_G2I]);
+			hist_put(&h->st[TRACE_ST_I2D], st[TRACE_ST_I2D]);
+			hist_put(&h->st[TRACE_ST_D2C], st[TRACE_ST_D2C]);
+			hist_put(&h->st[TRACE_ST_Q2C], st[TRACE_ST_Q2C]);
+			hist_put(&h->st[TRACE_ST_POST_BLOCK], st[TRACE_ST_POST_BLOCK]);
+		}
+		/* Only requests that run in their thread's context can be off CPU. */
+		if (op != TRACE_OP_WRITEBACK && op != TRACE_OP_AIO_READ &&
+		    op != TRACE_OP_AIO_WRITE) {
+			hist_put(&h->st[TRACE_ST_OFFCPU], st[TRACE_ST_OFFCPU]);
+			hist_put(&h->st[TRACE_ST_IOWAIT], st[TRACE_ST_IOWAIT]);
+		}
+	}
+	if (st[TRACE_ST_TOTAL] < threshold_ns)
+		return 0;
+	capture_path(r);
+	if (bpf_ringbuf_output(&events, r, sizeof(*r), 0))
+		count(TRACE_CNT_RINGBUF_FULL);
+	else
+		count(TRACE_CNT_EMITTED);
+	return 0;
+}
+
+/* Copies the thread's off-CPU accounts into its record and ends the request. */
+static __always_inline void finish_thread(struct task_state *t, struct trace_rec *r, __u64 end,
+					  __s64 ret)
+{
+	__u32 i;
+
+	t->kind = TK_NONE;
+	t->off_ts = 0;
+	if (!r || r->state != TRACE_S_ACTIVE)
+		return;
+	r->offcpu_ns = t->offcpu;
+	r->iowait_ns = t->iowait;
+	r->nr_switches = t->nsw;
+	r->nr_queued += t->nr_queued;
+	if (t->first_q && (!r->first_q || t->first_q < r->first_q))
+		r->first_q = t->first_q;
+	for (i = 0; i < TASK_OFF_EVENTS && i < t->nr_off; i++)
+		ev_add(r, TRACE_EV_OFFCPU, t->off[i].ts, t->off[i].dur & ~(1ULL << 63),
+		       t->off[i].dur >> 63);
+	if (t->nr_off > TASK_OFF_EVENTS) {
+		r->events_lost += t->nr_off - TASK_OFF_EVENTS;
+		count(TRACE_CNT_EVENTS_TRUNC);
+	}
+	finish(r, end, ret);
+}
+
+static __always_inline void thread_begin(struct task_state *t, struct trace_rec *r)
+{
+	t->seq = r->seq;
+	t->nr_queued = 0;
+	t->first_q = 0;
+	t->nr_off = 0;
+	t->off_ts = 0;
+	t->offcpu = 0;
+	t->iowait = 0;
+	t->nsw = 0;
+	t->fault_io = 0;
+	t->fault_waited = 0;
+}
+
+/*
+ * A fault request ends at the thread's next event when nothing better came: with the
+ * time of that event if it did I/O (flagged approximate), or not at all if it did none
+ * (served from the page cache: counted, not traced; no tracepoint marks its end).
+ */
+static __always_inline void end_fault(struct task_state *t, __u32 tid, __u64 now)
+{
+	struct trace_rec *r;
+
+	if (!t->fault_io && !t->fault_waited) {
+		t->kind = TK_NONE;
+		r = thread_rec(tid, false);
+		if (r && r->state == TRACE_S_ACTIVE)
+			r->state = TRACE_S_IDLE;
+		count(TRACE_CNT_FAULTS_CACHED);
+		return;
+	}
+	r = thread_rec(tid, false);
+	if (r)
+		r->flags |= TRACE_F_FAULT_APPROX;
+	finish_thread(t, r, now, 0);
+}
+
+/* ------------------------------------------------------------------ syscalls */
+
+static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_pos)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *t;
+	struct trace_rec *r;
+	struct inode *inode;
+	struct file *file;
+	__u32 dev, mode;
+	__u64 cgid, now;
+	bool blkdev;
+
+	if (trace_faults) {
+		t = bpf_task_storage_get(&tasks, task, 0, 0);
+		if (t && t->kind == TK_FAULT)
+			end_fault(t, task->pid, bpf_ktime_get_ns());
+	}
+	if (!task_ok(task, &cgid))
+		return 0;
+	file = fd_file(task, fd);
+	if (!file)
+		return 0;
+	inode = file->f_inode;
+	if (!inode)
+		return 0;
+	mode = inode->i_mode & S_IFMT;
+	blkdev = mode == S_IFBLK;
+	if ((mode != S_IFREG && !blkdev) || (!blkdev && pseudo_fs(inode)))
+		return 0;
+	dev = blkdev ? inode->i_rdev : inode->i_sb->s_dev;
+	if (!file_ok(dev, inode->i_ino, file->f_path.dentry))
+		return 0;
+	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	r = thread_rec(task->pid, true);
+	if (!r)
+		return 0;
+	if (r->state == TRACE_S_ACTIVE)
+		count(TRACE_CNT_ABANDONED); /* the previous one never saw its exit */
+	now = bpf_ktime_get_ns();
+	rec_reset(r, op, now);
+	r->pid = task->tgid;
+	r->tid = task->pid;
+	r->dev = dev;
+	r->ino = inode->i_ino;
+	r->cgid = cgid;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->offset = use_pos ? file->f_pos : offset;
+	r->bytes = bytes;
+	r->file = (__u64)file;
+	if (file->f_flags & O_DIRECT)
+		r->flags |= TRACE_F_DIRECT;
+	if (blkdev)
+		r->flags |= TRACE_F_BLKDEV;
+	thread_begin(t, r);
+	t->kind = TK_SYNC;
+	count(TRACE_CNT_STARTED);
+	return 0;
+}
+
+static __always_inline int sys_exit(long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *t;
+	struct trace_rec *r;
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (!t || t->kind != TK_SYNC)
+		return 0;
+	r = thread_rec(task->pid, false);
+	if (!r) {
+		count(TRACE_CNT_REQS_FULL); /* evicted while in progress */
+		t->kind = TK_NONE;
+		return 0;
+	}
+	/* Vectored calls do not say how much they asked for: the result does. */
+	if (!r->bytes && ret > 0 && r->op != TRACE_OP_FSYNC && r->op != TRACE_OP_FDATASYNC)
+		r->bytes = ret;
+	finish_thread(t, r, bpf_ktime_get_ns(), ret);
+	return 0;
+}
+
+#define SYS_EXIT(name)                                              \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                  \
+	int trace_exit_##name(struct trace_event_raw_sys_exit *ctx) \
+	{                                                           \
+		return sys_exit(ctx->ret);                          \
+	}
+
+/* @off: expression of the offset; @pos: true if the file position is the offset. */
+#define SYS_PAIR(name, op, off, bytes, pos)                           \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                   \
+	int trace_enter_##name(struct trace_event_raw_sys_enter *ctx) \
+	{                                                             \
+		return sys_enter(ctx->args[0], op, off, bytes, pos);  \
+	}                                                             \
+	SYS_EXIT(name)
+
+SYS_PAIR(read, TRACE_OP_READ, -1, ctx->args[2], true)
+SYS_PAIR(write, TRACE_OP_WRITE, -1, ctx->args[2], true)
+SYS_PAIR(pread64, TRACE_OP_PREAD64, ctx->args[3], ctx->args[2], false)
+SYS_PAIR(pwrite64, TRACE_OP_PWRITE64, ctx->args[3], ctx->args[2], false)
+SYS_PAIR(readv, TRACE_OP_READV, -1, 0, true)
+SYS_PAIR(writev, TRACE_OP_WRITEV, -1, 0, true)
+SYS_PAIR(preadv, TRACE_OP_PREADV, ctx->args[3], 0, false)
+SYS_PAIR(pwritev, TRACE_OP_PWRITEV, ctx->args[3], 0, false)
+/* preadv2/pwritev2 with offset -1 use (and move) the file position. */
+SYS_PAIR(preadv2, TRACE_OP_PREADV2, ctx->args[3], 0, (long)ctx->args[3] == -1)
+SYS_PAIR(pwritev2, TRACE_OP_PWRITEV2, ctx->args[3], 0, (long)ctx->args[3] == -1)
+SYS_PAIR(fsync, TRACE_OP_FSYNC, -1, 0, false)
+SYS_PAIR(fdatasync, TRACE_OP_FDATASYNC, -1, 0, false)
+SYS_PAIR(sync_file_range, TRACE_OP_SYNC_FILE_RANGE, ctx->args[1], ctx->args[2], false)
+
+/* ------------------------------------------------------------------ page cache */
+
+/* The record of the current thread if it is in a request (syscall or fault). */
+static __always_inline struct trace_rec *current_rec(struct task_state **tp)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *t = bpf_task_storage_get(&tasks, task, 0, 0);
+	struct trace_rec *r;
+
+	if (!t || !t->kind)
+		return NULL;
+	r = thread_rec(task->pid, false);
+	if (!r || r->state != TRACE_S_ACTIVE)
+		return NULL;
+	*tp = t;
+	return r;
+}
+
+static __always_inline int pc_lookup(unsigned long index, unsigned long last)
+{
+	struct task_state *t;
+	struct trace_rec *r = current_rec(&t);
+	__u64 pages = last >= index ? last - index + 1 : 1;
+
+	if (!r)
+		return 0;
+	r->pc_lookups++;
+	r->pc_lookup_pages += pages;
+	ev_add(r, TRACE_EV_PC_LOOKUP, bpf_ktime_get_ns(), index, pages);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(trace_get_pages, struct address_space *mapping, unsigned long index,
+	     unsigned long last)
+{
+	return pc_lookup(index, last);
+}
+
+SEC("raw_tp/mm_filemap_get_pages")
+int BPF_PROG(trace_get_pages_raw, void *mapping, unsigned long index, unsigned long last)
+{
+	return pc_lookup(index, last);
+}
+
+static __always_inline int pc_add(struct folio *folio)
+{
+	struct task_state *t;
+	struct trace_rec *r = current_rec(&t);
+	__u32 pages;
+
+	if (!r)
+		return 0;
+	pages = folio_bytes(folio, page_size) / page_size;
+	r->pc_added += pages;
+	t->fault_io = 1;
+	ev_add(r, TRACE_EV_PC_ADD, bpf_ktime_get_ns(), folio->index, pages);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(trace_pc_add, struct folio *folio)
+{
+	return pc_add(folio);
+}
+
+SEC("raw_tp/mm_filemap_add_to_page_cache")
+int BPF_PROG(trace_pc_add_raw, void *folio)
+{
+	return pc_add(KPTR_AS(struct folio, folio));
+}
+
+static __always_inline int readahead(bool async, unsigned long index, unsigned long req)
+{
+	struct task_state *t;
+	struct trace_rec *r = current_rec(&t);
+
+	if (!r)
+		return 0;
+	if (async)
+		r->ra_async++;
+	else
+		r->ra_sync++;
+	t->fault_io = 1;
+	ev_add(r, async ? TRACE_EV_RA_ASYNC : TRACE_EV_RA_SYNC, bpf_ktime_get_ns(), index, req);
+	return 0;
+}
+
+SEC("tp_btf/page_cache_sync_ra")
+int BPF_PROG(trace_ra_sync, struct inode *inode, unsigned long index, struct file_ra_state *ra,
+	     unsigned long req)
+{
+	return readahead(false, index, req);
+}
+
+SEC("tp_btf/page_cache_async_ra")
+int BPF_PROG(trace_ra_async, struct inode *inode, unsigned long index, struct file_ra_state *ra,
+	     unsigned long req)
+{
+	return readahead(true, index, req);
+}
+
+/* ------------------------------------------------------------------ page faults */
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *t;
+	struct trace_rec *r;
+	struct inode *host;
+	__u64 cgid, now = bpf_ktime_get_ns();
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (t && t->kind == TK_SYNC) {
+		/* A fault inside a traced syscall (a read into a mapped buffer) is part of it. */
+		r = thread_rec(task->pid, false);
+		if (r)
+			ev_add(r, TRACE_EV_FAULT, now, index, 0);
+		return 0;
+	}
+	if (t && t->kind == TK_FAULT)
+		end_fault(t, task->pid, now);
+	if (!mapping)
+		return 0;
+	host = mapping->host;
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || pseudo_fs(host))
+		return 0;
+	if (!task_ok(task, &cgid))
+		return 0;
+	if (!file_ok(host->i_sb->s_dev, host->i_ino, vfs_dentry((__u64)host, VFS_FROM_INODE)))
+		return 0;
+	if (!t)
+		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	r = thread_rec(task->pid, true);
+	if (!r)
+		return 0;
+	rec_reset(r, TRACE_OP_FAULT, now);
+	r->pid = task->tgid;
+	r->tid = task->pid;
+	r->dev = host->i_sb->s_dev;
+	r->ino = host->i_ino;
+	r->cgid = cgid;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->offset = (__s64)index * page_size;
+	r->bytes = page_size;
+	r->file = (__u64)host;
+	ev_add(r, TRACE_EV_FAULT, now, index, 0);
+	thread_begin(t, r);
+	t->kind = TK_FAULT;
+	count(TRACE_CNT_STARTED);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ scheduler */
+
+/*
+ * Off-CPU time of threads in a request: from being switched out to being switched
+ * back in; waiting for I/O if in_iowait was set when it left (io_schedule()).
+ */
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next)
+{
+	struct task_state *t = NULL;
+	struct trace_rec *r;
+	__u64 now = 0, d;
+	__u32 n;
+
+	/*
+	 * Kernel threads (idle, kworkers, the flusher) never wait inside a request of
+	 * their own: skipping them saves a storage lookup on most switches.
+	 * No storage is created here: allocating under the runqueue lock is unsafe.
+	 */
+	if (!(prev->flags & PF_KTHREAD))
+		t = bpf_task_storage_get(&tasks, prev, 0, 0);
+	if (t && t->kind) {
+		now = bpf_ktime_get_ns();
+		t->nsw++;
+		t->off_ts = now;
+		t->off_iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait);
+		if (t->kind == TK_FAULT) {
+			if (t->off_iowait)
+				t->fault_waited = 1;
+			else if (!preempt)
+				/* It ran on and now sleeps for another reason. */
+				end_fault(t, prev->pid, now);
+		}
+	}
+	if (next->flags & PF_KTHREAD)
+		return 0;
+	t = bpf_task_storage_get(&tasks, next, 0, 0);
+	if (!t || !t->kind || !t->off_ts)
+		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	d = now - t->off_ts;
+	t->offcpu += d;
+	if (t->off_iowait)
+		t->iowait += d;
+	n = t->nr_off;
+	if (n < TASK_OFF_EVENTS) {
+		t->off[n & (TASK_OFF_EVENTS - 1)].ts = t->off_ts;
+		t->off[n & (TASK_OFF_EVENTS - 1)].dur = d | ((__u64) !!t->off_iowait << 63);
+	}
+	if (n < 255)
+		t->nr_off = n + 1;
+	t->off_ts = 0;
+	/* A fault ends when its thread runs again after waiting for the I/O. */
+	if (t->kind == TK_FAULT && t->fault_waited) {
+		r = thread_rec(next->pid, false);
+		finish_thread(t, r, now, 0);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(trace_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(trace_switch_raw, bool preempt, void *prev, void *next)
+{
+	return on_switch(preempt, KPTR_AS(struct task_struct, prev),
+			 KPTR_AS(struct task_struct, next));
+}
+
+/* ------------------------------------------------------------------ async direct I/O */
+
+static __always_inline bool sync_kiocb(struct kiocb *iocb)
+{
+	return !iocb->ki_complete;
+}
+
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(trace_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags,
+	     size_t done_before)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *t;
+	struct async_slot *as;
+	struct trace_rec *r;
+	struct inode *inode;
+	struct file *file;
+	__u64 cgid, now = bpf_ktime_get_ns(), tag;
+	__u32 op, dev;
+	bool write = iter->data_source;
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (t && t->kind == TK_SYNC) {
+		r = thread_rec(task->pid, false);
+		if (r) {
+			r->flags |= TRACE_F_DIRECT;
+			ev_add(r, TRACE_EV_DIO, now, iter->count, write);
+		}
+		return 0;
+	}
+	if (sync_kiocb(iocb) || !(aio_ops & (write ? 2 : 1)))
+		return 0;
+	file = iocb->ki_filp;
+	if (!file || !file->f_inode)
+		return 0;
+	inode = file->f_inode;
+	dev = inode->i_sb->s_dev;
+	if (!task_ok(task, &cgid) || !file_ok(dev, inode->i_ino, file->f_path.dentry))
+		return 0;
+	as = slot_at(&async_slots, iocb, NR_ASYNC_SLOTS);
+	if (!as)
+		return 0;
+	tag = pv(iocb);
+	if (as->rec.state == TRACE_S_ACTIVE) {
+		/* iomap may start the same kiocb again (fallback after a short write). */
+		if (as->tag == tag)
+			return 0;
+		count(TRACE_CNT_ASYNC_COLLIDED);
+	}
+	as->tag = tag;
+	r = &as->rec;
+	op = write ? TRACE_OP_AIO_WRITE : TRACE_OP_AIO_READ;
+	rec_reset(r, op, now);
+	r->pid = task->tgid;
+	r->tid = task->pid;
+	r->dev = dev;
+	r->ino = inode->i_ino;
+	r->cgid = cgid;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->offset = iocb->ki_pos;
+	r->bytes = iter->count;
+	r->file = (__u64)file;
+	r->flags = TRACE_F_DIRECT;
+	count(TRACE_CNT_STARTED);
+	return 0;
+}
+
+SEC("tp_btf/iomap_dio_complete")
+int BPF_PROG(trace_dio_complete, struct kiocb *iocb, int error, ssize_t ret)
+{
+	struct async_slot *as;
+
+	if (sync_kiocb(iocb))
+		return 0;
+	as = slot_find(&async_slots, iocb, NR_ASYNC_SLOTS);
+	if (!as || as->rec.state != TRACE_S_ACTIVE)
+		return 0;
+	as->tag = 0;
+	finish(&as->rec, bpf_ktime_get_ns(), error ? error : ret);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ writeback */
+
+/* Runs in the task that dirties a page cache folio: it owns the file's writeback. */
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct dirtier *d, nd = {};
+	struct inode *host;
+
+	/* Kernel threads re-dirty pages during writeback: they are never the source. */
+	if (task->flags & PF_KTHREAD || !mapping || task->tgid == self_tgid)
+		return 0;
+	host = mapping->host;
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG)
+		return 0;
+	fk.dev = host->i_sb->s_dev;
+	fk.ino = host->i_ino;
+	d = bpf_map_lookup_elem(&dirtiers, &fk);
+	if (d && d->tid == task->pid)
+		return 0;
+	nd.pid = task->tgid;
+	nd.tid = task->pid;
+	nd.cgid = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(nd.comm, sizeof(nd.comm));
+	bpf_map_update_elem(&dirtiers, &fk, &nd, BPF_ANY);
+	return 0;
+}
+
+static __always_inline __u64 wb_key(struct inode *inode)
+{
+	return KEY_WB | ((pv(inode) >> 4) & ((1ULL << 56) - 1));
+}
+
+/* Whether the (absent or known) dirtier passes the process filters. */
+static __always_inline bool dirtier_ok(struct dirtier *d)
+{
+	int i;
+
+	if (!filter_pid && !filter_tid && !filter_comm_on && !filter_cgroup)
+		return true;
+	if (!d)
+		return false;
+	if (filter_pid && d->pid != filter_pid)
+		return false;
+	if (filter_tid && d->tid != filter_tid)
+		return false;
+	if (filter_cgroup && !bpf_map_lookup_elem(&filter_cgroups, &d->cgid))
+		return false;
+	if (filter_comm_on) {
+		for (i = 0; i < TOP_COMM_LEN; i++) {
+			if (d->comm[i] != filter_comm[i])
+				return false;
+			if (!d->comm[i])
+				break;
+		}
+	}
+	return true;
+}
+
+SEC("tp_btf/writeback_single_inode_start")
+int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
+	     unsigned long nr_to_write)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct task_state *t;
+	struct trace_rec *r;
+	struct dirtier *d;
+	__u64 key, now;
+	__u32 zero = 0;
+
+	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG || task->tgid == self_tgid)
+		return 0;
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (t && t->kind)
+		return 0; /* written back inside a traced request: its bios are that request's */
+	fk.dev = inode->i_sb->s_dev;
+	fk.ino = inode->i_ino;
+	d = bpf_map_lookup_elem(&dirtiers, &fk);
+	if (!dirtier_ok(d) || !file_ok(fk.dev, fk.ino, vfs_dentry((__u64)inode, VFS_FROM_INODE)))
+		return 0;
+	if (!t)
+		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	key = wb_key(inode);
+	r = bpf_map_lookup_elem(&reqs, &key);
+	if (r && r->state != TRACE_S_IDLE) {
+		/* An earlier pass still has bios in flight: it is given up, and counted. */
+		count(TRACE_CNT_WB_SWEPT);
+	} else if (!r) {
+		r = bpf_map_lookup_elem(&rec_zero, &zero);
+		if (!r)
+			return 0;
+		bpf_map_update_elem(&reqs, &key, r, BPF_NOEXIST);
+		r = bpf_map_lookup_elem(&reqs, &key);
+		if (!r) {
+			count(TRACE_CNT_REQS_FULL);
+			return 0;
+		}
+	}
+	now = bpf_ktime_get_ns();
+	rec_reset(r, TRACE_OP_WRITEBACK, now);
+	if (d) {
+		r->pid = d->pid;
+		r->tid = d->tid;
+		r->cgid = d->cgid;
+		__builtin_memcpy(r->comm, d->comm, sizeof(r->comm));
+	} else {
+		r->pid = 0;
+		r->tid = 0;
+		r->cgid = 0;
+		__builtin_memset(r->comm, 0, sizeof(r->comm));
+	}
+	r->flusher = task->pid;
+	r->dev = fk.dev;
+	r->ino = fk.ino;
+	r->file = (__u64)inode;
+	t->wb_key = key;
+	count(TRACE_CNT_STARTED);
+	return 0;
+}
+
+SEC("tp_btf/writeback_single_inode")
+int BPF_PROG(trace_wb_end, struct inode *inode, struct writeback_control *wbc,
+	     unsigned long nr_to_write)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *t;
+	struct trace_rec *r;
+	__u64 key, now, wrote;
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (!t || !t->wb_key)
+		return 0;
+	key = t->wb_key;
+	t->wb_key = 0;
+	r = bpf_map_lookup_elem(&reqs, &key);
+	if (!r || r->state != TRACE_S_ACTIVE)
+		return 0;
+	now = bpf_ktime_get_ns();
+	wrote = nr_to_write > (unsigned long)wbc->nr_to_write ? nr_to_write - wbc->nr_to_write : 0;
+	r->bytes = wrote * page_size;
+	ev_add(r, TRACE_EV_WB_DONE, now, wrote, 0);
+	r->state = TRACE_S_SUBMITTED;
+	/* Ends with its last bio; at once if it wrote nothing or all is done already. */
+	if (r->nr_done >= r->nr_queued) {
+		finish(r, now, 0);
+		bpf_map_delete_elem(&reqs, &key);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ block: queue */
+
+static __always_inline int queue_bio(struct bio *bio)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *t = NULL;
+	struct trace_rec *r = NULL;
+	struct bio_slot *s;
+	struct iomap_dio *dio;
+	struct block_device *bdev;
+	__u64 key = 0, now;
+	__u16 flags = 0;
+	__u32 op, seq;
+
+	bdev = bio->bi_bdev;
+	/* Bio-based devices (dm, md) complete without a request: their clones are seen. */
+	if (!bdev || !bdev->bd_disk->queue->mq_ops)
+		return 0;
+	dio = bio_iomap_dio(bio, iomap_dio_end_io);
+	if (dio) {
+		if (dio_async(dio)) {
+			struct async_slot *as;
+
+			if (!trace_aio)
+				return 0;
+			as = slot_find(&async_slots, dio->iocb, NR_ASYNC_SLOTS);
+			if (!as || as->rec.state != TRACE_S_ACTIVE)
+				return 0;
+			key = KEY_ASYNC | slot_index(as->tag, NR_ASYNC_SLOTS);
+			r = &as->rec;
+		} else if (task->flags & PF_KTHREAD) {
+			/* Re-submitted by a kernel thread (blk-throttle): the waiting task's. */
+			struct task_struct *w = dio_waiter(dio);
+
+			if (!w)
+				return 0;
+			key = KEY_SYNC | w->pid;
+			r = bpf_map_lookup_elem(&reqs, &key);
+			if (!r || r->state != TRACE_S_ACTIVE)
+				return 0;
+			flags |= TRACE_BIO_KTHREAD;
+			r->flags |= TRACE_F_KTHREAD_BIO;
+		}
+	}
+	if (!key) {
+		t = bpf_task_storage_get(&tasks, task, 0, 0);
+		if (!t)
+			return 0;
+		if (t->kind) {
+			/* The thread's own request: counted in its storage, no record lookup. */
+			now = bpf_ktime_get_ns();
+			key = KEY_SYNC | task->pid;
+			seq = t->seq;
+			t->nr_queued++;
+			if (!t->first_q)
+				t->first_q = now;
+			if (t->kind == TK_FAULT)
+				t->fault_io = 1;
+			goto claim;
+		}
+		if (!t->wb_key)
+			return 0;
+		key = t->wb_key;
+		r = bpf_map_lookup_elem(&reqs, &key);
+		if (!r || r->state != TRACE_S_ACTIVE)
+			return 0;
+	}
+	if (!r)
+		return 0;
+	now = bpf_ktime_get_ns();
+	seq = r->seq;
+	r->nr_queued++;
+	if (!r->first_q)
+		r->first_q = now;
+claim:
+	op = bio->bi_opf & REQ_OP_MASK;
+	if (op & 1)
+		flags |= TRACE_BIO_WRITE;
+	if (op == REQ_OP_FLUSH || !bio->bi_iter.bi_size)
+		flags |= TRACE_BIO_FLUSH;
+	s = slot_claim(&bio_slots, bio, NR_BIO_SLOTS);
+	if (!s)
+		return 0;
+	s->key = key;
+	s->seq = seq;
+	s->q = now;
+	s->flags = flags;
+	return 0;
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(trace_bio_queue, struct bio *bio)
+{
+	return queue_bio(bio);
+}
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(trace_bio_queue_raw, void *bio)
+{
+	return queue_bio(AS_BIO(bio));
+}
+
+/* A split is one more bio of its original's request (X); Q is the original's. */
+static __always_inline int split_bio(struct bio *split)
+{
+	struct bio *parent = bio_split_parent(split);
+	struct bio_slot *s, *n, o;
+	struct trace_rec *r;
+
+	if (!parent)
+		return 0;
+	s = slot_find(&bio_slots, parent, NR_BIO_SLOTS);
+	if (!s)
+		return 0;
+	o = *s;
+	r = rec_of(o.key);
+	if (!r || r->seq != o.seq || r->state == TRACE_S_IDLE)
+		return 0;
+	r->nr_queued++;
+	s->flags |= TRACE_BIO_SPLIT;
+	n = slot_claim(&bio_slots, split, NR_BIO_SLOTS);
+	if (!n)
+		return 0;
+	n->key = o.key;
+	n->seq = o.seq;
+	n->q = o.q;
+	n->flags = o.flags | TRACE_BIO_SPLIT;
+	return 0;
+}
+
+SEC("tp_btf/block_split")
+int BPF_PROG(trace_split, struct bio *bio, unsigned int new_sector)
+{
+	return split_bio(bio);
+}
+
+SEC("raw_tp/block_split")
+int BPF_PROG(trace_split_raw, void *bio)
+{
+	return split_bio(AS_BIO(bio));
+}
+
+static __always_inline int merge_bio(struct bio *bio)
+{
+	struct bio_slot *s = slot_find(&bio_slots, bio, NR_BIO_SLOTS);
+
+	if (s)
+		s->flags |= TRACE_BIO_MERGED;
+	return 0;
+}
+
+SEC("tp_btf/block_bio_backmerge")
+int BPF_PROG(trace_backmerge, struct bio *bio)
+{
+	return merge_bio(bio);
+}
+
+SEC("raw_tp/block_bio_backmerge")
+int BPF_PROG(trace_backmerge_raw, void *bio)
+{
+	return merge_bio(AS_BIO(bio));
+}
+
+SEC("tp_btf/block_bio_frontmerge")
+int BPF_PROG(trace_frontmerge, struct bio *bio)
+{
+	return merge_bio(bio);
+}
+
+SEC("raw_tp/block_bio_frontmerge")
+int BPF_PROG(trace_frontmerge_raw, void *bio)
+{
+	return merge_bio(AS_BIO(bio));
+}
+
+/* ------------------------------------------------------------------ block: request */
+
+enum { RQ_INSERT, RQ_ISSUE, RQ_REQUEUE };
+
+/* Blind stores: the completion checks them against the request's start time. */
+static __always_inline int rq_event(struct request *rq, int what)
+{
+	struct rq_slot *s = slot_claim(&rq_slots, rq, NR_RQ_SLOTS);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!s)
+		return 0;
+	if (what == RQ_INSERT) {
+		s->i = now;
+	} else if (what == RQ_ISSUE) {
+		s->d = now;
+	} else {
+		if (s->rq_ts < rq->start_time_ns)
+			s->requeues = 0;
+		s->requeues++;
+		s->rq_ts = now;
+	}
+	return 0;
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(trace_rq_insert, struct request *rq)
+{
+	return rq_event(rq, RQ_INSERT);
+}
+
+SEC("raw_tp/block_rq_insert")
+int BPF_PROG(trace_rq_insert_raw, void *rq)
+{
+	return rq_event(AS_RQ(rq), RQ_INSERT);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(trace_rq_issue, struct request *rq)
+{
+	return rq_event(rq, RQ_ISSUE);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(trace_rq_issue_raw, void *rq)
+{
+	return rq_event(AS_RQ(rq), RQ_ISSUE);
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(trace_rq_requeue, struct request *rq)
+{
+	return rq_event(rq, RQ_REQUEUE);
+}
+
+SEC("raw_tp/block_rq_requeue")
+int BPF_PROG(trace_rq_requeue_raw, void *rq)
+{
+	return rq_event(AS_RQ(rq), RQ_REQUEUE);
+}
+
+/* ------------------------------------------------------------------ block: complete */
+
+/* What one request completion knows, for each of its bios. */
+struct done {
+	struct bio *bio;
+	__u64 now, g, i, d;
+	__u32 left; /* completed bytes not yet given to a bio */
+	__u16 flags;
+	__s16 error;
+	__u16 requeues;
+	__u16 pad;
+};
+
+/* Gives one completed bio to its request; the writeback request may end here. */
+static __noinline int bio_done(struct done *dn, struct bio *bio, __u32 sz)
+{
+	struct bio_slot *s, o;
+	struct trace_rec *r;
+	struct trace_bio *b;
+	__u64 g, i, d;
+	__u32 n;
+
+	if (!bio)
+		return 0;
+	s = slot_find(&bio_slots, bio, NR_BIO_SLOTS);
+	if (!s)
+		return 0;
+	o = *s;
+	s->tag = 0; /* completed: a second completion of this address is not ours */
+	r = rec_of(o.key);
+	if (!r) {
+		count(TRACE_CNT_BIO_UNMATCHED);
+		return 0;
+	}
+	if (r->seq != o.seq || r->state == TRACE_S_IDLE) {
+		count(TRACE_CNT_BIO_LATE);
+		return 0;
+	}
+	/* A merged bio joined a request allocated before it was queued. */
+	g = dn->g > o.q ? dn->g : o.q;
+	i = dn->i > g ? dn->i : g;
+	d = dn->d > i ? dn->d : i;
+	if (d > dn->now)
+		d = dn->now;
+	r->nr_done++;
+	if (dn->now >= r->last_c) {
+		r->last_c = dn->now;
+		r->crit_q = o.q;
+		r->crit_g = g;
+		r->crit_i = i;
+		r->crit_d = d;
+	}
+	n = r->nr_bios;
+	if (n >= TRACE_MAX_BIOS) {
+		count(TRACE_CNT_BIOS_TRUNC);
+	} else {
+		b = &r->bios[n & (TRACE_MAX_BIOS - 1)];
+		b->sector = bio->bi_iter.bi_sector;
+		b->dev = bio->bi_bdev ? bio->bi_bdev->bd_dev : 0;
+		b->bytes = sz;
+		b->q = o.q;
+		b->g = g;
+		b->i = i;
+		b->d = d;
+		b->c = dn->now;
+		b->flags = o.flags | dn->flags;
+		b->error = dn->error;
+		b->requeues = dn->requeues;
+		r->nr_bios = n + 1;
+	}
+	if (KEY_KIND(o.key) == (KEY_WB >> 60) && r->state == TRACE_S_SUBMITTED &&
+	    r->nr_done >= r->nr_queued) {
+		finish(r, dn->now, 0);
+		bpf_map_delete_elem(&reqs, &o.key);
+	}
+	return 0;
+}
+
+/* One bio of the chain (bpf_loop callback): completed if the bytes cover it. */
+static int walk_bio(__u32 idx, void *ctx)
+{
+	struct done *dn = ctx;
+	struct bio *bio = dn->bio;
+	__u32 sz;
+
+	if (!bio)
+		return 1;
+	sz = bio->bi_iter.bi_size;
+	if (sz > dn->left)
+		return 1; /* completes in a later part */
+	dn->left -= sz;
+	dn->bio = bio->bi_next;
+	bio_done(dn, bio, sz);
+	return 0;
+}
+
+static __always_inline int complete_rq(struct request *rq, int error, unsigned int nr_bytes)
+{
+	struct done dn = {};
+	struct rq_slot *s;
+	__u64 start;
+	long n;
+
+	if (!rq->bio)
+		return 0;
+	/* Most requests carry one bio that no traced request owns: done at once. */
+	if (!rq->bio->bi_next && !slot_find(&bio_slots, rq->bio, NR_BIO_SLOTS))
+		return 0;
+	dn.now = bpf_ktime_get_ns();
+	start = rq->start_time_ns;
+	dn.g = start;
+	dn.d = rq->io_start_time_ns;
+	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
+	if (s) {
+		if (s->i >= start)
+			dn.i = s->i;
+		if (!dn.d && s->d >= start)
+			dn.d = s->d;
+		if (s->rq_ts >= start && s->requeues) {
+			dn.requeues = s->requeues;
+			dn.flags |= TRACE_BIO_REQUEUED;
+		}
+	}
+	if (!dn.d)
+		dn.flags |= TRACE_BIO_NO_ISSUE;
+	if (error) {
+		dn.flags |= TRACE_BIO_ERROR;
+		dn.error = error;
+	}
+	if (nr_bytes < rq->__data_len)
+		dn.flags |= TRACE_BIO_PARTIAL;
+	dn.left = nr_bytes;
+	dn.bio = rq->bio;
+	/* The common single-bio request without a loop; chains through bpf_loop. */
+	if (!dn.bio->bi_next) {
+		walk_bio(0, &dn);
+		return 0;
+	}
+	n = bpf_loop(MAX_CHAIN, walk_bio, &dn, 0);
+	if (n >= MAX_CHAIN && dn.bio)
+		count(TRACE_CNT_CHAIN_TRUNC);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(trace_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return complete_rq(rq, error, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(trace_rq_complete_raw, void *rq, int error, unsigned int nr_bytes)
+{
+	return complete_rq(AS_RQ(rq), error, nr_bytes);
+}

@@ -1,0 +1,1594 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan trace: each request followed through the whole storage stack; the slow ones
+ * logged with a stage breakdown and a timeline, all of them summarised per op.
+ *
+ * The BPF side (src/bpf/trace.bpf.c) correlates everything in the kernel and keeps
+ * per-op stage histograms; only requests over the threshold arrive here, through a
+ * ring buffer. This file parses options, sets up the filters and the attach plan,
+ * renders slow requests (text, JSON Lines, Perfetto) and prints the periodic summary
+ * and the exit accounts.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "iospan.h"
+#include "args.h"
+#include "cgroups.h"
+#include "disks.h"
+#include "diskstats.h"
+#include "err.h"
+#include "fspath.h"
+#include "hist.h"
+#include "iospan_types.h"
+#include "json.h"
+#include "ksyms.h"
+#include "ops.h"
+#include "perfetto.h"
+#include "probe.h"
+#include "units.h"
+#include "trace.skel.h"
+
+#define NSEC_PER_SEC ((uint64_t)1000000000)
+#define MAX_CGROUPS  4096
+/* Perfetto tracks for bios and async requests: per process, lanes that never overlap. */
+#define MAX_LANES   256
+#define LANE_BIOS   0x40000000U
+#define LANE_AIO    0x50000000U
+#define LANE_WB	    0x60000000U
+#define LANE_OFFCPU 0x20000000U
+/* Writeback requests older than this with bios still missing are given up. */
+#define WB_SWEEP_NS (60 * NSEC_PER_SEC)
+
+struct trace_opts {
+	uint64_t threshold_ns;
+	uint64_t interval_ns;
+	uint64_t duration_ns; /* 0: until Ctrl-C */
+	uint32_t pid, tid;
+	char comm[TOP_COMM_LEN];
+	bool have_comm;
+	char cgroup_dir[PATH_MAX];
+	char cgroup_rel[PATH_MAX];
+	bool have_cgroup;
+	uint32_t file_dev, dir_dev; /* kernel dev_t */
+	uint64_t file_ino, dir_ino;
+	struct disk disk;
+	bool have_disk;
+	uint32_t ops;
+	const char *perfetto_path;
+};
+
+/* Perfetto lanes of one (pid, kind): the end of the last span on each. */
+struct lanes {
+	uint32_t pid, base;
+	uint64_t end[MAX_LANES];
+	int nr;
+	struct lanes *next;
+};
+
+struct trace_ctx {
+	struct trace_opts *o;
+	struct trace_bpf *skel;
+	struct ring_buffer *rb;
+	struct attach_hook *hooks;
+	int nr_hooks;
+	int ncpus;
+	struct fspath_cache *paths;
+	struct cgroup_map *cgmap;
+	struct jw *jw;
+	struct perfetto *pf;
+	struct lanes *lanes;
+	uint64_t lanes_full;
+	int64_t mono_to_real;	     /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
+	struct trace_op_hists *pcpu; /* one map value per CPU, for reading */
+	struct trace_op_hists *prev; /* cumulative histograms at the previous summary */
+	uint64_t received, printed;
+	uint64_t wb_swept, in_flight;
+	uint64_t last_summary;
+};
+
+static const char *const cnt_names[TRACE_CNT_NR] = {
+	[TRACE_CNT_STARTED] = "started",
+	[TRACE_CNT_DONE] = "completed",
+	[TRACE_CNT_EMITTED] = "emitted",
+	[TRACE_CNT_RINGBUF_FULL] = "ringbuf_full",
+	[TRACE_CNT_REQS_FULL] = "request_map_full",
+	[TRACE_CNT_ABANDONED] = "abandoned",
+	[TRACE_CNT_ASYNC_COLLIDED] = "async_slot_collisions",
+	[TRACE_CNT_BIO_UNMATCHED] = "bios_unmatched",
+	[TRACE_CNT_BIO_LATE] = "bios_after_request_end",
+	[TRACE_CNT_BIOS_TRUNC] = "bios_not_recorded",
+	[TRACE_CNT_EVENTS_TRUNC] = "events_not_recorded",
+	[TRACE_CNT_CHAIN_TRUNC] = "truncated_bio_chains",
+	[TRACE_CNT_FAULTS_CACHED] = "faults_without_io",
+	[TRACE_CNT_WB_SWEPT] = "writeback_given_up",
+	[TRACE_CNT_PATHS_FULL] = "paths_map_full",
+};
+
+/* Requests lost: counted in "lost" (the others are informational). */
+static bool cnt_is_loss(int i)
+{
+	return i == TRACE_CNT_RINGBUF_FULL || i == TRACE_CNT_REQS_FULL ||
+	       i == TRACE_CNT_ABANDONED || i == TRACE_CNT_ASYNC_COLLIDED ||
+	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT;
+}
+
+static const char trace_usage[] =
+	"Usage: iospan trace [OPTIONS]\n"
+	"\n"
+	"Follows each I/O request through the storage stack: syscall, page cache, every\n"
+	"bio and block request (blktrace Q/M/X/G/I/D/C), off-CPU and iowait time. Requests\n"
+	"slower than the threshold are printed with their stage breakdown and a timeline;\n"
+	"every interval a summary per op gives count, average, p50 and p99 of each stage.\n"
+	"Requests: read, write, pread64, pwrite64, readv, writev, preadv, pwritev, preadv2,\n"
+	"pwritev2, fsync, fdatasync, sync_file_range on files; page faults on file\n"
+	"mappings; writeback by kernel threads (credited to the process that dirtied the\n"
+	"pages); asynchronous direct I/O (libaio, io_uring) through iomap.\n"
+	"\n"
+	"Options:\n"
+	"  -t, --threshold D     print requests slower than D (default 10ms; a bare number\n"
+	"                        is ms; 0 prints every request)\n"
+	"  -i, --interval S      seconds between summaries (default 5)\n"
+	"      --duration S      stop after S seconds (default: at Ctrl-C)\n"
+	"  -p, --pid PID         only this process\n"
+	"      --tid TID         only this thread\n"
+	"      --comm NAME       only threads with this name\n"
+	"      --cgroup PATH     only this cgroup v2 and its children\n"
+	"      --file PATH       only requests on this file\n"
+	"      --dir PATH        only requests on files below this directory (same fs)\n"
+	"  -d, --disk DISK       only files on this disk or partition (sda, /dev/loop0, 7:0)\n"
+	"      --ops LIST        only these ops, comma separated: read, write, pread64,\n"
+	"                        pwrite64, readv, writev, preadv, pwritev, preadv2,\n"
+	"                        pwritev2, fsync, fdatasync, sync_file_range, fault,\n"
+	"                        writeback, aio_read, aio_write; or pread, pwrite, aio,\n"
+	"                        sync, reads, writes, all (default all)\n"
+	"      --perfetto FILE   also write the slow requests as a Chrome Trace Event file\n"
+	"                        (open it in ui.perfetto.dev)\n"
+	"      --json            one JSON object per slow request and per summary\n"
+	"  -v                    attach plan and libbpf messages on stderr\n"
+	"  -h, --help            this help\n"
+	"\n"
+	"Stages (us): total = pre_block + q2q + q2g + g2i + i2d + d2c + post_block for a\n"
+	"request with bios; see 'man' page docs/iospan-trace.md.\n"
+	"\n"
+	"Examples:\n"
+	"  iospan trace -t 50ms                 requests slower than 50 ms, system wide\n"
+	"  iospan trace -p 1234 --ops read,fsync -t 0 --duration 10\n"
+	"  iospan trace --dir /var/lib/mysql --perfetto slow.json\n"
+	"\n"
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n";
+
+/* ------------------------------------------------------------------ options */
+
+enum {
+	OPT_TID = 0x2000,
+	OPT_COMM,
+	OPT_CGROUP,
+	OPT_FILE,
+	OPT_DIR,
+	OPT_OPS,
+	OPT_PERFETTO,
+	OPT_DURATION,
+};
+
+static int parse_id(const char *arg, const char *what, uint32_t *out)
+{
+	char path[64];
+	uint64_t v;
+
+	if (parse_u64_range(arg, 1, INT32_MAX, &v))
+		return fail_usage("invalid %s '%s': give a positive number", what, arg);
+	snprintf(path, sizeof(path), "/proc/%" PRIu64, v);
+	if (access(path, F_OK))
+		return fail_usage("no %s %" PRIu64 " (see 'ps -eL')",
+				  !strcmp(what, "pid") ? "process with pid" : "thread with tid", v);
+	*out = v;
+	return 0;
+}
+
+/* (dev, ino) of a path, as the kernel names them; @dir: must be a directory. */
+static int parse_fs_object(const char *opt, const char *arg, bool dir, uint32_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat(arg, &st))
+		return fail_usage("%s '%s': %s", opt, arg, strerror(errno));
+	if (dir && !S_ISDIR(st.st_mode))
+		return fail_usage("%s '%s' is not a directory", opt, arg);
+	if (!dir && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return fail_usage("%s '%s' is not a regular file or block device", opt, arg);
+	if (!dir && S_ISBLK(st.st_mode)) {
+		*dev = KDEV(major(st.st_rdev), minor(st.st_rdev));
+	} else {
+		*dev = KDEV(major(st.st_dev), minor(st.st_dev));
+	}
+	*ino = st.st_ino;
+	return 0;
+}
+
+static int trace_parse(int argc, char **argv, struct trace_opts *o)
+{
+	static const struct option long_opts[] = {
+		{"threshold", required_argument, NULL, 't'},
+		{"interval", required_argument, NULL, 'i'},
+		{"duration", required_argument, NULL, OPT_DURATION},
+		{"pid", required_argument, NULL, 'p'},
+		{"tid", required_argument, NULL, OPT_TID},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		{"file", required_argument, NULL, OPT_FILE},
+		{"dir", required_argument, NULL, OPT_DIR},
+		{"disk", required_argument, NULL, 'd'},
+		{"ops", required_argument, NULL, OPT_OPS},
+		{"perfetto", required_argument, NULL, OPT_PERFETTO},
+		COMMON_LONG_OPTS,
+		{NULL, 0, NULL, 0},
+	};
+	char root[PATH_MAX];
+	const char *bad;
+	size_t bad_len;
+	int opt, err;
+
+	o->threshold_ns = 10 * 1000000ULL;
+	o->interval_ns = 5 * NSEC_PER_SEC;
+	o->ops = TRACE_OPS_ALL;
+	while ((opt = getopt_long(argc, argv, "t:i:p:d:" COMMON_SHORT_OPTS, long_opts, NULL)) !=
+	       -1) {
+		if (args_common_opt(opt))
+			continue;
+		switch (opt) {
+		case OPT_HELP:
+			fputs(trace_usage, stdout);
+			return 1;
+		case 't':
+			if (parse_duration_ns(optarg, 1000000ULL, &o->threshold_ns))
+				return fail_usage(
+					"invalid --threshold '%s': give a duration such as "
+					"10ms, 500us or 0 (a bare number is ms)",
+					optarg);
+			break;
+		case 'i':
+			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->interval_ns) ||
+			    o->interval_ns < 1000000)
+				return fail_usage(
+					"invalid --interval '%s': give a number of seconds "
+					"(at least 1ms), e.g. 5 or 0.5",
+					optarg);
+			break;
+		case OPT_DURATION:
+			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->duration_ns) ||
+			    !o->duration_ns)
+				return fail_usage(
+					"invalid --duration '%s': give a positive number of "
+					"seconds (e.g. 10, 0.5, 250ms)",
+					optarg);
+			break;
+		case 'p':
+			err = parse_id(optarg, "pid", &o->pid);
+			if (err)
+				return err;
+			break;
+		case OPT_TID:
+			err = parse_id(optarg, "tid", &o->tid);
+			if (err)
+				return err;
+			break;
+		case OPT_COMM:
+			if (!*optarg || strlen(optarg) >= TOP_COMM_LEN)
+				return fail_usage(
+					"invalid --comm '%s': give a thread name of 1 to %d "
+					"characters",
+					optarg, TOP_COMM_LEN - 1);
+			strcpy(o->comm, optarg);
+			o->have_comm = true;
+			break;
+		case OPT_CGROUP:
+			if (probe_cgroup2_mount(root, sizeof(root)))
+				return fail_usage("--cgroup needs cgroup v2, and no cgroup2 file "
+						  "system is mounted");
+			if (cgroup_resolve(root, optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					   o->cgroup_rel, sizeof(o->cgroup_rel)))
+				return fail_usage(
+					"unknown cgroup '%s': give a cgroup v2 path below %s",
+					optarg, root);
+			o->have_cgroup = true;
+			break;
+		case OPT_FILE:
+			err = parse_fs_object("--file", optarg, false, &o->file_dev, &o->file_ino);
+			if (err)
+				return err;
+			break;
+		case OPT_DIR:
+			err = parse_fs_object("--dir", optarg, true, &o->dir_dev, &o->dir_ino);
+			if (err)
+				return err;
+			break;
+		case 'd':
+			if (disk_lookup(optarg, &o->disk))
+				return fail_usage("unknown disk '%s': give a block device such as "
+						  "sda, /dev/loop0 or 7:0 (see /proc/diskstats)",
+						  optarg);
+			o->have_disk = true;
+			break;
+		case OPT_OPS:
+			if (trace_ops_parse(optarg, &o->ops, &bad, &bad_len))
+				return fail_usage(
+					"invalid --ops item '%.*s': use read, write, pread64, "
+					"pwrite64, readv, writev, preadv, pwritev, preadv2, "
+					"pwritev2, fsync, fdatasync, sync_file_range, fault, "
+					"writeback, aio_read, aio_write, aio, sync, reads, "
+					"writes or all",
+					(int)bad_len, bad);
+			break;
+		case OPT_PERFETTO:
+			if (!*optarg)
+				return fail_usage("--perfetto needs a file name");
+			o->perfetto_path = optarg;
+			break;
+		default:
+			return args_bad_option("trace", argv);
+		}
+	}
+	if (optind < argc)
+		return fail_usage("unexpected argument '%s': iospan trace takes options only "
+				  "(see 'iospan trace --help')",
+				  argv[optind]);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ formatting */
+
+static double us(uint64_t ns)
+{
+	return ns / 1000.0;
+}
+
+static const char *fmt_dur(uint64_t ns, char *buf, size_t len)
+{
+	return fmt_ns(ns, buf, len);
+}
+
+static const char *dev_name(uint32_t dev, char *buf, size_t len)
+{
+	return disk_name_of(KDEV_MAJOR(dev), KDEV_MINOR(dev), buf, len);
+}
+
+static const char *cgroup_name(struct trace_ctx *c, uint64_t cgid)
+{
+	const char *p = c->cgmap && cgid ? cgroup_map_path(c->cgmap, cgid) : NULL;
+
+	return p ? p : "?";
+}
+
+/* The user-visible path of the request's file, or NULL if it was not captured. */
+static const char *rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len)
+{
+	struct top_file_key fk = {.dev = r->dev, .ino = r->ino};
+	const char *p;
+	struct top_path tp;
+	char name[DISK_NAME_LEN];
+
+	if (r->flags & TRACE_F_BLKDEV) {
+		snprintf(buf, len, "/dev/%s", dev_name(r->dev, name, sizeof(name)));
+		return buf;
+	}
+	p = fspath_cache_get(c->paths, r->dev, r->ino);
+	if (p)
+		return p;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), &fk, &tp))
+		return NULL;
+	return fspath_cache_put(c->paths, r->dev, r->ino, &tp);
+}
+
+static const char *const ev_names[TRACE_EV_NR] = {
+	[TRACE_EV_PC_LOOKUP] = "pagecache_lookup",
+	[TRACE_EV_PC_ADD] = "pagecache_add",
+	[TRACE_EV_RA_SYNC] = "readahead_sync",
+	[TRACE_EV_RA_ASYNC] = "readahead_async",
+	[TRACE_EV_OFFCPU] = "offcpu",
+	[TRACE_EV_DIO] = "direct_io",
+	[TRACE_EV_WB_DONE] = "writeback_submitted",
+	[TRACE_EV_FAULT] = "fault",
+};
+
+static const char *ev_name(uint32_t type)
+{
+	return type < TRACE_EV_NR && ev_names[type] ? ev_names[type] : "?";
+}
+
+static const struct {
+	uint16_t bit;
+	const char *name;
+} bio_flag_names[] = {
+	{TRACE_BIO_MERGED, "merged"},	       {TRACE_BIO_SPLIT, "split"},
+	{TRACE_BIO_REQUEUED, "requeued"},      {TRACE_BIO_ERROR, "error"},
+	{TRACE_BIO_KTHREAD, "kthread"},	       {TRACE_BIO_FLUSH, "flush"},
+	{TRACE_BIO_NO_ISSUE, "no_issue_time"}, {TRACE_BIO_PARTIAL, "partial"},
+};
+
+static const struct {
+	uint32_t bit;
+	const char *name;
+} rec_flag_names[] = {
+	{TRACE_F_DIRECT, "direct"},
+	{TRACE_F_BLKDEV, "blockdev"},
+	{TRACE_F_LATE_BIOS, "bios_in_flight_at_end"},
+	{TRACE_F_FAULT_APPROX, "end_approximate"},
+	{TRACE_F_KTHREAD_BIO, "kthread_resubmitted"},
+};
+
+static char bio_dir(const struct trace_bio *b)
+{
+	if (b->flags & TRACE_BIO_FLUSH && !b->bytes)
+		return 'F';
+	return b->flags & TRACE_BIO_WRITE ? 'W' : 'R';
+}
+
+/* Bios not recorded in the record (past TRACE_MAX_BIOS). */
+static uint32_t bios_missing(const struct trace_rec *r)
+{
+	return r->nr_done > r->nr_bios ? r->nr_done - r->nr_bios : 0;
+}
+
+/* One line of the timeline, sortable by time. */
+struct tl_item {
+	uint64_t ts;
+	int order; /* ties: in the order they were added */
+	char text[96];
+};
+
+static int tl_cmp(const void *a, const void *b)
+{
+	const struct tl_item *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->order - y->order;
+}
+
+#define TL_MAX (TRACE_MAX_EVENTS + TRACE_MAX_BIOS * 6 + 4)
+
+static void tl_add(struct tl_item *v, int *n, uint64_t ts, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void tl_add(struct tl_item *v, int *n, uint64_t ts, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*n >= TL_MAX)
+		return;
+	v[*n].ts = ts;
+	v[*n].order = *n;
+	va_start(ap, fmt);
+	vsnprintf(v[*n].text, sizeof(v[*n].text), fmt, ap);
+	va_end(ap);
+	(*n)++;
+}
+
+static const char *start_label(uint32_t op)
+{
+	switch (op) {
+	case TRACE_OP_FAULT:
+		return "page fault";
+	case TRACE_OP_WRITEBACK:
+		return "writeback start";
+	case TRACE_OP_AIO_READ:
+	case TRACE_OP_AIO_WRITE:
+		return "direct I/O submitted";
+	default:
+		return "syscall enter";
+	}
+}
+
+static const char *end_label(uint32_t op)
+{
+	switch (op) {
+	case TRACE_OP_FAULT:
+		return "fault done";
+	case TRACE_OP_WRITEBACK:
+		return "last bio completed";
+	case TRACE_OP_AIO_READ:
+	case TRACE_OP_AIO_WRITE:
+		return "direct I/O completed";
+	default:
+		return "syscall exit";
+	}
+}
+
+static int build_timeline(const struct trace_rec *r, struct tl_item *v)
+{
+	char dn[DISK_NAME_LEN], b1[UNITS_BUF];
+	unsigned int i;
+	int n = 0;
+
+	tl_add(v, &n, r->start, "%s %s", start_label(r->op), trace_op_name(r->op));
+	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {
+		const struct trace_evt *e = &r->events[i];
+
+		switch (e->type) {
+		case TRACE_EV_OFFCPU:
+			tl_add(v, &n, e->ts, "off CPU %s%s", fmt_dur(e->arg, b1, sizeof(b1)),
+			       e->arg2 ? " (iowait)" : "");
+			break;
+		case TRACE_EV_PC_LOOKUP:
+		case TRACE_EV_PC_ADD:
+		case TRACE_EV_RA_SYNC:
+		case TRACE_EV_RA_ASYNC:
+			tl_add(v, &n, e->ts, "%s index %" PRIu64 " pages %u", ev_name(e->type),
+			       (uint64_t)e->arg, e->arg2);
+			break;
+		case TRACE_EV_DIO:
+			tl_add(v, &n, e->ts, "direct I/O %s %s", e->arg2 ? "write" : "read",
+			       fmt_bytes(e->arg, b1, sizeof(b1)));
+			break;
+		case TRACE_EV_WB_DONE:
+			tl_add(v, &n, e->ts, "writeback submitted, %" PRIu64 " pages",
+			       (uint64_t)e->arg);
+			break;
+		case TRACE_EV_FAULT:
+			tl_add(v, &n, e->ts, "fault at page %" PRIu64, (uint64_t)e->arg);
+			break;
+		default:
+			tl_add(v, &n, e->ts, "%s %" PRIu64, ev_name(e->type), (uint64_t)e->arg);
+		}
+	}
+	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++) {
+		const struct trace_bio *b = &r->bios[i];
+
+		dev_name(b->dev, dn, sizeof(dn));
+		tl_add(v, &n, b->q, "Q bio#%u %s %c %" PRIu64 " + %u", i, dn, bio_dir(b),
+		       (uint64_t)b->sector, b->bytes / 512);
+		if (b->flags & TRACE_BIO_SPLIT)
+			tl_add(v, &n, b->q, "X bio#%u split", i);
+		if (b->flags & TRACE_BIO_MERGED)
+			tl_add(v, &n, b->g, "M bio#%u merged into a request", i);
+		else
+			tl_add(v, &n, b->g, "G bio#%u request allocated", i);
+		if (b->i > b->g)
+			tl_add(v, &n, b->i, "I bio#%u inserted", i);
+		if (!(b->flags & TRACE_BIO_NO_ISSUE))
+			tl_add(v, &n, b->d, "D bio#%u issued%s", i,
+			       b->requeues ? " (after requeue)" : "");
+		tl_add(v, &n, b->c, "C bio#%u completed%s", i, b->error ? " with error" : "");
+	}
+	tl_add(v, &n, r->end, "%s", end_label(r->op));
+	qsort(v, n, sizeof(*v), tl_cmp);
+	return n;
+}
+
+/* ------------------------------------------------------------------ text output */
+
+static void print_text(struct trace_ctx *c, const struct trace_rec *r)
+{
+	char b[8][UNITS_BUF], tbuf[32], pbuf[PATH_MAX], dn[DISK_NAME_LEN];
+	static struct tl_item tl[TL_MAX];
+	const __u64 *st = r->stages;
+	const char *path;
+	struct tm tm;
+	time_t secs;
+	uint64_t real;
+	unsigned int i;
+	int n;
+
+	real = r->start + c->mono_to_real;
+	secs = real / NSEC_PER_SEC;
+	localtime_r(&secs, &tm);
+	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
+	printf("%s.%06" PRIu64 " %s %s pid %u tid %u cgroup %s total %s ret %" PRId64 "\n", tbuf,
+	       (real % NSEC_PER_SEC) / 1000, trace_op_name(r->op), r->comm[0] ? r->comm : "?",
+	       r->pid, r->tid, cgroup_name(c, r->cgid),
+	       fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])), (int64_t)r->ret);
+	path = rec_path(c, r, pbuf, sizeof(pbuf));
+	printf("  file %s (%u:%u ino %" PRIu64 ")", path ? path : "?", KDEV_MAJOR(r->dev),
+	       KDEV_MINOR(r->dev), (uint64_t)r->ino);
+	if (r->offset >= 0)
+		printf(" offset %" PRId64, (int64_t)r->offset);
+	printf(" bytes %" PRIu64, (uint64_t)r->bytes);
+	for (i = 0; i < sizeof(rec_flag_names) / sizeof(rec_flag_names[0]); i++)
+		if (r->flags & rec_flag_names[i].bit)
+			printf(" %s", rec_flag_names[i].name);
+	if (r->op == TRACE_OP_WRITEBACK)
+		printf(" flusher %u", r->flusher);
+	printf("\n");
+	if (r->nr_done)
+		printf("  stages pre_block %s q2q %s q2g %s g2i %s i2d %s d2c %s post_block %s\n",
+		       fmt_dur(st[TRACE_ST_PRE_BLOCK], b[0], sizeof(b[0])),
+		       fmt_dur(st[TRACE_ST_Q2Q], b[1], sizeof(b[1])),
+		       fmt_dur(st[TRACE_ST_Q2G], b[2], sizeof(b[2])),
+		       fmt_dur(st[TRACE_ST_G2I], b[3], sizeof(b[3])),
+		       fmt_dur(st[TRACE_ST_I2D], b[4], sizeof(b[4])),
+		       fmt_dur(st[TRACE_ST_D2C], b[5], sizeof(b[5])),
+		       fmt_dur(st[TRACE_ST_POST_BLOCK], b[6], sizeof(b[6])));
+	else
+		printf("  stages no block I/O (pre_block = total)\n");
+	printf("  off-CPU %s iowait %s switches %u\n", fmt_dur(r->offcpu_ns, b[0], sizeof(b[0])),
+	       fmt_dur(r->iowait_ns, b[1], sizeof(b[1])), r->nr_switches);
+	printf("  page cache lookups %u (%" PRIu64 " pages) added %u pages, readahead %u sync "
+	       "%u async\n",
+	       r->pc_lookups, (uint64_t)r->pc_lookup_pages, r->pc_added, r->ra_sync, r->ra_async);
+	if (r->nr_queued || r->nr_done)
+		printf("  bios queued %u completed %u%s\n", r->nr_queued, r->nr_done,
+		       bios_missing(r) ? " (first 16 shown)" : "");
+	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++) {
+		const struct trace_bio *bi = &r->bios[i];
+		unsigned int k;
+
+		printf("    bio#%-2u %-8s %c sector %-10" PRIu64 " %5s q2g %s g2i %s i2d %s "
+		       "d2c %s",
+		       i, dev_name(bi->dev, dn, sizeof(dn)), bio_dir(bi), (uint64_t)bi->sector,
+		       fmt_bytes(bi->bytes, b[0], sizeof(b[0])),
+		       fmt_dur(bi->g - bi->q, b[1], sizeof(b[1])),
+		       fmt_dur(bi->i - bi->g, b[2], sizeof(b[2])),
+		       fmt_dur(bi->d - bi->i, b[3], sizeof(b[3])),
+		       fmt_dur(bi->c - bi->d, b[4], sizeof(b[4])));
+		for (k = 0; k < sizeof(bio_flag_names) / sizeof(bio_flag_names[0]); k++)
+			if (bi->flags & bio_flag_names[k].bit)
+				printf(" %s", bio_flag_names[k].name);
+		printf("\n");
+	}
+	n = build_timeline(r, tl);
+	printf("  timeline (ms from start):\n");
+	for (i = 0; i < (unsigned int)n; i++)
+		printf("    %10.3f  %s\n", tl[i].ts >= r->start ? (tl[i].ts - r->start) / 1e6 : 0.0,
+		       tl[i].text);
+	if (r->events_lost)
+		printf("    ... %u more events not recorded\n", r->events_lost);
+	printf("\n");
+}
+
+/* ------------------------------------------------------------------ JSON output */
+
+static void json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio)
+{
+	unsigned int i;
+
+	jw_kv_array(jw, key);
+	if (bio) {
+		for (i = 0; i < sizeof(bio_flag_names) / sizeof(bio_flag_names[0]); i++)
+			if (flags & bio_flag_names[i].bit)
+				jw_string(jw, bio_flag_names[i].name);
+	} else {
+		for (i = 0; i < sizeof(rec_flag_names) / sizeof(rec_flag_names[0]); i++)
+			if (flags & rec_flag_names[i].bit)
+				jw_string(jw, rec_flag_names[i].name);
+	}
+	jw_end_array(jw);
+}
+
+static void json_devnum(struct jw *jw, const char *key, uint32_t dev)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%u:%u", KDEV_MAJOR(dev), KDEV_MINOR(dev));
+	jw_kv_string(jw, key, buf);
+}
+
+/* Time of @ts relative to the request start, in µs (0 if unknown). */
+static double rel_us(const struct trace_rec *r, uint64_t ts)
+{
+	return ts >= r->start ? us(ts - r->start) : 0;
+}
+
+static void print_json(struct trace_ctx *c, const struct trace_rec *r)
+{
+	char pbuf[PATH_MAX], dn[DISK_NAME_LEN], dirs[2] = {0};
+	struct jw *jw = c->jw;
+	const char *path;
+	unsigned int i;
+
+	jw_start_object(jw);
+	jw_kv_string(jw, "type", "request");
+	jw_kv_uint(jw, "time_ns", r->start + c->mono_to_real);
+	jw_kv_uint(jw, "start_mono_ns", r->start);
+	jw_kv_string(jw, "op", trace_op_name(r->op));
+	jw_kv_uint(jw, "pid", r->pid);
+	jw_kv_uint(jw, "tid", r->tid);
+	jw_kv_string(jw, "comm", r->comm);
+	jw_kv_uint(jw, "cgroup_id", r->cgid);
+	jw_kv_string(jw, "cgroup", cgroup_name(c, r->cgid));
+	if (r->op == TRACE_OP_WRITEBACK)
+		jw_kv_uint(jw, "flusher_tid", r->flusher);
+	json_devnum(jw, "dev", r->dev);
+	jw_kv_uint(jw, "inode", r->ino);
+	path = rec_path(c, r, pbuf, sizeof(pbuf));
+	if (path)
+		jw_kv_string(jw, "path", path);
+	else
+		jw_kv_null(jw, "path");
+	jw_kv_int(jw, "offset", r->offset);
+	jw_kv_uint(jw, "bytes", r->bytes);
+	jw_kv_int(jw, "ret", r->ret);
+	jw_kv_float(jw, "total_us", us(r->stages[TRACE_ST_TOTAL]), 3);
+	json_flags(jw, "flags", r->flags, false);
+	jw_kv_object(jw, "stages");
+	for (i = 0; i < TRACE_ST_NR; i++)
+		jw_kv_float(jw, trace_stage_name(i), us(r->stages[i]), 3);
+	jw_end_object(jw);
+	jw_kv_bool(jw, "has_block_io", r->nr_done > 0);
+	jw_kv_uint(jw, "switches", r->nr_switches);
+	jw_kv_object(jw, "page_cache");
+	jw_kv_uint(jw, "lookups", r->pc_lookups);
+	jw_kv_uint(jw, "lookup_pages", r->pc_lookup_pages);
+	jw_kv_uint(jw, "added_pages", r->pc_added);
+	jw_kv_uint(jw, "readahead_sync", r->ra_sync);
+	jw_kv_uint(jw, "readahead_async", r->ra_async);
+	jw_end_object(jw);
+	jw_kv_uint(jw, "bios_queued", r->nr_queued);
+	jw_kv_uint(jw, "bios_completed", r->nr_done);
+	jw_kv_uint(jw, "bios_not_recorded", bios_missing(r));
+	jw_kv_array(jw, "bios");
+	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++) {
+		const struct trace_bio *b = &r->bios[i];
+
+		jw_start_object(jw);
+		json_devnum(jw, "dev", b->dev);
+		jw_kv_string(jw, "disk", dev_name(b->dev, dn, sizeof(dn)));
+		jw_kv_uint(jw, "sector", b->sector);
+		jw_kv_uint(jw, "bytes", b->bytes);
+		dirs[0] = bio_dir(b);
+		jw_kv_string(jw, "op", dirs);
+		jw_kv_float(jw, "q_us", rel_us(r, b->q), 3);
+		jw_kv_float(jw, "g_us", rel_us(r, b->g), 3);
+		jw_kv_float(jw, "i_us", rel_us(r, b->i), 3);
+		jw_kv_float(jw, "d_us", rel_us(r, b->d), 3);
+		jw_kv_float(jw, "c_us", rel_us(r, b->c), 3);
+		jw_kv_float(jw, "q2g_us", us(b->g - b->q), 3);
+		jw_kv_float(jw, "g2i_us", us(b->i - b->g), 3);
+		jw_kv_float(jw, "i2d_us", us(b->d - b->i), 3);
+		jw_kv_float(jw, "d2c_us", us(b->c - b->d), 3);
+		jw_kv_float(jw, "q2c_us", us(b->c - b->q), 3);
+		json_flags(jw, "flags", b->flags, true);
+		jw_kv_int(jw, "error", b->error);
+		jw_kv_uint(jw, "requeues", b->requeues);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+	jw_kv_array(jw, "events");
+	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {
+		const struct trace_evt *e = &r->events[i];
+
+		jw_start_object(jw);
+		jw_kv_string(jw, "type", ev_name(e->type));
+		jw_kv_float(jw, "t_us", rel_us(r, e->ts), 3);
+		jw_kv_uint(jw, "arg", e->arg);
+		jw_kv_uint(jw, "arg2", e->arg2);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+	jw_kv_uint(jw, "events_not_recorded", r->events_lost);
+	jw_end_object(jw);
+}
+
+/* ------------------------------------------------------------------ Perfetto */
+
+/* A track of @pid (lanes of @base) free from @start on; -1 if all are busy. */
+static int lane_get(struct trace_ctx *c, uint32_t pid, uint32_t base, uint64_t start, uint64_t end)
+{
+	struct lanes *l;
+	int i;
+
+	for (l = c->lanes; l; l = l->next)
+		if (l->pid == pid && l->base == base)
+			break;
+	if (!l) {
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return -1;
+		l->pid = pid;
+		l->base = base;
+		l->next = c->lanes;
+		c->lanes = l;
+	}
+	/* Every span already on the lane ends before this one starts: nothing overlaps. */
+	for (i = 0; i < l->nr; i++) {
+		if (l->end[i] <= start) {
+			l->end[i] = end;
+			return i;
+		}
+	}
+	if (l->nr == MAX_LANES) {
+		c->lanes_full++;
+		return -1;
+	}
+	l->end[l->nr] = end;
+	return l->nr++;
+}
+
+static void pf_span(struct trace_ctx *c, const char *name, const char *cat, uint32_t pid,
+		    uint32_t tid, uint64_t from, uint64_t to)
+{
+	if (to < from)
+		to = from;
+	perfetto_span(c->pf, name, cat, pid, tid, from, to - from);
+	perfetto_end(c->pf);
+}
+
+static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_t pid,
+			 const struct trace_bio *b, unsigned int idx)
+{
+	char name[64], tname[64], dn[DISK_NAME_LEN], sz[UNITS_BUF];
+	struct jw *jw;
+	int lane;
+
+	lane = lane_get(c, pid, LANE_BIOS, b->q, b->c);
+	if (lane < 0)
+		return;
+	snprintf(tname, sizeof(tname), "bios %d", lane);
+	perfetto_thread(c->pf, pid, LANE_BIOS + lane, tname);
+	snprintf(name, sizeof(name), "bio %s %c %s", dev_name(b->dev, dn, sizeof(dn)), bio_dir(b),
+		 fmt_bytes(b->bytes, sz, sizeof(sz)));
+	jw = perfetto_span(c->pf, name, "bio", pid, LANE_BIOS + lane, b->q, b->c - b->q);
+	jw_kv_string(jw, "request", trace_op_name(r->op));
+	jw_kv_uint(jw, "tid", r->tid);
+	jw_kv_uint(jw, "bio", idx);
+	jw_kv_uint(jw, "sector", b->sector);
+	jw_kv_uint(jw, "bytes", b->bytes);
+	json_flags(jw, "flags", b->flags, true);
+	perfetto_end(c->pf);
+	pf_span(c, "q2g", "bio", pid, LANE_BIOS + lane, b->q, b->g);
+	pf_span(c, "g2i", "bio", pid, LANE_BIOS + lane, b->g, b->i);
+	pf_span(c, "i2d", "bio", pid, LANE_BIOS + lane, b->i, b->d);
+	pf_span(c, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
+}
+
+static void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
+{
+	char name[64], pbuf[PATH_MAX];
+	const char *path;
+	uint32_t pid = r->pid, tid = r->tid;
+	struct jw *jw;
+	unsigned int i;
+	int lane = 0;
+
+	perfetto_process(c->pf, pid, pid ? r->comm : "(unknown dirtier)");
+	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
+	    r->op == TRACE_OP_AIO_WRITE) {
+		/* Several may be in flight at once: each on a lane of its own. */
+		uint32_t base = r->op == TRACE_OP_WRITEBACK ? LANE_WB : LANE_AIO;
+
+		lane = lane_get(c, pid, base, r->start, r->end);
+		if (lane < 0)
+			return;
+		tid = base + lane;
+		snprintf(name, sizeof(name), "%s %d", base == LANE_WB ? "writeback" : "async I/O",
+			 lane);
+		perfetto_thread(c->pf, pid, tid, name);
+	} else {
+		snprintf(name, sizeof(name), "%s %u", r->comm, tid);
+		perfetto_thread(c->pf, pid, tid, name);
+	}
+	path = rec_path(c, r, pbuf, sizeof(pbuf));
+	jw = perfetto_span(c->pf, trace_op_name(r->op), "request", pid, tid, r->start,
+			   r->end - r->start);
+	jw_kv_string(jw, "path", path ? path : "?");
+	jw_kv_int(jw, "offset", r->offset);
+	jw_kv_uint(jw, "bytes", r->bytes);
+	jw_kv_int(jw, "ret", r->ret);
+	jw_kv_uint(jw, "bios", r->nr_done);
+	perfetto_end(c->pf);
+	if (r->nr_done) {
+		/* Children in time order; the block span holds the critical bio's stages. */
+		pf_span(c, "pre_block", "stage", pid, tid, r->start, r->first_q);
+		pf_span(c, "block (q2c)", "stage", pid, tid, r->first_q, r->last_c);
+		pf_span(c, "q2q", "stage", pid, tid, r->first_q, r->crit_q);
+		pf_span(c, "q2g", "stage", pid, tid, r->crit_q, r->crit_g);
+		pf_span(c, "g2i", "stage", pid, tid, r->crit_g, r->crit_i);
+		pf_span(c, "i2d", "stage", pid, tid, r->crit_i, r->crit_d);
+		pf_span(c, "d2c", "stage", pid, tid, r->crit_d, r->last_c);
+		pf_span(c, "post_block", "stage", pid, tid, r->last_c, r->end);
+	}
+	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {
+		const struct trace_evt *e = &r->events[i];
+
+		if (e->type == TRACE_EV_OFFCPU) {
+			/* Off-CPU periods cross stage boundaries: a track of their own. */
+			snprintf(name, sizeof(name), "%s %u off-CPU", r->comm, r->tid);
+			perfetto_thread(c->pf, pid, LANE_OFFCPU | r->tid, name);
+			jw = perfetto_span(c->pf, e->arg2 ? "iowait" : "off-CPU", "sched", pid,
+					   LANE_OFFCPU | r->tid, e->ts, e->arg);
+			perfetto_end(c->pf);
+			continue;
+		}
+		if (e->ts < r->start || e->ts > r->end)
+			continue;
+		jw = perfetto_instant(c->pf, ev_name(e->type), "event", pid, tid, e->ts);
+		jw_kv_uint(jw, "arg", e->arg);
+		jw_kv_uint(jw, "arg2", e->arg2);
+		perfetto_end(c->pf);
+	}
+	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++)
+		perfetto_bio(c, r, pid, &r->bios[i], i);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct trace_ctx *c = ctx;
+	const struct trace_rec *r = data;
+
+	if (size < sizeof(*r))
+		return 0;
+	c->received++;
+	if (c->jw)
+		print_json(c, r);
+	else
+		print_text(c, r);
+	if (c->pf)
+		write_perfetto(c, r);
+	c->printed++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ summaries */
+
+static int read_hists(struct trace_ctx *c, uint32_t op, struct trace_op_hists *out)
+{
+	int fd = bpf_map__fd(c->skel->maps.hists), cpu, s, k;
+
+	if (bpf_map_lookup_elem(fd, &op, c->pcpu))
+		return -errno;
+	memset(out, 0, sizeof(*out));
+	for (cpu = 0; cpu < c->ncpus; cpu++)
+		for (s = 0; s < TRACE_ST_NR; s++) {
+			struct hist *d = &out->st[s];
+			const struct hist *h = &c->pcpu[cpu].st[s];
+
+			d->count += h->count;
+			d->sum += h->sum;
+			if (h->max > d->max)
+				d->max = h->max;
+			for (k = 0; k < HIST_SLOTS; k++)
+				d->slots[k] += h->slots[k];
+		}
+	return 0;
+}
+
+/* @cur - @prev, slot by slot (max stays cumulative: it cannot be subtracted). */
+static void hist_delta(struct hist *out, const struct hist *cur, const struct hist *prev)
+{
+	int k;
+
+	out->count = cur->count - prev->count;
+	out->sum = cur->sum - prev->sum;
+	out->max = cur->max;
+	for (k = 0; k < HIST_SLOTS; k++)
+		out->slots[k] = cur->slots[k] - prev->slots[k];
+}
+
+static int summary(struct trace_ctx *c, double seconds, bool final)
+{
+	static struct trace_op_hists cur, delta;
+	char b[3][UNITS_BUF];
+	uint64_t total = 0;
+	bool header = false;
+	unsigned int op, s;
+	int err;
+
+	if (c->jw) {
+		jw_start_object(c->jw);
+		jw_kv_string(c->jw, "type", "summary");
+		jw_kv_float(c->jw, "interval_s", seconds, 3);
+		jw_kv_bool(c->jw, "final", final);
+		jw_kv_object(c->jw, "ops");
+	}
+	for (op = 0; op < TRACE_OP_NR; op++) {
+		err = read_hists(c, op, &cur);
+		if (err)
+			return fail(err, "cannot read the histogram map: %s", strerror(-err));
+		for (s = 0; s < TRACE_ST_NR; s++)
+			hist_delta(&delta.st[s], &cur.st[s], &c->prev[op].st[s]);
+		c->prev[op] = cur;
+		if (!delta.st[TRACE_ST_TOTAL].count)
+			continue;
+		total += delta.st[TRACE_ST_TOTAL].count;
+		if (c->jw) {
+			jw_kv_object(c->jw, trace_op_name(op));
+			jw_kv_uint(c->jw, "count", delta.st[TRACE_ST_TOTAL].count);
+			jw_kv_object(c->jw, "stages");
+			for (s = 0; s < TRACE_ST_NR; s++) {
+				const struct hist *h = &delta.st[s];
+
+				if (!h->count)
+					continue;
+				jw_kv_object(c->jw, trace_stage_name(s));
+				jw_kv_uint(c->jw, "count", h->count);
+				jw_kv_float(c->jw, "avg_us", hist_mean(h) / 1e3, 3);
+				jw_kv_float(c->jw, "p50_us", hist_percentile(h, 50) / 1e3, 3);
+				jw_kv_float(c->jw, "p99_us", hist_percentile(h, 99) / 1e3, 3);
+				jw_end_object(c->jw);
+			}
+			jw_end_object(c->jw);
+			jw_end_object(c->jw);
+			continue;
+		}
+		if (!header) {
+			printf("--- summary over %.1f s ---\n", seconds);
+			printf("%-16s %8s  %-11s %9s %9s %9s\n", "OP", "COUNT", "STAGE", "AVG",
+			       "P50", "P99");
+			header = true;
+		}
+		for (s = 0; s < TRACE_ST_NR; s++) {
+			const struct hist *h = &delta.st[s];
+
+			if (!h->count)
+				continue;
+			if (s == TRACE_ST_TOTAL)
+				printf("%-16s %8" PRIu64 "  ", trace_op_name(op),
+				       (uint64_t)h->count);
+			else
+				printf("%-16s %8s  ", "", h->count == delta.st[0].count ? "" : "");
+			printf("%-11s %9s %9s %9s", trace_stage_name(s),
+			       fmt_ns(hist_mean(h), b[0], sizeof(b[0])),
+			       fmt_ns(hist_percentile(h, 50), b[1], sizeof(b[1])),
+			       fmt_ns(hist_percentile(h, 99), b[2], sizeof(b[2])));
+			if (s != TRACE_ST_TOTAL && h->count != delta.st[TRACE_ST_TOTAL].count)
+				printf("  (%" PRIu64 " with it)", (uint64_t)h->count);
+			printf("\n");
+		}
+	}
+	if (c->jw) {
+		jw_end_object(c->jw);
+		jw_kv_uint(c->jw, "requests", total);
+		jw_end_object(c->jw);
+	} else if (!header) {
+		printf("--- summary over %.1f s: no requests ---\n", seconds);
+	} else {
+		printf("\n");
+	}
+	fflush(stdout);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ accounts */
+
+static int read_counters(struct trace_ctx *c, uint64_t *out)
+{
+	int fd = bpf_map__fd(c->skel->maps.counters), cpu;
+	uint64_t *v = calloc(c->ncpus, sizeof(*v));
+	uint32_t i;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < TRACE_CNT_NR; i++) {
+		out[i] = 0;
+		if (bpf_map_lookup_elem(fd, &i, v))
+			continue;
+		for (cpu = 0; cpu < c->ncpus; cpu++)
+			out[i] += v[cpu];
+	}
+	free(v);
+	return 0;
+}
+
+/*
+ * Writeback requests whose bios never all completed would stay in the map until LRU
+ * evicts them, silently: old ones are given up here and counted.
+ */
+static void sweep_writeback(struct trace_ctx *c, bool at_exit)
+{
+	int fd = bpf_map__fd(c->skel->maps.reqs);
+	static struct trace_rec r;
+	static struct trace_async_slot as;
+	uint64_t key, next, now = now_ns(CLOCK_MONOTONIC);
+	uint32_t idx;
+	bool first = true;
+
+	c->in_flight = 0;
+	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &r) || r.state == TRACE_S_IDLE)
+			continue;
+		if ((key >> 60) == 2 && !at_exit && now - r.start > WB_SWEEP_NS) {
+			if (!bpf_map_delete_elem(fd, &key))
+				c->wb_swept++;
+			continue;
+		}
+		c->in_flight++;
+	}
+	if (!at_exit || !c->skel->rodata->trace_aio)
+		return;
+	/* Async direct I/O still in flight (or whose completion was never seen). */
+	fd = bpf_map__fd(c->skel->maps.async_slots);
+	for (idx = 0; idx < bpf_map__max_entries(c->skel->maps.async_slots); idx++) {
+		if (!bpf_map_lookup_elem(fd, &idx, &as) && as.rec.state == TRACE_S_ACTIVE)
+			c->in_flight++;
+	}
+}
+
+static void print_accounts(struct trace_ctx *c)
+{
+	uint64_t cnt[TRACE_CNT_NR], lost = 0;
+	int i;
+
+	if (read_counters(c, cnt))
+		memset(cnt, 0, sizeof(cnt));
+	sweep_writeback(c, true);
+	cnt[TRACE_CNT_WB_SWEPT] += c->wb_swept;
+	for (i = 0; i < TRACE_CNT_NR; i++)
+		if (cnt_is_loss(i))
+			lost += cnt[i];
+	if (c->jw) {
+		jw_start_object(c->jw);
+		jw_kv_string(c->jw, "type", "totals");
+		jw_kv_uint(c->jw, "traced", cnt[TRACE_CNT_STARTED]);
+		jw_kv_uint(c->jw, "completed", cnt[TRACE_CNT_DONE]);
+		jw_kv_uint(c->jw, "emitted", cnt[TRACE_CNT_EMITTED]);
+		jw_kv_uint(c->jw, "printed", c->printed);
+		jw_kv_uint(c->jw, "in_flight_at_exit", c->in_flight);
+		jw_kv_uint(c->jw, "lost", lost);
+		jw_kv_object(c->jw, "counters");
+		for (i = 0; i < TRACE_CNT_NR; i++)
+			jw_kv_uint(c->jw, cnt_names[i], cnt[i]);
+		jw_kv_uint(c->jw, "perfetto_lanes_full", c->lanes_full);
+		jw_end_object(c->jw);
+		jw_end_object(c->jw);
+		return;
+	}
+	printf("iospan trace: %" PRIu64 " requests traced, %" PRIu64 " completed, %" PRIu64
+	       " emitted, %" PRIu64 " printed, %" PRIu64 " in flight, %" PRIu64 " lost\n",
+	       cnt[TRACE_CNT_STARTED], cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], c->printed,
+	       c->in_flight, lost);
+	for (i = 0; i < TRACE_CNT_NR; i++) {
+		if (i <= TRACE_CNT_EMITTED || !cnt[i])
+			continue;
+		printf("  %-24s %" PRIu64 "%s\n", cnt_names[i], cnt[i],
+		       cnt_is_loss(i) ? " (lost)" : "");
+	}
+	if (c->lanes_full)
+		printf("  %-24s %" PRIu64 "\n", "perfetto_spans_dropped", c->lanes_full);
+}
+
+/* ------------------------------------------------------------------ setup */
+
+#define SYS_HOOKS(s, nm)                                                                          \
+	{.name = "sys_enter_" #nm, .optional = true, .v = {{.prog = s->progs.trace_enter_##nm}}}, \
+	{                                                                                         \
+		.name = "sys_exit_" #nm, .optional = true,                                        \
+		.v = { {.prog = s->progs.trace_exit_##nm} }                                       \
+	}
+#define TP_HOOK(s, nm, hook, opt)                            \
+	{                                                    \
+		.name = #hook, .optional = opt,              \
+		.v = { {.prog = s->progs.trace_##nm},        \
+		       {.prog = s->progs.trace_##nm##_raw} } \
+	}
+
+/* Programs of ops that are not traced are not loaded: they cost nothing. */
+static void plan_drop(struct attach_hook *hooks, int *n, const char *name)
+{
+	int i, k;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp(hooks[i].name, name))
+			break;
+	if (i == *n)
+		return;
+	for (k = 0; k < ATTACH_MAX_VARIANTS && hooks[i].v[k].prog; k++)
+		bpf_program__set_autoload(hooks[i].v[k].prog, false);
+	memmove(&hooks[i], &hooks[i + 1], (*n - i - 1) * sizeof(hooks[0]));
+	(*n)--;
+}
+
+/* Whether the request timestamps of every disk in scope come with rq->io_start_time_ns. */
+static bool need_issue_hook(const struct trace_opts *o)
+{
+	char path[PATH_MAX];
+	struct ds_snapshot ds;
+	bool need = false;
+	size_t i;
+
+	/*
+	 * blk-wbt keeps block statistics on (QUEUE_FLAG_STATS), which makes the block layer
+	 * stamp io_start_time_ns at issue: then no issue hook is needed. Without wbt on
+	 * some disk, block_rq_issue is traced.
+	 */
+	if (o->have_disk) {
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/wbt_lat_usec", o->disk.disk_name);
+		return access(path, F_OK) != 0;
+	}
+	ds_snapshot_init(&ds);
+	if (ds_read("/proc/diskstats", &ds))
+		return true;
+	for (i = 0; i < ds.nr && !need; i++) {
+		const struct ds_dev *d = &ds.devs[i];
+
+		snprintf(path, sizeof(path), "/sys/block/%s/mq", d->name);
+		if (access(path, F_OK))
+			continue; /* partition or bio-based device */
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/wbt_lat_usec", d->name);
+		if (access(path, F_OK))
+			need = true;
+	}
+	ds_snapshot_free(&ds);
+	return need;
+}
+
+/*
+ * Whether some disk in scope has an I/O scheduler. Without one, requests go from the
+ * plug or the submitter straight to the driver and I (block_rq_insert) adds nothing
+ * that G and D do not say: its hook is left out (I = G, see the docs).
+ */
+static bool need_insert_hook(const struct trace_opts *o)
+{
+	char path[PATH_MAX], line[256];
+	struct ds_snapshot ds;
+	bool need = false;
+	size_t i;
+	FILE *f;
+
+	ds_snapshot_init(&ds);
+	if (ds_read("/proc/diskstats", &ds))
+		return true;
+	for (i = 0; i < ds.nr && !need; i++) {
+		const struct ds_dev *d = &ds.devs[i];
+
+		if (o->have_disk && strcmp(d->name, o->disk.disk_name))
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/scheduler", d->name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* partition, or no queue */
+		if (fgets(line, sizeof(line), f) && !strstr(line, "[none]") && strchr(line, '['))
+			need = true;
+		fclose(f);
+	}
+	ds_snapshot_free(&ds);
+	return need;
+}
+
+static int build_plan(struct trace_ctx *c)
+{
+	struct trace_bpf *s = c->skel;
+	const struct trace_opts *o = c->o;
+	struct attach_hook hooks[] =
+	{ SYS_HOOKS(s, read),
+	  SYS_HOOKS(s, write),
+	  SYS_HOOKS(s, pread64),
+	  SYS_HOOKS(s, pwrite64),
+	  SYS_HOOKS(s, readv),
+	  SYS_HOOKS(s, writev),
+	  SYS_HOOKS(s, preadv),
+	  SYS_HOOKS(s, pwritev),
+	  SYS_HOOKS(s, preadv2),
+	  SYS_HOOKS(s, pwritev2),
+	  SYS_HOOKS(s, fsync),
+	  SYS_HOOKS(s, fdatasync),
+	  SYS_HOOKS(s, sync_file_range),
+	  {.name = "mm_filemap_fault", .optional = true, .v = {{.prog = s->progs.trace_fault}}},
+	  {.name = "writeback_dirty_folio",
+	   .optional = true,
+	   .v = {{.prog = s->progs.trace_dirty_folio}}},
+	  {.name = "writeback_single_inode_start",
+	   .optional = true,
+	   .v = {{.prog = s->progs.trace_wb_start}}},
+	  {.name = "writeback_single_inode",
+	   .optional = true,
+	   .v = {{.prog = s->progs.trace_wb_end}}},
+	  {.name = "iomap_dio_rw_begin",
+	   .optional = true,
+	   .v = {{.prog = s->progs.trace_dio_begin}}},
+	  {.name = "iomap_dio_complete",
+	   .optional = true,
+	   .v = {{.prog = s->progs.trace_dio_complete}}},
+	  {.name = "block_rq_issue",
+	   .optional = true,
+	   .v = {{.prog = s->progs.trace_rq_issue}, {.prog = s->progs.trace_rq_issue_raw}}},
+	  TP_HOOK(s, bio_queue, block_bio_queue, false),
+	  TP_HOOK(s, rq_complete, block_rq_complete, false),
+	  TP_HOOK(s, split, block_split, true),
+	  TP_HOOK(s, backmerge, block_bio_backmerge, true),
+	  TP_HOOK(s, frontmerge, block_bio_frontmerge, true),
+	  TP_HOOK(s, rq_insert, block_rq_insert, true),
+	  TP_HOOK(s, rq_requeue, block_rq_requeue, true),
+	  TP_HOOK(s, switch, sched_switch, true),
+	  TP_HOOK(s, get_pages, mm_filemap_get_pages, true),
+	  TP_HOOK(s, pc_add, mm_filemap_add_to_page_cache, true),
+	  {.name = "page_cache_sync_ra", .optional = true, .v = {{.prog = s->progs.trace_ra_sync}}},
+	  {.name = "page_cache_async_ra",
+	   .optional = true,
+	   .v = {{.prog = s->progs.trace_ra_async}}},
+	};
+	int n = sizeof(hooks) / sizeof(hooks[0]), i, err;
+	bool aio = o->ops & (1U << TRACE_OP_AIO_READ | 1U << TRACE_OP_AIO_WRITE);
+
+	char name[64];
+
+	if (!need_insert_hook(o))
+		plan_drop(hooks, &n, "block_rq_insert");
+	if (!need_issue_hook(o))
+		plan_drop(hooks, &n, "block_rq_issue");
+	if (!aio) {
+		plan_drop(hooks, &n, "iomap_dio_rw_begin");
+		plan_drop(hooks, &n, "iomap_dio_complete");
+	}
+	if (!(o->ops & (1U << TRACE_OP_WRITEBACK))) {
+		plan_drop(hooks, &n, "writeback_dirty_folio");
+		plan_drop(hooks, &n, "writeback_single_inode_start");
+		plan_drop(hooks, &n, "writeback_single_inode");
+	}
+	if (!(o->ops & (1U << TRACE_OP_FAULT)))
+		plan_drop(hooks, &n, "mm_filemap_fault");
+	for (i = 0; i <= TRACE_OP_SYNC_FILE_RANGE; i++) {
+		if (o->ops & (1U << i))
+			continue;
+		snprintf(name, sizeof(name), "sys_enter_%s", trace_op_name(i));
+		plan_drop(hooks, &n, name);
+		snprintf(name, sizeof(name), "sys_exit_%s", trace_op_name(i));
+		plan_drop(hooks, &n, name);
+	}
+	c->hooks = malloc(n * sizeof(*c->hooks));
+	if (!c->hooks)
+		return -ENOMEM;
+	memcpy(c->hooks, hooks, n * sizeof(*c->hooks));
+	c->nr_hooks = n;
+	err = attach_plan_choose(c->hooks, n);
+	return err;
+}
+
+static int fill_filters(struct trace_ctx *c)
+{
+	const struct trace_opts *o = c->o;
+	uint64_t *ids = NULL;
+	struct ds_snapshot ds;
+	size_t nr = 0, i;
+	struct disk d;
+	uint32_t dev;
+	uint8_t one = 1;
+	int fd, err;
+
+	if (o->have_disk) {
+		fd = bpf_map__fd(c->skel->maps.filter_devs);
+		dev = KDEV(o->disk.major, o->disk.minor);
+		bpf_map_update_elem(fd, &dev, &one, BPF_ANY);
+		/* A whole disk also selects its partitions (file systems live there). */
+		ds_snapshot_init(&ds);
+		if (!o->disk.partition && !ds_read("/proc/diskstats", &ds)) {
+			for (i = 0; i < ds.nr; i++) {
+				const struct ds_dev *e = &ds.devs[i];
+
+				if (disk_from_devnum(e->major, e->minor, &d) ||
+				    d.disk_major != o->disk.major || d.disk_minor != o->disk.minor)
+					continue;
+				dev = KDEV(e->major, e->minor);
+				bpf_map_update_elem(fd, &dev, &one, BPF_ANY);
+			}
+		}
+		ds_snapshot_free(&ds);
+	}
+	if (o->have_cgroup) {
+		err = cgroup_subtree_ids(o->cgroup_dir, &ids, &nr);
+		if (err)
+			return fail(err, "cannot list the cgroups below %s: %s", o->cgroup_dir,
+				    strerror(-err));
+		if (nr > MAX_CGROUPS)
+			warn("%zu cgroups below %s: only the first %d are followed", nr,
+			     o->cgroup_dir, MAX_CGROUPS);
+		fd = bpf_map__fd(c->skel->maps.filter_cgroups);
+		for (i = 0; i < nr && i < MAX_CGROUPS; i++)
+			bpf_map_update_elem(fd, &ids[i], &one, BPF_ANY);
+		free(ids);
+	}
+	return 0;
+}
+
+static int trace_setup(struct trace_ctx *c)
+{
+	const struct trace_opts *o = c->o;
+	struct ksyms *ks = NULL;
+	char root[PATH_MAX];
+	struct trace_bpf *s;
+	uint64_t end_io = 0;
+	int err;
+
+	probe_setup_libbpf_print();
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0)
+		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
+	c->pcpu = calloc(c->ncpus, sizeof(*c->pcpu));
+	c->prev = calloc(TRACE_OP_NR, sizeof(*c->prev));
+	if (!c->pcpu || !c->prev || fspath_cache_new(&c->paths))
+		return fail(-ENOMEM, "out of memory");
+	err = ksyms_load(NULL, &ks);
+	if (err)
+		warn("kernel symbols unavailable (%s): async direct I/O and direct I/O "
+		     "re-submitted by kernel threads are not followed",
+		     strerror(-err));
+	else
+		end_io = ksyms_addr(ks, "iomap_dio_bio_end_io");
+	ksyms_free(ks);
+	if (!probe_cgroup2_mount(root, sizeof(root)))
+		cgroup_map_new(root, &c->cgmap);
+	c->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
+
+	s = trace_bpf__open();
+	if (!s)
+		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
+	c->skel = s;
+	s->rodata->threshold_ns = o->threshold_ns;
+	s->rodata->self_tgid = getpid();
+	s->rodata->filter_pid = o->pid;
+	s->rodata->filter_tid = o->tid;
+	s->rodata->filter_cgroup = o->have_cgroup;
+	s->rodata->filter_dev = o->have_disk;
+	s->rodata->filter_comm_on = o->have_comm;
+	memcpy((char *)s->rodata->filter_comm, o->comm, sizeof(o->comm));
+	s->rodata->file_dev = o->file_dev;
+	s->rodata->file_ino = o->file_ino;
+	s->rodata->dir_dev = o->dir_dev;
+	s->rodata->dir_ino = o->dir_ino;
+	s->rodata->trace_faults = o->ops & (1U << TRACE_OP_FAULT);
+	s->rodata->trace_writeback = o->ops & (1U << TRACE_OP_WRITEBACK);
+	s->rodata->aio_ops = (o->ops >> TRACE_OP_AIO_READ) & 3;
+	s->rodata->trace_aio = s->rodata->aio_ops && end_io;
+	s->rodata->iomap_dio_end_io = end_io;
+	s->rodata->page_size = sysconf(_SC_PAGESIZE);
+	if (!s->rodata->trace_aio)
+		bpf_map__set_max_entries(s->maps.async_slots, 1);
+	if (!s->rodata->trace_writeback)
+		bpf_map__set_max_entries(s->maps.dirtiers, 1);
+
+	err = build_plan(c);
+	if (err)
+		return err == -ENOMEM ? fail(err, "out of memory") : err;
+	err = trace_bpf__load(s);
+	if (err)
+		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
+			    geteuid() ? " (run as root)" :
+					" (see 'iospan doctor', -v for details)");
+	err = fill_filters(c);
+	if (err)
+		return err;
+	err = trace_bpf__attach(s);
+	if (err)
+		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
+			    strerror(-err));
+	c->rb = ring_buffer__new(bpf_map__fd(s->maps.events), on_record, c, NULL);
+	if (!c->rb)
+		return fail(-errno, "cannot open the ring buffer: %s", strerror(errno));
+	if (o->perfetto_path) {
+		err = perfetto_open(&c->pf, o->perfetto_path);
+		if (err)
+			return fail(err, "cannot write %s: %s", o->perfetto_path, strerror(-err));
+	}
+	attach_plan_print(c->hooks, c->nr_hooks, NULL);
+	return 0;
+}
+
+/*
+ * The shared stop handlers interrupt system calls. A write to a full stdout pipe
+ * interrupted that way fails and stdio drops the line: restart those writes (the ring
+ * buffer poll, epoll_wait, still returns at once on a signal, whatever SA_RESTART says).
+ */
+static void restart_writes_on_stop(void)
+{
+	struct sigaction sa;
+	int sigs[] = {SIGINT, SIGTERM};
+	size_t i;
+
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		if (sigaction(sigs[i], NULL, &sa))
+			continue;
+		sa.sa_flags |= SA_RESTART;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+static int trace_run(struct trace_ctx *c)
+{
+	const struct trace_opts *o = c->o;
+	uint64_t start, next, end = 0, now;
+	char ops[256];
+	int err, ms;
+
+	install_stop_handlers();
+	restart_writes_on_stop();
+	start = now_ns(CLOCK_MONOTONIC);
+	if (o->duration_ns)
+		end = start + o->duration_ns;
+	next = start + o->interval_ns;
+	c->last_summary = start;
+	fprintf(stderr,
+		"iospan trace: tracing %s requests over %.3f ms, summary every %.1f s; "
+		"Ctrl-C to stop\n",
+		trace_ops_format(o->ops, ops, sizeof(ops)), o->threshold_ns / 1e6,
+		o->interval_ns / 1e9);
+	while (!stop_requested) {
+		now = now_ns(CLOCK_MONOTONIC);
+		if (end && now >= end)
+			break;
+		if (now >= next) {
+			err = summary(c, (now - c->last_summary) / 1e9, false);
+			if (err)
+				return err;
+			c->last_summary = now;
+			sweep_writeback(c, false);
+			next += o->interval_ns;
+			if (next <= now)
+				next = now + o->interval_ns;
+			continue;
+		}
+		ms = (next - now) / 1000000 + 1;
+		if (end && (end - now) / 1000000 + 1 < (uint64_t)ms)
+			ms = (end - now) / 1000000 + 1;
+		if (ms > 100)
+			ms = 100;
+		err = ring_buffer__poll(c->rb, ms);
+		if (err < 0 && err != -EINTR)
+			return fail(err, "cannot read the ring buffer: %s", strerror(-err));
+	}
+	/* What is already in the ring buffer belongs to the run. */
+	ring_buffer__consume(c->rb);
+	now = now_ns(CLOCK_MONOTONIC);
+	err = summary(c, (now - c->last_summary) / 1e9, true);
+	if (err)
+		return err;
+	print_accounts(c);
+	return 0;
+}
+
+static void trace_cleanup(struct trace_ctx *c)
+{
+	struct lanes *l, *next;
+	int err;
+
+	ring_buffer__free(c->rb);
+	trace_bpf__destroy(c->skel);
+	if (c->pf) {
+		err = perfetto_close(c->pf);
+		if (err)
+			warn("writing %s failed: %s", c->o->perfetto_path, strerror(-err));
+	}
+	for (l = c->lanes; l; l = next) {
+		next = l->next;
+		free(l);
+	}
+	free(c->hooks);
+	free(c->pcpu);
+	free(c->prev);
+	fspath_cache_free(c->paths);
+	cgroup_map_free(c->cgmap);
+	jw_free(c->jw);
+	probe_cleanup();
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	static struct trace_opts opts;
+	static struct trace_ctx ctx;
+	int err;
+
+	memset(&opts, 0, sizeof(opts));
+	memset(&ctx, 0, sizeof(ctx));
+	err = trace_parse(argc, argv, &opts);
+	if (err)
+		return err > 0 ? 0 : err;
+	ctx.o = &opts;
+	if (gopts.json) {
+		ctx.jw = jw_new(stdout);
+		if (!ctx.jw) {
+			err = fail(-ENOMEM, "out of memory");
+			goto cleanup;
+		}
+	}
+	err = trace_setup(&ctx);
+	if (err)
+		goto cleanup;
+	err = trace_run(&ctx);
+cleanup:
+	trace_cleanup(&ctx);
+	return err;
+}

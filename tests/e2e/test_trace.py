@@ -1,0 +1,482 @@
+# SPDX-License-Identifier: GPL-2.0
+"""End-to-end tests for `iospan trace` on loop devices (ext4 and xfs).
+
+Known workloads with exact syscall counts run while `iospan trace -t 0` follows every
+request: the number of traced requests must equal the number of syscalls, the stages
+of each request must add up to its total, direct reads must show their bio (and d2c
+close to fio's own completion latency), fsync must carry the flushed bios, cached
+reads must show no bios while cold reads show page-cache insertions and readahead,
+writeback by the flusher must be credited to the process that dirtied the file, and a
+blk-throttled read must show its delay before dispatch, not in d2c. Every filter is
+checked against two processes working in different directories, cgroups and disks,
+the Perfetto file is checked for nesting per track, and bad input gives one line and
+exit code 2.
+"""
+import json
+import os
+import select
+import subprocess
+import threading
+import time
+
+import pytest
+
+import iospan_testlib as tl
+
+PYTHON = "/usr/bin/python3"
+MiB = 1 << 20
+
+# A workload process: sets its comm, prints "ready", waits for a line on stdin, runs
+# the steps given as JSON, prints {"pid":..., "done": true} and exits.
+WORKLOAD = r"""
+import json, mmap, os, sys
+
+comm, steps = sys.argv[1], json.loads(sys.argv[2])
+with open("/proc/self/comm", "w") as f:
+    f.write(comm)
+print("ready", flush=True)
+sys.stdin.readline()
+buf = mmap.mmap(-1, 1 << 20)  # page aligned, as O_DIRECT needs
+for st in steps:
+    op, path = st["op"], st["path"]
+    n, size = st.get("n", 1), st.get("size", 4096)
+    if op == "dio_pread":
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        for i in range(n):
+            assert os.preadv(fd, [memoryview(buf)[:size]], i * size) == size
+        os.close(fd)
+    elif op == "pread":
+        fd = os.open(path, os.O_RDONLY)
+        for i in range(n):
+            assert len(os.pread(fd, size, i * size)) == size
+        os.close(fd)
+    elif op == "drop":
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    elif op == "write_fsync":
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for i in range(n):
+            assert os.write(fd, b"w" * size) == size
+        os.fsync(fd)
+        os.close(fd)
+    elif op == "write_lazy":
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for i in range(n):
+            assert os.write(fd, b"l" * size) == size
+        os.close(fd)
+    elif op == "sync":
+        os.sync()
+    elif op == "mmap_read":
+        fd = os.open(path, os.O_RDONLY)
+        m = mmap.mmap(fd, n * size, mmap.MAP_SHARED, mmap.PROT_READ)
+        for i in range(n):
+            m[i * size]
+        m.close()
+        os.close(fd)
+    elif op == "throttled":
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        assert os.preadv(fd, [memoryview(buf)[:size]], 0) == size
+        os.close(fd)
+    else:
+        raise SystemExit("unknown op " + op)
+print(json.dumps({"pid": os.getpid(), "done": True}), flush=True)
+"""
+
+
+def make_file(path, size):
+    with open(path, "wb") as f:
+        f.write(os.urandom(size))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class Workload:
+    """A workload process started paused (so filters can name its pid)."""
+
+    def __init__(self, comm, steps, cgroup=None):
+        pre = (lambda: tl.move_to_cgroup(cgroup)) if cgroup else None
+        self.p = subprocess.Popen([PYTHON, "-B", "-c", WORKLOAD, comm, json.dumps(steps)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, preexec_fn=pre)
+        line = self.p.stdout.readline()
+        assert line.strip() == "ready", "workload did not start: %s" % self.p.stderr.read()
+        self.pid = self.p.pid
+
+    def run(self):
+        self.p.stdin.write("go\n")
+        self.p.stdin.flush()
+
+    def wait(self, timeout=60):
+        out, err = self.p.communicate(timeout=timeout)
+        assert self.p.returncode == 0, "workload failed: %s" % err
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def _drain(proc):
+    """Reads the tracer's stdout as it comes: a full pipe would stall it."""
+    proc.out_lines = []
+
+    def reader():
+        for line in proc.stdout:
+            proc.out_lines.append(line)
+
+    proc.reader = threading.Thread(target=reader, daemon=True)
+    proc.reader.start()
+
+
+def start_trace(*args):
+    """Starts `iospan trace --json ARGS`; returns the Popen once it traces."""
+    proc = tl.popen_iospan("trace", "--json", *args)
+    deadline = time.time() + 30
+    seen = ""
+    while time.time() < deadline:
+        r, _, _ = select.select([proc.stderr], [], [], 0.5)
+        if r:
+            line = proc.stderr.readline()
+            seen += line
+            if "tracing" in line:
+                _drain(proc)
+                return proc
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    out, err = proc.communicate()
+    raise AssertionError("iospan trace did not start: %s%s" % (seen, err))
+
+
+def stop_trace(proc):
+    """SIGINT, then the parsed JSON Lines: (requests, summaries, totals)."""
+    proc.send_signal(2)
+    proc.wait(timeout=30)
+    proc.reader.join(timeout=30)
+    err = proc.stderr.read()
+    assert proc.returncode == 0, "iospan trace exited %d: %s" % (proc.returncode, err)
+    out = "".join(proc.out_lines)
+    docs = [json.loads(line) for line in out.splitlines() if line.strip()]
+    reqs = [d for d in docs if d["type"] == "request"]
+    sums = [d for d in docs if d["type"] == "summary"]
+    totals = [d for d in docs if d["type"] == "totals"]
+    assert len(totals) == 1, out[-2000:]
+    return reqs, sums, totals[0]
+
+
+BLOCK_STAGES = ("pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
+
+
+def check_stages(r):
+    """The documented sums: total = pre_block + q2q + q2g + g2i + i2d + d2c + post_block
+    and q2c = q2q + ... + d2c for requests with bios; pre_block = total without."""
+    st = r["stages"]
+    eps = 0.01 * 8  # JSON rounds each stage to 1 ns
+    if r["has_block_io"]:
+        assert abs(sum(st[k] for k in BLOCK_STAGES) - st["total"]) <= eps, r
+        assert abs(st["q2q"] + st["q2g"] + st["g2i"] + st["i2d"] + st["d2c"]
+                   - st["q2c"]) <= eps, r
+        assert all(st[k] >= 0 for k in st), r
+    else:
+        assert abs(st["pre_block"] - st["total"]) <= eps, r
+    assert abs(st["total"] - r["total_us"]) <= eps
+    assert st["iowait"] <= st["offcpu"] + eps
+
+
+def check_perfetto(path):
+    """Valid Chrome Trace Event JSON whose complete events nest on every track."""
+    with open(path) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"]
+    assert events, "empty Perfetto file"
+    tracks = {}
+    for e in events:
+        assert e["ph"] in ("X", "i", "M"), e
+        if e["ph"] == "X":
+            assert e["dur"] >= 0
+            tracks.setdefault((e["pid"], e["tid"]), []).append(
+                (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000), e["name"]))
+    for key, spans in tracks.items():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        stack = []
+        for s in spans:
+            while stack and stack[-1][1] <= s[0]:
+                stack.pop()
+            if stack:
+                assert s[1] <= stack[-1][1], "spans %s and %s on track %s overlap" % (
+                    stack[-1], s, key)
+            stack.append(s)
+    return doc
+
+
+# --------------------------------------------------------------------------- workloads
+
+@pytest.mark.parametrize("fstype", ["ext4", "xfs"])
+def test_requests_stages_and_layers(iospan, fstype, tmp_path):
+    tl.require_root("creates loop devices and file systems")
+    with tl.scratch_fs(fstype, 320) as fs:
+        d = os.path.join(fs.mnt, "work")
+        os.mkdir(d)
+        data = os.path.join(d, "data")
+        cold = os.path.join(d, "cold")
+        mapped = os.path.join(d, "mapped")
+        make_file(data, 4 * MiB)
+        make_file(cold, 4 * MiB)
+        make_file(mapped, 4 * MiB)
+        tl.drop_caches()
+        steps = [
+            {"op": "dio_pread", "path": data, "n": 20, "size": 4096},
+            {"op": "pread", "path": data, "n": 4, "size": 65536},   # cold: misses
+            {"op": "pread", "path": data, "n": 4, "size": 65536},   # now cached
+            {"op": "write_fsync", "path": os.path.join(d, "synced"), "n": 4,
+             "size": 65536},
+            {"op": "drop", "path": cold},
+            {"op": "pread", "path": cold, "n": 1, "size": 4096},
+            {"op": "write_lazy", "path": os.path.join(d, "lazy"), "n": 2, "size": 65536},
+            {"op": "sync", "path": d},
+            {"op": "mmap_read", "path": mapped, "n": 16, "size": 256 * 1024},
+        ]
+        w = Workload("wl-layers", steps)
+        pf = str(tmp_path / "trace.json")
+        proc = start_trace("-t", "0", "--dir", d, "--perfetto", pf, "-i", "60")
+        try:
+            w.run()
+            w.wait()
+            time.sleep(1.0)  # writeback completions
+        finally:
+            reqs, sums, totals = stop_trace(proc)
+        mine = [r for r in reqs if r["pid"] == w.pid and r["op"] not in ("writeback", "fault")]
+        by_op = {}
+        for r in mine:
+            # os.preadv() is preadv or preadv2 depending on the C library.
+            by_op.setdefault("preadv" if r["op"] == "preadv2" else r["op"], []).append(r)
+        # Exactly the syscalls the workload issued on files in the directory.
+        assert len(by_op.get("preadv", [])) == 20, [r["op"] for r in mine]
+        assert len(by_op.get("pread64", [])) == 9
+        assert len(by_op.get("write", [])) == 6
+        assert len(by_op.get("fsync", [])) == 1
+        assert set(by_op) == {"preadv", "pread64", "write", "fsync"}, set(by_op)
+        assert totals["lost"] == 0, totals
+        assert totals["emitted"] == totals["printed"]
+        for r in reqs:
+            check_stages(r)
+        # Direct reads: one 4 KiB read bio each, its device time inside the request.
+        for r in by_op["preadv"]:
+            assert "direct" in r["flags"]
+            assert r["bytes"] == 4096 and r["ret"] == 4096
+            assert r["path"] == data
+            assert len(r["bios"]) == 1, r
+            b = r["bios"][0]
+            assert b["op"] == "R" and b["bytes"] == 4096 and b["disk"] == fs.name
+            assert 0 < b["d2c_us"] <= r["total_us"]
+        # The first buffered reads missed the cache: pages added, readahead, bios.
+        cold_reads, warm_reads = by_op["pread64"][:4], by_op["pread64"][4:8]
+        assert cold_reads[0]["page_cache"]["added_pages"] > 0
+        assert cold_reads[0]["page_cache"]["readahead_sync"] >= 1
+        assert cold_reads[0]["bios"], cold_reads[0]
+        # Cached reads: looked up, nothing added, no bios.
+        for r in warm_reads:
+            assert not r["bios"] and not r["has_block_io"], r
+            assert r["page_cache"]["lookups"] >= 1
+            assert r["page_cache"]["added_pages"] == 0
+        # A read after fadvise(DONTNEED) misses again.
+        after_drop = by_op["pread64"][8]
+        assert after_drop["path"] == cold
+        assert after_drop["page_cache"]["added_pages"] > 0 and after_drop["bios"]
+        # The buffered write is flushed inside the fsync: its write bios are there.
+        fs_req = by_op["fsync"][0]
+        wbytes = sum(b["bytes"] for b in fs_req["bios"] if b["op"] == "W")
+        assert wbytes >= 4 * 65536, fs_req
+        assert fs_req["path"] == os.path.join(d, "synced")
+        for r in by_op["write"][:4]:
+            assert not r["bios"], r  # buffered: only dirtied pages
+        # Writeback of the lazy file by a kernel thread, credited to the writer.
+        wb = [r for r in reqs if r["op"] == "writeback" and r["path"] == os.path.join(d, "lazy")]
+        assert wb, [(r["op"], r["path"]) for r in reqs if r["op"] == "writeback"]
+        assert all(r["pid"] == w.pid and r["comm"] == "wl-layers" for r in wb), wb
+        assert sum(b["bytes"] for r in wb for b in r["bios"]) >= 2 * 65536
+        assert all(r["flusher_tid"] != w.pid for r in wb)
+        # Page faults on the mapping: requests of their own, with the misses they caused.
+        faults = [r for r in reqs if r["op"] == "fault"]
+        assert faults and all(r["pid"] == w.pid and r["path"] == mapped for r in faults), faults
+        assert sum(r["page_cache"]["added_pages"] for r in faults) > 0
+        assert any(r["bios"] for r in faults)
+        # The summary counts the same requests.
+        final = [s for s in sums if s["final"]][-1]
+        count = sum(s["ops"].get(op, {}).get("count", 0) for s in sums
+                    for op in ("preadv", "preadv2"))
+        assert count == 20
+        dio_op = by_op["preadv"][0]["op"]
+        assert final["ops"][dio_op]["stages"]["d2c"]["count"] == 20
+        # The Perfetto file: valid, nested, one request span per traced request.
+        doc = check_perfetto(pf)
+        spans = [e for e in doc["traceEvents"]
+                 if e["ph"] == "X" and e.get("cat") == "request"]
+        assert len(spans) == totals["printed"]
+
+
+def test_direct_io_d2c_matches_fio_and_aio(iospan):
+    tl.require_root("creates a loop device and runs fio")
+    # A loop device doing direct I/O to its backing file on the host's disk: the device
+    # time is real, so it is most of what fio measures.
+    with tl.loop_device(256, direct_io=True) as dev, tl.filesystem(dev, "ext4") as mnt:
+        name = os.path.basename(dev)
+        path = os.path.join(mnt, "fio.dat")
+        make_file(path, 32 * MiB)
+        common = ["--name=t", "--filename=%s" % path, "--bs=4k", "--direct=1",
+                  "--rw=randread", "--size=32m", "--norandommap", "--randrepeat=0"]
+        proc = start_trace("-t", "0", "-d", name, "-i", "60")
+        try:
+            psync = tl.fio(common + ["--ioengine=psync", "--number_ios=500"])
+            aio = tl.fio(common + ["--ioengine=libaio", "--iodepth=4", "--number_ios=400"])
+        finally:
+            reqs, sums, totals = stop_trace(proc)
+        preads = [r for r in reqs if r["op"] == "pread64" and r["path"] == path]
+        odd = [(r["op"], r["path"], r["inode"], r["flags"]) for r in reqs if r["path"] != path]
+        assert not odd, odd[:5]
+        job = psync["jobs"][0]["read"]
+        assert len(preads) == job["total_ios"], (len(preads), job["total_ios"], sorted((r["op"], r["pid"]) for r in reqs if r["op"] != "pread64")[-5:], totals["counters"])
+        d2c = [b["d2c_us"] for r in preads for b in r["bios"]]
+        assert len(d2c) == len(preads), (len(d2c), totals["counters"], [r for r in preads if len(r["bios"]) != 1][:2])
+        mean_d2c = sum(d2c) / len(d2c)
+        clat = job["clat_ns"]["mean"] / 1000.0
+        mean_total = sum(r["total_us"] for r in preads) / len(preads)
+        print("fio clat %.1f us, traced total %.1f us, d2c %.1f us" % (clat, mean_total, mean_d2c))
+        # The syscall is what fio times; the device time is most of it, never more.
+        assert abs(mean_total - clat) <= 0.15 * clat + 10, (mean_total, clat)
+        assert 0.5 * clat <= mean_d2c <= clat, (mean_d2c, clat)
+        # Async direct I/O: one request per I/O, each with its bio.
+        aios = [r for r in reqs if r["op"] == "aio_read" and r["path"] == path]
+        n = aio["jobs"][0]["read"]["total_ios"]
+        collided = totals["counters"]["async_slot_collisions"]
+        assert len(aios) + collided == n and len(aios) >= 0.95 * n, (len(aios), n, collided)
+        assert all(len(r["bios"]) == 1 and r["bios"][0]["bytes"] == 4096 for r in aios)
+        for r in aios:
+            check_stages(r)
+
+
+def test_throttled_delay_before_dispatch(iospan):
+    tl.require_root("creates a loop device and a blkio cgroup")
+    try:
+        tl.blkio_root()
+    except RuntimeError as e:
+        pytest.skip(str(e))
+    with tl.scratch_fs("ext4", 256) as fs:
+        path = os.path.join(fs.mnt, "thr.dat")
+        make_file(path, 2 * MiB)
+        tl.drop_caches()
+        with tl.blkio_throttle(fs.devnum, read_bps=1 * MiB) as cg:
+            w = Workload("wl-throttle", [{"op": "throttled", "path": path,
+                                         "size": 1 * MiB}])
+            tl.move_to_cgroup(cg, w.pid)
+            proc = start_trace("-t", "100ms", "-p", w.pid)
+            try:
+                w.run()
+                w.wait()
+            finally:
+                reqs, _, totals = stop_trace(proc)
+        slow = [r for r in reqs if r["op"] in ("preadv", "preadv2")]
+        assert len(slow) == 1, reqs
+        r = slow[0]
+        check_stages(r)
+        st = r["stages"]
+        assert r["total_us"] >= 300000, r
+        # The throttle holds bios before they are queued (or dispatched): not device time.
+        assert st["pre_block"] + st["q2q"] + st["i2d"] >= 0.5 * r["total_us"], st
+        assert max(b["d2c_us"] for b in r["bios"]) < 0.2 * r["total_us"], r["bios"]
+
+
+def test_filters_two_processes(iospan):
+    tl.require_root("creates loop devices and cgroups")
+    with tl.scratch_fs("ext4", 128) as fa, tl.scratch_fs("xfs", 320) as fb, \
+            tl.cgroup2("iospan-trace-a") as cga, tl.cgroup2("iospan-trace-b") as cgb:
+        da, db = os.path.join(fa.mnt, "a"), os.path.join(fb.mnt, "b")
+        os.mkdir(da)
+        os.mkdir(os.path.join(da, "sub"))
+        os.mkdir(db)
+        fa1, fa2 = os.path.join(da, "sub", "one"), os.path.join(da, "two")
+        fb1 = os.path.join(db, "one")
+        for p in (fa1, fa2, fb1):
+            make_file(p, 1 * MiB)
+        wa = Workload("wl-a", [{"op": "dio_pread", "path": fa1, "n": 5},
+                               {"op": "pread", "path": fa2, "n": 3},
+                               {"op": "write_fsync", "path": os.path.join(da, "w"),
+                                "n": 2, "size": 4096}], cgroup=cga)
+        wb = Workload("wl-b", [{"op": "dio_pread", "path": fb1, "n": 7},
+                               {"op": "write_fsync", "path": os.path.join(db, "w"),
+                                "n": 1, "size": 4096}], cgroup=cgb)
+        # Expected requests of each process: (preadv, pread64, write, fsync).
+        filters = {
+            "pid": (["-p", wa.pid], {wa.pid: 11}),
+            "tid": (["--tid", wb.pid], {wb.pid: 9}),
+            "comm": (["--comm", "wl-b"], {wb.pid: 9}),
+            "cgroup": (["--cgroup", os.path.relpath(cga, tl.cgroup2_root())], {wa.pid: 11}),
+            "file": (["--file", fa1], {wa.pid: 5}),
+            "dir": (["--dir", da], {wa.pid: 11}),
+            "subdir": (["--dir", os.path.join(da, "sub")], {wa.pid: 5}),
+            "disk": (["-d", fb.dev], {wb.pid: 9}),
+            "ops": (["--ops", "fsync,pread"], {wa.pid: 4, wb.pid: 1}),
+            "combined": (["--cgroup", cgb, "--ops", "preadv,preadv2"], {wb.pid: 7}),
+        }
+        procs = {}
+        try:
+            for name, (args, _) in filters.items():
+                procs[name] = start_trace("-t", "0", "-i", "60", "--ops",
+                                          "read,write,pread64,preadv,preadv2,fsync", *args) \
+                    if name not in ("ops", "combined") else \
+                    start_trace("-t", "0", "-i", "60", *args)
+            wa.run()
+            wb.run()
+            wa.wait()
+            wb.wait()
+            time.sleep(0.5)
+        finally:
+            results = {name: stop_trace(p) for name, p in procs.items()}
+        for name, (args, want) in filters.items():
+            reqs, _, totals = results[name]
+            got = {}
+            for r in reqs:
+                if r["op"] == "writeback":
+                    continue
+                # System-wide filters also see other processes: only ours count.
+                if name == "ops" and r["pid"] not in (wa.pid, wb.pid):
+                    continue
+                got[r["pid"]] = got.get(r["pid"], 0) + 1
+            assert got == want, "filter %s %s: got %s want %s (%s)" % (
+                name, args, got, want, [(r["pid"], r["op"], r["path"]) for r in reqs])
+            assert totals["lost"] == 0, (name, totals)
+
+
+# --------------------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("args,needle", [
+    (["-p", "999999999"], "pid"),
+    (["-p", "abc"], "pid"),
+    (["--tid", "999999999"], "tid"),
+    (["--file", "/nonexistent/iospan-file"], "--file"),
+    (["--dir", "/nonexistent/iospan-dir"], "--dir"),
+    (["--dir", "/etc/hostname"], "not a directory"),
+    (["-d", "nosuchdisk0"], "disk"),
+    (["--cgroup", "/no/such/cgroup-iospan"], "cgroup"),
+    (["-t", "fast"], "--threshold"),
+    (["-t", "-5ms"], "--threshold"),
+    (["-i", "0"], "--interval"),
+    (["--duration", "soon"], "--duration"),
+    (["--ops", "read,bogus"], "bogus"),
+    (["--ops", ""], "--ops"),
+    (["--comm", "a-very-long-thread-name"], "--comm"),
+    (["extra"], "unexpected"),
+])
+def test_bad_input(iospan, args, needle):
+    p = tl.run_iospan("trace", *args)
+    assert p.returncode == 2, (args, p.returncode, p.stdout, p.stderr)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0], (args, p.stderr)
+    assert p.stdout == ""
+    pj = tl.run_iospan("--json", "trace", *args)
+    assert pj.returncode == 2
+    doc = json.loads(pj.stdout)
+    assert needle in doc["error"]
+
+
+def test_help(iospan):
+    p = tl.run_iospan("trace", "--help")
+    assert p.returncode == 0
+    assert "--threshold" in p.stdout and "--perfetto" in p.stdout
