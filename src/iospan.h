@@ -4,17 +4,31 @@
 
 #include <stdio.h>
 
+struct attach_hook;
+
+/*
+ * Receives a BPF command's default attach plan, before it is chosen: the hooks are
+ * valid only during the call (they point into the command's opened skeleton).
+ */
+typedef void (*plan_show_fn)(const char *cmd, struct attach_hook *hooks, int n, void *arg);
+
 /* A subcommand: argv[0] is its name; returns 0 or a negative errno. */
 struct cmd {
 	const char *name;
 	int (*func)(int argc, char **argv);
 	const char *summary;
+	/* BPF commands: hands their default hooks to @show (for doctor). */
+	int (*plan)(plan_show_fn show, void *arg);
 };
+
+const struct cmd *iospan_commands(size_t *n);
 
 int cmd_stat(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int top_plan(plan_show_fn show, void *arg);
 int cmd_trace(int argc, char **argv);
+int trace_plan(plan_show_fn show, void *arg);
 
 /* getopt_long helper for commands: resets getopt state before a command parses. */
 void cmd_reset_getopt(void);

@@ -11,10 +11,12 @@
 #include "err.h"
 
 static const struct cmd commands[] = {
-	{ "stat", cmd_stat, "iostat -x from /proc/diskstats, with record and replay" },
-	{ "doctor", cmd_doctor, "what this kernel supports and how iospan will attach" },
-	{ "top", cmd_top, "who does I/O to which file, how slow: processes, files, stalls" },
-	{ "trace", cmd_trace, "each request through the stack: slow ones with stages, timeline" },
+	{ "stat", cmd_stat, "iostat -x from /proc/diskstats, with record and replay", NULL },
+	{ "doctor", cmd_doctor, "what this kernel supports and how iospan will attach", NULL },
+	{ "top", cmd_top, "who does I/O to which file, how slow: processes, files, stalls",
+	  top_plan },
+	{ "trace", cmd_trace, "each request through the stack: slow ones with stages, timeline",
+	  trace_plan },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -34,6 +36,12 @@ static void usage(FILE *out)
 		     "  -v          verbose: attach plan and libbpf messages on stderr\n"
 		     "  --version   print the version\n\n"
 		     "Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n");
+}
+
+const struct cmd *iospan_commands(size_t *n)
+{
+	*n = N_COMMANDS;
+	return commands;
 }
 
 void cmd_reset_getopt(void)

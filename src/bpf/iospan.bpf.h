@@ -11,4 +11,15 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+/* vmlinux.h has no errno macros: the few BPF code returns or compares. */
+#ifndef ENOENT
+#define ENOENT 2
+#endif
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+#ifndef ENOSPC
+#define ENOSPC 28
+#endif
+
 #endif

@@ -106,31 +106,7 @@ struct {
 	__type(value, struct top_proc);
 } procs SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct top_file_key);
-	__type(value, struct top_path);
-} paths SEC(".maps");
-
-/*
- * Scratch for building a path, one per nesting level: a capture in process context
- * can be interrupted by a completion that captures another path on the same CPU.
- */
-#define PATH_NEST 4
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PATH_NEST);
-	__type(key, __u32);
-	__type(value, struct top_path);
-} path_scratch SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} path_nest SEC(".maps");
+DEFINE_VFS_PATH_CACHE(8192);
 
 struct dirtier {
 	__u32 owner;
@@ -249,33 +225,6 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 	}
 }
 
-/*
- * Stores the path of (dev, ino) inside its file system, once (vfs_path_walk()). Called
- * when a stats row is created; not inlined, to keep the hot paths small.
- */
-static __noinline int capture_path(__u32 dev, __u64 ino, __u64 ptr, __u32 from)
-{
-	struct top_file_key fk = {.dev = dev, .ino = ino};
-	__u32 zero = 0, lvl;
-	struct top_path *p;
-	__u32 *nest;
-
-	if (bpf_map_lookup_elem(&paths, &fk))
-		return 0;
-	nest = bpf_map_lookup_elem(&path_nest, &zero);
-	if (!nest)
-		return 0;
-	lvl = *nest;
-	if (lvl >= PATH_NEST)
-		return 0;
-	*nest = lvl + 1;
-	p = bpf_map_lookup_elem(&path_scratch, &lvl);
-	/* A file is never its fs root: a walk of no component found nothing usable. */
-	if (p && !vfs_path_walk(p->buf, &p->depth, &p->flags, ptr, from) && p->depth)
-		bpf_map_update_elem(&paths, &fk, p, BPF_NOEXIST);
-	*nest = lvl;
-	return 0;
-}
 
 /* The stats row of @k, created if missing (*created then set). NULL if the map is full. */
 static __always_inline struct top_stat *stat_get(struct top_key *k, bool *created)
@@ -287,7 +236,7 @@ static __always_inline struct top_stat *stat_get(struct top_key *k, bool *create
 	if (s)
 		return s;
 	err = bpf_map_update_elem(&stats, k, &zero, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: created meanwhile on another CPU */) {
+	if (err && err != -EEXIST /* created meanwhile on another CPU */) {
 		drop(TOP_DROP_STATS_FULL);
 		return NULL;
 	}
@@ -313,7 +262,7 @@ static __always_inline void add_fs(struct top_key *k, bool write, __u64 bytes, _
 	 */
 	if (!(s->flags & TOP_F_PATH_SEEN)) {
 		flags |= TOP_F_PATH_SEEN;
-		capture_path(k->dev, k->ino, ptr, from);
+		vfs_path_capture(k->dev, k->ino, ptr, from);
 	}
 	s->flags |= flags;
 }
@@ -879,7 +828,7 @@ static __noinline void account_run(struct run *r, struct rq_info *ri)
 
 		/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
 		if (inode)
-			capture_path(r->key.dev, r->key.ino, inode, VFS_FROM_INODE);
+			vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE);
 	}
 	if (r->flags & TOP_F_WRITEBACK) {
 		struct top_wb_key wk = {.pid = r->key.pid,

@@ -179,28 +179,7 @@ struct {
 	__uint(max_entries, 8 * 1024 * 1024);
 } events SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct top_file_key);
-	__type(value, struct top_path);
-} paths SEC(".maps");
-
-/* Path scratch per nesting level: an irq completion may interrupt a capture. */
-#define PATH_NEST 4
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PATH_NEST);
-	__type(key, __u32);
-	__type(value, struct top_path);
-} path_scratch SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} path_nest SEC(".maps");
+DEFINE_VFS_PATH_CACHE(8192);
 
 /* Who last dirtied each file: its writeback is that process's request. */
 struct dirtier {
@@ -381,36 +360,15 @@ static __always_inline void hist_put(struct hist *h, __u64 v)
 /* Captures the path of the request's file once (slow requests only). */
 static __noinline int capture_path(struct trace_rec *r)
 {
-	struct top_file_key fk = {.dev = r->dev, .ino = r->ino};
-	__u32 zero = 0, lvl, from;
-	struct top_path *p;
-	__u32 *nest;
-	__u64 ptr = r->file;
-
-	if (!ptr)
-		return 0;
-	if (bpf_map_lookup_elem(&paths, &fk)) {
-		r->flags |= TRACE_F_PATH;
-		return 0;
-	}
 	/* Syscalls and async I/O hold a struct file; faults and writeback an inode. */
-	from = r->op == TRACE_OP_FAULT || r->op == TRACE_OP_WRITEBACK ? VFS_FROM_INODE :
-									VFS_FROM_FILE;
-	nest = bpf_map_lookup_elem(&path_nest, &zero);
-	if (!nest)
-		return 0;
-	lvl = *nest;
-	if (lvl >= PATH_NEST)
-		return 0;
-	*nest = lvl + 1;
-	p = bpf_map_lookup_elem(&path_scratch, &lvl);
-	if (p && !vfs_path_walk(p->buf, &p->depth, &p->flags, ptr, from)) {
-		if (bpf_map_update_elem(&paths, &fk, p, BPF_ANY))
-			count(TRACE_CNT_PATHS_FULL);
-		else
-			r->flags |= TRACE_F_PATH;
-	}
-	*nest = lvl;
+	__u32 from = r->op == TRACE_OP_FAULT || r->op == TRACE_OP_WRITEBACK ? VFS_FROM_INODE :
+									       VFS_FROM_FILE;
+	int err = vfs_path_capture(r->dev, r->ino, r->file, from);
+
+	if (!err)
+		r->flags |= TRACE_F_PATH;
+	else if (err == -ENOSPC)
+		count(TRACE_CNT_PATHS_FULL);
 	return 0;
 }
 

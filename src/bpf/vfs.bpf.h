@@ -227,4 +227,62 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 	return false;
 }
 
+/*
+ * The per-file path cache of a BPF command: (dev, ino) -> struct top_path, filled once
+ * per file by vfs_path_capture(). Expand once per .bpf.c (maps live in each object).
+ * Scratch buffers are per nesting level: a capture in process context can be
+ * interrupted by a completion that captures another path on the same CPU.
+ */
+#define VFS_PATH_NEST 4
+#define DEFINE_VFS_PATH_CACHE(nr_files)                                                    \
+	struct {                                                                           \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);                                       \
+		__uint(max_entries, nr_files);                                             \
+		__type(key, struct top_file_key);                                          \
+		__type(value, struct top_path);                                            \
+	} paths SEC(".maps");                                                              \
+	struct {                                                                           \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                   \
+		__uint(max_entries, VFS_PATH_NEST);                                        \
+		__type(key, __u32);                                                        \
+		__type(value, struct top_path);                                            \
+	} path_scratch SEC(".maps");                                                       \
+	struct {                                                                           \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                   \
+		__uint(max_entries, 1);                                                    \
+		__type(key, __u32);                                                        \
+		__type(value, __u32);                                                      \
+	} path_nest SEC(".maps");                                                          \
+                                                                                           \
+	/* 0 if the path of (dev, ino) is cached (now or before), -ENOSPC if the cache  \
+	 * refused it, -ENOENT if there was nothing to walk. */                            \
+	static __noinline int vfs_path_capture(__u32 dev, __u64 ino, __u64 ptr, __u32 from) \
+	{                                                                                  \
+		struct top_file_key fk = { .dev = dev, .ino = ino };                       \
+		__u32 zero = 0, lvl;                                                       \
+		struct top_path *p;                                                        \
+		int ret = -ENOENT;                                                         \
+		__u32 *nest;                                                               \
+		long err;                                                                  \
+                                                                                           \
+		if (bpf_map_lookup_elem(&paths, &fk))                                      \
+			return 0;                                                          \
+		nest = bpf_map_lookup_elem(&path_nest, &zero);                             \
+		if (!ptr || !nest || *nest >= VFS_PATH_NEST)                               \
+			return -ENOENT;                                                    \
+		lvl = *nest;                                                               \
+		*nest = lvl + 1;                                                           \
+		p = bpf_map_lookup_elem(&path_scratch, &lvl);                              \
+		/* A file is never its fs root: a walk of no component found nothing. */ \
+		if (p && !vfs_path_walk(p->buf, &p->depth, &p->flags, ptr, from) &&       \
+		    p->depth) {                                                            \
+			err = bpf_map_update_elem(&paths, &fk, p, BPF_NOEXIST);            \
+			ret = !err || err == -EEXIST /* another CPU was first */           \
+				      ? 0                                                  \
+				      : -ENOSPC;                                           \
+		}                                                                          \
+		*nest = lvl;                                                               \
+		return ret;                                                                \
+	}
+
 #endif

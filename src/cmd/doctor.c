@@ -12,6 +12,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <bpf/libbpf.h>
+
 #include "iospan.h"
 #include "args.h"
 #include "err.h"
@@ -66,46 +68,16 @@ static const char *const doctor_tracepoints[] = {
 #define N_TRACEPOINTS (sizeof(doctor_tracepoints) / sizeof(doctor_tracepoints[0]))
 #define N_TP_ROWS     (2 * N_SYSCALLS + N_TRACEPOINTS)
 
-/* Variants for a tracepoint hook, best first. */
-#define TP_VARIANTS(cat, name)                                                            \
-	{.mode = ATTACH_TP_BTF, .target = name}, {.mode = ATTACH_RAW_TP, .target = name}, \
-	{                                                                                 \
-		.mode = ATTACH_TRACEPOINT, .target = cat "/" name                         \
-	}
-#define FUNC_VARIANTS(func)                           \
-	{.mode = ATTACH_FENTRY, .target = func},      \
-	{                                             \
-		.mode = ATTACH_KPROBE, .target = func \
-	}
-
-/*
- * The hooks the tracing commands depend on, with the fallbacks they can use. There is
- * no skeleton here (prog is NULL): the plan only shows which mode would be chosen.
- */
-static struct attach_hook doctor_plans[] = {
-	{.name = "block_rq_issue",
-	 .v = {TP_VARIANTS("block", "block_rq_issue"), FUNC_VARIANTS("blk_mq_start_request")}},
-	{.name = "block_rq_complete",
-	 .v = {TP_VARIANTS("block", "block_rq_complete"), FUNC_VARIANTS("blk_mq_end_request")}},
-	{.name = "block_rq_insert", .v = {TP_VARIANTS("block", "block_rq_insert")}},
-	{.name = "block_bio_queue",
-	 .v = {TP_VARIANTS("block", "block_bio_queue"), FUNC_VARIANTS("submit_bio_noacct")}},
-	{.name = "sched_switch", .v = {TP_VARIANTS("sched", "sched_switch")}},
-	{.name = "writeback_dirty_folio", .v = {TP_VARIANTS("writeback", "writeback_dirty_folio")}},
-	{.name = "mm_filemap_add_to_page_cache",
-	 .optional = true,
-	 .v = {TP_VARIANTS("filemap", "mm_filemap_add_to_page_cache")}},
-	{.name = "sys_enter_read",
-	 .v = {{.mode = ATTACH_TRACEPOINT, .target = "syscalls/sys_enter_read"},
-	       FUNC_VARIANTS("ksys_read")}},
-	{.name = "sys_exit_read",
-	 .v = {{.mode = ATTACH_TRACEPOINT, .target = "syscalls/sys_exit_read"},
-	       FUNC_VARIANTS("ksys_read")}},
-	{.name = "nvme_complete_rq",
-	 .optional = true,
-	 .v = {TP_VARIANTS("nvme", "nvme_complete_rq")}},
+/* One hook of a command's default attach plan, as evaluated here. */
+struct plan_row {
+	char cmd[16];
+	char hook[48];
+	char mode[16];	 /* "" when nothing can attach */
+	char target[64];
+	char prog[64];
+	bool optional;
 };
-#define N_PLANS (sizeof(doctor_plans) / sizeof(doctor_plans[0]))
+#define MAX_PLAN_ROWS 128
 
 struct tp_row {
 	char name[64];
@@ -124,6 +96,9 @@ struct doctor_report {
 	int cgroup2_err;
 	struct probe_privs privs;
 	int privs_err;
+	struct plan_row plans[MAX_PLAN_ROWS];
+	int n_plans;
+	bool plans_complete; /* every command's plan could be built */
 	bool ready;
 };
 
@@ -196,9 +171,44 @@ static void gather_tracepoints(struct doctor_report *r)
 	}
 }
 
+/* plan_show_fn: evaluates a command's hooks (doctor reports, it does not refuse). */
+static void collect_plan(const char *cmd, struct attach_hook *hooks, int n, void *arg)
+{
+	struct doctor_report *r = arg;
+	bool required[MAX_PLAN_ROWS];
+	const struct attach_variant *v;
+	struct plan_row *row;
+	int i;
+
+	if (n > MAX_PLAN_ROWS)
+		n = MAX_PLAN_ROWS;
+	for (i = 0; i < n; i++) {
+		required[i] = !hooks[i].optional;
+		hooks[i].optional = true;
+	}
+	attach_plan_choose(hooks, n);
+	info("attach plan of '%s':", cmd);
+	attach_plan_print(hooks, n, NULL);
+	for (i = 0; i < n && r->n_plans < MAX_PLAN_ROWS; i++) {
+		row = &r->plans[r->n_plans++];
+		memset(row, 0, sizeof(*row));
+		snprintf(row->cmd, sizeof(row->cmd), "%s", cmd);
+		snprintf(row->hook, sizeof(row->hook), "%s", hooks[i].name);
+		row->optional = !required[i];
+		if (hooks[i].chosen < 0)
+			continue;
+		v = &hooks[i].v[hooks[i].chosen];
+		snprintf(row->mode, sizeof(row->mode), "%s", attach_mode_name(v->mode));
+		snprintf(row->target, sizeof(row->target), "%s", v->target ? v->target : "");
+		if (v->prog)
+			snprintf(row->prog, sizeof(row->prog), "%s", bpf_program__name(v->prog));
+	}
+}
+
 static int gather(struct doctor_report *r)
 {
-	bool required[N_PLANS];
+	const struct cmd *cmds;
+	size_t n_cmds;
 	char events[PATH_MAX];
 	size_t i;
 	int err;
@@ -226,20 +236,22 @@ static int gather(struct doctor_report *r)
 	r->cgroup2_err = probe_cgroup2_mount(r->cgroup2, sizeof(r->cgroup2));
 	r->privs_err = probe_privileges(&r->privs);
 
-	/* Doctor reports, it does not refuse: choose with every hook optional. */
-	for (i = 0; i < N_PLANS; i++) {
-		required[i] = !doctor_plans[i].optional;
-		doctor_plans[i].optional = true;
+	/* The real default plan of every BPF command, from its own skeleton. */
+	cmds = iospan_commands(&n_cmds);
+	r->plans_complete = true;
+	for (i = 0; i < n_cmds; i++) {
+		if (!cmds[i].plan)
+			continue;
+		err = cmds[i].plan(collect_plan, r);
+		if (err) {
+			warn("cannot build the attach plan of '%s': %s", cmds[i].name,
+			     strerror(-err));
+			r->plans_complete = false;
+		}
 	}
-	err = attach_plan_choose(doctor_plans, N_PLANS);
-	for (i = 0; i < N_PLANS; i++)
-		doctor_plans[i].optional = !required[i];
-	if (err)
-		return err;
-
-	r->ready = r->feat[PROBE_RINGBUF].ok;
-	for (i = 0; i < N_PLANS; i++)
-		if (required[i] && doctor_plans[i].chosen < 0)
+	r->ready = r->feat[PROBE_RINGBUF].ok && r->plans_complete;
+	for (i = 0; i < (size_t)r->n_plans; i++)
+		if (!r->plans[i].optional && !r->plans[i].mode[0])
 			r->ready = false;
 	return 0;
 }
@@ -249,9 +261,52 @@ static const char *yesno(bool v)
 	return v ? "yes" : "no";
 }
 
+/* Appends @word to a line wrapped under 100 columns, continuing at column 15. */
+static void wrap_word(int *col, const char *word)
+{
+	int len = strlen(word);
+
+	if (*col + 1 + len > 99) {
+		printf("\n%14s", "");
+		*col = 14;
+	}
+	*col += printf(" %s", word);
+}
+
+static void render_plans_text(const struct doctor_report *r)
+{
+	static const char *const modes[] = { "tp_btf", "raw_tp", "tracepoint", "fentry", "kprobe", "" };
+	char word[80];
+	int i, j, m, col;
+	bool any;
+
+	for (i = 0; i < r->n_plans; i = j) {
+		/* Rows of one command are consecutive. */
+		for (j = i; j < r->n_plans && !strcmp(r->plans[j].cmd, r->plans[i].cmd); j++)
+			;
+		printf("  %s\n", r->plans[i].cmd);
+		for (m = 0; m < (int)(sizeof(modes) / sizeof(modes[0])); m++) {
+			any = false;
+			for (int k = i; k < j; k++) {
+				if (strcmp(r->plans[k].mode, modes[m]))
+					continue;
+				if (!any) {
+					col = printf("    %-10s", modes[m][0] ? modes[m] : "none");
+					any = true;
+				}
+				/* A required hook that cannot attach is marked with '!'. */
+				snprintf(word, sizeof(word), "%s%s", r->plans[k].hook,
+					 !modes[m][0] && !r->plans[k].optional ? "!" : "");
+				wrap_word(&col, word);
+			}
+			if (any)
+				putchar('\n');
+		}
+	}
+}
+
 static void render_text(const struct doctor_report *r)
 {
-	const struct attach_hook *h;
 	size_t i;
 
 	printf("Kernel %s %s\n", r->uts.release, r->uts.machine);
@@ -306,16 +361,8 @@ static void render_text(const struct doctor_report *r)
 		printf("  %-32s %d\n", "kernel.perf_event_paranoid", r->privs.perf_event_paranoid);
 	}
 
-	printf("\nAttach plans (mode the tracing commands would use here)\n");
-	for (i = 0; i < N_PLANS; i++) {
-		h = &doctor_plans[i];
-		if (h->chosen >= 0)
-			printf("  %-32s %-10s %s\n", h->name,
-			       attach_mode_name(h->v[h->chosen].mode), h->v[h->chosen].target);
-		else
-			printf("  %-32s %-10s no usable variant\n", h->name, "none");
-	}
-
+	printf("\nAttach plans (each command's default hooks, by the mode they use here)\n");
+	render_plans_text(r);
 	if (r->ready)
 		printf("\nReady: yes, every required hook can attach\n");
 	else if (!r->privs_err && !r->privs.cap_sys_admin && !r->privs.cap_bpf)
@@ -392,8 +439,33 @@ static void render_json(const struct doctor_report *r)
 	jw_kv_int(jw, "enabled", r->privs.bpf_stats_enabled);
 	jw_end_object(jw);
 
-	jw_name(jw, "plans");
-	attach_plan_print(doctor_plans, N_PLANS, jw);
+	jw_kv_object(jw, "plans");
+	for (i = 0; i < (size_t)r->n_plans; i++) {
+		const struct plan_row *p = &r->plans[i];
+
+		if (!i || strcmp(p->cmd, r->plans[i - 1].cmd)) {
+			if (i)
+				jw_end_object(jw);
+			jw_kv_object(jw, p->cmd);
+		}
+		jw_kv_object(jw, p->hook);
+		if (p->mode[0]) {
+			jw_kv_string(jw, "mode", p->mode);
+			jw_kv_string(jw, "target", p->target);
+		} else {
+			jw_kv_null(jw, "mode");
+			jw_kv_null(jw, "target");
+		}
+		if (p->prog[0])
+			jw_kv_string(jw, "program", p->prog);
+		else
+			jw_kv_null(jw, "program");
+		jw_kv_bool(jw, "optional", p->optional);
+		jw_end_object(jw);
+	}
+	if (r->n_plans)
+		jw_end_object(jw);
+	jw_end_object(jw);
 
 	jw_kv_bool(jw, "ready", r->ready);
 	jw_end_object(jw);
@@ -413,7 +485,6 @@ int cmd_doctor(int argc, char **argv)
 	err = gather(&report);
 	if (err)
 		goto cleanup;
-	attach_plan_print(doctor_plans, N_PLANS, NULL);
 	if (gopts.json)
 		render_json(&report);
 	else

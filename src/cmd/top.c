@@ -25,10 +25,12 @@
 
 #include "iospan.h"
 #include "args.h"
+#include "bpfmap.h"
 #include "cgroups.h"
 #include "disks.h"
 #include "diskstats.h"
 #include "err.h"
+#include "filters.h"
 #include "fspath.h"
 #include "iospan_types.h"
 #include "json.h"
@@ -39,7 +41,6 @@
 
 #define NSEC_PER_SEC 1000000000ULL
 #define MAX_STALLS   512
-#define MAX_CGROUPS  4096
 
 enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
 
@@ -553,22 +554,7 @@ cleanup:
 
 static int read_drops(struct top_ctx *c, uint64_t *out)
 {
-	int fd = bpf_map__fd(c->skel->maps.drops), cpu;
-	uint64_t *vals;
-	uint32_t i;
-
-	vals = calloc(c->ncpus, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	for (i = 0; i < TOP_DROP_NR; i++) {
-		out[i] = 0;
-		if (bpf_map_lookup_elem(fd, &i, vals))
-			continue;
-		for (cpu = 0; cpu < c->ncpus; cpu++)
-			out[i] += vals[cpu];
-	}
-	free(vals);
-	return 0;
+	return bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.drops), TOP_DROP_NR, out);
 }
 
 static uint64_t sub0(uint64_t a, uint64_t b)
@@ -1720,7 +1706,8 @@ cleanup:
 		.v = { {.prog = s->progs.top_exit_##nm} }                                         \
 	}
 
-static int build_plan(struct top_ctx *c)
+/* The hooks this run needs (c->hooks), with their variants; not chosen yet. */
+static int build_hooks(struct top_ctx *c)
 {
 	struct top_bpf *s = c->skel;
 	struct attach_hook hooks[] = {
@@ -1782,47 +1769,52 @@ static int build_plan(struct top_ctx *c)
 		return -ENOMEM;
 	memcpy(c->hooks, hooks, n * sizeof(*c->hooks));
 	c->nr_hooks = n;
-	return attach_plan_choose(c->hooks, n);
+	return 0;
+}
+
+static int build_plan(struct top_ctx *c)
+{
+	int err = build_hooks(c);
+
+	return err ? err : attach_plan_choose(c->hooks, c->nr_hooks);
+}
+
+int top_plan(plan_show_fn show, void *arg)
+{
+	static struct top_opts opts;
+	char *argv[] = { "top", NULL };
+	struct top_ctx c = { .o = &opts };
+	int err;
+
+	memset(&opts, 0, sizeof(opts));
+	cmd_reset_getopt();
+	err = top_parse(1, argv, &opts);
+	if (err)
+		return err < 0 ? err : -EINVAL;
+	c.skel = top_bpf__open();
+	if (!c.skel)
+		return -errno;
+	err = build_hooks(&c);
+	if (!err)
+		show("top", c.hooks, c.nr_hooks, arg);
+	free(c.hooks);
+	top_bpf__destroy(c.skel);
+	return err;
 }
 
 static int fill_filters(struct top_ctx *c)
 {
 	const struct top_opts *o = c->o;
-	uint64_t *ids = NULL;
-	size_t nr = 0, i;
-	struct disk d;
-	uint32_t dev;
-	uint8_t one = 1;
-	int fd, err = 0;
+	int err;
 
 	if (o->have_disk) {
-		fd = bpf_map__fd(c->skel->maps.filter_devs);
-		dev = KDEV(o->disk.major, o->disk.minor);
-		bpf_map_update_elem(fd, &dev, &one, BPF_ANY);
-		/* A whole disk also selects its partitions (file systems live there). */
-		for (i = 0; !o->disk.partition && i < c->ds_start.nr; i++) {
-			const struct ds_dev *e = &c->ds_start.devs[i];
-
-			if (disk_from_devnum(e->major, e->minor, &d) ||
-			    d.disk_major != o->disk.major || d.disk_minor != o->disk.minor)
-				continue;
-			dev = KDEV(e->major, e->minor);
-			bpf_map_update_elem(fd, &dev, &one, BPF_ANY);
-		}
-	}
-	if (o->have_cgroup) {
-		err = cgroup_subtree_ids(o->cgroup_dir, &ids, &nr);
+		err = filter_map_add_disk(bpf_map__fd(c->skel->maps.filter_devs), &o->disk);
 		if (err)
-			return fail(err, "cannot list the cgroups below %s: %s", o->cgroup_dir,
-				    strerror(-err));
-		if (nr > MAX_CGROUPS)
-			warn("%zu cgroups below %s: only the first %d are followed", nr,
-			     o->cgroup_dir, MAX_CGROUPS);
-		fd = bpf_map__fd(c->skel->maps.filter_cgroups);
-		for (i = 0; i < nr && i < MAX_CGROUPS; i++)
-			bpf_map_update_elem(fd, &ids[i], &one, BPF_ANY);
-		free(ids);
+			return fail(err, "cannot set the disk filter: %s", strerror(-err));
 	}
+	if (o->have_cgroup)
+		return filter_map_add_cgroup_tree(bpf_map__fd(c->skel->maps.filter_cgroups),
+						  o->cgroup_dir);
 	return 0;
 }
 

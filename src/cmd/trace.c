@@ -28,10 +28,12 @@
 
 #include "iospan.h"
 #include "args.h"
+#include "bpfmap.h"
 #include "cgroups.h"
 #include "disks.h"
 #include "diskstats.h"
 #include "err.h"
+#include "filters.h"
 #include "fspath.h"
 #include "hist.h"
 #include "iospan_types.h"
@@ -44,7 +46,6 @@
 #include "trace.skel.h"
 
 #define NSEC_PER_SEC ((uint64_t)1000000000)
-#define MAX_CGROUPS  4096
 /* Perfetto tracks for bios and async requests: per process, lanes that never overlap. */
 #define MAX_LANES   256
 #define LANE_BIOS   0x40000000U
@@ -1056,21 +1057,7 @@ static int summary(struct trace_ctx *c, double seconds, bool final)
 
 static int read_counters(struct trace_ctx *c, uint64_t *out)
 {
-	int fd = bpf_map__fd(c->skel->maps.counters), cpu;
-	uint64_t *v = calloc(c->ncpus, sizeof(*v));
-	uint32_t i;
-
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < TRACE_CNT_NR; i++) {
-		out[i] = 0;
-		if (bpf_map_lookup_elem(fd, &i, v))
-			continue;
-		for (cpu = 0; cpu < c->ncpus; cpu++)
-			out[i] += v[cpu];
-	}
-	free(v);
-	return 0;
+	return bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
 }
 
 /*
@@ -1250,7 +1237,8 @@ static bool need_insert_hook(const struct trace_opts *o)
 	return need;
 }
 
-static int build_plan(struct trace_ctx *c)
+/* The hooks this run needs (c->hooks), with their variants; not chosen yet. */
+static int build_hooks(struct trace_ctx *c)
 {
 	struct trace_bpf *s = c->skel;
 	const struct trace_opts *o = c->o;
@@ -1302,7 +1290,7 @@ static int build_plan(struct trace_ctx *c)
 	   .optional = true,
 	   .v = {{.prog = s->progs.trace_ra_async}}},
 	};
-	int n = sizeof(hooks) / sizeof(hooks[0]), i, err;
+	int n = sizeof(hooks) / sizeof(hooks[0]), i;
 	bool aio = o->ops & (1U << TRACE_OP_AIO_READ | 1U << TRACE_OP_AIO_WRITE);
 
 	char name[64];
@@ -1335,53 +1323,52 @@ static int build_plan(struct trace_ctx *c)
 		return -ENOMEM;
 	memcpy(c->hooks, hooks, n * sizeof(*c->hooks));
 	c->nr_hooks = n;
-	err = attach_plan_choose(c->hooks, n);
+	return 0;
+}
+
+static int build_plan(struct trace_ctx *c)
+{
+	int err = build_hooks(c);
+
+	return err ? err : attach_plan_choose(c->hooks, c->nr_hooks);
+}
+
+int trace_plan(plan_show_fn show, void *arg)
+{
+	static struct trace_opts opts;
+	char *argv[] = { "trace", NULL };
+	struct trace_ctx c = { .o = &opts };
+	int err;
+
+	memset(&opts, 0, sizeof(opts));
+	cmd_reset_getopt();
+	err = trace_parse(1, argv, &opts);
+	if (err)
+		return err < 0 ? err : -EINVAL;
+	c.skel = trace_bpf__open();
+	if (!c.skel)
+		return -errno;
+	err = build_hooks(&c);
+	if (!err)
+		show("trace", c.hooks, c.nr_hooks, arg);
+	free(c.hooks);
+	trace_bpf__destroy(c.skel);
 	return err;
 }
 
 static int fill_filters(struct trace_ctx *c)
 {
 	const struct trace_opts *o = c->o;
-	uint64_t *ids = NULL;
-	struct ds_snapshot ds;
-	size_t nr = 0, i;
-	struct disk d;
-	uint32_t dev;
-	uint8_t one = 1;
-	int fd, err;
+	int err;
 
 	if (o->have_disk) {
-		fd = bpf_map__fd(c->skel->maps.filter_devs);
-		dev = KDEV(o->disk.major, o->disk.minor);
-		bpf_map_update_elem(fd, &dev, &one, BPF_ANY);
-		/* A whole disk also selects its partitions (file systems live there). */
-		ds_snapshot_init(&ds);
-		if (!o->disk.partition && !ds_read("/proc/diskstats", &ds)) {
-			for (i = 0; i < ds.nr; i++) {
-				const struct ds_dev *e = &ds.devs[i];
-
-				if (disk_from_devnum(e->major, e->minor, &d) ||
-				    d.disk_major != o->disk.major || d.disk_minor != o->disk.minor)
-					continue;
-				dev = KDEV(e->major, e->minor);
-				bpf_map_update_elem(fd, &dev, &one, BPF_ANY);
-			}
-		}
-		ds_snapshot_free(&ds);
-	}
-	if (o->have_cgroup) {
-		err = cgroup_subtree_ids(o->cgroup_dir, &ids, &nr);
+		err = filter_map_add_disk(bpf_map__fd(c->skel->maps.filter_devs), &o->disk);
 		if (err)
-			return fail(err, "cannot list the cgroups below %s: %s", o->cgroup_dir,
-				    strerror(-err));
-		if (nr > MAX_CGROUPS)
-			warn("%zu cgroups below %s: only the first %d are followed", nr,
-			     o->cgroup_dir, MAX_CGROUPS);
-		fd = bpf_map__fd(c->skel->maps.filter_cgroups);
-		for (i = 0; i < nr && i < MAX_CGROUPS; i++)
-			bpf_map_update_elem(fd, &ids[i], &one, BPF_ANY);
-		free(ids);
+			return fail(err, "cannot set the disk filter: %s", strerror(-err));
 	}
+	if (o->have_cgroup)
+		return filter_map_add_cgroup_tree(bpf_map__fd(c->skel->maps.filter_cgroups),
+						  o->cgroup_dir);
 	return 0;
 }
 
@@ -1468,25 +1455,6 @@ static int trace_setup(struct trace_ctx *c)
 	return 0;
 }
 
-/*
- * The shared stop handlers interrupt system calls. A write to a full stdout pipe
- * interrupted that way fails and stdio drops the line: restart those writes (the ring
- * buffer poll, epoll_wait, still returns at once on a signal, whatever SA_RESTART says).
- */
-static void restart_writes_on_stop(void)
-{
-	struct sigaction sa;
-	int sigs[] = {SIGINT, SIGTERM};
-	size_t i;
-
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		if (sigaction(sigs[i], NULL, &sa))
-			continue;
-		sa.sa_flags |= SA_RESTART;
-		sigaction(sigs[i], &sa, NULL);
-	}
-}
-
 static int trace_run(struct trace_ctx *c)
 {
 	const struct trace_opts *o = c->o;
@@ -1495,7 +1463,6 @@ static int trace_run(struct trace_ctx *c)
 	int err, ms;
 
 	install_stop_handlers();
-	restart_writes_on_stop();
 	start = now_ns(CLOCK_MONOTONIC);
 	if (o->duration_ns)
 		end = start + o->duration_ns;

@@ -115,7 +115,12 @@ static void on_stop(int sig)
 
 void install_stop_handlers(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop };
+	/*
+	 * SA_RESTART: a write to a full stdout pipe interrupted by the signal would fail and
+	 * stdio would drop that line. Sleeps and polls (clock_nanosleep, epoll_wait) still
+	 * return at once on a signal, whatever SA_RESTART says, so the loops notice the stop.
+	 */
+	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESTART };
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

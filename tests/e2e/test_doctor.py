@@ -121,14 +121,21 @@ def test_bpf_stats_usable(doc):
     assert doc["bpf_stats"]["detail"]
 
 
-def test_plans_prefer_tracepoints(doc):
+def test_plans_are_the_commands_own(doc):
+    """Each BPF command's default hooks, evaluated here: tp_btf wherever BTF has the
+    tracepoint, classic tracepoints for syscalls, and every required hook attachable."""
     plans = doc["plans"]
-    for hook in ("block_rq_issue", "block_rq_complete", "block_bio_queue", "sched_switch",
-                 "writeback_dirty_folio"):
-        assert plans[hook]["mode"] == "tp_btf", (hook, plans[hook])
-    assert plans["sys_enter_read"]["mode"] == "tracepoint"
-    assert plans["sys_enter_read"]["target"] == "syscalls/sys_enter_read"
-    assert plans["nvme_complete_rq"]["mode"] is None
+    assert set(plans) == {"top", "trace"}, plans.keys()
+    for cmd in ("top", "trace"):
+        for hook in ("block_bio_queue", "block_rq_complete", "sched_switch"):
+            assert plans[cmd][hook]["mode"] == "tp_btf", (cmd, hook, plans[cmd][hook])
+            assert plans[cmd][hook]["program"], (cmd, hook)
+        assert plans[cmd]["sys_enter_read"]["mode"] == "tracepoint"
+        assert plans[cmd]["sys_enter_read"]["target"] == "syscalls/sys_enter_read"
+        assert all(h["mode"] for h in plans[cmd].values() if not h["optional"]), plans[cmd]
+    # trace follows fsync; top counts bytes and does not.
+    assert "sys_enter_fsync" in plans["trace"] and "sys_enter_fsync" not in plans["top"]
+    assert plans["top"]["writeback_dirty_folio"]["mode"] == "tp_btf"
     assert doc["ready"] is True
 
 
