@@ -445,111 +445,90 @@ static int wb_cmp_key(const void *a, const void *b)
 	return 0;
 }
 
+/* The folds step through per-CPU values by struct size: libbpf lays them 8-byte aligned. */
+_Static_assert(sizeof(struct top_stat) % 8 == 0, "per-CPU stride of top_stat");
+_Static_assert(sizeof(struct top_wb_val) % 8 == 0, "per-CPU stride of top_wb_val");
+
+/* Maxima are taken from this slot of the CPUs whose generation there is gen. */
+struct max_slot {
+	uint32_t slot, gen;
+};
+
+static void fold_stat(void *row, const void *key, const void *vals, int ncpus, void *arg)
+{
+	const struct max_slot *ms = arg;
+	const struct top_stat *v = vals;
+	struct row *r = row;
+	int cpu;
+
+	r->key = *(const struct top_key *)key;
+	for (cpu = 0; cpu < ncpus; cpu++, v++) {
+		r->fs_read += v->fs_read;
+		r->fs_write += v->fs_write;
+		r->disk_read += v->disk_read;
+		r->disk_write += v->disk_write;
+		r->q2c_sum += v->q2c_sum;
+		r->d2c_sum += v->d2c_sum;
+		r->nr_q2c += v->nr_q2c;
+		r->nr_d2c += v->nr_d2c;
+		r->flags |= v->flags;
+		if (v->bdev)
+			r->bdev = v->bdev;
+		if (v->max_gen[ms->slot] == ms->gen) {
+			if (v->q2c_max[ms->slot] > r->q2c_max)
+				r->q2c_max = v->q2c_max[ms->slot];
+			if (v->d2c_max[ms->slot] > r->d2c_max)
+				r->d2c_max = v->d2c_max[ms->slot];
+		}
+	}
+}
+
 /*
  * All rows of the stats map, summed over CPUs. Maxima are taken from @slot of the
  * CPUs whose generation there is @gen (the interval that just ended).
  */
 static int read_stats(struct top_ctx *c, uint32_t slot, uint32_t gen, struct row **out, size_t *nr)
 {
-	int fd = bpf_map__fd(c->skel->maps.stats), cpu, err = 0;
-	struct top_key key, next, *prev_key = NULL;
-	struct top_stat *vals;
-	struct row *rows = NULL, *grown, *r;
-	size_t n = 0, cap = 0;
+	struct max_slot ms = { .slot = slot, .gen = gen };
+	void *rows;
+	int err;
 
-	vals = calloc(c->ncpus, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	while (!bpf_map_get_next_key(fd, prev_key, &next)) {
-		key = next;
-		prev_key = &key;
-		if (bpf_map_lookup_elem(fd, &key, vals))
-			continue; /* deleted meanwhile */
-		if (n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			grown = realloc(rows, cap * sizeof(*rows));
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			rows = grown;
-		}
-		r = &rows[n++];
-		memset(r, 0, sizeof(*r));
-		r->key = key;
-		for (cpu = 0; cpu < c->ncpus; cpu++) {
-			const struct top_stat *v = &vals[cpu];
-
-			r->fs_read += v->fs_read;
-			r->fs_write += v->fs_write;
-			r->disk_read += v->disk_read;
-			r->disk_write += v->disk_write;
-			r->q2c_sum += v->q2c_sum;
-			r->d2c_sum += v->d2c_sum;
-			r->nr_q2c += v->nr_q2c;
-			r->nr_d2c += v->nr_d2c;
-			r->flags |= v->flags;
-			if (v->bdev)
-				r->bdev = v->bdev;
-			if (v->max_gen[slot] == gen) {
-				if (v->q2c_max[slot] > r->q2c_max)
-					r->q2c_max = v->q2c_max[slot];
-				if (v->d2c_max[slot] > r->d2c_max)
-					r->d2c_max = v->d2c_max[slot];
-			}
-		}
-	}
-	qsort(rows, n, sizeof(*rows), row_cmp_key);
+	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.stats), sizeof(struct top_key),
+				    sizeof(struct top_stat), sizeof(struct row), fold_stat, &ms,
+				    &rows, nr);
+	if (err)
+		return err;
+	qsort(rows, *nr, sizeof(struct row), row_cmp_key);
 	*out = rows;
-	*nr = n;
-	rows = NULL;
-cleanup:
-	free(rows);
-	free(vals);
-	return err;
+	return 0;
+}
+
+static void fold_wb(void *row, const void *key, const void *vals, int ncpus, void *arg)
+{
+	const struct top_wb_val *v = vals;
+	struct wbrow *r = row;
+	int cpu;
+
+	r->key = *(const struct top_wb_key *)key;
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		r->bytes += v[cpu].bytes;
+		r->nr += v[cpu].nr;
+	}
 }
 
 static int read_wb(struct top_ctx *c, struct wbrow **out, size_t *nr)
 {
-	int fd = bpf_map__fd(c->skel->maps.wb), cpu, err = 0;
-	struct top_wb_key key, next, *prev_key = NULL;
-	struct top_wb_val *vals;
-	struct wbrow *rows = NULL, *grown, *r;
-	size_t n = 0, cap = 0;
+	void *rows;
+	int err;
 
-	vals = calloc(c->ncpus, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	while (!bpf_map_get_next_key(fd, prev_key, &next)) {
-		key = next;
-		prev_key = &key;
-		if (bpf_map_lookup_elem(fd, &key, vals))
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			grown = realloc(rows, cap * sizeof(*rows));
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			rows = grown;
-		}
-		r = &rows[n++];
-		memset(r, 0, sizeof(*r));
-		r->key = key;
-		for (cpu = 0; cpu < c->ncpus; cpu++) {
-			r->bytes += vals[cpu].bytes;
-			r->nr += vals[cpu].nr;
-		}
-	}
-	qsort(rows, n, sizeof(*rows), wb_cmp_key);
+	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.wb), sizeof(struct top_wb_key),
+				    sizeof(struct top_wb_val), sizeof(struct wbrow), fold_wb, NULL,
+				    &rows, nr);
+	if (err)
+		return err;
+	qsort(rows, *nr, sizeof(struct wbrow), wb_cmp_key);
 	*out = rows;
-	*nr = n;
-	rows = NULL;
-cleanup:
-	free(rows);
-	free(vals);
-	return err;
+	return 0;
 }
 
 static int read_drops(struct top_ctx *c, uint64_t *out)

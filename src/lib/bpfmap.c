@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -27,4 +29,52 @@ int bpfmap_sum_percpu_u64(int map_fd, uint32_t nr, uint64_t *out)
 	}
 	free(vals);
 	return 0;
+}
+
+int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t row_size,
+			  bpfmap_fold_fn fold, void *arg, void **rows_out, size_t *nr_out)
+{
+	int ncpus = libbpf_num_possible_cpus(), err = 0;
+	char *keys = NULL, *key, *next, *rows = NULL, *grown;
+	size_t n = 0, cap = 0;
+	void *vals = NULL;
+	bool first = true;
+
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -EINVAL;
+	/* Per-CPU values are 8-byte aligned per CPU in the lookup buffer. */
+	vals = calloc(ncpus, (val_size + 7) & ~(size_t)7);
+	keys = calloc(2, key_size);
+	if (!vals || !keys) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	key = keys;
+	next = keys + key_size;
+	while (!bpf_map_get_next_key(map_fd, first ? NULL : key, next)) {
+		memcpy(key, next, key_size);
+		first = false;
+		if (bpf_map_lookup_elem(map_fd, key, vals))
+			continue; /* deleted meanwhile */
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(rows, cap * row_size);
+			if (!grown) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			rows = grown;
+		}
+		memset(rows + n * row_size, 0, row_size);
+		fold(rows + n * row_size, key, vals, ncpus, arg);
+		n++;
+	}
+	*rows_out = rows;
+	*nr_out = n;
+	rows = NULL;
+cleanup:
+	free(rows);
+	free(keys);
+	free(vals);
+	return err;
 }

@@ -3,6 +3,7 @@
 #ifndef IOSPAN_BPFMAP_H
 #define IOSPAN_BPFMAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -10,5 +11,17 @@
  * possible CPUs into out[0..nr). An entry that cannot be read counts as 0.
  */
 int bpfmap_sum_percpu_u64(int map_fd, uint32_t nr, uint64_t *out);
+
+/* Folds one entry of a per-CPU hash map (@vals: one value per possible CPU) into @row. */
+typedef void (*bpfmap_fold_fn)(void *row, const void *key, const void *vals, int ncpus,
+			       void *arg);
+
+/*
+ * Reads every entry of a BPF_MAP_TYPE_PERCPU_HASH into a new array of rows of
+ * @row_size bytes (zeroed, then given to @fold), returned in *@rows (free() it) with
+ * its length in *@nr. Entries deleted during the walk are skipped. 0 or -errno.
+ */
+int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t row_size,
+			  bpfmap_fold_fn fold, void *arg, void **rows, size_t *nr);
 
 #endif
