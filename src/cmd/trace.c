@@ -589,10 +589,15 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 	secs = real / NSEC_PER_SEC;
 	localtime_r(&secs, &tm);
 	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
-	printf("%s.%06" PRIu64 " %s %s pid %u tid %u cgroup %s total %s ret %" PRId64 "\n", tbuf,
-	       (real % NSEC_PER_SEC) / 1000, trace_op_name(r->op), r->comm[0] ? r->comm : "?",
-	       r->pid, r->tid, cgroup_name(c, r->cgid),
-	       fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])), (int64_t)r->ret);
+	printf("%s.%06" PRIu64 " %s ", tbuf, (real % NSEC_PER_SEC) / 1000, trace_op_name(r->op));
+	if (r->op == TRACE_OP_WRITEBACK && !r->pid)
+		/* The pages were dirtied before tracing started: nobody to credit. */
+		printf("(dirtier unknown: pages dirtied before tracing began)");
+	else
+		printf("%s pid %u tid %u cgroup %s", r->comm[0] ? r->comm : "?", r->pid, r->tid,
+		       cgroup_name(c, r->cgid));
+	printf(" total %s ret %" PRId64 "\n", fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])),
+	       (int64_t)r->ret);
 	path = rec_path(c, r, pbuf, sizeof(pbuf));
 	printf("  file %s (%u:%u ino %" PRIu64 ")", path ? path : "?", KDEV_MAJOR(r->dev),
 	       KDEV_MINOR(r->dev), (uint64_t)r->ino);
@@ -696,11 +701,20 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 	jw_kv_uint(jw, "time_ns", r->start + c->mono_to_real);
 	jw_kv_uint(jw, "start_mono_ns", r->start);
 	jw_kv_string(jw, "op", trace_op_name(r->op));
-	jw_kv_uint(jw, "pid", r->pid);
-	jw_kv_uint(jw, "tid", r->tid);
-	jw_kv_string(jw, "comm", r->comm);
-	jw_kv_uint(jw, "cgroup_id", r->cgid);
-	jw_kv_string(jw, "cgroup", cgroup_name(c, r->cgid));
+	if (r->op == TRACE_OP_WRITEBACK && !r->pid) {
+		/* Pages dirtied before tracing began: the owner is unknown, not pid 0. */
+		jw_kv_null(jw, "pid");
+		jw_kv_null(jw, "tid");
+		jw_kv_null(jw, "comm");
+		jw_kv_null(jw, "cgroup_id");
+		jw_kv_null(jw, "cgroup");
+	} else {
+		jw_kv_uint(jw, "pid", r->pid);
+		jw_kv_uint(jw, "tid", r->tid);
+		jw_kv_string(jw, "comm", r->comm);
+		jw_kv_uint(jw, "cgroup_id", r->cgid);
+		jw_kv_string(jw, "cgroup", cgroup_name(c, r->cgid));
+	}
 	if (r->op == TRACE_OP_WRITEBACK)
 		jw_kv_uint(jw, "flusher_tid", r->flusher);
 	json_devnum(jw, "dev", r->dev);

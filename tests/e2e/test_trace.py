@@ -383,6 +383,26 @@ def test_throttled_delay_before_dispatch(iospan):
         assert max(b["d2c_us"] for b in r["bios"]) < 0.2 * r["total_us"], r["bios"]
 
 
+def test_writeback_of_pages_dirtied_before_tracing(iospan):
+    """Writeback of pages dirtied before trace started has no known owner: it is still
+    traced, with the right file and bytes, and its owner is null (not pid 0)."""
+    tl.require_root("creates a loop device")
+    with tl.scratch_fs("ext4", 256) as fs:
+        path = os.path.join(fs.mnt, "early.dat")
+        with open(path, "wb") as f:
+            f.write(b"\x5a" * (4 * MiB))  # dirty, not flushed
+        proc = start_trace("-t", "0", "--ops", "writeback")
+        try:
+            subprocess.run(["sync", "-f", path], check=True, timeout=60)
+        finally:
+            reqs, _, totals = stop_trace(proc)
+        mine = [r for r in reqs if r["op"] == "writeback" and r["path"] == path]
+        assert mine, reqs
+        assert sum(r["bytes"] for r in mine) == 4 * MiB, mine
+        assert all(r["pid"] is None and r["comm"] is None for r in mine), mine
+        assert all(r["flusher_tid"] for r in mine), mine
+
+
 def test_filters_two_processes(iospan):
     tl.require_root("creates loop devices and cgroups")
     with tl.scratch_fs("ext4", 128) as fa, tl.scratch_fs("xfs", 320) as fb, \
