@@ -87,7 +87,7 @@ test: deps
 	$(Q)OUT=$(OUT) scripts/run-tests.sh
 
 demo: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory -s all
 	$(Q)scripts/demo.sh
 
 bench: $(OUT)/iospan

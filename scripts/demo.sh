@@ -3,7 +3,8 @@
 # `make demo`: a scratch loop device with ext4, a short known workload on it, and
 # iospan watching it. Everything it creates is removed on exit, Ctrl-C included.
 #   IOSPAN_BIN=...   binary to run (default build/iospan)
-#   DEMO_CMD=...     iospan arguments; @DEV@ is replaced by the loop device
+#   DEMO_CMD=...     arguments of a BPF command (it must print its "tracing" line);
+#                    @DEV@ is replaced by the loop device
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,9 +26,14 @@ workdir=$(mktemp -d /tmp/iospan-demo.XXXXXX)
 dev=""
 mnt="$workdir/mnt"
 load_pid=""
+iospan_pid=""
 
 cleanup() {
 	trap - EXIT INT TERM
+	if [[ -n $iospan_pid ]]; then
+		kill -INT "$iospan_pid" 2>/dev/null || true
+		wait "$iospan_pid" 2>/dev/null || true
+	fi
 	if [[ -n $load_pid ]]; then
 		kill "$load_pid" 2>/dev/null || true
 		wait "$load_pid" 2>/dev/null || true
@@ -63,7 +69,6 @@ dd if="$mnt/archive.tar" iflag=nocache count=0 status=none
 #    disk writes are credited to dd (writeback attribution);
 #  - cat: reads a file that is not in the page cache (FS and DISK reads match).
 workload() {
-	sleep 0.5
 	fio --directory="$mnt" --filename=db.dat --size=32M --bs=4k --direct=1 --ioengine=psync \
 		--time_based --runtime="$SECONDS_OF_WORK" --name=db-reader --rw=randread \
 		--rate_iops=400 >/dev/null &
@@ -73,14 +78,25 @@ workload() {
 	cat "$mnt/archive.tar" >/dev/null
 	wait
 }
-workload &
-load_pid=$!
-
 args=${DEMO_CMD//@DEV@/$dev}
 echo "# iospan demo: fio reads db.dat directly, dd writes app.log (flushed by sync),"
 echo "# cat reads archive.tar from disk; all on $dev (ext4, scratch, removed afterwards)."
 echo "# \$ iospan $args"
+# iospan runs in the background; the workload starts once it says it is tracing (its
+# hooks are attached), so nothing is missed however long loading takes here.
 # shellcheck disable=SC2086 # word splitting of the argument string is intended
-"$IOSPAN_BIN" $args
+"$IOSPAN_BIN" $args 2> >(tee "$workdir/iospan.err" >&2) &
+iospan_pid=$!
+for _ in $(seq 300); do
+	grep -q "tracing" "$workdir/iospan.err" 2>/dev/null && break
+	kill -0 "$iospan_pid" 2>/dev/null || break
+	sleep 0.05
+done
+workload &
+load_pid=$!
+status=0
+wait "$iospan_pid" || status=$?
+iospan_pid=""
 wait "$load_pid" || true
 load_pid=""
+exit "$status"
