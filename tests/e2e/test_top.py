@@ -11,7 +11,6 @@ I/O stall with blk-throttle (cgroup v1 blkio) and expects it with a kernel stack
 """
 import json
 import os
-import select
 import signal
 import subprocess
 import time
@@ -104,21 +103,7 @@ def run_workload(op, paths, cgroup, size=SIZE):
 
 def start_top(*args):
     """Starts `iospan top --json ARGS` and waits until it traces."""
-    proc = tl.popen_iospan("top", "--json", *args)
-    deadline = time.time() + 30
-    seen = ""
-    while time.time() < deadline:
-        r, _, _ = select.select([proc.stderr], [], [], 0.5)
-        if r:
-            line = proc.stderr.readline()
-            seen += line
-            if "tracing" in line:
-                return proc
-        if proc.poll() is not None:
-            break
-    proc.kill()
-    out, err = proc.communicate()
-    raise AssertionError("iospan top did not start: %s%s\n%s" % (seen, err, out))
+    return tl.start_tracing("top", "--json", *args)
 
 
 def stop_top(proc):

@@ -14,7 +14,6 @@ exit code 2.
 """
 import json
 import os
-import select
 import subprocess
 import threading
 import time
@@ -127,22 +126,9 @@ def _drain(proc):
 
 def start_trace(*args):
     """Starts `iospan trace --json ARGS`; returns the Popen once it traces."""
-    proc = tl.popen_iospan("trace", "--json", *args)
-    deadline = time.time() + 30
-    seen = ""
-    while time.time() < deadline:
-        r, _, _ = select.select([proc.stderr], [], [], 0.5)
-        if r:
-            line = proc.stderr.readline()
-            seen += line
-            if "tracing" in line:
-                _drain(proc)
-                return proc
-        if proc.poll() is not None:
-            break
-    proc.kill()
-    out, err = proc.communicate()
-    raise AssertionError("iospan trace did not start: %s%s" % (seen, err))
+    proc = tl.start_tracing("trace", "--json", *args)
+    _drain(proc)
+    return proc
 
 
 def stop_trace(proc):

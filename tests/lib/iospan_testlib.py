@@ -83,6 +83,28 @@ def popen_iospan(*args, **kwargs):
     return subprocess.Popen([iospan_bin()] + [str(a) for a in args], **kwargs)
 
 
+def start_tracing(*args, timeout=30):
+    """Starts a BPF command (`iospan ARGS`) and returns its Popen once it says on stderr
+    that it is tracing (its hooks are attached). Raises AssertionError if it never does."""
+    import select
+
+    proc = popen_iospan(*args)
+    deadline = time.time() + timeout
+    seen = ""
+    while time.time() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.5)
+        if ready:
+            line = proc.stderr.readline()
+            seen += line
+            if "tracing" in line:
+                return proc
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    out, err = proc.communicate()
+    raise AssertionError("iospan %s did not start: %s%s\n%s" % (args[0], seen, err, out))
+
+
 def is_root():
     return os.geteuid() == 0
 
