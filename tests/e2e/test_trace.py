@@ -14,6 +14,7 @@ exit code 2.
 """
 import json
 import os
+import statistics
 import subprocess
 import threading
 import time
@@ -298,7 +299,7 @@ def test_requests_stages_and_layers(iospan, fstype, tmp_path):
         assert len(spans) == totals["printed"]
 
 
-def test_direct_io_d2c_matches_fio_and_aio(iospan):
+def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
     tl.require_root("creates a loop device and runs fio")
     # A loop device doing direct I/O to its backing file on the host's disk: the device
     # time is real, so it is most of what fio measures.
@@ -308,26 +309,47 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan):
         make_file(path, 32 * MiB)
         common = ["--name=t", "--filename=%s" % path, "--bs=4k", "--direct=1",
                   "--rw=randread", "--size=32m", "--norandommap", "--randrepeat=0"]
+        lat_log = str(tmp_path / "psync")
         proc = start_trace("-t", "0", "-d", name, "-i", "60")
         try:
-            psync = tl.fio(common + ["--ioengine=psync", "--number_ios=500"])
+            psync = tl.fio(common + ["--ioengine=psync", "--number_ios=500",
+                                     "--write_lat_log=%s" % lat_log, "--log_avg_msec=0",
+                                     "--log_offset=1"])
             aio = tl.fio(common + ["--ioengine=libaio", "--iodepth=4", "--number_ios=400"])
         finally:
             reqs, sums, totals = stop_trace(proc)
-        preads = [r for r in reqs if r["op"] == "pread64" and r["path"] == path]
+        preads = sorted((r for r in reqs if r["op"] == "pread64" and r["path"] == path),
+                        key=lambda r: r["start_mono_ns"])
         odd = [(r["op"], r["path"], r["inode"], r["flags"]) for r in reqs if r["path"] != path]
         assert not odd, odd[:5]
         job = psync["jobs"][0]["read"]
-        assert len(preads) == job["total_ios"], (len(preads), job["total_ios"], sorted((r["op"], r["pid"]) for r in reqs if r["op"] != "pread64")[-5:], totals["counters"])
-        d2c = [b["d2c_us"] for r in preads for b in r["bios"]]
-        assert len(d2c) == len(preads), (len(d2c), totals["counters"], [r for r in preads if len(r["bios"]) != 1][:2])
-        mean_d2c = sum(d2c) / len(d2c)
-        clat = job["clat_ns"]["mean"] / 1000.0
-        mean_total = sum(r["total_us"] for r in preads) / len(preads)
-        print("fio clat %.1f us, traced total %.1f us, d2c %.1f us" % (clat, mean_total, mean_d2c))
-        # The syscall is what fio times; the device time is most of it, never more.
-        assert abs(mean_total - clat) <= 0.15 * clat + 10, (mean_total, clat)
-        assert 0.5 * clat <= mean_d2c <= clat, (mean_d2c, clat)
+        assert len(preads) == job["total_ios"], (len(preads), job["total_ios"], totals["counters"])
+        # fio's own per-I/O log is the ground truth: one synchronous thread, so its I/Os
+        # and the traced requests pair up in order, and the offsets must agree.
+        fio_ios = tl.fio_clat_log(lat_log)
+        assert len(fio_ios) == len(preads)
+        assert [r["offset"] for r in preads] == [io[3] for io in fio_ios]
+        gaps, d2c_ratio = [], []
+        for r, (clat_ns, ddir, nbytes, offset) in zip(preads, fio_ios):
+            assert ddir == 0 and r["bytes"] == nbytes == 4096
+            assert len(r["bios"]) == 1, r
+            clat_us = clat_ns / 1000.0
+            d2c = r["bios"][0]["d2c_us"]
+            # fio's clock starts before the syscall and stops after it returns: the
+            # traced request lies inside fio's window, and the device time inside it.
+            assert d2c <= r["total_us"] <= clat_us + 1, (d2c, r["total_us"], clat_us)
+            gaps.append(clat_us - r["total_us"])
+            d2c_ratio.append(d2c / clat_us)
+        gap, ratio = statistics.median(gaps), statistics.median(d2c_ratio)
+        clat_p50 = job["clat_ns"]["percentile"]["50.000000"] / 1000.0
+        print("fio clat p50 %.1f us; median fio-minus-traced %.1f us; median d2c/clat %.2f"
+              % (clat_p50, gap, ratio))
+        # What fio adds around the syscall is small for a typical I/O (a busy machine
+        # widens the gap only for the I/Os it preempts, which the median ignores), and
+        # the device time is the bulk of fio's latency (less of it when the CPUs are
+        # contended and wake-ups after completion wait for a CPU).
+        assert gap <= 0.2 * clat_p50 + 10, (gap, clat_p50)
+        assert ratio >= 0.35, ratio
         # Async direct I/O: one request per I/O, each with its bio.
         aios = [r for r in reqs if r["op"] == "aio_read" and r["path"] == path]
         n = aio["jobs"][0]["read"]["total_ios"]

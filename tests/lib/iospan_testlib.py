@@ -604,6 +604,20 @@ def fio(args_list, json=True, timeout=600, check=True, cgroup=None):
     return _parse_json_output(p.stdout)
 
 
+def fio_clat_log(prefix):
+    """Reads the per-I/O completion latency log fio writes with --write_lat_log=@prefix
+    --log_avg_msec=0 --log_offset=1 (one job): a list of (clat_ns, ddir, bytes, offset)
+    in completion order."""
+    rows = []
+    with open("%s_clat.1.log" % prefix) as f:
+        for line in f:
+            fields = [x.strip() for x in line.split(",")]
+            if len(fields) < 5:
+                continue
+            rows.append((int(fields[1]), int(fields[2]), int(fields[3]), int(fields[4])))
+    return rows
+
+
 def dd(of, if_="/dev/zero", bs="1M", count=None, oflag=None, iflag=None, conv=None,
        extra=(), timeout=600, check=True, cgroup=None):
     """Runs dd; returns the CompletedProcess with .bytes_copied parsed from its
