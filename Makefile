@@ -83,18 +83,32 @@ e2e: $(OUT)/iospan
 
 # The one test command: deps, build, unit tests (no root), end-to-end tests (root).
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(OUT)/bench/hookfloor
 	$(Q)OUT=$(OUT) scripts/run-tests.sh
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory -s all
 	$(Q)scripts/demo.sh
 
-bench: $(OUT)/iospan
+# Empty programs on single hooks: the cost floor of a hook (bench/README.md).
+$(OUT)/bench/hookfloor.bpf.o: bench/hookfloor.bpf.c $(OUT)/vmlinux.h | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/bench/hookfloor.skel.h: $(OUT)/bench/hookfloor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name hookfloor_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/bench/hookfloor: bench/hookfloor.c $(OUT)/bench/hookfloor.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(OUT)/bench $< -o $@ $(LDLIBS)
+
+bench: $(OUT)/iospan $(OUT)/bench/hookfloor
 	$(Q)$(PYTHON) bench/overhead.py $(BENCH_ARGS)
 
 format:
-	$(Q)clang-format -i src/*.c src/*.h src/*/*.c src/*/*.h tests/unit/*.c
+	$(Q)clang-format -i src/*.c src/*.h src/*/*.c src/*/*.h tests/unit/*.c bench/*.c
 
 clean:
 	$(Q)rm -rf $(OUT)

@@ -45,6 +45,8 @@ TESTLIB = "tests/lib/iospan_testlib.py"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
 BPF_STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
+# Round kinds with a tracer running: the tracer under test, and the --peer.
+TRACED = ("T", "P")
 PF_KTHREAD = 0x00200000
 
 COMMON_FIO = ["--bs=4k", "--direct=1", "--numjobs=1", "--time_based",
@@ -409,7 +411,8 @@ def run_fio(args):
 def run_round(kind, idx, opts, dev, tracer, bpfstats, prefix=""):
     rnd = {"kind": kind, "index": idx}
     ids = {}
-    if kind == "T":
+    traced = kind in TRACED
+    if traced:
         bpfstats.on()
         before = bpftool_progs()
         ids, method, attach_s = tracer.start(set(before))
@@ -420,7 +423,7 @@ def run_round(kind, idx, opts, dev, tracer, bpfstats, prefix=""):
     p0 = snapshot_procs()
     if ids:
         b0 = bpftool_progs()
-    c0 = tree_cpu_ns(tracer.proc.pid) if kind == "T" else 0
+    c0 = tree_cpu_ns(tracer.proc.pid) if traced else 0
     s0 = read_proc_stat_cpu()
     t0 = time.monotonic()
     try:
@@ -434,7 +437,7 @@ def run_round(kind, idx, opts, dev, tracer, bpfstats, prefix=""):
     rnd["wall_s"] = round(wall, 3)
     tot, idle = s1[0] - s0[0], s1[1] - s0[1]
     rnd["sys_busy_pct"] = round(100.0 * (tot - idle) / tot, 1) if tot else 0.0
-    if kind == "T":
+    if traced:
         if not tracer.alive():
             raise BenchError("tracer died during the round (rc=%s): %s"
                              % (tracer.proc.returncode, tracer.tail()))
@@ -473,16 +476,18 @@ def run_round(kind, idx, opts, dev, tracer, bpfstats, prefix=""):
     log("%s%-2s %-3s %9.0f IOPS  busy %5.1f%%%s%s" % (
         prefix, kind, idx if idx else "", rnd["iops"], rnd["sys_busy_pct"],
         "  tracer %.1f%%  bpf %.1f%%" % (rnd["tracer_cpu_pct"], rnd["bpf_cpu_pct"])
-        if kind == "T" else "",
+        if traced else "",
         "  foreign %.0f%% (%s)" % (rnd["foreign_cpu_pct"],
                                    ", ".join(rnd["foreign_top"]))
         if rnd["foreign_top"] else ""))
     return rnd
 
 
-def summarize(rounds):
+def summarize(rounds, kind="T"):
+    """Summary of the rounds of @kind ("T": the tracer, "P": the peer) against the
+    untraced ones."""
     U = [r for r in rounds if r["kind"] == "U"]
-    T = [r for r in rounds if r["kind"] == "T"]
+    T = [r for r in rounds if r["kind"] == kind]
     s = {}
     ui = [r["iops"] for r in U]
     ti = [r["iops"] for r in T]
@@ -533,46 +538,22 @@ def summarize(rounds):
     return s
 
 
+def compare_with_peer(s):
+    """The tracer's loss as a fraction of the peer's: overall (medians) and per
+    index (both against the same untraced round)."""
+    p = s["peer"]
+    s["loss_ratio_vs_peer"] = (s["iops_loss_pct"] / p["iops_loss_pct"]
+                               if p["iops_loss_pct"] > 0 else None)
+    s["paired_loss_minus_peer_pct"] = [t - q for t, q in zip(s["paired_loss_pct"],
+                                                              p["paired_loss_pct"])]
+
+
 # ---------------------------------------------------------------- output
 
 
-def render(meta, rounds, s):
-    L = []
-    L.append("iospan overhead benchmark  %s  %s  Linux %s  %d CPUs"
-             % (meta["date"], meta["host"], meta["kernel"], NCPU))
-    L.append("tracer    %s" % meta["tracer"])
-    L.append("workload  %s: %s" % (meta["workload"], meta["workload_desc"]))
-    L.append("          fio %s" % " ".join(meta["fio_args"]))
-    L.append("device    %s over a %d MiB file on tmpfs%s"
-             % (meta["device"], meta["size_mb"],
-                ", prefilled" if meta["prefill"] else " (sparse)"))
-    L.append("rounds    %d x (untraced, traced), %g s each, after a %g s warm-up;"
-             " bpf_stats %s" % (meta["rounds"], meta["seconds"],
-                                meta["warmup_seconds"],
-                                "on in traced rounds" if meta["bpf_stats"] else "off"))
-    L.append("load avg  %.2f %.2f %.2f at start, %.2f %.2f %.2f at end"
-             % tuple(meta["loadavg_start"] + meta["loadavg_end"]))
-    for w in meta["warnings"]:
-        L.append("WARNING   " + w)
+def render_summary(L, meta, s, title):
     L.append("")
-    L.append("%-5s %-4s %10s %9s %8s %8s %9s %8s %8s"
-             % ("round", "kind", "IOPS", "clat us", "fio u/s", "busy%",
-                "tracer%", "bpf%", "other%"))
-    for r in rounds:
-        L.append("%-5s %-4s %10.0f %9.1f %8s %8.1f %9s %8s %8.1f" % (
-            r["index"] if r["index"] else "-", r["kind"], r["iops"],
-            r["clat_mean_ns"] / 1000.0,
-            "%.0f/%.0f" % (r["fio_usr_cpu"], r["fio_sys_cpu"]),
-            r["sys_busy_pct"],
-            "%.3f" % r["tracer_cpu_pct"] if r["kind"] == "T" else "",
-            "%.2f" % r["bpf_cpu_pct"] if r["kind"] == "T" else "",
-            r["foreign_cpu_pct"]))
-    L.append("  (busy%% = all CPUs busy, of %d; tracer%% = tracer process tree "
-             "utime+stime, of one core;" % NCPU)
-    L.append("   bpf% = sum of its BPF programs' run_time_ns, of one core; "
-             "other% = unrelated user processes)")
-    L.append("")
-    L.append("summary (medians)")
+    L.append(title)
     L.append("  untraced IOPS     %10.0f   (min %.0f, max %.0f, spread %.1f%%)"
              % (s["untraced_iops_median"], *s["untraced_iops_minmax"],
                 s["untraced_spread_pct"]))
@@ -583,6 +564,14 @@ def render(meta, rounds, s):
     L.append("  paired loss %%     %s" % " ".join("%.1f" % x for x in s["paired_loss_pct"]))
     L.append("  tracer CPU        %9.3f%%   of one core (user space, process tree)"
              % s["tracer_cpu_pct_median"])
+    if not meta["bpf_stats"]:
+        # Without the counters there are no run times: list what was attached.
+        hooks = sorted(set(a["attach"] or a["name"] for a in s["progs"]))
+        L.append("  BPF programs      %d attached, run times not measured (bpf_stats off)"
+                 % len(s["progs"]))
+        if hooks:
+            L.append("  hooks             " + ", ".join(hooks))
+        return
     L.append("  BPF CPU           %9.2f%%   of one core (all its programs, run_time_ns)"
              % s["bpf_cpu_pct"])
     L.append("  BPF ns per I/O    %10.0f" % s["bpf_ns_per_io"])
@@ -604,6 +593,59 @@ def render(meta, rounds, s):
             for a in s["progs"]))
     elif meta["bpf_stats"]:
         L.append("BPF programs: none identified for this tracer")
+
+
+def render(meta, rounds, s):
+    L = []
+    L.append("iospan overhead benchmark  %s  %s  Linux %s  %d CPUs"
+             % (meta["date"], meta["host"], meta["kernel"], NCPU))
+    L.append("tracer    %s" % meta["tracer"])
+    if meta.get("peer"):
+        L.append("peer      %s (rounds P)" % meta["peer"])
+    L.append("workload  %s: %s" % (meta["workload"], meta["workload_desc"]))
+    L.append("          fio %s" % " ".join(meta["fio_args"]))
+    L.append("device    %s over a %d MiB file on tmpfs%s"
+             % (meta["device"], meta["size_mb"],
+                ", prefilled" if meta["prefill"] else " (sparse)"))
+    L.append("rounds    %d x (untraced, %s), %g s each, after a %g s warm-up;"
+             " bpf_stats %s" % (meta["rounds"],
+                                "peer and traced" if meta.get("peer") else "traced",
+                                meta["seconds"],
+                                meta["warmup_seconds"],
+                                "on in traced rounds" if meta["bpf_stats"] else "off"))
+    L.append("load avg  %.2f %.2f %.2f at start, %.2f %.2f %.2f at end"
+             % tuple(meta["loadavg_start"] + meta["loadavg_end"]))
+    for w in meta["warnings"]:
+        L.append("WARNING   " + w)
+    L.append("")
+    L.append("%-5s %-4s %10s %9s %8s %8s %9s %8s %8s"
+             % ("round", "kind", "IOPS", "clat us", "fio u/s", "busy%",
+                "tracer%", "bpf%", "other%"))
+    for r in rounds:
+        L.append("%-5s %-4s %10.0f %9.1f %8s %8.1f %9s %8s %8.1f" % (
+            r["index"] if r["index"] else "-", r["kind"], r["iops"],
+            r["clat_mean_ns"] / 1000.0,
+            "%.0f/%.0f" % (r["fio_usr_cpu"], r["fio_sys_cpu"]),
+            r["sys_busy_pct"],
+            "%.3f" % r["tracer_cpu_pct"] if r["kind"] in TRACED else "",
+            "%.2f" % r["bpf_cpu_pct"] if r["kind"] in TRACED else "",
+            r["foreign_cpu_pct"]))
+    L.append("  (busy%% = all CPUs busy, of %d; tracer%% = tracer process tree "
+             "utime+stime, of one core;" % NCPU)
+    L.append("   bpf% = sum of its BPF programs' run_time_ns, of one core; "
+             "other% = unrelated user processes)")
+    render_summary(L, meta, s, "summary (medians)")
+    p = s.get("peer")
+    if p:
+        render_summary(L, meta, p, "peer: %s (medians)" % meta["peer"])
+        ratio = s["loss_ratio_vs_peer"]
+        L.append("")
+        L.append("tracer vs peer (same run)")
+        L.append("  IOPS loss         %.1f%% vs %.1f%%   -> %s of the peer's loss"
+                 % (s["iops_loss_pct"], p["iops_loss_pct"],
+                    "%.2f" % ratio if ratio is not None else "n/a (peer lost none)"))
+        L.append("  paired loss minus peer's %%   %s"
+                 % " ".join("%.1f" % x for x in s["paired_loss_minus_peer_pct"]))
     return "\n".join(L)
 
 
@@ -647,6 +689,10 @@ def parse_args(argv):
     ap.add_argument("--no-bpf-stats", dest="bpf_stats", action="store_false",
                     help="do not set kernel.bpf_stats_enabled=1 (it adds ~2 "
                     "clock reads per program run)")
+    ap.add_argument("--peer", metavar="'CMD ARGS'", default="",
+                    help="a second tracer (one shell-quoted string) measured in the same "
+                    "run: each untraced round is followed by one round of each, and the "
+                    "report compares their losses")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     ap.add_argument("--save", metavar="FILE",
                     help="also write the human report (or JSON) to FILE")
@@ -660,6 +706,7 @@ def parse_args(argv):
     if opts.rounds < 1 or opts.seconds <= 0:
         ap.error("--rounds must be >= 1 and --seconds > 0")
     opts.tracer = tracer
+    opts.peer = shlex.split(opts.peer)
     opts.fio_args = shlex.split(opts.fio_args)
     if opts.warmup_seconds is None:
         opts.warmup_seconds = opts.seconds
@@ -701,7 +748,8 @@ def main(argv):
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": platform.node(), "kernel": platform.release(), "ncpu": NCPU,
-        "tracer": shlex.join(opts.tracer), "workload": opts.workload,
+        "tracer": shlex.join(opts.tracer),
+        "peer": shlex.join(opts.peer) if opts.peer else None, "workload": opts.workload,
         "workload_desc": WORKLOADS[opts.workload]["desc"],
         "rounds": opts.rounds, "seconds": opts.seconds,
         "warmup_seconds": opts.warmup_seconds, "size_mb": opts.size_mb,
@@ -712,6 +760,7 @@ def main(argv):
     rounds = []
     logdir = tempfile.mkdtemp(prefix="iospan-bench-log-")
     tracer = Tracer(opts.tracer, logdir, opts.attach_timeout, opts.settle)
+    peer = Tracer(opts.peer, logdir, opts.attach_timeout, opts.settle) if opts.peer else None
     rc = 0
     try:
         with testlib.tmpfs(opts.size_mb + 64) as mnt, \
@@ -735,9 +784,17 @@ def main(argv):
                 rounds.append(w)
             for i in range(1, opts.rounds + 1):
                 rounds.append(run_round("U", i, opts, dev, tracer, bpfstats))
-                rounds.append(run_round("T", i, opts, dev, tracer, bpfstats))
-                if opts.keep_tracer_output:
-                    log("  tracer output: " + tracer.tail(400))
+                # With a peer, the two traced rounds swap places every other time,
+                # so neither always runs right after the untraced round.
+                order = [("T", tracer)]
+                if peer:
+                    order = [("P", peer), ("T", tracer)]
+                    if i % 2 == 0:
+                        order.reverse()
+                for kind, t in order:
+                    rounds.append(run_round(kind, i, opts, dev, t, bpfstats))
+                    if opts.keep_tracer_output:
+                        log("  %s output: " % kind + t.tail(400))
     except KeyboardInterrupt:
         log("interrupted; cleaning up")
         rc = 130
@@ -746,6 +803,8 @@ def main(argv):
         rc = 1
     finally:
         tracer.stop(timeout=5)
+        if peer:
+            peer.stop(timeout=5)
         bpfstats.restore()
         for f in os.listdir(logdir):
             with contextlib.suppress(OSError):
@@ -757,6 +816,9 @@ def main(argv):
     meta["loadavg_end"] = loadavg()
     meta["fio_args"] = [a for a in meta["fio_args"]]
     s = summarize(rounds)
+    if peer:
+        s["peer"] = summarize(rounds, "P")
+        compare_with_peer(s)
     if s["foreign_cpu_pct_max"] >= 10:
         warnings.append("unrelated processes used up to %.0f%% of a core during "
                         "a round (see other%%); results are distorted"
