@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 {
 	struct hookfloor_bpf *skel;
 	struct bpf_program *prog;
-	int i, found, ret = 1;
+	int i, found, err, ret = 1;
 
 	skel = hookfloor_bpf__open();
 	if (!skel) {
@@ -60,9 +60,12 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
-	if (hookfloor_bpf__load(skel) || hookfloor_bpf__attach(skel)) {
+	err = hookfloor_bpf__load(skel);
+	if (!err)
+		err = hookfloor_bpf__attach(skel);
+	if (err) {
 		fprintf(stderr, "hookfloor: cannot load or attach: %s (run as root)\n",
-			strerror(errno));
+			strerror(-err));
 		goto cleanup;
 	}
 	signal(SIGINT, on_signal);

@@ -1743,12 +1743,8 @@ static int build_hooks(struct top_ctx *c)
 			.optional = true,
 			.v = {{.prog = s->progs.top_filemap_get_pages}},
 		};
-	c->hooks = malloc(n * sizeof(*c->hooks));
-	if (!c->hooks)
-		return -ENOMEM;
-	memcpy(c->hooks, hooks, n * sizeof(*c->hooks));
 	c->nr_hooks = n;
-	return 0;
+	return attach_hooks_dup(hooks, n, &c->hooks);
 }
 
 static int build_plan(struct top_ctx *c)
@@ -1779,22 +1775,6 @@ int top_plan(plan_show_fn show, void *arg)
 	free(c.hooks);
 	top_bpf__destroy(c.skel);
 	return err;
-}
-
-static int fill_filters(struct top_ctx *c)
-{
-	const struct top_opts *o = c->o;
-	int err;
-
-	if (o->have_disk) {
-		err = filter_map_add_disk(bpf_map__fd(c->skel->maps.filter_devs), &o->disk);
-		if (err)
-			return fail(err, "cannot set the disk filter: %s", strerror(-err));
-	}
-	if (o->have_cgroup)
-		return filter_map_add_cgroup_tree(bpf_map__fd(c->skel->maps.filter_cgroups),
-						  o->cgroup_dir);
-	return 0;
 }
 
 /*
@@ -1887,7 +1867,10 @@ static int top_setup(struct top_ctx *c)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
 			    geteuid() ? " (run as root)" :
 					" (see 'iospan doctor', -v for details)");
-	err = fill_filters(c);
+	err = filter_maps_fill(bpf_map__fd(c->skel->maps.filter_devs),
+			       c->o->have_disk ? &c->o->disk : NULL,
+			       bpf_map__fd(c->skel->maps.filter_cgroups),
+			       c->o->have_cgroup ? c->o->cgroup_dir : NULL);
 	if (err)
 		return err;
 	preinsert_unattributed(c);

@@ -1332,12 +1332,8 @@ static int build_hooks(struct trace_ctx *c)
 		snprintf(name, sizeof(name), "sys_exit_%s", trace_op_name(i));
 		plan_drop(hooks, &n, name);
 	}
-	c->hooks = malloc(n * sizeof(*c->hooks));
-	if (!c->hooks)
-		return -ENOMEM;
-	memcpy(c->hooks, hooks, n * sizeof(*c->hooks));
 	c->nr_hooks = n;
-	return 0;
+	return attach_hooks_dup(hooks, n, &c->hooks);
 }
 
 static int build_plan(struct trace_ctx *c)
@@ -1368,22 +1364,6 @@ int trace_plan(plan_show_fn show, void *arg)
 	free(c.hooks);
 	trace_bpf__destroy(c.skel);
 	return err;
-}
-
-static int fill_filters(struct trace_ctx *c)
-{
-	const struct trace_opts *o = c->o;
-	int err;
-
-	if (o->have_disk) {
-		err = filter_map_add_disk(bpf_map__fd(c->skel->maps.filter_devs), &o->disk);
-		if (err)
-			return fail(err, "cannot set the disk filter: %s", strerror(-err));
-	}
-	if (o->have_cgroup)
-		return filter_map_add_cgroup_tree(bpf_map__fd(c->skel->maps.filter_cgroups),
-						  o->cgroup_dir);
-	return 0;
 }
 
 static int trace_setup(struct trace_ctx *c)
@@ -1450,7 +1430,10 @@ static int trace_setup(struct trace_ctx *c)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
 			    geteuid() ? " (run as root)" :
 					" (see 'iospan doctor', -v for details)");
-	err = fill_filters(c);
+	err = filter_maps_fill(bpf_map__fd(c->skel->maps.filter_devs),
+			       c->o->have_disk ? &c->o->disk : NULL,
+			       bpf_map__fd(c->skel->maps.filter_cgroups),
+			       c->o->have_cgroup ? c->o->cgroup_dir : NULL);
 	if (err)
 		return err;
 	err = trace_bpf__attach(s);

@@ -62,3 +62,17 @@ int filter_map_add_cgroup_tree(int map_fd, const char *dir)
 	free(ids);
 	return err;
 }
+
+int filter_maps_fill(int devs_fd, const struct disk *disk, int cgroups_fd, const char *cgroup_dir)
+{
+	int err;
+
+	if (disk) {
+		err = filter_map_add_disk(devs_fd, disk);
+		if (err)
+			return fail(err, "cannot set the disk filter: %s", strerror(-err));
+	}
+	if (cgroup_dir)
+		return filter_map_add_cgroup_tree(cgroups_fd, cgroup_dir);
+	return 0;
+}

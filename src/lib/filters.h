@@ -18,5 +18,11 @@ int filter_map_add_disk(int map_fd, const struct disk *disk);
  * warning names the rest). Reports its own errors (fail()).
  */
 int filter_map_add_cgroup_tree(int map_fd, const char *dir);
+/*
+ * The filter maps of a BPF command from its options: @disk (NULL: no -d) into
+ * @devs_fd, the cgroup tree at @cgroup_dir (NULL: no --cgroup) into @cgroups_fd.
+ * Reports its own errors (fail()).
+ */
+int filter_maps_fill(int devs_fd, const struct disk *disk, int cgroups_fd, const char *cgroup_dir);
 
 #endif

@@ -627,6 +627,15 @@ static bool variant_usable(const struct attach_variant *v, char *why, size_t len
 	return false;
 }
 
+int attach_hooks_dup(const struct attach_hook *hooks, int n, struct attach_hook **out)
+{
+	*out = malloc(n * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, hooks, n * sizeof(**out));
+	return 0;
+}
+
 int attach_plan_choose(struct attach_hook *hooks, int n)
 {
 	char why[256];

@@ -143,6 +143,9 @@ const char *attach_mode_name(enum attach_mode mode);
  */
 int attach_plan_choose(struct attach_hook *hooks, int n);
 
+/* A heap copy of a command's hook table (built on its stack) in *@out; free() it. */
+int attach_hooks_dup(const struct attach_hook *hooks, int n, struct attach_hook **out);
+
 /*
  * With @jw, writes the plan as one JSON object {hook: {"mode", "target", "program"}}
  * (mode null when nothing was chosen); without, prints it with info() (-v only).

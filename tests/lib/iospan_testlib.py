@@ -369,11 +369,20 @@ def loop_device(size_mb=256, backing_dir=None, direct_io=False, partitions=None,
 @contextlib.contextmanager
 def tmpfs(size_mb=512):
     """Mounts a tmpfs of @size_mb MiB on a new temp dir; yields the dir."""
+    with _mounted(["mount", "-t", "tmpfs", "-o", "size=%dm,mode=0755" % int(size_mb),
+                   "tmpfs"], "tmpfs") as mnt:
+        yield mnt
+
+
+@contextlib.contextmanager
+def _mounted(mount_cmd, what):
+    """Runs @mount_cmd with a new temp dir appended; yields the dir and unmounts (with
+    retries) and removes it on exit, also when the test fails."""
     mnt = _mkdtemp()
     tok = None
     try:
-        _run(["mount", "-t", "tmpfs", "-o", "size=%dm,mode=0755" % int(size_mb), "tmpfs", mnt])
-        tok = _register("mount", "tmpfs %s" % mnt, lambda m=mnt: _umount_rmdir(m))
+        _run(mount_cmd + [mnt])
+        tok = _register("mount", "%s %s" % (what, mnt), lambda m=mnt: _umount_rmdir(m))
         yield mnt
     finally:
         try:
@@ -399,24 +408,12 @@ def filesystem(dev, fstype="ext4", mkfs_args=(), mount_opts=None):
     Unmounts (with retries) on exit."""
     if fstype not in _MKFS:
         raise ValueError("unsupported fstype %r" % fstype)
-    mnt = _mkdtemp()
-    tok = None
-    try:
-        _run(_MKFS[fstype] + list(mkfs_args) + [dev])
-        cmd = ["mount", "-t", fstype]
-        if mount_opts:
-            cmd += ["-o", mount_opts]
-        _run(cmd + [dev, mnt])
-        tok = _register("mount", "%s %s on %s" % (fstype, dev, mnt),
-                        lambda m=mnt: _umount_rmdir(m))
+    _run(_MKFS[fstype] + list(mkfs_args) + [dev])
+    cmd = ["mount", "-t", fstype]
+    if mount_opts:
+        cmd += ["-o", mount_opts]
+    with _mounted(cmd + [dev], "%s %s on" % (fstype, dev)) as mnt:
         yield mnt
-    finally:
-        try:
-            if tok is not None:
-                _release(tok)
-        finally:
-            if not _is_mounted(mnt):
-                shutil.rmtree(mnt, ignore_errors=True)
 
 
 class ScratchFs:
@@ -584,6 +581,16 @@ def _parse_json_output(text):
     return _json.loads(text[i:])
 
 
+def _run_in_cgroup(cmd, cgroup, timeout):
+    """Runs @cmd (output captured) started in @cgroup (a v1 or v2 dir; None: ours)."""
+    pre = None
+    if cgroup:
+        def pre(path=cgroup):
+            move_to_cgroup(path)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=pre)
+
+
 def fio(args_list, json=True, timeout=600, check=True, cgroup=None):
     """Runs fio with @args_list. json=True adds --output-format=json and returns the
     parsed document; otherwise returns the CompletedProcess. @cgroup: a cgroup dir
@@ -591,11 +598,7 @@ def fio(args_list, json=True, timeout=600, check=True, cgroup=None):
     cmd = ["fio"] + [str(a) for a in args_list]
     if json:
         cmd.append("--output-format=json")
-    pre = None
-    if cgroup:
-        def pre(path=cgroup):
-            move_to_cgroup(path)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=pre)
+    p = _run_in_cgroup(cmd, cgroup, timeout)
     if check and p.returncode != 0:
         raise RuntimeError("fio failed (exit %d): %s\n%s"
                            % (p.returncode, p.stderr.strip(), p.stdout[-2000:]))
@@ -632,11 +635,7 @@ def dd(of, if_="/dev/zero", bs="1M", count=None, oflag=None, iflag=None, conv=No
     if conv:
         cmd.append("conv=%s" % conv)
     cmd += list(extra)
-    pre = None
-    if cgroup:
-        def pre(path=cgroup):
-            move_to_cgroup(path)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=pre)
+    p = _run_in_cgroup(cmd, cgroup, timeout)
     if check and p.returncode != 0:
         raise RuntimeError("dd failed (exit %d): %s" % (p.returncode, p.stderr.strip()))
     m = re.search(r"^(\d+) bytes", p.stderr, re.M)
