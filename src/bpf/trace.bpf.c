@@ -54,11 +54,27 @@ const volatile bool trace_aio = false;
 const volatile __u32 aio_ops = 0; /* bit 0 aio_read, bit 1 aio_write */
 const volatile __u64 iomap_dio_end_io = 0;
 const volatile __u32 page_size = 4096;
+/* sched_switch is attached: each off-CPU period is timed (else: scheduler counters). */
+const volatile bool offcpu_periods = false;
+/* kernel.task_delayacct is on: the thread's delays->blkio_delay is kept up to date. */
+const volatile bool delayacct_on = false;
 
 /* Per-thread state: the cheap "is this thread in a traced request" check. */
 enum { TK_NONE, TK_SYNC, TK_FAULT };
 
 #define TASK_OFF_EVENTS 8
+
+/*
+ * A thread's scheduler counters. Read at the start and the end of its request, their
+ * differences give its switches, CPU time, run-queue wait and I/O wait without a
+ * program on sched_switch, which runs several times per I/O.
+ */
+struct sched_counts {
+	__u64 sw;    /* voluntary + involuntary context switches */
+	__u64 exec;  /* se.sum_exec_runtime: CPU time accounted so far */
+	__u64 runq;  /* sched_info.run_delay: time runnable but not running */
+	__u64 blkio; /* delays->blkio_delay: time in io_schedule() (delay accounting) */
+};
 
 /* An off-CPU period, kept here until the request ends (no record lookup per switch). */
 struct off_event {
@@ -85,6 +101,9 @@ struct task_state {
 	__u32 seq;    /* the record's seq for this request */
 	__u32 nr_queued;
 	__u64 first_q;
+	struct sched_counts c0; /* at the start of the request */
+	__u64 run_before;	/* CPU time since its last accounting, at the start (see below) */
+	__u64 exit_ts, exit_es, exit_sw; /* at the end of its last request */
 	struct off_event off[TASK_OFF_EVENTS];
 };
 
@@ -293,6 +312,7 @@ static __always_inline void rec_reset(struct trace_rec *r, __u32 op, __u64 now)
 	r->last_c = 0;
 	r->offcpu_ns = 0;
 	r->iowait_ns = 0;
+	r->runq_ns = 0;
 	r->nr_switches = 0;
 	r->nr_queued = 0;
 	r->nr_done = 0;
@@ -362,7 +382,7 @@ static __noinline int capture_path(struct trace_rec *r)
 {
 	/* Syscalls and async I/O hold a struct file; faults and writeback an inode. */
 	__u32 from = r->op == TRACE_OP_FAULT || r->op == TRACE_OP_WRITEBACK ? VFS_FROM_INODE :
-									       VFS_FROM_FILE;
+									      VFS_FROM_FILE;
 	int err = vfs_path_capture(r->dev, r->ino, r->file, from);
 
 	if (!err)
@@ -425,7 +445,7 @@ static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 		}
 		/* Only requests that run in their thread's context can be off CPU. */
 		if (op != TRACE_OP_WRITEBACK && op != TRACE_OP_AIO_READ &&
-		    op != TRACE_OP_AIO_WRITE) {
+		    op != TRACE_OP_AIO_WRITE && !(r->flags & TRACE_F_NO_OFFCPU)) {
 			hist_put(&h->st[TRACE_ST_OFFCPU], st[TRACE_ST_OFFCPU]);
 			hist_put(&h->st[TRACE_ST_IOWAIT], st[TRACE_ST_IOWAIT]);
 		}
@@ -440,9 +460,70 @@ static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 	return 0;
 }
 
-/* Copies the thread's off-CPU accounts into its record and ends the request. */
+static __always_inline void sched_counts_read(struct task_struct *task, struct sched_counts *c)
+{
+	struct task_delay_info *d;
+
+	c->sw = task->nvcsw + task->nivcsw;
+	c->exec = task->se.sum_exec_runtime;
+	c->runq = 0;
+	if (bpf_core_field_exists(task->sched_info))
+		c->runq = task->sched_info.run_delay;
+	c->blkio = 0;
+	if (delayacct_on && bpf_core_field_exists(task->delays)) {
+		d = task->delays;
+		if (d)
+			c->blkio = d->blkio_delay;
+	}
+}
+
+/*
+ * Off-CPU accounts of a request from the counters of its thread (@task, current at the
+ * end). No switch: never off CPU. Otherwise off-CPU is the wall time minus the CPU time
+ * the scheduler accounted meanwhile. It accounts at switches and ticks, so the first
+ * switch also charges what the thread ran since its last accounting, before the request
+ * began: when nothing was accounted since its previous request ended, that is the time
+ * since then (run_before) plus the unaccounted tail of that request, which cancels the
+ * unaccounted tail of this one. Else the error is bounded by a tick.
+ */
+static __always_inline void offcpu_from_counts(struct task_state *t, struct trace_rec *r,
+					       struct task_struct *task, __u64 end)
+{
+	struct sched_counts c;
+	__u64 wall = end > r->start ? end - r->start : 0, on, off = 0, io;
+
+	sched_counts_read(task, &c);
+	t->exit_ts = end;
+	t->exit_es = task->se.exec_start;
+	t->exit_sw = c.sw;
+	r->runq_ns = c.runq - t->c0.runq;
+	if (offcpu_periods)
+		return; /* the sched_switch accounts are exact */
+	r->nr_switches = c.sw - t->c0.sw;
+	if (r->nr_switches) {
+		on = c.exec - t->c0.exec;
+		/* Accounted at the first switch, but run before the request began. */
+		on = on > t->run_before ? on - t->run_before : 0;
+		off = wall > on ? wall - on : 0;
+	}
+	if (r->runq_ns > off)
+		r->runq_ns = off;
+	if (delayacct_on) {
+		io = c.blkio - t->c0.blkio;
+	} else {
+		io = off - r->runq_ns; /* blocked: mostly I/O in a request that did I/O */
+		r->flags |= TRACE_F_IOWAIT_BLOCKED;
+	}
+	r->offcpu_ns = off;
+	r->iowait_ns = io < off ? io : off;
+}
+
+/*
+ * Copies the thread's off-CPU accounts into its record and ends the request. @task:
+ * the thread if its counters tell about this request (it is running it now), or NULL.
+ */
 static __always_inline void finish_thread(struct task_state *t, struct trace_rec *r, __u64 end,
-					  __s64 ret)
+					  __s64 ret, struct task_struct *task)
 {
 	__u32 i;
 
@@ -453,6 +534,11 @@ static __always_inline void finish_thread(struct task_state *t, struct trace_rec
 	r->offcpu_ns = t->offcpu;
 	r->iowait_ns = t->iowait;
 	r->nr_switches = t->nsw;
+	r->runq_ns = 0;
+	if (task)
+		offcpu_from_counts(t, r, task, end);
+	else if (!offcpu_periods)
+		r->flags |= TRACE_F_NO_OFFCPU;
 	r->nr_queued += t->nr_queued;
 	if (t->first_q && (!r->first_q || t->first_q < r->first_q))
 		r->first_q = t->first_q;
@@ -466,8 +552,14 @@ static __always_inline void finish_thread(struct task_state *t, struct trace_rec
 	finish(r, end, ret);
 }
 
-static __always_inline void thread_begin(struct task_state *t, struct trace_rec *r)
+static __always_inline void thread_begin(struct task_state *t, struct trace_rec *r,
+					 struct task_struct *task)
 {
+	sched_counts_read(task, &t->c0);
+	t->run_before = 0;
+	if (t->exit_ts && t->exit_ts < r->start && t->exit_sw == t->c0.sw &&
+	    t->exit_es == task->se.exec_start)
+		t->run_before = r->start - t->exit_ts;
 	t->seq = r->seq;
 	t->nr_queued = 0;
 	t->first_q = 0;
@@ -498,9 +590,16 @@ static __always_inline void end_fault(struct task_state *t, __u32 tid, __u64 now
 		return;
 	}
 	r = thread_rec(tid, false);
-	if (r)
+	if (r) {
 		r->flags |= TRACE_F_FAULT_APPROX;
-	finish_thread(t, r, now, 0);
+		/*
+		 * Without sched_switch nothing saw it run again: it ended soon after its
+		 * last bio completed, if it had bios.
+		 */
+		if (!offcpu_periods && r->nr_done && r->last_c > r->start && r->last_c < now)
+			now = r->last_c;
+	}
+	finish_thread(t, r, now, 0, NULL);
 }
 
 /* ------------------------------------------------------------------ syscalls */
@@ -559,7 +658,7 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 		r->flags |= TRACE_F_DIRECT;
 	if (blkdev)
 		r->flags |= TRACE_F_BLKDEV;
-	thread_begin(t, r);
+	thread_begin(t, r, task);
 	t->kind = TK_SYNC;
 	count(TRACE_CNT_STARTED);
 	return 0;
@@ -583,7 +682,7 @@ static __always_inline int sys_exit(long ret)
 	/* Vectored calls do not say how much they asked for: the result does. */
 	if (!r->bytes && ret > 0 && r->op != TRACE_OP_FSYNC && r->op != TRACE_OP_FDATASYNC)
 		r->bytes = ret;
-	finish_thread(t, r, bpf_ktime_get_ns(), ret);
+	finish_thread(t, r, bpf_ktime_get_ns(), ret, task);
 	return 0;
 }
 
@@ -768,7 +867,7 @@ int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
 	r->bytes = page_size;
 	r->file = (__u64)host;
 	ev_add(r, TRACE_EV_FAULT, now, index, 0);
-	thread_begin(t, r);
+	thread_begin(t, r, task);
 	t->kind = TK_FAULT;
 	count(TRACE_CNT_STARTED);
 	return 0;
@@ -830,7 +929,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	/* A fault ends when its thread runs again after waiting for the I/O. */
 	if (t->kind == TK_FAULT && t->fault_waited) {
 		r = thread_rec(next->pid, false);
-		finish_thread(t, r, now, 0);
+		finish_thread(t, r, now, 0, next);
 	}
 	return 0;
 }

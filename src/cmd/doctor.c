@@ -72,7 +72,7 @@ static const char *const doctor_tracepoints[] = {
 struct plan_row {
 	char cmd[16];
 	char hook[48];
-	char mode[16];	 /* "" when nothing can attach */
+	char mode[16]; /* "" when nothing can attach */
 	char target[64];
 	char prog[64];
 	bool optional;
@@ -275,7 +275,8 @@ static void wrap_word(int *col, const char *word)
 
 static void render_plans_text(const struct doctor_report *r)
 {
-	static const char *const modes[] = { "tp_btf", "raw_tp", "tracepoint", "fentry", "kprobe", "" };
+	static const char *const modes[] = {"tp_btf", "raw_tp", "tracepoint",
+					    "fentry", "kprobe", ""};
 	char word[80];
 	int i, j, m, col;
 	bool any;
@@ -346,6 +347,9 @@ static void render_text(const struct doctor_report *r)
 	       probe_feature_desc(PROBE_BPF_STATS), yesno(r->feat[PROBE_BPF_STATS].ok),
 	       r->feat[PROBE_BPF_STATS].ok ? "can be enabled" : r->feat[PROBE_BPF_STATS].detail,
 	       r->privs.bpf_stats_enabled);
+	/* trace's default off-CPU accounts: iowait is exact with it, blocked time without. */
+	printf("  %-32s %-4s (kernel.task_delayacct=%d)\n", "delay accounting",
+	       r->privs.task_delayacct == 1 ? "on" : "off", r->privs.task_delayacct);
 
 	printf("\nPrivileges\n");
 	if (r->privs_err) {
@@ -438,6 +442,7 @@ static void render_json(const struct doctor_report *r)
 	jw_kv_string(jw, "detail", r->feat[PROBE_BPF_STATS].detail);
 	jw_kv_int(jw, "enabled", r->privs.bpf_stats_enabled);
 	jw_end_object(jw);
+	jw_kv_int(jw, "task_delayacct", r->privs.task_delayacct);
 
 	jw_kv_object(jw, "plans");
 	for (i = 0; i < (size_t)r->n_plans; i++) {

@@ -71,6 +71,8 @@ struct trace_opts {
 	bool have_disk;
 	uint32_t ops;
 	const char *perfetto_path;
+	bool offcpu_periods; /* sched_switch: time each off-CPU period */
+	bool delayacct;	     /* kernel.task_delayacct on: exact iowait from counters */
 };
 
 /* Perfetto lanes of one (pid, kind): the end of the last span on each. */
@@ -159,6 +161,10 @@ static const char trace_usage[] =
 	"                        sync, reads, writes, all (default all)\n"
 	"      --perfetto FILE   also write the slow requests as a Chrome Trace Event file\n"
 	"                        (open it in ui.perfetto.dev)\n"
+	"      --offcpu-periods  time each off-CPU period on sched_switch (timeline entries,\n"
+	"                        I/O sleeps told from other sleeps, fault ends seen); by\n"
+	"                        default off-CPU comes from the thread's scheduler\n"
+	"                        counters, which costs far less on busy machines\n"
 	"      --json            one JSON object per slow request and per summary\n"
 	"  -v                    attach plan and libbpf messages on stderr\n"
 	"  -h, --help            this help\n"
@@ -184,6 +190,7 @@ enum {
 	OPT_OPS,
 	OPT_PERFETTO,
 	OPT_DURATION,
+	OPT_OFFCPU_PERIODS,
 };
 
 static int parse_id(const char *arg, const char *what, uint32_t *out)
@@ -236,6 +243,7 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		{"disk", required_argument, NULL, 'd'},
 		{"ops", required_argument, NULL, OPT_OPS},
 		{"perfetto", required_argument, NULL, OPT_PERFETTO},
+		{"offcpu-periods", no_argument, NULL, OPT_OFFCPU_PERIODS},
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -247,6 +255,7 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 	o->threshold_ns = 10 * 1000000ULL;
 	o->interval_ns = 5 * NSEC_PER_SEC;
 	o->ops = TRACE_OPS_ALL;
+	o->delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
 	while ((opt = getopt_long(argc, argv, "t:i:p:d:" COMMON_SHORT_OPTS, long_opts, NULL)) !=
 	       -1) {
 		if (args_common_opt(opt))
@@ -335,6 +344,9 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 					"writes or all",
 					(int)bad_len, bad);
 			break;
+		case OPT_OFFCPU_PERIODS:
+			o->offcpu_periods = true;
+			break;
 		case OPT_PERFETTO:
 			if (!*optarg)
 				return fail_usage("--perfetto needs a file name");
@@ -373,6 +385,17 @@ static const char *cgroup_name(struct trace_ctx *c, uint64_t cgid)
 	const char *p = c->cgmap && cgid ? cgroup_map_path(c->cgmap, cgid) : NULL;
 
 	return p ? p : "?";
+}
+
+/* Where a request's off-CPU accounts come from: JSON "offcpu_from". */
+static const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
+{
+	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
+	    r->op == TRACE_OP_AIO_WRITE || r->flags & TRACE_F_NO_OFFCPU)
+		return "none"; /* not run by a thread of its own, or a fault */
+	if (c->o->offcpu_periods)
+		return "sched_switch";
+	return c->o->delayacct ? "counters_delayacct" : "counters";
 }
 
 /* The user-visible path of the request's file, or NULL if it was not captured. */
@@ -430,6 +453,8 @@ static const struct {
 	{TRACE_F_LATE_BIOS, "bios_in_flight_at_end"},
 	{TRACE_F_FAULT_APPROX, "end_approximate"},
 	{TRACE_F_KTHREAD_BIO, "kthread_resubmitted"},
+	{TRACE_F_NO_OFFCPU, "offcpu_unknown"},
+	{TRACE_F_IOWAIT_BLOCKED, "iowait_is_blocked_time"},
 };
 
 static char bio_dir(const struct trace_bio *b)
@@ -621,8 +646,14 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		       fmt_dur(st[TRACE_ST_POST_BLOCK], b[6], sizeof(b[6])));
 	else
 		printf("  stages no block I/O (pre_block = total)\n");
-	printf("  off-CPU %s iowait %s switches %u\n", fmt_dur(r->offcpu_ns, b[0], sizeof(b[0])),
-	       fmt_dur(r->iowait_ns, b[1], sizeof(b[1])), r->nr_switches);
+	if (r->flags & TRACE_F_NO_OFFCPU)
+		printf("  off-CPU unknown (faults: see --offcpu-periods)\n");
+	else
+		printf("  off-CPU %s %s %s runq %s switches %u\n",
+		       fmt_dur(r->offcpu_ns, b[0], sizeof(b[0])),
+		       r->flags & TRACE_F_IOWAIT_BLOCKED ? "blocked" : "iowait",
+		       fmt_dur(r->iowait_ns, b[1], sizeof(b[1])),
+		       fmt_dur(r->runq_ns, b[2], sizeof(b[2])), r->nr_switches);
 	printf("  page cache lookups %u (%" PRIu64 " pages) added %u pages, readahead %u sync "
 	       "%u async\n",
 	       r->pc_lookups, (uint64_t)r->pc_lookup_pages, r->pc_added, r->ra_sync, r->ra_async);
@@ -735,6 +766,8 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 	jw_end_object(jw);
 	jw_kv_bool(jw, "has_block_io", r->nr_done > 0);
 	jw_kv_uint(jw, "switches", r->nr_switches);
+	jw_kv_float(jw, "runq_us", us(r->runq_ns), 3);
+	jw_kv_string(jw, "offcpu_from", offcpu_source(c, r));
 	jw_kv_object(jw, "page_cache");
 	jw_kv_uint(jw, "lookups", r->pc_lookups);
 	jw_kv_uint(jw, "lookup_pages", r->pc_lookup_pages);
@@ -1324,6 +1357,8 @@ static int build_hooks(struct trace_ctx *c)
 	}
 	if (!(o->ops & (1U << TRACE_OP_FAULT)))
 		plan_drop(hooks, &n, "mm_filemap_fault");
+	if (!o->offcpu_periods)
+		plan_drop(hooks, &n, "sched_switch");
 	for (i = 0; i <= TRACE_OP_SYNC_FILE_RANGE; i++) {
 		if (o->ops & (1U << i))
 			continue;
@@ -1346,8 +1381,8 @@ static int build_plan(struct trace_ctx *c)
 int trace_plan(plan_show_fn show, void *arg)
 {
 	static struct trace_opts opts;
-	char *argv[] = { "trace", NULL };
-	struct trace_ctx c = { .o = &opts };
+	char *argv[] = {"trace", NULL};
+	struct trace_ctx c = {.o = &opts};
 	int err;
 
 	memset(&opts, 0, sizeof(opts));
@@ -1417,6 +1452,8 @@ static int trace_setup(struct trace_ctx *c)
 	s->rodata->trace_aio = s->rodata->aio_ops && end_io;
 	s->rodata->iomap_dio_end_io = end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
+	s->rodata->offcpu_periods = o->offcpu_periods;
+	s->rodata->delayacct_on = o->delayacct;
 	if (!s->rodata->trace_aio)
 		bpf_map__set_max_entries(s->maps.async_slots, 1);
 	if (!s->rodata->trace_writeback)

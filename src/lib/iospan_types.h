@@ -192,7 +192,9 @@ enum trace_op {
  * the Q of the bio that completed last (the critical bio), q2g..d2c are the critical
  * bio's block stages, and post_block runs from its completion (C) to the end. q2c is
  * first Q to last C (= q2q + q2g + g2i + i2d + d2c). Without bios, pre_block = total.
- * offcpu and iowait overlap the others (time the thread was not running).
+ * offcpu and iowait overlap the others (time the thread was not running). Off-CPU
+ * comes from sched_switch (--offcpu-periods: each period timed) or, by default, from
+ * the thread's scheduler counters read at the start and the end of the request.
  */
 enum trace_stage {
 	TRACE_ST_TOTAL,
@@ -269,6 +271,8 @@ enum trace_rec_flags {
 	TRACE_F_FAULT_APPROX = 1 << 3, /* fault ended at the thread's next event (see docs) */
 	TRACE_F_KTHREAD_BIO = 1 << 4,  /* some bios were re-submitted by a kernel thread */
 	TRACE_F_PATH = 1 << 5,	       /* the path was captured (paths map) */
+	TRACE_F_NO_OFFCPU = 1 << 6,    /* off-CPU unknown (a fault, without --offcpu-periods) */
+	TRACE_F_IOWAIT_BLOCKED = 1 << 7, /* iowait is all blocked time (no delay accounting) */
 };
 
 enum trace_state { TRACE_S_IDLE, TRACE_S_ACTIVE, TRACE_S_SUBMITTED };
@@ -295,6 +299,7 @@ struct trace_rec {
 	__u64 first_q, last_c;
 	__u64 crit_q, crit_g, crit_i, crit_d; /* the bio that completed last */
 	__u64 offcpu_ns, iowait_ns;
+	__u64 runq_ns; /* of offcpu: runnable, waiting for a CPU (sched_info.run_delay) */
 	__u64 stages[TRACE_ST_NR];
 	__u32 nr_switches;
 	__u32 nr_queued;     /* bios queued for it (including those not recorded) */

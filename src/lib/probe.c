@@ -434,7 +434,7 @@ cleanup:
 	return err;
 }
 
-static int read_int_file(const char *path)
+int read_int_file(const char *path)
 {
 	int val = -1;
 	FILE *f;
@@ -461,6 +461,7 @@ int probe_privileges(struct probe_privs *p)
 	p->unprivileged_bpf_disabled = read_int_file("/proc/sys/kernel/unprivileged_bpf_disabled");
 	p->perf_event_paranoid = read_int_file("/proc/sys/kernel/perf_event_paranoid");
 	p->bpf_stats_enabled = read_int_file("/proc/sys/kernel/bpf_stats_enabled");
+	p->task_delayacct = read_int_file("/proc/sys/kernel/task_delayacct");
 
 	f = fopen("/proc/self/status", "re");
 	if (!f)

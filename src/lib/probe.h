@@ -79,7 +79,11 @@ struct probe_privs {
 	int unprivileged_bpf_disabled; /* -1 if unreadable */
 	int perf_event_paranoid;       /* -1 if unreadable */
 	int bpf_stats_enabled;	       /* -1 if unreadable */
+	int task_delayacct;	       /* -1 if unreadable (no CONFIG_TASK_DELAY_ACCT) */
 };
+
+/* The integer at the start of a /proc or /sys file, or -1. */
+int read_int_file(const char *path);
 
 /* Effective capabilities and the sysctls that gate BPF. */
 int probe_privileges(struct probe_privs *p);
