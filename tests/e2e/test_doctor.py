@@ -126,8 +126,13 @@ def test_plans_are_the_commands_own(doc):
     tracepoint, classic tracepoints for syscalls, and every required hook attachable."""
     plans = doc["plans"]
     assert set(plans) == {"top", "trace"}, plans.keys()
+    # trace times off-CPU from scheduler counters unless --offcpu-periods: its default
+    # plan has no sched_switch.
+    assert "sched_switch" not in plans["trace"], plans["trace"].get("sched_switch")
+    hooks = {"top": ("block_bio_queue", "block_rq_complete", "sched_switch"),
+             "trace": ("block_bio_queue", "block_rq_complete")}
     for cmd in ("top", "trace"):
-        for hook in ("block_bio_queue", "block_rq_complete", "sched_switch"):
+        for hook in hooks[cmd]:
             assert plans[cmd][hook]["mode"] == "tp_btf", (cmd, hook, plans[cmd][hook])
             assert plans[cmd][hook]["program"], (cmd, hook)
         assert plans[cmd]["sys_enter_read"]["mode"] == "tracepoint"
