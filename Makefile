@@ -83,7 +83,7 @@ e2e: $(OUT)/iospan
 
 # The one test command: deps, build, unit tests (no root), end-to-end tests (root).
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(OUT)/bench/hookfloor
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost
 	$(Q)OUT=$(OUT) scripts/run-tests.sh
 
 demo: deps
@@ -104,7 +104,13 @@ $(OUT)/bench/hookfloor: bench/hookfloor.c $(OUT)/bench/hookfloor.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(OUT)/bench $< -o $@ $(LDLIBS)
 
-bench: $(OUT)/iospan $(OUT)/bench/hookfloor
+# The time of one trivial syscall, to measure what syscall tracepoints add to all.
+$(OUT)/bench/syscallcost: bench/syscallcost.c | $(OUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+bench: $(OUT)/iospan $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost
 	$(Q)$(PYTHON) bench/overhead.py $(BENCH_ARGS)
 
 format:

@@ -48,6 +48,8 @@ BPF_STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
 # Round kinds with a tracer running: the tracer under test, and the --peer.
 TRACED = ("T", "P")
 PF_KTHREAD = 0x00200000
+# Unbound workqueues (the loop device's worker among them) run on these CPUs.
+WQ_CPUMASK = "/sys/devices/virtual/workqueue/cpumask"
 
 COMMON_FIO = ["--bs=4k", "--direct=1", "--numjobs=1", "--time_based",
               "--norandommap", "--randrepeat=0", "--group_reporting"]
@@ -385,8 +387,28 @@ def fio_args(opts, dev):
             args.remove("--rw=randread")
             args += ["--rw=randrw",
                      "--rwmixread=%d" % max(1, min(99, round(100 * r / (r + w))))]
+    if opts.pin_cpu is not None:
+        args.append("--cpus_allowed=%d" % opts.pin_cpu)
     args += opts.fio_args
     return args
+
+
+@contextlib.contextmanager
+def pinned_workqueues(cpu):
+    """Unbound workqueues (the loop worker) on @cpu only (None: unchanged), so that
+    the whole I/O path shares the one CPU fio is pinned to; restored on exit."""
+    if cpu is None:
+        yield
+        return
+    with open(WQ_CPUMASK) as f:
+        saved = f.read().strip()
+    with open(WQ_CPUMASK, "w") as f:
+        f.write("%x" % (1 << cpu))
+    try:
+        yield
+    finally:
+        with open(WQ_CPUMASK, "w") as f:
+            f.write(saved)
 
 
 def run_fio(args):
@@ -437,6 +459,10 @@ def run_round(kind, idx, opts, dev, tracer, bpfstats, prefix=""):
     rnd["wall_s"] = round(wall, 3)
     tot, idle = s1[0] - s0[0], s1[1] - s0[1]
     rnd["sys_busy_pct"] = round(100.0 * (tot - idle) / tot, 1) if tot else 0.0
+    # Busy CPU time of the whole machine per I/O: what an I/O costs, whether or not
+    # the workload is CPU-bound (IOPS only reflect cost when it is).
+    rnd["cpu_ns_per_io"] = round((tot - idle) / tot * NCPU * wall * 1e9 / fio["ios"], 1) \
+        if tot and fio["ios"] else 0.0
     if traced:
         if not tracer.alive():
             raise BenchError("tracer died during the round (rc=%s): %s"
@@ -507,6 +533,10 @@ def summarize(rounds, kind="T"):
     s["untraced_busy_pct_median"] = statistics.median(r["sys_busy_pct"] for r in U)
     s["traced_busy_pct_median"] = statistics.median(r["sys_busy_pct"] for r in T)
     s["foreign_cpu_pct_max"] = max(r["foreign_cpu_pct"] for r in rounds)
+    s["untraced_cpu_ns_per_io_median"] = statistics.median(r["cpu_ns_per_io"] for r in U)
+    s["traced_cpu_ns_per_io_median"] = statistics.median(r["cpu_ns_per_io"] for r in T)
+    s["added_cpu_ns_per_io"] = (s["traced_cpu_ns_per_io_median"]
+                                - s["untraced_cpu_ns_per_io_median"])
     # Per-program, aggregated by (name, type) over all traced rounds.
     agg = {}
     t_ios = sum(r["ios"] for r in T)
@@ -562,6 +592,9 @@ def render_summary(L, meta, s, title):
     L.append("  traced/untraced   %10.3f   -> IOPS loss %.1f%%"
              % (s["ratio"], s["iops_loss_pct"]))
     L.append("  paired loss %%     %s" % " ".join("%.1f" % x for x in s["paired_loss_pct"]))
+    L.append("  CPU per I/O       %10.0f ns traced vs %.0f untraced (%+.0f ns, busy time of "
+             "all CPUs)" % (s["traced_cpu_ns_per_io_median"],
+                            s["untraced_cpu_ns_per_io_median"], s["added_cpu_ns_per_io"]))
     L.append("  tracer CPU        %9.3f%%   of one core (user space, process tree)"
              % s["tracer_cpu_pct_median"])
     if not meta["bpf_stats"]:
@@ -613,6 +646,9 @@ def render(meta, rounds, s):
                                 meta["seconds"],
                                 meta["warmup_seconds"],
                                 "on in traced rounds" if meta["bpf_stats"] else "off"))
+    if meta.get("pin_cpu") is not None:
+        L.append("pinned    fio and unbound workqueues (the loop worker) on CPU %d: "
+                 "CPU-bound on one core" % meta["pin_cpu"])
     L.append("load avg  %.2f %.2f %.2f at start, %.2f %.2f %.2f at end"
              % tuple(meta["loadavg_start"] + meta["loadavg_end"]))
     for w in meta["warnings"]:
@@ -646,6 +682,8 @@ def render(meta, rounds, s):
                     "%.2f" % ratio if ratio is not None else "n/a (peer lost none)"))
         L.append("  paired loss minus peer's %%   %s"
                  % " ".join("%.1f" % x for x in s["paired_loss_minus_peer_pct"]))
+        L.append("  CPU per I/O added %+.0f ns vs %+.0f ns"
+                 % (s["added_cpu_ns_per_io"], p["added_cpu_ns_per_io"]))
     return "\n".join(L)
 
 
@@ -693,6 +731,10 @@ def parse_args(argv):
                     help="a second tracer (one shell-quoted string) measured in the same "
                     "run: each untraced round is followed by one round of each, and the "
                     "report compares their losses")
+    ap.add_argument("--pin-cpu", type=int, default=None, metavar="N",
+                    help="run fio and the unbound workqueues (the loop worker) on CPU N "
+                    "only: the whole I/O path is CPU-bound on one core, so IOPS fall "
+                    "with every ns a tracer adds (restored at exit)")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     ap.add_argument("--save", metavar="FILE",
                     help="also write the human report (or JSON) to FILE")
@@ -705,6 +747,8 @@ def parse_args(argv):
         ap.error("missing tracer command after --")
     if opts.rounds < 1 or opts.seconds <= 0:
         ap.error("--rounds must be >= 1 and --seconds > 0")
+    if opts.pin_cpu is not None and not 0 <= opts.pin_cpu < NCPU:
+        ap.error("--pin-cpu must be a CPU number from 0 to %d" % (NCPU - 1))
     opts.tracer = tracer
     opts.peer = shlex.split(opts.peer)
     opts.fio_args = shlex.split(opts.fio_args)
@@ -753,7 +797,7 @@ def main(argv):
         "workload_desc": WORKLOADS[opts.workload]["desc"],
         "rounds": opts.rounds, "seconds": opts.seconds,
         "warmup_seconds": opts.warmup_seconds, "size_mb": opts.size_mb,
-        "prefill": opts.prefill, "bpf_stats": opts.bpf_stats,
+        "prefill": opts.prefill, "bpf_stats": opts.bpf_stats, "pin_cpu": opts.pin_cpu,
         "fixtures": TESTLIB, "loadavg_start": la, "warnings": warnings,
     }
     bpfstats = BpfStats(opts.bpf_stats)
@@ -765,7 +809,8 @@ def main(argv):
     try:
         with testlib.tmpfs(opts.size_mb + 64) as mnt, \
                 testlib.loop_device(size_mb=opts.size_mb, backing_dir=mnt,
-                                    direct_io=False) as dev:
+                                    direct_io=False) as dev, \
+                pinned_workqueues(opts.pin_cpu):
             meta["device"] = dev
             meta["fio_args"] = fio_args(opts, dev)
             if opts.prefill:

@@ -3,10 +3,11 @@
  * Direct-mapped slot tables keyed by a kernel pointer (bio, request, kiocb), and the
  * owner clues a bio carries. A table is a BPF_MAP_TYPE_ARRAY of the caller's slot
  * type, whose first member must be `__u64 tag` (pv() of the pointer); the map stays
- * in the including .bpf.c. Slots are claimed with blind stores and checked by tag on
- * lookup: a read or release at queue time would pull the slot's cache line between
- * the submitting and the completing CPU. Two live objects in one slot: the older
- * one's lookup finds the other's tag and the caller counts it as unmatched.
+ * in the including .bpf.c. Slots are claimed with stores (slot_claim), or written only
+ * when their content changes (slot_at and compare, for records that repeat), and
+ * checked by tag on lookup; never released: every write pulls the slot's cache line
+ * from the completing CPU back to the submitting one. Two live objects in one slot:
+ * the older one's lookup finds the other's tag and the caller counts it as unmatched.
  * Needs kptr.bpf.h.
  */
 #ifndef IOSPAN_BIO_SLOT_BPF_H
