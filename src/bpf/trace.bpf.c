@@ -443,9 +443,7 @@ static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 			hist_put(&h->st[TRACE_ST_Q2C], st[TRACE_ST_Q2C]);
 			hist_put(&h->st[TRACE_ST_POST_BLOCK], st[TRACE_ST_POST_BLOCK]);
 		}
-		/* Only requests that run in their thread's context can be off CPU. */
-		if (op != TRACE_OP_WRITEBACK && op != TRACE_OP_AIO_READ &&
-		    op != TRACE_OP_AIO_WRITE && !(r->flags & TRACE_F_NO_OFFCPU)) {
+		if (trace_op_in_thread(op) && !(r->flags & TRACE_F_NO_OFFCPU)) {
 			hist_put(&h->st[TRACE_ST_OFFCPU], st[TRACE_ST_OFFCPU]);
 			hist_put(&h->st[TRACE_ST_IOWAIT], st[TRACE_ST_IOWAIT]);
 		}

@@ -390,8 +390,7 @@ static const char *cgroup_name(struct trace_ctx *c, uint64_t cgid)
 /* Where a request's off-CPU accounts come from: JSON "offcpu_from". */
 static const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
 {
-	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
-	    r->op == TRACE_OP_AIO_WRITE || r->flags & TRACE_F_NO_OFFCPU)
+	if (!trace_op_in_thread(r->op) || r->flags & TRACE_F_NO_OFFCPU)
 		return "none"; /* not run by a thread of its own, or a fault */
 	if (c->o->offcpu_periods)
 		return "sched_switch";

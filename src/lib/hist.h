@@ -26,28 +26,30 @@ struct hist {
 	__u32 slots[HIST_SLOTS];
 };
 
-/* Index of the most significant set bit of a non-zero value, without a loop. */
+/* Bit index of (1 << k) * HIST_DEBRUIJN >> 58, for k = 0..63 (a de Bruijn sequence). */
+#define HIST_DEBRUIJN 0x03f79d71b4cb0a89ULL
+static const __u8 hist_debruijn_msb[64] = {
+	0,  1,	48, 2,	57, 49, 28, 3,	61, 58, 50, 42, 38, 29, 17, 4,
+	62, 55, 59, 36, 53, 51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5,
+	63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23, 11,
+	46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9,	13, 8,	7,  6,
+};
+
+/*
+ * Index of the most significant set bit of a non-zero value, without a branch: BPF
+ * has no conditional set, so comparisons would be jumps, mispredicted on latencies
+ * that vary. Smear the top bit down, keep only it, and look its position up.
+ */
 static inline __u32 hist_msb(__u64 v)
 {
-	__u32 r = 0, shift;
-
-	shift = (v > 0xffffffffULL) << 5;
-	v >>= shift;
-	r = shift;
-	shift = (v > 0xffff) << 4;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xff) << 3;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xf) << 2;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0x3) << 1;
-	v >>= shift;
-	r |= shift;
-	r |= (v >> 1);
-	return r;
+	v |= v >> 1;
+	v |= v >> 2;
+	v |= v >> 4;
+	v |= v >> 8;
+	v |= v >> 16;
+	v |= v >> 32;
+	v -= v >> 1;
+	return hist_debruijn_msb[(v * HIST_DEBRUIJN) >> 58];
 }
 
 static inline __u32 hist_slot(__u64 v)

@@ -185,6 +185,17 @@ enum trace_op {
 };
 
 /*
+ * Whether a request of @op runs in a thread of its own from start to end, so that the
+ * thread's time off CPU is the request's. Writeback runs in a flusher for many files,
+ * asynchronous I/O in no thread at all. Used by the BPF side (which off-CPU
+ * histograms to fill) and by user space (what to print) alike.
+ */
+static inline bool trace_op_in_thread(__u32 op)
+{
+	return op != TRACE_OP_WRITEBACK && op != TRACE_OP_AIO_READ && op != TRACE_OP_AIO_WRITE;
+}
+
+/*
  * Derived stages of one request, in ns. For a request whose bios completed while it
  * was in progress, these add up exactly:
  *   total = pre_block + q2q + q2g + g2i + i2d + d2c + post_block

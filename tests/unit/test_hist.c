@@ -37,6 +37,26 @@ static void test_slots(void **state)
 		assert_true(hist_msb(v) == (__u32)(63 - __builtin_clzll(v)));
 }
 
+/* The branch-free msb against the compiler's, on every bit position and random values. */
+static void test_msb(void **state)
+{
+	__u64 x = 0x9e3779b97f4a7c15ULL, v;
+	int k, i;
+
+	for (k = 0; k < 64; k++) {
+		v = 1ULL << k;
+		assert_int_equal(hist_msb(v), k);
+		assert_int_equal(hist_msb(v | (v - 1)), k);
+		assert_int_equal(hist_msb(v | 1), k);
+	}
+	for (i = 0; i < 100000; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		v = x >> (i % 64);
+		if (v)
+			assert_int_equal(hist_msb(v), 63 - __builtin_clzll(v));
+	}
+}
+
 static void test_percentiles(void **state)
 {
 	struct hist *h = calloc(1, sizeof(*h));
@@ -78,6 +98,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slots),
+		cmocka_unit_test(test_msb),
 		cmocka_unit_test(test_percentiles),
 		cmocka_unit_test(test_exact_and_merge),
 	};
