@@ -238,7 +238,10 @@ static __always_inline void count(__u32 what)
 
 /* ------------------------------------------------------------------ filters */
 
-/* Process filters (pid, tid, comm, cgroup) for the current task. */
+/*
+ * Process filters (pid, tid, comm, cgroup) for the current task. *cgid: its cgroup id
+ * if the filter needed it, else 0 (cgroup ids start at 1).
+ */
 static __always_inline bool task_ok(struct task_struct *task, __u64 *cgid)
 {
 	if (task->tgid == self_tgid)
@@ -259,9 +262,12 @@ static __always_inline bool task_ok(struct task_struct *task, __u64 *cgid)
 				break;
 		}
 	}
-	*cgid = bpf_get_current_cgroup_id();
-	if (filter_cgroup && !bpf_map_lookup_elem(&filter_cgroups, cgid))
-		return false;
+	*cgid = 0;
+	if (filter_cgroup) {
+		*cgid = bpf_get_current_cgroup_id();
+		if (!bpf_map_lookup_elem(&filter_cgroups, cgid))
+			return false;
+	}
 	return true;
 }
 
@@ -547,6 +553,12 @@ static __always_inline void finish_thread(struct task_state *t, struct trace_rec
 		r->events_lost += t->nr_off - TASK_OFF_EVENTS;
 		count(TRACE_CNT_EVENTS_TRUNC);
 	}
+	/* A syscall ends in its thread: name it now, if it is slow enough to be sent. */
+	if (task && end > r->start && end - r->start >= threshold_ns) {
+		bpf_get_current_comm(r->comm, sizeof(r->comm));
+		if (!r->cgid)
+			r->cgid = bpf_get_current_cgroup_id();
+	}
 	finish(r, end, ret);
 }
 
@@ -648,7 +660,7 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 	r->dev = dev;
 	r->ino = inode->i_ino;
 	r->cgid = cgid;
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	/* Name and cgroup (unless filtered by) are taken at the end, if it is sent. */
 	r->offset = use_pos ? file->f_pos : offset;
 	r->bytes = bytes;
 	r->file = (__u64)file;
@@ -859,7 +871,7 @@ int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
 	r->tid = task->pid;
 	r->dev = host->i_sb->s_dev;
 	r->ino = host->i_ino;
-	r->cgid = cgid;
+	r->cgid = cgid ?: bpf_get_current_cgroup_id();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->offset = (__s64)index * page_size;
 	r->bytes = page_size;
@@ -1002,7 +1014,7 @@ int BPF_PROG(trace_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigne
 	r->tid = task->pid;
 	r->dev = dev;
 	r->ino = inode->i_ino;
-	r->cgid = cgid;
+	r->cgid = cgid ?: bpf_get_current_cgroup_id();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->offset = iocb->ki_pos;
 	r->bytes = iter->count;

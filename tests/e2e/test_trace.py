@@ -240,6 +240,9 @@ def test_requests_stages_and_layers(iospan, fstype, tmp_path):
         assert len(by_op.get("write", [])) == 6
         assert len(by_op.get("fsync", [])) == 1
         assert set(by_op) == {"preadv", "pread64", "write", "fsync"}, set(by_op)
+        # Each request names its thread (taken at its end, for the requests sent).
+        assert all(r["comm"] == "wl-layers" and r["tid"] == w.pid for r in mine), \
+            [(r["comm"], r["tid"]) for r in mine]
         assert totals["lost"] == 0, totals
         assert totals["emitted"] == totals["printed"]
         for r in reqs:
@@ -537,6 +540,11 @@ def test_filters_two_processes(iospan):
             assert got == want, "filter %s %s: got %s want %s (%s)" % (
                 name, args, got, want, [(r["pid"], r["op"], r["path"]) for r in reqs])
             assert totals["lost"] == 0, (name, totals)
+            # Every request names the cgroup of its process, filtered by it or not.
+            cg_of = {wa.pid: os.path.basename(cga), wb.pid: os.path.basename(cgb)}
+            for r in reqs:
+                if r["pid"] in cg_of and r["op"] != "writeback":
+                    assert (r["cgroup"] or "").endswith(cg_of[r["pid"]]), (name, r["cgroup"])
 
 
 # --------------------------------------------------------------------------- bad input
