@@ -100,5 +100,9 @@ def test_syscallcost_prints_the_time_of_one_syscall():
     assert p.returncode == 0, p.stderr
     ns = float(p.stdout.split()[0])
     assert 1 < ns < 100000, p.stdout  # a syscall takes ns to us, never nothing
-    bad = subprocess.run([path, "extra"], capture_output=True, text=True, timeout=30)
+    assert "(getppid," in p.stdout
+    p = subprocess.run([path, "pread"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "(pread," in p.stdout, p.stdout + p.stderr
+    assert 1 < float(p.stdout.split()[0]) < 100000, p.stdout
+    bad = subprocess.run([path, "open"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "usage: syscallcost" in bad.stderr
