@@ -617,7 +617,7 @@ static __always_inline void end_fault(struct task_state *t, __u32 tid, __u64 now
 static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_pos)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_state *t;
+	struct task_state *t = NULL;
 	struct trace_rec *r;
 	struct inode *inode;
 	struct file *file;
@@ -645,7 +645,8 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 	dev = blkdev ? inode->i_rdev : inode->i_sb->s_dev;
 	if (!file_ok(dev, inode->i_ino, file->f_path.dentry))
 		return 0;
-	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return 0;
 	r = thread_rec(task->pid, true);
