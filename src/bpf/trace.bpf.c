@@ -1395,41 +1395,22 @@ static __always_inline int rq_event(struct request *rq, int what)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_insert")
-int BPF_PROG(trace_rq_insert, struct request *rq)
-{
-	return rq_event(rq, RQ_INSERT);
-}
+/* @what on tracepoint @tp: the tp_btf program @name and its raw_tp fallback @name_raw. */
+#define RQ_EVENT_PROGS(tp, name, what)            \
+	SEC("tp_btf/" #tp)                        \
+	int BPF_PROG(name, struct request *rq)    \
+	{                                         \
+		return rq_event(rq, what);        \
+	}                                         \
+	SEC("raw_tp/" #tp)                        \
+	int BPF_PROG(name##_raw, void *rq)        \
+	{                                         \
+		return rq_event(AS_RQ(rq), what); \
+	}
 
-SEC("raw_tp/block_rq_insert")
-int BPF_PROG(trace_rq_insert_raw, void *rq)
-{
-	return rq_event(AS_RQ(rq), RQ_INSERT);
-}
-
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(trace_rq_issue, struct request *rq)
-{
-	return rq_event(rq, RQ_ISSUE);
-}
-
-SEC("raw_tp/block_rq_issue")
-int BPF_PROG(trace_rq_issue_raw, void *rq)
-{
-	return rq_event(AS_RQ(rq), RQ_ISSUE);
-}
-
-SEC("tp_btf/block_rq_requeue")
-int BPF_PROG(trace_rq_requeue, struct request *rq)
-{
-	return rq_event(rq, RQ_REQUEUE);
-}
-
-SEC("raw_tp/block_rq_requeue")
-int BPF_PROG(trace_rq_requeue_raw, void *rq)
-{
-	return rq_event(AS_RQ(rq), RQ_REQUEUE);
-}
+RQ_EVENT_PROGS(block_rq_insert, trace_rq_insert, RQ_INSERT)
+RQ_EVENT_PROGS(block_rq_issue, trace_rq_issue, RQ_ISSUE)
+RQ_EVENT_PROGS(block_rq_requeue, trace_rq_requeue, RQ_REQUEUE)
 
 /* ------------------------------------------------------------------ block: complete */
 
