@@ -1425,19 +1425,19 @@ struct done {
 	__u16 pad;
 };
 
-/* Gives one completed bio to its request; the writeback request may end here. */
-static __noinline int bio_done(struct done *dn, struct bio *bio, __u32 sz)
+/*
+ * Gives one completed bio, whose slot is @s, to its request; the writeback request may
+ * end here.
+ */
+static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot *s, __u32 sz)
 {
-	struct bio_slot *s, o;
+	struct bio_slot o;
 	struct trace_rec *r;
 	struct trace_bio *b;
 	__u64 g, i, d;
 	__u32 n;
 
-	if (!bio)
-		return 0;
-	s = slot_find(&bio_slots, bio, NR_BIO_SLOTS);
-	if (!s)
+	if (!bio || !s)
 		return 0;
 	o = *s;
 	s->tag = 0; /* completed: a second completion of this address is not ours */
@@ -1504,12 +1504,13 @@ static int walk_bio(__u32 idx, void *ctx)
 		return 1; /* completes in a later part */
 	dn->left -= sz;
 	dn->bio = bio->bi_next;
-	bio_done(dn, bio, sz);
+	bio_done(dn, bio, slot_find(&bio_slots, bio, NR_BIO_SLOTS), sz);
 	return 0;
 }
 
 static __always_inline int complete_rq(struct request *rq, int error, unsigned int nr_bytes)
 {
+	struct bio_slot *only = NULL;
 	struct done dn = {};
 	struct rq_slot *s;
 	__u64 start;
@@ -1518,8 +1519,11 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	if (!rq->bio)
 		return 0;
 	/* Most requests carry one bio that no traced request owns: done at once. */
-	if (!rq->bio->bi_next && !slot_find(&bio_slots, rq->bio, NR_BIO_SLOTS))
-		return 0;
+	if (!rq->bio->bi_next) {
+		only = slot_find(&bio_slots, rq->bio, NR_BIO_SLOTS);
+		if (!only)
+			return 0;
+	}
 	dn.now = bpf_ktime_get_ns();
 	start = rq->start_time_ns;
 	dn.g = start;
@@ -1546,8 +1550,9 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	dn.left = nr_bytes;
 	dn.bio = rq->bio;
 	/* The common single-bio request without a loop; chains through bpf_loop. */
-	if (!dn.bio->bi_next) {
-		walk_bio(0, &dn);
+	if (only) {
+		if (dn.bio->bi_iter.bi_size <= dn.left)
+			bio_done(&dn, dn.bio, only, dn.bio->bi_iter.bi_size);
 		return 0;
 	}
 	n = bpf_loop(MAX_CHAIN, walk_bio, &dn, 0);
