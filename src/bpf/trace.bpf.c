@@ -24,13 +24,15 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_BIO_SLOTS   (1U << 16)
 #define NR_RQ_SLOTS    (1U << 14)
 #define NR_ASYNC_SLOTS (1U << 12)
+#define NR_THREAD_RECS (1U << 12)
 /* Longest bio chain walked per request completion; the rest is counted. */
 #define MAX_CHAIN 1024
 
 /* Request keys: the kind in the top bits, an id below. */
-#define KEY_SYNC    (1ULL << 60) /* | tid: syscall or fault of that thread */
+#define KEY_SYNC    (1ULL << 60) /* | tid: syscall or fault of that thread, in reqs */
 #define KEY_WB	    (2ULL << 60) /* | inode address / 16: writeback of that inode */
 #define KEY_ASYNC   (3ULL << 60) /* | async slot index */
+#define KEY_THREAD  (4ULL << 60) /* | thread_recs index: syscall or fault of a thread */
 #define KEY_KIND(k) ((k) >> 60)
 #define KEY_ID(k)   ((k) & ((1ULL << 60) - 1))
 
@@ -97,8 +99,9 @@ struct task_state {
 	__u8 fault_waited; /* the fault slept waiting for I/O */
 	__u8 nr_off;	   /* off-CPU periods seen (off[] holds the first ones) */
 	__u8 pad;
-	__u64 wb_key; /* a flusher inside writeback_single_inode: that request */
-	__u32 seq;    /* the record's seq for this request */
+	__u64 wb_key;  /* a flusher inside writeback_single_inode: that request */
+	__u64 rec_key; /* KEY_THREAD or KEY_SYNC: where its request's record is */
+	__u32 seq;     /* the record's seq for this request */
 	__u32 nr_queued;
 	__u64 first_q;
 	struct sched_counts c0; /* at the start of the request */
@@ -115,12 +118,28 @@ struct {
 } tasks SEC(".maps");
 
 /*
- * Records of syscall, fault and writeback requests. A thread's element persists from
- * one request to the next (reset, not re-inserted); LRU evicts those of gone threads.
+ * Records of syscall and fault requests, direct-mapped by thread id: a thread reaches
+ * its own with an array index where a hash lookup costs more, three times per request
+ * (start, end, each bio's completion). A slot belongs to the thread whose request is
+ * active in it, and passes to another thread of the same index once idle; a thread
+ * that finds it active for another one uses reqs. Seqs stay unique per slot across
+ * owners, so a late bio never matches a later owner's request.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_THREAD_RECS);
+	__type(key, __u32);
+	__type(value, struct trace_rec);
+} thread_recs SEC(".maps");
+
+/*
+ * Records of writeback requests, and of syscall and fault requests whose thread_recs
+ * slot was busy. A thread's element persists from one request to the next (reset, not
+ * re-inserted); LRU evicts those of gone threads.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 2048);
 	__type(key, __u64);
 	__type(value, struct trace_rec);
 } reqs SEC(".maps");
@@ -333,21 +352,30 @@ static __always_inline void rec_reset(struct trace_rec *r, __u32 op, __u64 now)
 	r->file = 0;
 }
 
-/* The record of a thread, created on its first request. NULL if the map is full. */
-static __always_inline struct trace_rec *thread_rec(__u32 tid, bool create)
+/*
+ * The record for a new request of thread @tid, and its key in *@key: its thread_recs
+ * slot, unless another thread's request is active there, else its element of reqs
+ * (created on its first request). NULL if reqs is full.
+ */
+static __always_inline struct trace_rec *thread_rec_start(__u32 tid, __u64 *key)
 {
-	__u64 key = KEY_SYNC | tid;
+	__u32 idx = tid & (NR_THREAD_RECS - 1), zero = 0;
 	struct trace_rec *r;
-	__u32 zero = 0;
 
-	r = bpf_map_lookup_elem(&reqs, &key);
-	if (r || !create)
+	r = bpf_map_lookup_elem(&thread_recs, &idx);
+	if (r && (r->tid == tid || r->state != TRACE_S_ACTIVE)) {
+		*key = KEY_THREAD | idx;
+		return r;
+	}
+	*key = KEY_SYNC | tid;
+	r = bpf_map_lookup_elem(&reqs, key);
+	if (r)
 		return r;
 	r = bpf_map_lookup_elem(&rec_zero, &zero);
 	if (!r)
 		return NULL;
-	bpf_map_update_elem(&reqs, &key, r, BPF_NOEXIST);
-	r = bpf_map_lookup_elem(&reqs, &key);
+	bpf_map_update_elem(&reqs, key, r, BPF_NOEXIST);
+	r = bpf_map_lookup_elem(&reqs, key);
 	if (!r)
 		count(TRACE_CNT_REQS_FULL);
 	return r;
@@ -358,12 +386,44 @@ static __always_inline struct trace_rec *rec_of(__u64 key)
 	struct async_slot *as;
 	__u32 idx;
 
+	if (KEY_KIND(key) == (KEY_THREAD >> 60)) {
+		idx = KEY_ID(key);
+		return bpf_map_lookup_elem(&thread_recs, &idx);
+	}
 	if (KEY_KIND(key) == (KEY_ASYNC >> 60)) {
 		idx = KEY_ID(key);
 		as = bpf_map_lookup_elem(&async_slots, &idx);
 		return as ? &as->rec : NULL;
 	}
 	return bpf_map_lookup_elem(&reqs, &key);
+}
+
+/*
+ * The record of the request thread @tid (with state @t) started last, if it is still
+ * that request's: NULL if it was evicted from reqs or its slot went to another one.
+ */
+static __always_inline struct trace_rec *own_rec(struct task_state *t, __u32 tid)
+{
+	struct trace_rec *r = rec_of(t->rec_key);
+
+	return r && r->tid == tid && r->seq == t->seq ? r : NULL;
+}
+
+/* The active request of thread @tid seen from another context, and its key in *@key. */
+static __always_inline struct trace_rec *thread_rec_active(__u32 tid, __u64 *key)
+{
+	__u32 idx = tid & (NR_THREAD_RECS - 1);
+	struct trace_rec *r;
+
+	/* Its slot holds its request if active there; else it can only be in reqs. */
+	r = bpf_map_lookup_elem(&thread_recs, &idx);
+	if (r && r->tid == tid && r->state == TRACE_S_ACTIVE) {
+		*key = KEY_THREAD | idx;
+		return r;
+	}
+	*key = KEY_SYNC | tid;
+	r = bpf_map_lookup_elem(&reqs, key);
+	return r && r->state == TRACE_S_ACTIVE ? r : NULL;
 }
 
 static __always_inline void hist_put(struct hist *h, __u64 v)
@@ -562,9 +622,10 @@ static __always_inline void finish_thread(struct task_state *t, struct trace_rec
 	finish(r, end, ret);
 }
 
-static __always_inline void thread_begin(struct task_state *t, struct trace_rec *r,
+static __always_inline void thread_begin(struct task_state *t, struct trace_rec *r, __u64 key,
 					 struct task_struct *task)
 {
+	t->rec_key = key;
 	sched_counts_read(task, &t->c0);
 	t->run_before = 0;
 	if (t->exit_ts && t->exit_ts < r->start && t->exit_sw == t->c0.sw &&
@@ -593,13 +654,13 @@ static __always_inline void end_fault(struct task_state *t, __u32 tid, __u64 now
 
 	if (!t->fault_io && !t->fault_waited) {
 		t->kind = TK_NONE;
-		r = thread_rec(tid, false);
+		r = own_rec(t, tid);
 		if (r && r->state == TRACE_S_ACTIVE)
 			r->state = TRACE_S_IDLE;
 		count(TRACE_CNT_FAULTS_CACHED);
 		return;
 	}
-	r = thread_rec(tid, false);
+	r = own_rec(t, tid);
 	if (r) {
 		r->flags |= TRACE_F_FAULT_APPROX;
 		/*
@@ -622,7 +683,7 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 	struct inode *inode;
 	struct file *file;
 	__u32 dev, mode;
-	__u64 cgid, now;
+	__u64 cgid, now, key;
 	bool blkdev;
 
 	if (trace_faults) {
@@ -649,7 +710,7 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return 0;
-	r = thread_rec(task->pid, true);
+	r = thread_rec_start(task->pid, &key);
 	if (!r)
 		return 0;
 	if (r->state == TRACE_S_ACTIVE)
@@ -669,7 +730,7 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 		r->flags |= TRACE_F_DIRECT;
 	if (blkdev)
 		r->flags |= TRACE_F_BLKDEV;
-	thread_begin(t, r, task);
+	thread_begin(t, r, key, task);
 	t->kind = TK_SYNC;
 	count(TRACE_CNT_STARTED);
 	return 0;
@@ -684,7 +745,7 @@ static __always_inline int sys_exit(long ret)
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (!t || t->kind != TK_SYNC)
 		return 0;
-	r = thread_rec(task->pid, false);
+	r = own_rec(t, task->pid);
 	if (!r) {
 		count(TRACE_CNT_REQS_FULL); /* evicted while in progress */
 		t->kind = TK_NONE;
@@ -739,7 +800,7 @@ static __always_inline struct trace_rec *current_rec(struct task_state **tp)
 
 	if (!t || !t->kind)
 		return NULL;
-	r = thread_rec(task->pid, false);
+	r = own_rec(t, task->pid);
 	if (!r || r->state != TRACE_S_ACTIVE)
 		return NULL;
 	*tp = t;
@@ -839,12 +900,12 @@ int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
 	struct task_state *t;
 	struct trace_rec *r;
 	struct inode *host;
-	__u64 cgid, now = bpf_ktime_get_ns();
+	__u64 cgid, key, now = bpf_ktime_get_ns();
 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->kind == TK_SYNC) {
 		/* A fault inside a traced syscall (a read into a mapped buffer) is part of it. */
-		r = thread_rec(task->pid, false);
+		r = own_rec(t, task->pid);
 		if (r)
 			ev_add(r, TRACE_EV_FAULT, now, index, 0);
 		return 0;
@@ -864,7 +925,7 @@ int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return 0;
-	r = thread_rec(task->pid, true);
+	r = thread_rec_start(task->pid, &key);
 	if (!r)
 		return 0;
 	rec_reset(r, TRACE_OP_FAULT, now);
@@ -878,7 +939,7 @@ int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
 	r->bytes = page_size;
 	r->file = (__u64)host;
 	ev_add(r, TRACE_EV_FAULT, now, index, 0);
-	thread_begin(t, r, task);
+	thread_begin(t, r, key, task);
 	t->kind = TK_FAULT;
 	count(TRACE_CNT_STARTED);
 	return 0;
@@ -939,7 +1000,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	t->off_ts = 0;
 	/* A fault ends when its thread runs again after waiting for the I/O. */
 	if (t->kind == TK_FAULT && t->fault_waited) {
-		r = thread_rec(next->pid, false);
+		r = own_rec(t, next->pid);
 		finish_thread(t, r, now, 0, next);
 	}
 	return 0;
@@ -981,7 +1042,7 @@ int BPF_PROG(trace_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigne
 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->kind == TK_SYNC) {
-		r = thread_rec(task->pid, false);
+		r = own_rec(t, task->pid);
 		if (r) {
 			r->flags |= TRACE_F_DIRECT;
 			ev_add(r, TRACE_EV_DIO, now, iter->count, write);
@@ -1231,9 +1292,8 @@ static __always_inline int queue_bio(struct bio *bio)
 
 			if (!w)
 				return 0;
-			key = KEY_SYNC | w->pid;
-			r = bpf_map_lookup_elem(&reqs, &key);
-			if (!r || r->state != TRACE_S_ACTIVE)
+			r = thread_rec_active(w->pid, &key);
+			if (!r)
 				return 0;
 			flags |= TRACE_BIO_KTHREAD;
 			r->flags |= TRACE_F_KTHREAD_BIO;
@@ -1246,7 +1306,7 @@ static __always_inline int queue_bio(struct bio *bio)
 		if (t->kind) {
 			/* The thread's own request: counted in its storage, no record lookup. */
 			now = bpf_ktime_get_ns();
-			key = KEY_SYNC | task->pid;
+			key = t->rec_key;
 			seq = t->seq;
 			t->nr_queued++;
 			if (!t->first_q)

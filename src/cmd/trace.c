@@ -1108,7 +1108,8 @@ static int read_counters(struct trace_ctx *c, uint64_t *out)
 
 /*
  * Writeback requests whose bios never all completed would stay in the map until LRU
- * evicts them, silently: old ones are given up here and counted.
+ * evicts them, silently: old ones are given up here and counted. At exit, also counts
+ * the requests still in flight.
  */
 static void sweep_writeback(struct trace_ctx *c, bool at_exit)
 {
@@ -1132,7 +1133,15 @@ static void sweep_writeback(struct trace_ctx *c, bool at_exit)
 		}
 		c->in_flight++;
 	}
-	if (!at_exit || !c->skel->rodata->trace_aio)
+	if (!at_exit)
+		return;
+	/* Syscalls and faults still in progress (a thread blocked in one, say). */
+	fd = bpf_map__fd(c->skel->maps.thread_recs);
+	for (idx = 0; idx < bpf_map__max_entries(c->skel->maps.thread_recs); idx++) {
+		if (!bpf_map_lookup_elem(fd, &idx, &r) && r.state == TRACE_S_ACTIVE)
+			c->in_flight++;
+	}
+	if (!c->skel->rodata->trace_aio)
 		return;
 	/* Async direct I/O still in flight (or whose completion was never seen). */
 	fd = bpf_map__fd(c->skel->maps.async_slots);

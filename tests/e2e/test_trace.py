@@ -411,6 +411,76 @@ def test_throttled_delay_before_dispatch(iospan):
         assert not any(e["type"] == "offcpu" for e in r["events"]), r["events"]
 
 
+# thread_recs in trace.bpf.c: the records of syscall and fault requests, by tid.
+NR_THREAD_RECS = 4096
+
+
+def workload_with_pid_mod(comm, steps, mod, want, tries=20):
+    """A Workload whose pid is `want` modulo `mod`: the next pid is set through
+    /proc/sys/kernel/ns_last_pid (a pid in use, or another fork in between, spoils a
+    try; the next one takes the next candidate)."""
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    last = int(open("/proc/sys/kernel/ns_last_pid").read())
+    # Pids above the last one first, then those the allocator wraps around to (>= 300).
+    cands = [p for p in range(want % mod, pid_max, mod) if p >= 300 and p != want]
+    cands = [p for p in cands if p > last] + [p for p in cands if p <= last]
+    for nxt in cands[:tries]:
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(nxt - 1))
+        w = Workload(comm, steps)
+        if w.pid % mod == want % mod:
+            return w
+        w.p.kill()
+        w.p.wait()
+    pytest.fail("could not start a process with pid %d mod %d" % (want % mod, mod))
+
+
+def test_threads_sharing_a_record_slot(iospan):
+    """Two threads whose tids share a thread_recs slot, both in a request at once: the
+    second one's record lives in the fallback hash, and both come out whole."""
+    tl.require_root("creates a loop device and a blkio cgroup")
+    try:
+        tl.blkio_root()
+    except RuntimeError as e:
+        pytest.skip(str(e))
+    with tl.scratch_fs("ext4", 256) as fs:
+        paths = [os.path.join(fs.mnt, "slot%d.dat" % i) for i in (1, 2)]
+        for p in paths:
+            make_file(p, 1 * MiB)
+        tl.drop_caches()
+        size = 512 * 1024
+        with tl.blkio_throttle(fs.devnum, read_bps=1 * MiB) as cg:
+            w1 = Workload("wl-slot1", [{"op": "throttled", "path": paths[0], "size": size}])
+            w2 = workload_with_pid_mod("wl-slot2", [{"op": "throttled", "path": paths[1],
+                                                     "size": size}],
+                                       NR_THREAD_RECS, w1.pid)
+            assert w1.pid != w2.pid
+            for w in (w1, w2):
+                tl.move_to_cgroup(cg, w.pid)
+            proc = start_trace("-t", "0", "-d", fs.dev, "--ops", "preadv,preadv2")
+            try:
+                w1.run()
+                time.sleep(0.2)  # w1 is in its read, held by the throttle
+                w2.run()
+                w1.wait()
+                w2.wait()
+                time.sleep(0.3)
+            finally:
+                reqs, _, totals = stop_trace(proc)
+    mine = {w.pid: [r for r in reqs if r["pid"] == w.pid] for w in (w1, w2)}
+    for pid, rs in mine.items():
+        assert len(rs) == 1, (pid, [(r["pid"], r["op"]) for r in reqs])
+        r = rs[0]
+        check_stages(r)
+        assert r["bytes"] == size and r["ret"] == size, r
+        assert r["has_block_io"], r
+        assert sum(b["bytes"] for b in r["bios"]) == size, r["bios"]
+    # The two were in flight together (the second started inside the first).
+    r1, r2 = mine[w1.pid][0], mine[w2.pid][0]
+    assert r2["start_mono_ns"] < r1["start_mono_ns"] + r1["total_us"] * 1000, (r1, r2)
+    assert totals["lost"] == 0, totals
+
+
 def test_offcpu_counters_agree_with_sched_switch(iospan):
     """Default off-CPU accounts (scheduler counters) against sched_switch on the same
     direct reads: the same switches; off-CPU never more (beyond a few us of the
