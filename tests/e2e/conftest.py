@@ -2,8 +2,8 @@
 """pytest glue for iospan's end-to-end tests.
 
 - makes tests/lib importable (import iospan_testlib);
-- under CI (CI=true), a test skipped because it "needs root" FAILS, so CI can never pass
-  with the root tests silently skipped;
+- under CI (CI=true), a test skipped because it "needs root" or "needs blk-throttle"
+  FAILS, so CI can never pass with the root tests silently skipped;
 - at session end, anything the tests created and left behind (loop devices, mounts,
   cgroups) is reported, torn down, and fails the session.
 """
@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import iospan_testlib as tl  # noqa: E402
 
-ROOT_SKIP_PREFIX = "needs root"
+# Skips that mean "not run as root, or on a machine short of what root tests need".
+ROOT_SKIP_PREFIXES = ("needs root", "needs blk-throttle")
 
 
 def _under_ci():
@@ -41,7 +42,7 @@ def pytest_runtest_makereport(item, call):
     # pytest.skip() gives "Skipped: needs root: ..."; skipif markers give the reason as is.
     if reason.startswith("Skipped: "):
         reason = reason[len("Skipped: "):]
-    if reason.startswith(ROOT_SKIP_PREFIX):
+    if reason.startswith(ROOT_SKIP_PREFIXES):
         report.outcome = "failed"
         report.longrepr = ("CI=true: a root-only test may not be skipped (%s); run the tests "
                            "as root" % reason)

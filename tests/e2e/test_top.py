@@ -310,10 +310,7 @@ def test_throttled_read_is_a_stall_with_stack(scratch_ext4):
     """A direct read in a blk-throttled cgroup blocks in iowait: reported with a stack,
     and its DISK bytes still go to the reader (not the throttle's dispatch worker)."""
     fs = scratch_ext4
-    try:
-        tl.blkio_root()
-    except RuntimeError as e:
-        pytest.skip(str(e))
+    tl.require_blkio()
     path = os.path.join(fs.mnt, "throttled.dat")
     size = 512 * 1024
     tl.dd(path, bs="512K", count=1, conv="fsync")

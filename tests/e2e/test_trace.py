@@ -365,10 +365,7 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
 
 def test_throttled_delay_before_dispatch(iospan):
     tl.require_root("creates a loop device and a blkio cgroup")
-    try:
-        tl.blkio_root()
-    except RuntimeError as e:
-        pytest.skip(str(e))
+    tl.require_blkio()
     with tl.scratch_fs("ext4", 256) as fs:
         path = os.path.join(fs.mnt, "thr.dat")
         make_file(path, 2 * MiB)
@@ -439,10 +436,7 @@ def test_threads_sharing_a_record_slot(iospan):
     """Two threads whose tids share a thread_recs slot, both in a request at once: the
     second one's record lives in the fallback hash, and both come out whole."""
     tl.require_root("creates a loop device and a blkio cgroup")
-    try:
-        tl.blkio_root()
-    except RuntimeError as e:
-        pytest.skip(str(e))
+    tl.require_blkio()
     with tl.scratch_fs("ext4", 256) as fs:
         paths = [os.path.join(fs.mnt, "slot%d.dat" % i) for i in (1, 2)]
         for p in paths:
