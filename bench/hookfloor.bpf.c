@@ -6,61 +6,24 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
 
 char LICENSE[] SEC("license") = "GPL";
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch)
-{
-	return 0;
-}
+/* An empty program @name in section @sec (the program names are the hook names). */
+#define EMPTY_PROG(sec, name)   \
+	SEC(sec)                \
+	int name(void *ctx)     \
+	{                       \
+		return 0;       \
+	}
 
-SEC("tp_btf/block_bio_queue")
-int BPF_PROG(block_bio_queue)
-{
-	return 0;
-}
-
-SEC("tp_btf/block_rq_insert")
-int BPF_PROG(block_rq_insert)
-{
-	return 0;
-}
-
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(block_rq_issue)
-{
-	return 0;
-}
-
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(block_rq_complete)
-{
-	return 0;
-}
-
+EMPTY_PROG("tp_btf/sched_switch", sched_switch)
+EMPTY_PROG("tp_btf/block_bio_queue", block_bio_queue)
+EMPTY_PROG("tp_btf/block_rq_insert", block_rq_insert)
+EMPTY_PROG("tp_btf/block_rq_issue", block_rq_issue)
+EMPTY_PROG("tp_btf/block_rq_complete", block_rq_complete)
 /* The per-syscall tracepoints iospan uses, and the raw pair it could use instead. */
-SEC("tracepoint/syscalls/sys_enter_pread64")
-int sys_enter_pread64(void *ctx)
-{
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_pread64")
-int sys_exit_pread64(void *ctx)
-{
-	return 0;
-}
-
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sys_enter)
-{
-	return 0;
-}
-
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit)
-{
-	return 0;
-}
+EMPTY_PROG("tracepoint/syscalls/sys_enter_pread64", sys_enter_pread64)
+EMPTY_PROG("tracepoint/syscalls/sys_exit_pread64", sys_exit_pread64)
+EMPTY_PROG("tp_btf/sys_enter", sys_enter)
+EMPTY_PROG("tp_btf/sys_exit", sys_exit)

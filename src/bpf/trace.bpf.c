@@ -352,6 +352,15 @@ static __always_inline void rec_reset(struct trace_rec *r, __u32 op, __u64 now)
 	r->file = 0;
 }
 
+/* The thread_recs slot of thread @tid (whoever holds it), its key in *@key. */
+static __always_inline struct trace_rec *thread_slot(__u32 tid, __u64 *key)
+{
+	__u32 idx = tid & (NR_THREAD_RECS - 1);
+
+	*key = KEY_THREAD | idx;
+	return bpf_map_lookup_elem(&thread_recs, &idx);
+}
+
 /*
  * The record for a new request of thread @tid, and its key in *@key: its thread_recs
  * slot, unless another thread's request is active there, else its element of reqs
@@ -359,14 +368,11 @@ static __always_inline void rec_reset(struct trace_rec *r, __u32 op, __u64 now)
  */
 static __always_inline struct trace_rec *thread_rec_start(__u32 tid, __u64 *key)
 {
-	__u32 idx = tid & (NR_THREAD_RECS - 1), zero = 0;
-	struct trace_rec *r;
+	struct trace_rec *r = thread_slot(tid, key);
+	__u32 zero = 0;
 
-	r = bpf_map_lookup_elem(&thread_recs, &idx);
-	if (r && (r->tid == tid || r->state != TRACE_S_ACTIVE)) {
-		*key = KEY_THREAD | idx;
+	if (r && (r->tid == tid || r->state != TRACE_S_ACTIVE))
 		return r;
-	}
 	*key = KEY_SYNC | tid;
 	r = bpf_map_lookup_elem(&reqs, key);
 	if (r)
@@ -412,15 +418,11 @@ static __always_inline struct trace_rec *own_rec(struct task_state *t, __u32 tid
 /* The active request of thread @tid seen from another context, and its key in *@key. */
 static __always_inline struct trace_rec *thread_rec_active(__u32 tid, __u64 *key)
 {
-	__u32 idx = tid & (NR_THREAD_RECS - 1);
-	struct trace_rec *r;
+	struct trace_rec *r = thread_slot(tid, key);
 
 	/* Its slot holds its request if active there; else it can only be in reqs. */
-	r = bpf_map_lookup_elem(&thread_recs, &idx);
-	if (r && r->tid == tid && r->state == TRACE_S_ACTIVE) {
-		*key = KEY_THREAD | idx;
+	if (r && r->tid == tid && r->state == TRACE_S_ACTIVE)
 		return r;
-	}
 	*key = KEY_SYNC | tid;
 	r = bpf_map_lookup_elem(&reqs, key);
 	return r && r->state == TRACE_S_ACTIVE ? r : NULL;
@@ -1550,22 +1552,28 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 	return 0;
 }
 
-/* One bio of the chain (bpf_loop callback): completed if the bytes cover it. */
-static int walk_bio(__u32 idx, void *ctx)
+/* The next bio of the chain, whose slot is @s: completed if the bytes cover it. 1: stop. */
+static __always_inline int give_bio(struct done *dn, struct bio *bio, struct bio_slot *s)
 {
-	struct done *dn = ctx;
-	struct bio *bio = dn->bio;
-	__u32 sz;
+	__u32 sz = bio->bi_iter.bi_size;
 
-	if (!bio)
-		return 1;
-	sz = bio->bi_iter.bi_size;
 	if (sz > dn->left)
 		return 1; /* completes in a later part */
 	dn->left -= sz;
 	dn->bio = bio->bi_next;
-	bio_done(dn, bio, slot_find(&bio_slots, bio, NR_BIO_SLOTS), sz);
+	bio_done(dn, bio, s, sz);
 	return 0;
+}
+
+/* One bio of the chain (bpf_loop callback). */
+static int walk_bio(__u32 idx, void *ctx)
+{
+	struct done *dn = ctx;
+	struct bio *bio = dn->bio;
+
+	if (!bio)
+		return 1;
+	return give_bio(dn, bio, slot_find(&bio_slots, bio, NR_BIO_SLOTS));
 }
 
 static __always_inline int complete_rq(struct request *rq, int error, unsigned int nr_bytes)
@@ -1611,8 +1619,7 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	dn.bio = rq->bio;
 	/* The common single-bio request without a loop; chains through bpf_loop. */
 	if (only) {
-		if (dn.bio->bi_iter.bi_size <= dn.left)
-			bio_done(&dn, dn.bio, only, dn.bio->bi_iter.bi_size);
+		give_bio(&dn, dn.bio, only);
 		return 0;
 	}
 	n = bpf_loop(MAX_CHAIN, walk_bio, &dn, 0);
