@@ -39,14 +39,19 @@ static __always_inline void *slot_claim(void *map, const void *ptr, __u32 nr)
 	return s;
 }
 
-/* The slot of @ptr if it still holds @ptr's record, or NULL. */
-static __always_inline void *slot_find(void *map, const void *ptr, __u32 nr)
+/* The slot of the object tagged @tag if it still holds its record, or NULL. */
+static __always_inline void *slot_find_tag(void *map, __u64 tag, __u32 nr)
 {
-	__u64 tag = pv(ptr);
 	__u32 idx = slot_index(tag, nr);
 	__u64 *s = bpf_map_lookup_elem(map, &idx);
 
 	return s && *s == tag ? s : NULL;
+}
+
+/* The slot of @ptr if it still holds @ptr's record, or NULL. */
+static __always_inline void *slot_find(void *map, const void *ptr, __u32 nr)
+{
+	return slot_find_tag(map, pv(ptr), nr);
 }
 
 #define REQ_OP_MASK	    0xff
@@ -57,13 +62,23 @@ static __always_inline void *slot_find(void *map, const void *ptr, __u32 nr)
 /*
  * The iomap direct I/O a bio belongs to, or NULL: its bi_end_io is
  * iomap_dio_bio_end_io (@end_io_addr, from kallsyms; 0 if unknown) and bi_private the
- * struct iomap_dio.
+ * struct iomap_dio. Read it with KR(struct iomap_dio, ...).
  */
 static __always_inline struct iomap_dio *bio_iomap_dio(struct bio *bio, __u64 end_io_addr)
 {
 	if (!end_io_addr || (__u64)bio->bi_end_io != end_io_addr || !bio->bi_private)
 		return NULL;
-	return KPTR_AS(struct iomap_dio, bio->bi_private);
+	return has_rdonly_cast ? KPTR_AS(struct iomap_dio, bio->bi_private) : bio->bi_private;
+}
+
+/* The kiocb of an iomap direct I/O (typed, or a number: KR()). */
+#define DIO_IOCB(dio) KR(struct iomap_dio, dio, iocb)
+/* The inode of the file of an iomap direct I/O, or NULL. */
+static __always_inline struct inode *dio_inode(struct iomap_dio *dio)
+{
+	struct file *f = KR(struct kiocb, DIO_IOCB(dio), ki_filp);
+
+	return f ? KR(struct file, f, f_inode) : NULL;
 }
 
 /*
@@ -73,30 +88,33 @@ static __always_inline struct iomap_dio *bio_iomap_dio(struct bio *bio, __u64 en
  */
 static __always_inline bool dio_async(struct iomap_dio *dio)
 {
-	struct kiocb *iocb = dio->iocb;
+	struct kiocb *iocb = DIO_IOCB(dio);
 
-	return iocb && iocb->ki_complete;
+	return iocb && KR(struct kiocb, iocb, ki_complete);
 }
 
 /*
  * The task that submitted a synchronous iomap direct I/O and waits for it, or NULL for
- * an asynchronous one (submit.waiter later shares its memory with the aio work).
+ * an asynchronous one (submit.waiter later shares its memory with the aio work). Typed,
+ * or a number: KR().
  */
 static __always_inline struct task_struct *dio_waiter(struct iomap_dio *dio)
 {
 	if (dio_async(dio))
 		return NULL;
-	return dio->submit.waiter;
+	return KR(struct iomap_dio, dio, submit.waiter);
 }
 
 /*
- * The bio a split was cut from: bio_chain() has made it the split's bi_private before
- * block_split fires. A split has neither pages of its own to look at nor the
- * original's bi_end_io, so it inherits the original's owner.
+ * The tag (pv()) of the bio a split was cut from, or 0: bio_chain() has made it the
+ * split's bi_private before block_split fires. A split has neither pages of its own to
+ * look at nor the original's bi_end_io, so it inherits the original's owner.
  */
-static __always_inline struct bio *bio_split_parent(struct bio *split)
+static __always_inline __u64 bio_split_parent(struct bio *split)
 {
-	return split->bi_private ? AS_BIO(split->bi_private) : NULL;
+	void *parent = split->bi_private;
+
+	return parent ? pv_addr((__u64)parent) : 0;
 }
 
 /* The file inode whose page cache pages a bio carries, or NULL (uses vfs.bpf.h). */

@@ -111,6 +111,20 @@ int probe_stack_map_prog(void *ctx)
 	return 0;
 }
 
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* What the commands do with it: a typed view of a pointer known only as a number. */
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(probe_kptr_cast_prog, struct request *rq)
+{
+	__u64 addr = 0;
+	struct request *view;
+
+	bpf_probe_read_kernel(&addr, sizeof(addr), &rq->q);
+	view = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct request));
+	return view ? view->tag : 0;
+}
+
 SEC("raw_tp")
 int probe_get_stack_prog(void *ctx)
 {

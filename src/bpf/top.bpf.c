@@ -192,12 +192,14 @@ static __always_inline bool cgroup_ok(__u64 cgid)
  */
 static __always_inline bool skip_fs(struct inode *inode)
 {
-	return (inode->i_sb->s_flags & SB_KERNMOUNT) || pseudo_fs(inode);
+	return (KR(struct super_block, INODE_SB(inode), s_flags) & SB_KERNMOUNT) ||
+	       pseudo_fs(inode);
 }
 
 static __always_inline __u32 owner_of(struct task_struct *task)
 {
-	return per_thread ? task->pid : task->tgid;
+	/* KR(): a blk-throttled direct I/O's waiter is known only by its address. */
+	return per_thread ? KR(struct task_struct, task, pid) : KR(struct task_struct, task, tgid);
 }
 
 /* Records who @owner is, once per exec and cgroup move (@t may be NULL: always write). */
@@ -205,18 +207,18 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 				      __u64 cgid)
 {
 	struct top_proc p = {};
-	__u64 exec = task->self_exec_id + 1;
+	__u64 exec = KR(struct task_struct, task, self_exec_id) + 1;
+	struct task_struct *named = task;
 
 	if (t && t->seen_exec == exec && t->seen_cgid == cgid)
 		return;
-	p.tgid = task->tgid;
-	p.kthread = !!(task->flags & PF_KTHREAD);
+	p.tgid = KR(struct task_struct, task, tgid);
+	p.kthread = !!(KR(struct task_struct, task, flags) & PF_KTHREAD);
 	p.cgid = cgid;
 	/* A process is named by its main thread; a thread (--threads) by itself. */
-	if (per_thread)
-		bpf_probe_read_kernel_str(p.comm, sizeof(p.comm), task->comm);
-	else
-		bpf_probe_read_kernel_str(p.comm, sizeof(p.comm), task->group_leader->comm);
+	if (!per_thread)
+		named = KR(struct task_struct, task, group_leader);
+	bpf_probe_read_kernel_str(p.comm, sizeof(p.comm), named->comm);
 	if (bpf_map_update_elem(&procs, &owner, &p, BPF_ANY)) {
 		drop(TOP_DROP_PROCS_FULL);
 		return;
@@ -285,14 +287,14 @@ static __always_inline int sys_enter(long fd, __u8 op)
 	file = fd_file(task, fd);
 	if (!file)
 		return 0;
-	inode = file->f_inode;
+	inode = KR(struct file, file, f_inode);
 	if (!inode)
 		return 0;
-	mode = inode->i_mode & S_IFMT;
+	mode = KR(struct inode, inode, i_mode) & S_IFMT;
 	blk = mode == S_IFBLK;
 	if ((mode != S_IFREG && !blk) || (!blk && skip_fs(inode)))
 		return 0;
-	dev = blk ? inode->i_rdev : inode->i_sb->s_dev;
+	dev = blk ? KR(struct inode, inode, i_rdev) : KR(struct super_block, INODE_SB(inode), s_dev);
 	if (!dev_ok(dev))
 		return 0;
 	cgid = bpf_get_current_cgroup_id();
@@ -303,9 +305,9 @@ static __always_inline int sys_enter(long fd, __u8 op)
 		return 0;
 	t->op = op;
 	t->dev = dev;
-	t->ino = blk ? TOP_INO(TOP_INO_RAW) : inode->i_ino;
+	t->ino = blk ? TOP_INO(TOP_INO_RAW) : KR(struct inode, inode, i_ino);
 	t->blk = blk;
-	t->direct = !!(file->f_flags & O_DIRECT);
+	t->direct = !!(KR(struct file, file, f_flags) & O_DIRECT);
 	t->file = (__u64)file;
 	note_proc(task, t, owner_of(task), cgid);
 	return 0;
@@ -577,9 +579,10 @@ static __noinline __u64 bio_inode(struct bio *bio, __u32 dev, __u64 ino)
 	struct iomap_dio *dio = bio_iomap_dio(bio, iomap_dio_end_io);
 	struct inode *inode;
 
-	inode = dio ? dio->iocb->ki_filp->f_inode : bio_page_inode(bio);
+	inode = dio ? dio_inode(dio) : bio_page_inode(bio);
 	/* Only the row's own file: a split clone's pages can be a user buffer's. */
-	if (!inode || inode->i_ino != ino || inode->i_sb->s_dev != dev)
+	if (!inode || KR(struct inode, inode, i_ino) != ino ||
+	    KR(struct super_block, INODE_SB(inode), s_dev) != dev)
 		return 0;
 	return (__u64)inode;
 }
@@ -592,6 +595,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	struct block_device *bdev;
 	struct inode *inode = NULL;
 	struct address_space *mapping;
+	struct inode *host;
 	struct top_task *t = NULL;
 	struct iomap_dio *dio;
 	struct page *page;
@@ -616,9 +620,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	dio = bio_iomap_dio(bio, iomap_dio_end_io);
 	if (dio) {
 		/* iomap direct I/O: the file and the waiting task are in the dio. */
-		struct file *f = dio->iocb->ki_filp;
-
-		inode = f ? f->f_inode : NULL;
+		inode = dio_inode(dio);
 		o.flags |= TOP_F_DIRECT;
 		/*
 		 * Re-submitted by a kernel thread (blk-throttle): credit the task waiting
@@ -634,17 +636,19 @@ static __always_inline int queue_bio(struct bio *bio)
 		if (!page)
 			goto owner;
 		page = page_head(page);
-		mapping = page->mapping;
+		mapping = KR(struct page, page, mapping);
+		host = mapping && !(pv_addr((__u64)mapping) & 3)
+			       ? KR(struct address_space, mapping, host)
+			       : NULL;
 		if (!mapping || kernel_page(page)) {
 			/* kmalloc'd, vmalloc'd or slab memory: fs metadata buffers (xfs). */
 			kind = TOP_INO_NOPAGE;
-		} else if (!(pv(mapping) & 3) && mapping->host &&
-			   (mapping->host->i_mode & S_IFMT) == S_IFBLK) {
+		} else if (host && (KR(struct inode, host, i_mode) & S_IFMT) == S_IFBLK) {
 			/* The block device's own cache: buffer heads, journal, raw access. */
 			kind = TOP_INO_META;
-		} else if (!(pv(mapping) & 3) && mapping->host && mapping->host->i_sb->s_bdev) {
+		} else if (host && KR(struct super_block, INODE_SB(host), s_bdev)) {
 			/* Page cache of a file on a block device file system. */
-			inode = mapping->host;
+			inode = host;
 		} else {
 			/*
 			 * Anonymous, or shmem/hugetlbfs (no block device under them): user
@@ -656,15 +660,15 @@ static __always_inline int queue_bio(struct bio *bio)
 				o.flags |= TOP_F_DIRECT;
 				/* O_DIRECT read/write on a file by a non-iomap fs: that file. */
 				if (!t->blk && t->file) {
-					inode = AS_FILE(t->file)->f_inode;
+					inode = KR(struct file, t->file, f_inode);
 				}
 			}
 		}
 	}
 owner:
 	if (inode) {
-		o.key.dev = inode->i_sb->s_dev;
-		o.key.ino = inode->i_ino;
+		o.key.dev = KR(struct super_block, INODE_SB(inode), s_dev);
+		o.key.ino = KR(struct inode, inode, i_ino);
 	} else {
 		o.key.dev = dev;
 		o.key.ino = TOP_INO(kind);
@@ -693,7 +697,7 @@ owner:
 		}
 	}
 
-	tgid = otask->tgid;
+	tgid = KR(struct task_struct, otask, tgid);
 	if (filter_pid && tgid != filter_pid)
 		goto filtered;
 	o.key.pid = owner_of(otask);
@@ -742,12 +746,12 @@ int BPF_PROG(top_bio_queue_raw, void *bio)
 static __always_inline int split_bio(struct bio *split)
 {
 	struct bio_slot o, *s;
-	struct bio *parent;
+	__u64 parent;
 
 	if (!split->bi_iter.bi_size)
 		return 0;
 	parent = bio_split_parent(split);
-	s = parent ? find_slot(parent) : NULL;
+	s = parent ? slot_find_tag(&slots, parent, NR_SLOTS) : NULL;
 	if (!s)
 		return queue_bio(split);
 	o = *s;

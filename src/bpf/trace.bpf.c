@@ -698,15 +698,15 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 	file = fd_file(task, fd);
 	if (!file)
 		return 0;
-	inode = file->f_inode;
+	inode = KR(struct file, file, f_inode);
 	if (!inode)
 		return 0;
-	mode = inode->i_mode & S_IFMT;
+	mode = KR(struct inode, inode, i_mode) & S_IFMT;
 	blkdev = mode == S_IFBLK;
 	if ((mode != S_IFREG && !blkdev) || (!blkdev && pseudo_fs(inode)))
 		return 0;
-	dev = blkdev ? inode->i_rdev : inode->i_sb->s_dev;
-	if (!file_ok(dev, inode->i_ino, file->f_path.dentry))
+	dev = blkdev ? KR(struct inode, inode, i_rdev) : KR(struct super_block, INODE_SB(inode), s_dev);
+	if (!file_ok(dev, KR(struct inode, inode, i_ino), KR(struct file, file, f_path.dentry)))
 		return 0;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -722,13 +722,13 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 	r->pid = task->tgid;
 	r->tid = task->pid;
 	r->dev = dev;
-	r->ino = inode->i_ino;
+	r->ino = KR(struct inode, inode, i_ino);
 	r->cgid = cgid;
 	/* Name and cgroup (unless filtered by) are taken at the end, if it is sent. */
-	r->offset = use_pos ? file->f_pos : offset;
+	r->offset = use_pos ? KR(struct file, file, f_pos) : offset;
 	r->bytes = bytes;
 	r->file = (__u64)file;
-	if (file->f_flags & O_DIRECT)
+	if (KR(struct file, file, f_flags) & O_DIRECT)
 		r->flags |= TRACE_F_DIRECT;
 	if (blkdev)
 		r->flags |= TRACE_F_BLKDEV;
@@ -1283,7 +1283,8 @@ static __always_inline int queue_bio(struct bio *bio)
 
 			if (!trace_aio)
 				return 0;
-			as = slot_find(&async_slots, dio->iocb, NR_ASYNC_SLOTS);
+			as = slot_find_tag(&async_slots, pv_addr((__u64)DIO_IOCB(dio)),
+					   NR_ASYNC_SLOTS);
 			if (!as || as->rec.state != TRACE_S_ACTIVE)
 				return 0;
 			key = KEY_ASYNC | slot_index(as->tag, NR_ASYNC_SLOTS);
@@ -1294,7 +1295,7 @@ static __always_inline int queue_bio(struct bio *bio)
 
 			if (!w)
 				return 0;
-			r = thread_rec_active(w->pid, &key);
+			r = thread_rec_active(KR(struct task_struct, w, pid), &key);
 			if (!r)
 				return 0;
 			flags |= TRACE_BIO_KTHREAD;
@@ -1362,13 +1363,13 @@ int BPF_PROG(trace_bio_queue_raw, void *bio)
 /* A split is one more bio of its original's request (X); Q is the original's. */
 static __always_inline int split_bio(struct bio *split)
 {
-	struct bio *parent = bio_split_parent(split);
+	__u64 parent = bio_split_parent(split);
 	struct bio_slot *s, *n, o;
 	struct trace_rec *r;
 
 	if (!parent)
 		return 0;
-	s = slot_find(&bio_slots, parent, NR_BIO_SLOTS);
+	s = slot_find_tag(&bio_slots, parent, NR_BIO_SLOTS);
 	if (!s)
 		return 0;
 	o = *s;

@@ -30,7 +30,10 @@ enum vfs_path_flags {
 	VFS_PATH_DELETED = 1 << 1,   /* unlinked when captured */
 };
 
-/* The struct file of @fd in @task (current, from a syscall tracepoint), or NULL. */
+/*
+ * The struct file of @fd in @task (current, from a syscall tracepoint), or NULL. Read
+ * its fields with KR(struct file, ...): without bpf_rdonly_cast it is only a number.
+ */
 static __always_inline struct file *fd_file(struct task_struct *task, int fd)
 {
 	struct fdtable *fdt = task->files->fdt;
@@ -44,8 +47,11 @@ static __always_inline struct file *fd_file(struct task_struct *task, int fd)
 	bpf_probe_read_kernel(&f, sizeof(f), (void *)(fds + (__u64)fd * sizeof(void *)));
 	if (!f)
 		return NULL;
-	return AS_FILE(f);
+	return has_rdonly_cast ? KPTR_AS(struct file, f) : (struct file *)f;
 }
+
+/* The super block of @inode (typed, or a number: see KR()). */
+#define INODE_SB(ip) KR(struct inode, ip, i_sb)
 
 /*
  * Pseudo file systems (proc, sysfs, cgroup, tracefs...) are not storage I/O: their
@@ -53,7 +59,7 @@ static __always_inline struct file *fd_file(struct task_struct *task, int fd)
  */
 static __always_inline bool pseudo_fs(struct inode *inode)
 {
-	unsigned long magic = inode->i_sb->s_magic;
+	unsigned long magic = KR(struct super_block, INODE_SB(inode), s_magic);
 
 	switch (magic) {
 	case 0x9fa0:	 /* proc */
@@ -83,7 +89,7 @@ static __always_inline bool kernel_page(struct page *page)
 
 	if (!bpf_core_enum_value_exists(enum pagetype, PGTY_slab))
 		return false;
-	ty = page->page_type >> 24;
+	ty = KR(struct page, page, page_type) >> 24;
 	return ty == bpf_core_enum_value(enum pagetype, PGTY_slab) ||
 	       ty == bpf_core_enum_value(enum pagetype, PGTY_large_kmalloc) ||
 	       ty == bpf_core_enum_value(enum pagetype, PGTY_zsmalloc);
@@ -92,16 +98,21 @@ static __always_inline bool kernel_page(struct page *page)
 /* The head page of a compound page (the page itself otherwise). */
 static __always_inline struct page *page_head(struct page *page)
 {
-	void *head = (void *)page->compound_head;
+	__u64 head;
 
-	if (pv(head) & 1)
-		return KPTR_AS(struct page, head - 1);
-	return page;
+	if (has_rdonly_cast) {
+		/* Typed, compound_head reads as the pointer it shares a union with. */
+		void *h = (void *)KPTR_AS(struct page, page)->compound_head;
+
+		return pv(h) & 1 ? KPTR_AS(struct page, h - 1) : page;
+	}
+	head = BPF_CORE_READ(page, compound_head);
+	return head & 1 ? (struct page *)(head - 1) : page;
 }
 
 /*
  * The mapping of a page cache page, or NULL for kernel memory and anonymous / KSM /
- * movable pages (the low bits of page->mapping tag those).
+ * movable pages (the low bits of page->mapping tag those). Typed, or a number: KR().
  */
 static __always_inline struct address_space *page_mapping(struct page *page)
 {
@@ -110,8 +121,8 @@ static __always_inline struct address_space *page_mapping(struct page *page)
 	page = page_head(page);
 	if (kernel_page(page))
 		return NULL;
-	mapping = page->mapping;
-	if (!mapping || (pv(mapping) & 3))
+	mapping = KR(struct page, page, mapping);
+	if (!mapping || (pv_addr((__u64)mapping) & 3))
 		return NULL;
 	return mapping;
 }
@@ -121,7 +132,7 @@ static __always_inline struct inode *page_inode(struct page *page)
 {
 	struct address_space *mapping = page_mapping(page);
 
-	return mapping ? mapping->host : NULL;
+	return mapping ? KR(struct address_space, mapping, host) : NULL;
 }
 
 /* Size of a page cache folio in bytes. */
@@ -129,7 +140,12 @@ static __always_inline __u64 folio_bytes(struct folio *folio, __u32 page_size)
 {
 	unsigned long fl = 0, f1 = 0;
 
-	bpf_core_read(&fl, sizeof(fl), &folio->flags);
+	/*
+	 * Flags are the first word of a folio (and of a page) on every kernel, but their
+	 * type changed (unsigned long, then memdesc_flags_t): CO-RE cannot relocate one
+	 * to the other, so the word is read by position.
+	 */
+	bpf_probe_read_kernel(&fl, sizeof(fl), folio);
 	if (!(fl & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
 		return page_size;
 	if (bpf_core_field_exists(folio->_nr_pages))

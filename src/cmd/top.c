@@ -489,7 +489,7 @@ static void fold_stat(void *row, const void *key, const void *vals, int ncpus, v
  */
 static int read_stats(struct top_ctx *c, uint32_t slot, uint32_t gen, struct row **out, size_t *nr)
 {
-	struct max_slot ms = { .slot = slot, .gen = gen };
+	struct max_slot ms = {.slot = slot, .gen = gen};
 	void *rows;
 	int err;
 
@@ -1757,8 +1757,8 @@ static int build_plan(struct top_ctx *c)
 int top_plan(plan_show_fn show, void *arg)
 {
 	static struct top_opts opts;
-	char *argv[] = { "top", NULL };
-	struct top_ctx c = { .o = &opts };
+	char *argv[] = {"top", NULL};
+	struct top_ctx c = {.o = &opts};
 	int err;
 
 	memset(&opts, 0, sizeof(opts));
@@ -1850,6 +1850,7 @@ static int top_setup(struct top_ctx *c)
 	s->rodata->iomap_dio_end_io = iomap_end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->self_tgid = getpid();
+	s->rodata->has_rdonly_cast = probe_has(PROBE_KPTR_CAST);
 	bpf_map__set_max_entries(s->maps.stats, o->max_entries);
 	bpf_map__set_max_entries(s->maps.wb, o->max_entries / 4 > 1024 ? o->max_entries / 4 : 1024);
 	bpf_map__set_max_entries(s->maps.procs,

@@ -1444,6 +1444,7 @@ static int trace_setup(struct trace_ctx *c)
 	c->skel = s;
 	s->rodata->threshold_ns = o->threshold_ns;
 	s->rodata->self_tgid = getpid();
+	s->rodata->has_rdonly_cast = probe_has(PROBE_KPTR_CAST);
 	s->rodata->filter_pid = o->pid;
 	s->rodata->filter_tid = o->tid;
 	s->rodata->filter_cgroup = o->have_cgroup;

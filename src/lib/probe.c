@@ -63,6 +63,8 @@ static const struct probe_def probe_defs[PROBE_NR] = {
 	[PROBE_STACK_TRACE_MAP] = {"stack_trace_map", "stack trace map (get_stackid)",
 				   "probe_stack_map_prog", "probe_stack_map", PA_NONE},
 	[PROBE_GET_STACK] = {"get_stack", "bpf_get_stack", "probe_get_stack_prog", NULL, PA_NONE},
+	[PROBE_KPTR_CAST] = {"kptr_cast", "kfunc bpf_rdonly_cast", "probe_kptr_cast_prog", NULL,
+			     PA_NONE},
 	[PROBE_BPF_STATS] = {"bpf_stats", "run-time stats (bpf_stats)", NULL, NULL, PA_NONE},
 };
 
@@ -280,6 +282,20 @@ int probe_feature(enum probe_feature f, struct probe_result *res)
 		break;
 	case PROBE_BPF_STATS:
 		err = probe_bpf_stats(&r);
+		break;
+	case PROBE_KPTR_CAST:
+		/*
+		 * An unresolved weak kfunc loads as a dead call: only a kernel whose BTF
+		 * has the function can tell whether calling it works.
+		 */
+		if (!probe_vmlinux_btf() ||
+		    btf__find_by_name_kind(probe_vmlinux_btf(), "bpf_rdonly_cast", BTF_KIND_FUNC) <
+			    0) {
+			result_fail(&r, -ENOENT, "kernel BTF");
+			err = 0;
+			break;
+		}
+		err = probe_program(&probe_defs[f], &r);
 		break;
 	case PROBE_TRACEPOINT:
 		/* libbpf attaches classic tracepoints through tracefs. */
@@ -619,6 +635,9 @@ static bool variant_usable(const struct attach_variant *v, char *why, size_t len
 		reason = "no mode or target";
 	else if (probe_feature(f, &r) || !r.ok)
 		reason = r.detail[0] ? r.detail : "unsupported";
+	else if (v->mode == ATTACH_RAW_TP && !probe_has(PROBE_KPTR_CAST))
+		/* iospan's raw_tp programs view their untyped arguments through the cast. */
+		reason = "needs kfunc bpf_rdonly_cast";
 	else if (!target_exists(v->mode, v->target))
 		reason = "target not found";
 	else

@@ -31,6 +31,7 @@ enum probe_feature {
 	PROBE_TASK_STORAGE,    /* BPF_MAP_TYPE_TASK_STORAGE + bpf_task_storage_get */
 	PROBE_STACK_TRACE_MAP, /* BPF_MAP_TYPE_STACK_TRACE + bpf_get_stackid */
 	PROBE_GET_STACK,       /* bpf_get_stack into a buffer */
+	PROBE_KPTR_CAST,       /* kfunc bpf_rdonly_cast: typed views of untyped pointers */
 	PROBE_BPF_STATS,       /* bpf_enable_stats(BPF_STATS_RUN_TIME) */
 	PROBE_NR,
 };
