@@ -19,12 +19,18 @@ static __always_inline __u32 slot_index(__u64 tag, __u32 nr)
 	return ((tag >> 6) ^ (tag >> 23)) & (nr - 1);
 }
 
+/* The slot of the object tagged @tag in @map (whatever it holds), or NULL. */
+static __always_inline void *slot_at_tag(void *map, __u64 tag, __u32 nr)
+{
+	__u32 idx = slot_index(tag, nr);
+
+	return bpf_map_lookup_elem(map, &idx);
+}
+
 /* The slot of @ptr in @map (whatever it holds), or NULL. */
 static __always_inline void *slot_at(void *map, const void *ptr, __u32 nr)
 {
-	__u32 idx = slot_index(pv(ptr), nr);
-
-	return bpf_map_lookup_elem(map, &idx);
+	return slot_at_tag(map, pv(ptr), nr);
 }
 
 /* Claims the slot of @ptr: writes its tag, returns the slot for the caller's fields. */

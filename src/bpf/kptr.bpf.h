@@ -50,19 +50,21 @@ static __always_inline __u64 pv(const void *p)
 	})
 
 /*
- * pv() of an address the verifier knows only as a number (a bio's bi_private, a dio's
- * kiocb): the same tag pv() gives for the typed pointer. Without the cast, the anchor's
- * address is made a number by copying it through the stack.
+ * pv() of an address the verifier may know only as a number (a bio's bi_private, a
+ * dio's kiocb, a kprobe's argument): the same tag pv() gives for the typed pointer.
+ * Without the cast, the anchor's address and @addr (which may still be typed) are
+ * made numbers by copying them through the stack.
  */
 static __always_inline __u64 pv_addr(__u64 addr)
 {
 	void *a = &anchor;
-	__u64 n = 0;
+	__u64 n[2] = {};
 
 	if (has_rdonly_cast)
 		return pv(KPTR_AS(struct bio, addr));
-	bpf_probe_read_kernel(&n, sizeof(n), &a);
-	return addr - n;
+	bpf_probe_read_kernel(&n[0], sizeof(n[0]), &a);
+	bpf_probe_read_kernel(&n[1], sizeof(n[1]), &addr);
+	return n[1] - n[0];
 }
 
 #define PF_KTHREAD 0x00200000

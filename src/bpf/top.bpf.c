@@ -382,40 +382,90 @@ static __always_inline bool fs_event_ok(struct task_struct *task, __u32 dev, str
 	return true;
 }
 
-static __always_inline int mmap_read(struct address_space *mapping, __u64 pages)
+/*
+ * The regular file whose page cache @mapping is, with its key, or NULL. @mapping may be
+ * typed or known only by its address (fentry and kprobe fallbacks): see KR().
+ */
+static __always_inline struct inode *mapping_file(struct address_space *mapping, struct top_key *k)
+{
+	struct inode *host;
+
+	if (!mapping)
+		return NULL;
+	host = KR(struct address_space, mapping, host);
+	if (!host || (KR(struct inode, host, i_mode) & S_IFMT) != S_IFREG || skip_fs(host))
+		return NULL;
+	k->dev = KR(struct super_block, INODE_SB(host), s_dev);
+	k->ino = KR(struct inode, host, i_ino);
+	return host;
+}
+
+/* Pages @first..@last of @mapping mapped by a fault, within the file size. */
+static __always_inline int mmap_read(struct address_space *mapping, __u64 first, __u64 last)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct top_task *t;
 	struct inode *host;
 	struct top_key k;
+	loff_t size;
 
-	if (!mapping)
+	host = mapping_file(mapping, &k);
+	if (!host || last < first)
 		return 0;
-	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG || skip_fs(host))
+	/* The fallbacks see the range asked for, the tracepoint the one mapped. */
+	size = KR(struct inode, host, i_size);
+	if (size <= 0 || first > (size - 1) / page_size)
 		return 0;
-	k.dev = host->i_sb->s_dev;
-	k.ino = host->i_ino;
+	if (last > (size - 1) / page_size)
+		last = (size - 1) / page_size;
 	if (!fs_event_ok(task, k.dev, &t))
 		return 0;
 	k.pid = owner_of(task);
-	add_fs(&k, false, pages * page_size, TOP_F_MMAP_READ, (__u64)host, VFS_FROM_INODE);
+	add_fs(&k, false, (last - first + 1) * page_size, TOP_F_MMAP_READ, (__u64)host,
+	       VFS_FROM_INODE);
 	return 0;
 }
 
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(top_filemap_fault, struct address_space *mapping, unsigned long index)
 {
-	return mmap_read(mapping, 1);
+	return mmap_read(mapping, index, index);
+}
+
+/* Where the tracepoint is missing (before 6.11): the function it stands in. */
+SEC("fentry/filemap_fault")
+int BPF_PROG(top_filemap_fault_fentry, struct vm_fault *vmf)
+{
+	return mmap_read(vmf->vma->vm_file->f_mapping, vmf->pgoff, vmf->pgoff);
+}
+
+SEC("kprobe/filemap_fault")
+int BPF_KPROBE(top_filemap_fault_kprobe, struct vm_fault *vmf)
+{
+	__u64 index = BPF_CORE_READ(vmf, pgoff);
+
+	return mmap_read(BPF_CORE_READ(vmf, vma, vm_file, f_mapping), index, index);
 }
 
 SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(top_filemap_map_pages, struct address_space *mapping, unsigned long start,
 	     unsigned long last)
 {
-	if (last < start)
-		return 0;
-	return mmap_read(mapping, last - start + 1);
+	return mmap_read(mapping, start, last);
+}
+
+SEC("fentry/filemap_map_pages")
+int BPF_PROG(top_filemap_map_pages_fentry, struct vm_fault *vmf, unsigned long start,
+	     unsigned long last)
+{
+	return mmap_read(vmf->vma->vm_file->f_mapping, start, last);
+}
+
+SEC("kprobe/filemap_map_pages")
+int BPF_KPROBE(top_filemap_map_pages_kprobe, struct vm_fault *vmf, unsigned long start,
+	       unsigned long last)
+{
+	return mmap_read(BPF_CORE_READ(vmf, vma, vm_file, f_mapping), start, last);
 }
 
 /*
@@ -425,9 +475,7 @@ int BPF_PROG(top_filemap_map_pages, struct address_space *mapping, unsigned long
  * page): only the first call of a read is counted. Not loaded otherwise (the syscalls
  * count exactly).
  */
-SEC("tp_btf/mm_filemap_get_pages")
-int BPF_PROG(top_filemap_get_pages, struct address_space *mapping, unsigned long index,
-	     unsigned long last)
+static __always_inline int get_pages(struct address_space *mapping, __u64 index, __u64 last)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct top_task *t;
@@ -436,13 +484,9 @@ int BPF_PROG(top_filemap_get_pages, struct address_space *mapping, unsigned long
 	__u64 eof;
 	loff_t size;
 
-	if (!mapping || last < index)
+	host = mapping_file(mapping, &k);
+	if (!host || last < index)
 		return 0;
-	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG || skip_fs(host))
-		return 0;
-	k.dev = host->i_sb->s_dev;
-	k.ino = host->i_ino;
 	if (!fs_event_ok(task, k.dev, &t) || !t)
 		return 0;
 	if (t->rd_ino == k.ino && t->rd_last == last && index > t->rd_index &&
@@ -453,7 +497,7 @@ int BPF_PROG(top_filemap_get_pages, struct address_space *mapping, unsigned long
 	t->rd_ino = k.ino;
 	t->rd_index = index;
 	t->rd_last = last;
-	size = host->i_size;
+	size = KR(struct inode, host, i_size);
 	if (size <= 0)
 		return 0;
 	eof = (size - 1) / page_size;
@@ -465,6 +509,40 @@ int BPF_PROG(top_filemap_get_pages, struct address_space *mapping, unsigned long
 	add_fs(&k, false, (last - index + 1) * page_size, TOP_F_PAGE_GRANULAR, (__u64)host,
 	       VFS_FROM_INODE);
 	return 0;
+}
+
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(top_filemap_get_pages, struct address_space *mapping, unsigned long index,
+	     unsigned long last)
+{
+	return get_pages(mapping, index, last);
+}
+
+/*
+ * Without the tracepoint (before 6.11): filemap_read(), the buffered read that calls
+ * filemap_get_pages(), once per read with the whole range.
+ */
+static __always_inline int filemap_read_pages(struct kiocb *iocb, struct iov_iter *iter)
+{
+	struct file *file = KR(struct kiocb, iocb, ki_filp);
+	__u64 pos = KR(struct kiocb, iocb, ki_pos), count = KR(struct iov_iter, iter, count);
+
+	if (!file || !count)
+		return 0;
+	return get_pages(KR(struct file, file, f_mapping), pos / page_size,
+			 (pos + count - 1) / page_size);
+}
+
+SEC("fentry/filemap_read")
+int BPF_PROG(top_filemap_read_fentry, struct kiocb *iocb, struct iov_iter *iter)
+{
+	return filemap_read_pages(iocb, iter);
+}
+
+SEC("kprobe/filemap_read")
+int BPF_KPROBE(top_filemap_read_kprobe, struct kiocb *iocb, struct iov_iter *iter)
+{
+	return filemap_read_pages(iocb, iter);
 }
 
 /*
@@ -513,9 +591,7 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
  * Direct I/O through iomap (ext4, xfs, btrfs...) started outside a traced read/write
  * syscall: libaio and io_uring. Inside one, the syscall's return value counts it.
  */
-SEC("tp_btf/iomap_dio_rw_begin")
-int BPF_PROG(top_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags,
-	     size_t done_before)
+static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct top_task *t;
@@ -526,20 +602,40 @@ int BPF_PROG(top_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->op)
 		return 0;
-	file = iocb->ki_filp;
+	file = KR(struct kiocb, iocb, ki_filp);
 	if (!file)
 		return 0;
-	inode = file->f_inode;
+	inode = KR(struct file, file, f_inode);
 	if (!inode)
 		return 0;
-	k.dev = inode->i_sb->s_dev;
-	k.ino = inode->i_ino;
+	k.dev = KR(struct super_block, INODE_SB(inode), s_dev);
+	k.ino = KR(struct inode, inode, i_ino);
 	if (!fs_event_ok(task, k.dev, &t))
 		return 0;
 	k.pid = owner_of(task);
-	add_fs(&k, iter->data_source, iter->count, TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file,
-	       VFS_FROM_FILE);
+	add_fs(&k, KR(struct iov_iter, iter, data_source), KR(struct iov_iter, iter, count),
+	       TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file, VFS_FROM_FILE);
 	return 0;
+}
+
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(top_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags,
+	     size_t done_before)
+{
+	return dio_begin(iocb, iter);
+}
+
+/* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
+SEC("fentry/__iomap_dio_rw")
+int BPF_PROG(top_dio_begin_fentry, struct kiocb *iocb, struct iov_iter *iter)
+{
+	return dio_begin(iocb, iter);
+}
+
+SEC("kprobe/__iomap_dio_rw")
+int BPF_KPROBE(top_dio_begin_kprobe, struct kiocb *iocb, struct iov_iter *iter)
+{
+	return dio_begin(iocb, iter);
 }
 
 /* ----------------------------------------------------------------- DISK: queue */

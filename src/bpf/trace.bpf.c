@@ -836,6 +836,31 @@ int BPF_PROG(trace_get_pages_raw, void *mapping, unsigned long index, unsigned l
 	return pc_lookup(index, last);
 }
 
+/*
+ * Without the tracepoint (before 6.11): filemap_read(), which calls
+ * filemap_get_pages() per batch of folios, is seen once per read with its whole range.
+ */
+static __always_inline int filemap_read_lookup(struct kiocb *iocb, struct iov_iter *iter)
+{
+	__u64 pos = KR(struct kiocb, iocb, ki_pos), count = KR(struct iov_iter, iter, count);
+
+	if (!count)
+		return 0;
+	return pc_lookup(pos / page_size, (pos + count - 1) / page_size);
+}
+
+SEC("fentry/filemap_read")
+int BPF_PROG(trace_get_pages_fentry, struct kiocb *iocb, struct iov_iter *iter)
+{
+	return filemap_read_lookup(iocb, iter);
+}
+
+SEC("kprobe/filemap_read")
+int BPF_KPROBE(trace_get_pages_kprobe, struct kiocb *iocb, struct iov_iter *iter)
+{
+	return filemap_read_lookup(iocb, iter);
+}
+
 static __always_inline int pc_add(struct folio *folio)
 {
 	struct task_state *t;
@@ -893,16 +918,44 @@ int BPF_PROG(trace_ra_async, struct inode *inode, unsigned long index, struct fi
 	return readahead(true, index, req);
 }
 
+/* Without the tracepoints (before 6.11): the functions they are in. */
+SEC("fentry/page_cache_sync_ra")
+int BPF_PROG(trace_ra_sync_fentry, struct readahead_control *ractl, unsigned long req)
+{
+	return readahead(false, ractl->_index, req);
+}
+
+SEC("kprobe/page_cache_sync_ra")
+int BPF_KPROBE(trace_ra_sync_kprobe, struct readahead_control *ractl, unsigned long req)
+{
+	return readahead(false, BPF_CORE_READ(ractl, _index), req);
+}
+
+SEC("fentry/page_cache_async_ra")
+int BPF_PROG(trace_ra_async_fentry, struct readahead_control *ractl, struct folio *folio,
+	     unsigned long req)
+{
+	return readahead(true, ractl->_index, req);
+}
+
+SEC("kprobe/page_cache_async_ra")
+int BPF_KPROBE(trace_ra_async_kprobe, struct readahead_control *ractl, struct folio *folio,
+	       unsigned long req)
+{
+	return readahead(true, BPF_CORE_READ(ractl, _index), req);
+}
+
 /* ------------------------------------------------------------------ page faults */
 
-SEC("tp_btf/mm_filemap_fault")
-int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
+/* A page fault on a file mapping: a request of its own unless inside a traced syscall. */
+static __always_inline int fault(struct address_space *mapping, unsigned long index)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *t;
 	struct trace_rec *r;
 	struct inode *host;
-	__u64 cgid, key, now = bpf_ktime_get_ns();
+	__u64 cgid, key, ino, now = bpf_ktime_get_ns();
+	__u32 dev;
 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->kind == TK_SYNC) {
@@ -916,12 +969,14 @@ int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
 		end_fault(t, task->pid, now);
 	if (!mapping)
 		return 0;
-	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG || pseudo_fs(host))
+	host = KR(struct address_space, mapping, host);
+	if (!host || (KR(struct inode, host, i_mode) & S_IFMT) != S_IFREG || pseudo_fs(host))
 		return 0;
 	if (!task_ok(task, &cgid))
 		return 0;
-	if (!file_ok(host->i_sb->s_dev, host->i_ino, vfs_dentry((__u64)host, VFS_FROM_INODE)))
+	dev = KR(struct super_block, INODE_SB(host), s_dev);
+	ino = KR(struct inode, host, i_ino);
+	if (!file_ok(dev, ino, vfs_dentry((__u64)host, VFS_FROM_INODE)))
 		return 0;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -933,8 +988,8 @@ int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
 	rec_reset(r, TRACE_OP_FAULT, now);
 	r->pid = task->tgid;
 	r->tid = task->pid;
-	r->dev = host->i_sb->s_dev;
-	r->ino = host->i_ino;
+	r->dev = dev;
+	r->ino = ino;
 	r->cgid = cgid ?: bpf_get_current_cgroup_id();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->offset = (__s64)index * page_size;
@@ -945,6 +1000,25 @@ int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
 	t->kind = TK_FAULT;
 	count(TRACE_CNT_STARTED);
 	return 0;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
+{
+	return fault(mapping, index);
+}
+
+/* Without the tracepoint (before 6.11): the function it is in. */
+SEC("fentry/filemap_fault")
+int BPF_PROG(trace_fault_fentry, struct vm_fault *vmf)
+{
+	return fault(vmf->vma->vm_file->f_mapping, vmf->pgoff);
+}
+
+SEC("kprobe/filemap_fault")
+int BPF_KPROBE(trace_fault_kprobe, struct vm_fault *vmf)
+{
+	return fault(BPF_CORE_READ(vmf, vma, vm_file, f_mapping), BPF_CORE_READ(vmf, pgoff));
 }
 
 /* ------------------------------------------------------------------ scheduler */
@@ -1025,12 +1099,11 @@ int BPF_PROG(trace_switch_raw, bool preempt, void *prev, void *next)
 
 static __always_inline bool sync_kiocb(struct kiocb *iocb)
 {
-	return !iocb->ki_complete;
+	return !KR(struct kiocb, iocb, ki_complete);
 }
 
-SEC("tp_btf/iomap_dio_rw_begin")
-int BPF_PROG(trace_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags,
-	     size_t done_before)
+/* An iomap direct I/O starts: a request of its own if asynchronous (libaio, io_uring). */
+static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *t;
@@ -1040,30 +1113,32 @@ int BPF_PROG(trace_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigne
 	struct file *file;
 	__u64 cgid, now = bpf_ktime_get_ns(), tag;
 	__u32 op, dev;
-	bool write = iter->data_source;
+	bool write = KR(struct iov_iter, iter, data_source);
+	__u64 bytes = KR(struct iov_iter, iter, count), ino;
 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->kind == TK_SYNC) {
 		r = own_rec(t, task->pid);
 		if (r) {
 			r->flags |= TRACE_F_DIRECT;
-			ev_add(r, TRACE_EV_DIO, now, iter->count, write);
+			ev_add(r, TRACE_EV_DIO, now, bytes, write);
 		}
 		return 0;
 	}
 	if (sync_kiocb(iocb) || !(aio_ops & (write ? 2 : 1)))
 		return 0;
-	file = iocb->ki_filp;
-	if (!file || !file->f_inode)
+	file = KR(struct kiocb, iocb, ki_filp);
+	inode = file ? KR(struct file, file, f_inode) : NULL;
+	if (!inode)
 		return 0;
-	inode = file->f_inode;
-	dev = inode->i_sb->s_dev;
-	if (!task_ok(task, &cgid) || !file_ok(dev, inode->i_ino, file->f_path.dentry))
+	dev = KR(struct super_block, INODE_SB(inode), s_dev);
+	ino = KR(struct inode, inode, i_ino);
+	if (!task_ok(task, &cgid) || !file_ok(dev, ino, KR(struct file, file, f_path.dentry)))
 		return 0;
-	as = slot_at(&async_slots, iocb, NR_ASYNC_SLOTS);
+	tag = pv_addr((__u64)iocb);
+	as = slot_at_tag(&async_slots, tag, NR_ASYNC_SLOTS);
 	if (!as)
 		return 0;
-	tag = pv(iocb);
 	if (as->rec.state == TRACE_S_ACTIVE) {
 		/* iomap may start the same kiocb again (fallback after a short write). */
 		if (as->tag == tag)
@@ -1077,30 +1152,76 @@ int BPF_PROG(trace_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigne
 	r->pid = task->tgid;
 	r->tid = task->pid;
 	r->dev = dev;
-	r->ino = inode->i_ino;
+	r->ino = ino;
 	r->cgid = cgid ?: bpf_get_current_cgroup_id();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	r->offset = iocb->ki_pos;
-	r->bytes = iter->count;
+	r->offset = KR(struct kiocb, iocb, ki_pos);
+	r->bytes = bytes;
 	r->file = (__u64)file;
 	r->flags = TRACE_F_DIRECT;
 	count(TRACE_CNT_STARTED);
 	return 0;
 }
 
-SEC("tp_btf/iomap_dio_complete")
-int BPF_PROG(trace_dio_complete, struct kiocb *iocb, int error, ssize_t ret)
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(trace_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags,
+	     size_t done_before)
+{
+	return dio_begin(iocb, iter);
+}
+
+/* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
+SEC("fentry/__iomap_dio_rw")
+int BPF_PROG(trace_dio_begin_fentry, struct kiocb *iocb, struct iov_iter *iter)
+{
+	return dio_begin(iocb, iter);
+}
+
+SEC("kprobe/__iomap_dio_rw")
+int BPF_KPROBE(trace_dio_begin_kprobe, struct kiocb *iocb, struct iov_iter *iter)
+{
+	return dio_begin(iocb, iter);
+}
+
+static __always_inline int dio_complete(struct kiocb *iocb, long result)
 {
 	struct async_slot *as;
 
 	if (sync_kiocb(iocb))
 		return 0;
-	as = slot_find(&async_slots, iocb, NR_ASYNC_SLOTS);
+	as = slot_find_tag(&async_slots, pv_addr((__u64)iocb), NR_ASYNC_SLOTS);
 	if (!as || as->rec.state != TRACE_S_ACTIVE)
 		return 0;
 	as->tag = 0;
-	finish(&as->rec, bpf_ktime_get_ns(), error ? error : ret);
+	finish(&as->rec, bpf_ktime_get_ns(), result);
 	return 0;
+}
+
+SEC("tp_btf/iomap_dio_complete")
+int BPF_PROG(trace_dio_complete, struct kiocb *iocb, int error, ssize_t ret)
+{
+	return dio_complete(iocb, error ? error : ret);
+}
+
+/*
+ * Without the tracepoint (before 6.5): entering iomap_dio_complete(), which frees the
+ * dio before it returns. The result is the error, else the bytes done (a read that
+ * ran past the end of the file is cut there by the kernel: shown uncut).
+ */
+SEC("fentry/iomap_dio_complete")
+int BPF_PROG(trace_dio_complete_fentry, struct iomap_dio *dio)
+{
+	int error = dio->error;
+
+	return dio_complete(dio->iocb, error ? error : (long)dio->size);
+}
+
+SEC("kprobe/iomap_dio_complete")
+int BPF_KPROBE(trace_dio_complete_kprobe, struct iomap_dio *dio)
+{
+	int error = BPF_CORE_READ(dio, error);
+
+	return dio_complete(BPF_CORE_READ(dio, iocb), error ? error : (long)BPF_CORE_READ(dio, size));
 }
 
 /* ------------------------------------------------------------------ writeback */

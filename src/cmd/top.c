@@ -1699,15 +1699,9 @@ static int build_hooks(struct top_ctx *c)
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
 		 .v = {{.prog = s->progs.top_dirty_folio}}},
-		{.name = "mm_filemap_fault",
-		 .optional = true,
-		 .v = {{.prog = s->progs.top_filemap_fault}}},
-		{.name = "mm_filemap_map_pages",
-		 .optional = true,
-		 .v = {{.prog = s->progs.top_filemap_map_pages}}},
-		{.name = "iomap_dio_rw_begin",
-		 .optional = true,
-		 .v = {{.prog = s->progs.top_dio_begin}}},
+		FALLBACK_HOOK(s, "mm_filemap_fault", top_filemap_fault),
+		FALLBACK_HOOK(s, "mm_filemap_map_pages", top_filemap_map_pages),
+		FALLBACK_HOOK(s, "iomap_dio_rw_begin", top_dio_begin),
 		{.name = "sched_switch",
 		 .optional = true,
 		 .v = {{.prog = s->progs.top_sched_switch}}},
@@ -1727,6 +1721,8 @@ static int build_hooks(struct top_ctx *c)
 
 	/* Features turned off are neither planned nor loaded. */
 	bpf_program__set_autoload(s->progs.top_filemap_get_pages, c->o->no_syscalls);
+	bpf_program__set_autoload(s->progs.top_filemap_read_fentry, c->o->no_syscalls);
+	bpf_program__set_autoload(s->progs.top_filemap_read_kprobe, c->o->no_syscalls);
 	for (i = j = 0; i < n; i++) {
 		bool off = (!c->o->stall_ns && !strcmp(hooks[i].name, "sched_switch")) ||
 			   (c->o->no_syscalls && !strncmp(hooks[i].name, "sys_", 4));
@@ -1741,7 +1737,9 @@ static int build_hooks(struct top_ctx *c)
 		hooks[n++] = (struct attach_hook){
 			.name = "mm_filemap_get_pages",
 			.optional = true,
-			.v = {{.prog = s->progs.top_filemap_get_pages}},
+			.v = {{.prog = s->progs.top_filemap_get_pages},
+			      {.prog = s->progs.top_filemap_read_fentry},
+			      {.prog = s->progs.top_filemap_read_kprobe}},
 		};
 	c->nr_hooks = n;
 	return attach_hooks_dup(hooks, n, &c->hooks);
@@ -1879,6 +1877,9 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
 			    strerror(-err));
+	err = attach_plan_attach(c->hooks, c->nr_hooks);
+	if (err)
+		return err;
 	if (o->stall_ns) {
 		c->rb = ring_buffer__new(bpf_map__fd(s->maps.stall_events), on_stall, c, NULL);
 		if (!c->rb)
@@ -1983,6 +1984,7 @@ static int top_run(struct top_ctx *c)
 static void top_cleanup(struct top_ctx *c)
 {
 	ring_buffer__free(c->rb);
+	attach_plan_detach(c->hooks, c->nr_hooks);
 	top_bpf__destroy(c->skel);
 	free(c->hooks);
 	ksyms_free(c->ksyms);

@@ -1297,53 +1297,52 @@ static int build_hooks(struct trace_ctx *c)
 {
 	struct trace_bpf *s = c->skel;
 	const struct trace_opts *o = c->o;
-	struct attach_hook hooks[] =
-	{ SYS_HOOKS(s, read),
-	  SYS_HOOKS(s, write),
-	  SYS_HOOKS(s, pread64),
-	  SYS_HOOKS(s, pwrite64),
-	  SYS_HOOKS(s, readv),
-	  SYS_HOOKS(s, writev),
-	  SYS_HOOKS(s, preadv),
-	  SYS_HOOKS(s, pwritev),
-	  SYS_HOOKS(s, preadv2),
-	  SYS_HOOKS(s, pwritev2),
-	  SYS_HOOKS(s, fsync),
-	  SYS_HOOKS(s, fdatasync),
-	  SYS_HOOKS(s, sync_file_range),
-	  {.name = "mm_filemap_fault", .optional = true, .v = {{.prog = s->progs.trace_fault}}},
-	  {.name = "writeback_dirty_folio",
-	   .optional = true,
-	   .v = {{.prog = s->progs.trace_dirty_folio}}},
-	  {.name = "writeback_single_inode_start",
-	   .optional = true,
-	   .v = {{.prog = s->progs.trace_wb_start}}},
-	  {.name = "writeback_single_inode",
-	   .optional = true,
-	   .v = {{.prog = s->progs.trace_wb_end}}},
-	  {.name = "iomap_dio_rw_begin",
-	   .optional = true,
-	   .v = {{.prog = s->progs.trace_dio_begin}}},
-	  {.name = "iomap_dio_complete",
-	   .optional = true,
-	   .v = {{.prog = s->progs.trace_dio_complete}}},
-	  {.name = "block_rq_issue",
-	   .optional = true,
-	   .v = {{.prog = s->progs.trace_rq_issue}, {.prog = s->progs.trace_rq_issue_raw}}},
-	  TP_HOOK(s, bio_queue, block_bio_queue, false),
-	  TP_HOOK(s, rq_complete, block_rq_complete, false),
-	  TP_HOOK(s, split, block_split, true),
-	  TP_HOOK(s, backmerge, block_bio_backmerge, true),
-	  TP_HOOK(s, frontmerge, block_bio_frontmerge, true),
-	  TP_HOOK(s, rq_insert, block_rq_insert, true),
-	  TP_HOOK(s, rq_requeue, block_rq_requeue, true),
-	  TP_HOOK(s, switch, sched_switch, true),
-	  TP_HOOK(s, get_pages, mm_filemap_get_pages, true),
-	  TP_HOOK(s, pc_add, mm_filemap_add_to_page_cache, true),
-	  {.name = "page_cache_sync_ra", .optional = true, .v = {{.prog = s->progs.trace_ra_sync}}},
-	  {.name = "page_cache_async_ra",
-	   .optional = true,
-	   .v = {{.prog = s->progs.trace_ra_async}}},
+	struct attach_hook hooks[] = {
+		SYS_HOOKS(s, read),
+		SYS_HOOKS(s, write),
+		SYS_HOOKS(s, pread64),
+		SYS_HOOKS(s, pwrite64),
+		SYS_HOOKS(s, readv),
+		SYS_HOOKS(s, writev),
+		SYS_HOOKS(s, preadv),
+		SYS_HOOKS(s, pwritev),
+		SYS_HOOKS(s, preadv2),
+		SYS_HOOKS(s, pwritev2),
+		SYS_HOOKS(s, fsync),
+		SYS_HOOKS(s, fdatasync),
+		SYS_HOOKS(s, sync_file_range),
+		FALLBACK_HOOK(s, "mm_filemap_fault", trace_fault),
+		{.name = "writeback_dirty_folio",
+		 .optional = true,
+		 .v = {{.prog = s->progs.trace_dirty_folio}}},
+		{.name = "writeback_single_inode_start",
+		 .optional = true,
+		 .v = {{.prog = s->progs.trace_wb_start}}},
+		{.name = "writeback_single_inode",
+		 .optional = true,
+		 .v = {{.prog = s->progs.trace_wb_end}}},
+		FALLBACK_HOOK(s, "iomap_dio_rw_begin", trace_dio_begin),
+		FALLBACK_HOOK(s, "iomap_dio_complete", trace_dio_complete),
+		{.name = "block_rq_issue",
+		 .optional = true,
+		 .v = {{.prog = s->progs.trace_rq_issue}, {.prog = s->progs.trace_rq_issue_raw}}},
+		TP_HOOK(s, bio_queue, block_bio_queue, false),
+		TP_HOOK(s, rq_complete, block_rq_complete, false),
+		TP_HOOK(s, split, block_split, true),
+		TP_HOOK(s, backmerge, block_bio_backmerge, true),
+		TP_HOOK(s, frontmerge, block_bio_frontmerge, true),
+		TP_HOOK(s, rq_insert, block_rq_insert, true),
+		TP_HOOK(s, rq_requeue, block_rq_requeue, true),
+		TP_HOOK(s, switch, sched_switch, true),
+		{.name = "mm_filemap_get_pages",
+		 .optional = true,
+		 .v = {{.prog = s->progs.trace_get_pages},
+		       {.prog = s->progs.trace_get_pages_raw},
+		       {.prog = s->progs.trace_get_pages_fentry},
+		       {.prog = s->progs.trace_get_pages_kprobe}}},
+		TP_HOOK(s, pc_add, mm_filemap_add_to_page_cache, true),
+		FALLBACK_HOOK(s, "page_cache_sync_ra", trace_ra_sync),
+		FALLBACK_HOOK(s, "page_cache_async_ra", trace_ra_async),
 	};
 	int n = sizeof(hooks) / sizeof(hooks[0]), i;
 	bool aio = o->ops & (1U << TRACE_OP_AIO_READ | 1U << TRACE_OP_AIO_WRITE);
@@ -1486,6 +1485,9 @@ static int trace_setup(struct trace_ctx *c)
 	if (err)
 		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
 			    strerror(-err));
+	err = attach_plan_attach(c->hooks, c->nr_hooks);
+	if (err)
+		return err;
 	c->rb = ring_buffer__new(bpf_map__fd(s->maps.events), on_record, c, NULL);
 	if (!c->rb)
 		return fail(-errno, "cannot open the ring buffer: %s", strerror(errno));
@@ -1556,6 +1558,7 @@ static void trace_cleanup(struct trace_ctx *c)
 	int err;
 
 	ring_buffer__free(c->rb);
+	attach_plan_detach(c->hooks, c->nr_hooks);
 	trace_bpf__destroy(c->skel);
 	if (c->pf) {
 		err = perfetto_close(c->pf);

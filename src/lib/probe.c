@@ -665,16 +665,31 @@ int attach_plan_choose(struct attach_hook *hooks, int n)
 		struct attach_hook *h = &hooks[i];
 
 		h->chosen = -1;
+		h->backup = -1;
+		h->link = NULL;
 		why[0] = '\0';
 		for (j = 0; j < ATTACH_MAX_VARIANTS && !variant_end(&h->v[j]); j++) {
 			variant_resolve(&h->v[j]);
-			if (h->chosen < 0 && variant_usable(&h->v[j], why, sizeof(why)))
-				h->chosen = j;
+			if (h->chosen < 0) {
+				if (variant_usable(&h->v[j], why, sizeof(why)))
+					h->chosen = j;
+			} else if (h->backup < 0 && h->v[h->chosen].mode == ATTACH_FENTRY &&
+				   h->v[j].mode == ATTACH_KPROBE && h->v[j].prog &&
+				   h->v[h->chosen].prog) {
+				char unused[64] = "";
+
+				if (variant_usable(&h->v[j], unused, sizeof(unused)))
+					h->backup = j;
+			}
 		}
 		/* Everything not chosen stays unloaded, so it is never attached either. */
 		for (j = 0; j < ATTACH_MAX_VARIANTS && !variant_end(&h->v[j]); j++)
-			if (h->v[j].prog)
-				bpf_program__set_autoload(h->v[j].prog, j == h->chosen);
+			if (h->v[j].prog) {
+				bpf_program__set_autoload(h->v[j].prog,
+							  j == h->chosen || j == h->backup);
+				/* attach_plan_attach() attaches a hook with a backup. */
+				bpf_program__set_autoattach(h->v[j].prog, h->backup < 0);
+			}
 		if (h->chosen < 0 && !h->optional) {
 			fail_usage("missing kernel feature: cannot attach '%s' here (%s); "
 				   "see 'iospan doctor'",
@@ -685,6 +700,48 @@ int attach_plan_choose(struct attach_hook *hooks, int n)
 			info("attach plan: optional hook '%s' disabled (%s)", h->name, why);
 	}
 	return 0;
+}
+
+int attach_plan_attach(struct attach_hook *hooks, int n)
+{
+	int i, err;
+
+	for (i = 0; i < n; i++) {
+		struct attach_hook *h = &hooks[i];
+		int tries[2] = {h->chosen, h->backup}, k;
+
+		if (h->backup < 0 || h->link)
+			continue;
+		err = 0;
+		for (k = 0; k < 2 && !h->link; k++) {
+			h->link = bpf_program__attach(h->v[tries[k]].prog);
+			if (h->link) {
+				h->chosen = tries[k];
+				break;
+			}
+			err = -errno;
+			info("attach plan: %s by %s %s refused (%s)", h->name,
+			     attach_mode_name(h->v[tries[k]].mode), h->v[tries[k]].target,
+			     probe_errname(err));
+		}
+		if (h->link)
+			continue;
+		h->chosen = -1;
+		if (!h->optional)
+			return fail(err, "cannot attach '%s' here: %s (see 'iospan doctor')",
+				    h->name, probe_errname(err));
+	}
+	return 0;
+}
+
+void attach_plan_detach(struct attach_hook *hooks, int n)
+{
+	int i;
+
+	for (i = 0; hooks && i < n; i++) {
+		bpf_link__destroy(hooks[i].link);
+		hooks[i].link = NULL;
+	}
 }
 
 void attach_plan_print(const struct attach_hook *hooks, int n, struct jw *jw)

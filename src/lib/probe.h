@@ -134,7 +134,25 @@ struct attach_hook {
 	bool optional;
 	struct attach_variant v[ATTACH_MAX_VARIANTS];
 	int chosen; /* index into v, or -1; set by attach_plan_choose() */
+	/*
+	 * A kprobe also loaded behind a chosen fentry, or -1: a trampoline can still be
+	 * refused at attach (more arguments than the architecture passes, notrace).
+	 */
+	int backup;
+	struct bpf_link *link; /* set by attach_plan_attach() for hooks with a backup */
 };
+
+/*
+ * A tracepoint that older kernels lack, with fentry and kprobe programs on the kernel
+ * function it stands in (<p>_fentry, <p>_kprobe of skeleton @s) as fallbacks.
+ */
+#define FALLBACK_HOOK(s, hook, p)                      \
+	{                                              \
+		.name = hook, .optional = true,        \
+		.v = { {.prog = s->progs.p},           \
+		       {.prog = s->progs.p##_fentry},  \
+		       {.prog = s->progs.p##_kprobe} } \
+	}
 
 const char *attach_mode_name(enum attach_mode mode);
 
@@ -147,6 +165,15 @@ const char *attach_mode_name(enum attach_mode mode);
  * (missing kernel feature, exit 2) and -EOPNOTSUPP is returned.
  */
 int attach_plan_choose(struct attach_hook *hooks, int n);
+
+/*
+ * Call after the skeleton's attach: attaches the hooks that have a backup variant (the
+ * skeleton leaves them alone), the chosen one first, the backup if it is refused. A
+ * required hook that attaches in no way fails (-errno, reported); an optional one is
+ * disabled and said so under -v. attach_plan_detach() releases the links.
+ */
+int attach_plan_attach(struct attach_hook *hooks, int n);
+void attach_plan_detach(struct attach_hook *hooks, int n);
 
 /* A heap copy of a command's hook table (built on its stack) in *@out; free() it. */
 int attach_hooks_dup(const struct attach_hook *hooks, int n, struct attach_hook **out);

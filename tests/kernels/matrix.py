@@ -257,7 +257,7 @@ def boot(name, workdir, cmd=None, timeout=900, iospan_bin=None, extra_bins=None)
     if cmd:
         # The command travels base16-encoded: the kernel command line splits on spaces.
         append += " iospan.cmd=" + cmd.encode().hex()
-    qemu = ["qemu-system-x86_64", "-nographic", "-no-reboot", "-m", "2048", "-smp", "2"]
+    qemu = ["qemu-system-x86_64", "-nographic", "-no-reboot", "-m", "2048", "-smp", os.environ.get("IOSPAN_GUEST_CPUS", "2")]
     qemu += accel(vmlinuz)
     qemu += ["-kernel", vmlinuz, "-initrd", initrd, "-append", append]
     for img in drives:
