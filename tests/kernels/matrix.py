@@ -220,7 +220,7 @@ def accel(vmlinuz):
     -no-reboot, makes QEMU exit within seconds under KVM. Too slow means no KVM."""
     global _ACCEL
     if _ACCEL is None:
-        _ACCEL = ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        _ACCEL = ["-accel", "tcg,thread=" + os.environ.get("IOSPAN_TCG_THREAD", "single"), "-cpu", "max"]
         if os.access("/dev/kvm", os.R_OK | os.W_OK):
             try:
                 p = subprocess.run(["qemu-system-x86_64", "-accel", "kvm", "-cpu", "host",
