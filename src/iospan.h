@@ -7,17 +7,23 @@
 struct attach_hook;
 
 /*
- * Receives a BPF command's default attach plan, before it is chosen: the hooks are
- * valid only during the call (they point into the command's opened skeleton).
+ * Receives a BPF command's default attach plan. @load_err NULL: the command's own
+ * programs were loaded and attached here with these hooks (their chosen variants are
+ * the ones in use). Otherwise why that failed, and the hooks are not chosen yet. The
+ * hooks are valid only during the call (they point into the command's skeleton).
  */
-typedef void (*plan_show_fn)(const char *cmd, struct attach_hook *hooks, int n, void *arg);
+typedef void (*plan_show_fn)(const char *cmd, struct attach_hook *hooks, int n,
+			     const char *load_err, void *arg);
 
 /* A subcommand: argv[0] is its name; returns 0 or a negative errno. */
 struct cmd {
 	const char *name;
 	int (*func)(int argc, char **argv);
 	const char *summary;
-	/* BPF commands: hands their default hooks to @show (for doctor). */
+	/*
+	 * BPF commands: sets up the command with its default options as it would run
+	 * (load and attach), hands the plan and the outcome to @show, and tears down.
+	 */
 	int (*plan)(plan_show_fn show, void *arg);
 };
 

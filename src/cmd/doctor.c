@@ -85,6 +85,15 @@ struct tp_row {
 	bool tracefs;
 };
 
+#define MAX_CHECKS 8
+
+/* Whether a BPF command's own programs load and attach here, as it would run. */
+struct cmd_check {
+	char cmd[16];
+	bool loaded;
+	char error[256];
+};
+
 struct doctor_report {
 	struct utsname uts;
 	struct probe_result feat[PROBE_NR];
@@ -98,6 +107,8 @@ struct doctor_report {
 	int privs_err;
 	struct plan_row plans[MAX_PLAN_ROWS];
 	int n_plans;
+	struct cmd_check checks[MAX_CHECKS]; /* each BPF command set up for real */
+	int n_checks;
 	bool plans_complete; /* every command's plan could be built */
 	bool ready;
 };
@@ -171,22 +182,35 @@ static void gather_tracepoints(struct doctor_report *r)
 	}
 }
 
-/* plan_show_fn: evaluates a command's hooks (doctor reports, it does not refuse). */
-static void collect_plan(const char *cmd, struct attach_hook *hooks, int n, void *arg)
+/*
+ * plan_show_fn: records a command's plan: the one in use if its programs loaded and
+ * attached, else the one it would try (doctor reports, it does not refuse).
+ */
+static void collect_plan(const char *cmd, struct attach_hook *hooks, int n, const char *load_err,
+			 void *arg)
 {
 	struct doctor_report *r = arg;
 	bool required[MAX_PLAN_ROWS];
 	const struct attach_variant *v;
+	struct cmd_check *check;
 	struct plan_row *row;
 	int i;
 
 	if (n > MAX_PLAN_ROWS)
 		n = MAX_PLAN_ROWS;
-	for (i = 0; i < n; i++) {
-		required[i] = !hooks[i].optional;
-		hooks[i].optional = true;
+	if (r->n_checks < MAX_CHECKS) {
+		check = &r->checks[r->n_checks++];
+		snprintf(check->cmd, sizeof(check->cmd), "%s", cmd);
+		check->loaded = !load_err;
+		snprintf(check->error, sizeof(check->error), "%s", load_err ? load_err : "");
 	}
-	attach_plan_choose(hooks, n);
+	for (i = 0; i < n; i++)
+		required[i] = !hooks[i].optional;
+	if (load_err) {
+		for (i = 0; i < n; i++)
+			hooks[i].optional = true;
+		attach_plan_choose(hooks, n);
+	}
 	info("attach plan of '%s':", cmd);
 	attach_plan_print(hooks, n, NULL);
 	for (i = 0; i < n && r->n_plans < MAX_PLAN_ROWS; i++) {
@@ -249,9 +273,12 @@ static int gather(struct doctor_report *r)
 			r->plans_complete = false;
 		}
 	}
-	r->ready = r->feat[PROBE_RINGBUF].ok && r->plans_complete;
+	r->ready = r->feat[PROBE_RINGBUF].ok && r->plans_complete && r->n_checks;
 	for (i = 0; i < (size_t)r->n_plans; i++)
 		if (!r->plans[i].optional && !r->plans[i].mode[0])
+			r->ready = false;
+	for (i = 0; i < (size_t)r->n_checks; i++)
+		if (!r->checks[i].loaded)
 			r->ready = false;
 	return 0;
 }
@@ -367,8 +394,12 @@ static void render_text(const struct doctor_report *r)
 
 	printf("\nAttach plans (each command's default hooks, by the mode they use here)\n");
 	render_plans_text(r);
+	printf("\nCommands (set up with their default options: programs loaded and attached)\n");
+	for (i = 0; i < (size_t)r->n_checks; i++)
+		printf("  %-8s %s%s\n", r->checks[i].cmd, r->checks[i].loaded ? "works" : "FAILS: ",
+		       r->checks[i].error);
 	if (r->ready)
-		printf("\nReady: yes, every required hook can attach\n");
+		printf("\nReady: yes, every command loads and attaches here\n");
 	else if (!r->privs_err && !r->privs.cap_sys_admin && !r->privs.cap_bpf)
 		printf("\nReady: no, run as root (or with CAP_BPF and CAP_PERFMON)\n");
 	else
@@ -472,6 +503,17 @@ static void render_json(const struct doctor_report *r)
 		jw_end_object(jw);
 	jw_end_object(jw);
 
+	jw_kv_object(jw, "commands");
+	for (i = 0; i < (size_t)r->n_checks; i++) {
+		jw_kv_object(jw, r->checks[i].cmd);
+		jw_kv_bool(jw, "loaded", r->checks[i].loaded);
+		if (r->checks[i].loaded)
+			jw_kv_null(jw, "error");
+		else
+			jw_kv_string(jw, "error", r->checks[i].error);
+		jw_end_object(jw);
+	}
+	jw_end_object(jw);
 	jw_kv_bool(jw, "ready", r->ready);
 	jw_end_object(jw);
 	jw_free(jw);

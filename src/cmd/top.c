@@ -1752,11 +1752,15 @@ static int build_plan(struct top_ctx *c)
 	return err ? err : attach_plan_choose(c->hooks, c->nr_hooks);
 }
 
+static int top_setup(struct top_ctx *c);
+static void top_cleanup(struct top_ctx *c);
+
 int top_plan(plan_show_fn show, void *arg)
 {
 	static struct top_opts opts;
+	static struct top_ctx c;
 	char *argv[] = {"top", NULL};
-	struct top_ctx c = {.o = &opts};
+	char why[256];
 	int err;
 
 	memset(&opts, 0, sizeof(opts));
@@ -1764,12 +1768,30 @@ int top_plan(plan_show_fn show, void *arg)
 	err = top_parse(1, argv, &opts);
 	if (err)
 		return err < 0 ? err : -EINVAL;
+	/* Set up as the command would run: a plan that cannot load or attach is no plan. */
+	memset(&c, 0, sizeof(c));
+	c.o = &opts;
+	ds_snapshot_init(&c.ds_start);
+	ds_snapshot_init(&c.ds_end);
+	err_capture(why, sizeof(why));
+	err = top_setup(&c);
+	err_capture(NULL, 0);
+	if (!err)
+		show("top", c.hooks, c.nr_hooks, NULL, arg);
+	top_cleanup(&c);
+	if (!err)
+		return 0;
+	if (!why[0])
+		snprintf(why, sizeof(why), "%s", strerror(-err));
+	/* Then what it would try, evaluated without loading. */
+	memset(&c, 0, sizeof(c));
+	c.o = &opts;
 	c.skel = top_bpf__open();
 	if (!c.skel)
 		return -errno;
 	err = build_hooks(&c);
 	if (!err)
-		show("top", c.hooks, c.nr_hooks, arg);
+		show("top", c.hooks, c.nr_hooks, why, arg);
 	free(c.hooks);
 	top_bpf__destroy(c.skel);
 	return err;

@@ -1385,11 +1385,15 @@ static int build_plan(struct trace_ctx *c)
 	return err ? err : attach_plan_choose(c->hooks, c->nr_hooks);
 }
 
+static int trace_setup(struct trace_ctx *c);
+static void trace_cleanup(struct trace_ctx *c);
+
 int trace_plan(plan_show_fn show, void *arg)
 {
 	static struct trace_opts opts;
+	static struct trace_ctx c;
 	char *argv[] = {"trace", NULL};
-	struct trace_ctx c = {.o = &opts};
+	char why[256];
 	int err;
 
 	memset(&opts, 0, sizeof(opts));
@@ -1397,12 +1401,28 @@ int trace_plan(plan_show_fn show, void *arg)
 	err = trace_parse(1, argv, &opts);
 	if (err)
 		return err < 0 ? err : -EINVAL;
+	/* Set up as the command would run: a plan that cannot load or attach is no plan. */
+	memset(&c, 0, sizeof(c));
+	c.o = &opts;
+	err_capture(why, sizeof(why));
+	err = trace_setup(&c);
+	err_capture(NULL, 0);
+	if (!err)
+		show("trace", c.hooks, c.nr_hooks, NULL, arg);
+	trace_cleanup(&c);
+	if (!err)
+		return 0;
+	if (!why[0])
+		snprintf(why, sizeof(why), "%s", strerror(-err));
+	/* Then what it would try, evaluated without loading. */
+	memset(&c, 0, sizeof(c));
+	c.o = &opts;
 	c.skel = trace_bpf__open();
 	if (!c.skel)
 		return -errno;
 	err = build_hooks(&c);
 	if (!err)
-		show("trace", c.hooks, c.nr_hooks, arg);
+		show("trace", c.hooks, c.nr_hooks, why, arg);
 	free(c.hooks);
 	trace_bpf__destroy(c.skel);
 	return err;

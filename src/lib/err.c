@@ -12,6 +12,16 @@ static bool err_json_mode;
 static bool err_verbose_mode;
 static bool err_reported;
 static int err_exit = EXIT_OK;
+static char *capture_buf;
+static size_t capture_len;
+
+void err_capture(char *buf, size_t len)
+{
+	capture_buf = len ? buf : NULL;
+	capture_len = len;
+	if (capture_buf)
+		capture_buf[0] = '\0';
+}
 
 void err_init(const char *prog, bool json)
 {
@@ -39,6 +49,11 @@ static void report(int exit_code, const char *fmt, va_list ap)
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (capture_buf) {
+		if (!capture_buf[0])
+			snprintf(capture_buf, capture_len, "%s", msg);
+		return;
+	}
 	/* Only the first error is shown: later ones are consequences of it. */
 	if (err_reported)
 		return;
@@ -84,7 +99,7 @@ void warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (err_json_mode)
+	if (err_json_mode || capture_buf)
 		return;
 	va_start(ap, fmt);
 	fprintf(stderr, "%s: warning: ", err_prog);

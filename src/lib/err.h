@@ -18,6 +18,13 @@ void err_init(const char *prog, bool json);
 bool err_json(void);
 
 /* Bad input: reports and returns -EINVAL; the process will exit with 2. */
+/*
+ * With @len > 0, the next failures are not reported but the first one is kept in @buf
+ * (and warnings are dropped): doctor runs a command's set-up to see whether it works
+ * here. err_capture(NULL, 0) ends it.
+ */
+void err_capture(char *buf, size_t len);
+
 int fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Runtime failure: reports and returns @err (a negative errno); exit code 1. */
 int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
