@@ -396,8 +396,8 @@ static void render_text(const struct doctor_report *r)
 	render_plans_text(r);
 	printf("\nCommands (set up with their default options: programs loaded and attached)\n");
 	for (i = 0; i < (size_t)r->n_checks; i++)
-		printf("  %-8s %s%s\n", r->checks[i].cmd, r->checks[i].loaded ? "works" : "FAILS: ",
-		       r->checks[i].error);
+		printf("  %-8s %s%s\n", r->checks[i].cmd,
+		       r->checks[i].loaded ? "works" : "FAILS: ", r->checks[i].error);
 	if (r->ready)
 		printf("\nReady: yes, every command loads and attaches here\n");
 	else if (!r->privs_err && !r->privs.cap_sys_admin && !r->privs.cap_bpf)

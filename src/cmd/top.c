@@ -1273,6 +1273,7 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 		any = true;
 	}
 	printf("%s\n", any ? "" : " nothing");
+	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stdout, "");
 	if (rep->drops[TOP_DROP_UNMATCHED])
 		printf("(bios completed without an owner record: %" PRIu64
 		       ", counted as unattributed)\n",
@@ -1554,6 +1555,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 	}
 	jw_end_array(jw);
 
+	attach_plan_unavailable(c->hooks, c->nr_hooks, jw, "unavailable", NULL, NULL);
 	jw_kv_object(jw, "dropped");
 	for (k = 0; k < TOP_DROP_NR; k++)
 		jw_kv_uint(jw, drop_names[k], rep->drops[k]);
@@ -1698,12 +1700,17 @@ static int build_hooks(struct top_ctx *c)
 		 .v = {{.prog = s->progs.top_rq_complete}, {.prog = s->progs.top_rq_complete_raw}}},
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
+		 .figure = "writeback credit to dirtiers, FS bytes of mmap writes",
 		 .v = {{.prog = s->progs.top_dirty_folio}}},
-		FALLBACK_HOOK(s, "mm_filemap_fault", top_filemap_fault),
-		FALLBACK_HOOK(s, "mm_filemap_map_pages", top_filemap_map_pages),
-		FALLBACK_HOOK(s, "iomap_dio_rw_begin", top_dio_begin),
+		FALLBACK_HOOK(s, "mm_filemap_fault", top_filemap_fault,
+			      "mmap FS read bytes (faults)"),
+		FALLBACK_HOOK(s, "mm_filemap_map_pages", top_filemap_map_pages,
+			      "mmap FS read bytes (fault-around)"),
+		FALLBACK_HOOK(s, "iomap_dio_rw_begin", top_dio_begin,
+			      "FS bytes of async direct I/O (libaio, io_uring)"),
 		{.name = "sched_switch",
 		 .optional = true,
+		 .figure = "I/O stalls",
 		 .v = {{.prog = s->progs.top_sched_switch}}},
 		SYSCALL_HOOKS(s, read, true),
 		SYSCALL_HOOKS(s, write, true),
@@ -1737,6 +1744,7 @@ static int build_hooks(struct top_ctx *c)
 		hooks[n++] = (struct attach_hook){
 			.name = "mm_filemap_get_pages",
 			.optional = true,
+			.figure = "FS read bytes (--no-syscalls)",
 			.v = {{.prog = s->progs.top_filemap_get_pages},
 			      {.prog = s->progs.top_filemap_read_fentry},
 			      {.prog = s->progs.top_filemap_read_kprobe}},
@@ -1902,6 +1910,7 @@ static int top_setup(struct top_ctx *c)
 	err = attach_plan_attach(c->hooks, c->nr_hooks);
 	if (err)
 		return err;
+	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stderr, "iospan top: ");
 	if (o->stall_ns) {
 		c->rb = ring_buffer__new(bpf_map__fd(s->maps.stall_events), on_stall, c, NULL);
 		if (!c->rb)

@@ -1177,6 +1177,7 @@ static void print_accounts(struct trace_ctx *c)
 			jw_kv_uint(c->jw, cnt_names[i], cnt[i]);
 		jw_kv_uint(c->jw, "perfetto_lanes_full", c->lanes_full);
 		jw_end_object(c->jw);
+		attach_plan_unavailable(c->hooks, c->nr_hooks, c->jw, "unavailable", NULL, NULL);
 		jw_end_object(c->jw);
 		return;
 	}
@@ -1192,6 +1193,7 @@ static void print_accounts(struct trace_ctx *c)
 	}
 	if (c->lanes_full)
 		printf("  %-24s %" PRIu64 "\n", "perfetto_spans_dropped", c->lanes_full);
+	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stdout, "  ");
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -1311,9 +1313,11 @@ static int build_hooks(struct trace_ctx *c)
 		SYS_HOOKS(s, fsync),
 		SYS_HOOKS(s, fdatasync),
 		SYS_HOOKS(s, sync_file_range),
-		FALLBACK_HOOK(s, "mm_filemap_fault", trace_fault),
+		FALLBACK_HOOK(s, "mm_filemap_fault", trace_fault,
+			      "page fault requests (--ops fault)"),
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
+		 .figure = "writeback requests credited to dirtiers",
 		 .v = {{.prog = s->progs.trace_dirty_folio}}},
 		{.name = "writeback_single_inode_start",
 		 .optional = true,
@@ -1321,8 +1325,10 @@ static int build_hooks(struct trace_ctx *c)
 		{.name = "writeback_single_inode",
 		 .optional = true,
 		 .v = {{.prog = s->progs.trace_wb_end}}},
-		FALLBACK_HOOK(s, "iomap_dio_rw_begin", trace_dio_begin),
-		FALLBACK_HOOK(s, "iomap_dio_complete", trace_dio_complete),
+		FALLBACK_HOOK(s, "iomap_dio_rw_begin", trace_dio_begin,
+			      "async direct I/O requests (libaio, io_uring)"),
+		FALLBACK_HOOK(s, "iomap_dio_complete", trace_dio_complete,
+			      "completion of async direct I/O requests"),
 		{.name = "block_rq_issue",
 		 .optional = true,
 		 .v = {{.prog = s->progs.trace_rq_issue}, {.prog = s->progs.trace_rq_issue_raw}}},
@@ -1336,13 +1342,14 @@ static int build_hooks(struct trace_ctx *c)
 		TP_HOOK(s, switch, sched_switch, true),
 		{.name = "mm_filemap_get_pages",
 		 .optional = true,
+		 .figure = "page cache lookups",
 		 .v = {{.prog = s->progs.trace_get_pages},
 		       {.prog = s->progs.trace_get_pages_raw},
 		       {.prog = s->progs.trace_get_pages_fentry},
 		       {.prog = s->progs.trace_get_pages_kprobe}}},
 		TP_HOOK(s, pc_add, mm_filemap_add_to_page_cache, true),
-		FALLBACK_HOOK(s, "page_cache_sync_ra", trace_ra_sync),
-		FALLBACK_HOOK(s, "page_cache_async_ra", trace_ra_async),
+		FALLBACK_HOOK(s, "page_cache_sync_ra", trace_ra_sync, "synchronous readahead"),
+		FALLBACK_HOOK(s, "page_cache_async_ra", trace_ra_async, "asynchronous readahead"),
 	};
 	int n = sizeof(hooks) / sizeof(hooks[0]), i;
 	bool aio = o->ops & (1U << TRACE_OP_AIO_READ | 1U << TRACE_OP_AIO_WRITE);
@@ -1508,6 +1515,7 @@ static int trace_setup(struct trace_ctx *c)
 	err = attach_plan_attach(c->hooks, c->nr_hooks);
 	if (err)
 		return err;
+	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stderr, "iospan trace: ");
 	c->rb = ring_buffer__new(bpf_map__fd(s->maps.events), on_record, c, NULL);
 	if (!c->rb)
 		return fail(-errno, "cannot open the ring buffer: %s", strerror(errno));

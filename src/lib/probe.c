@@ -623,6 +623,23 @@ static bool target_exists(enum attach_mode mode, const char *target)
 	}
 }
 
+/*
+ * IOSPAN_ATTACH_OFF="fentry,tp_btf,...": attach modes treated as unavailable, to run
+ * the fallbacks on a kernel that would not need them (tests, comparisons).
+ */
+static bool mode_turned_off(enum attach_mode mode)
+{
+	const char *off = getenv("IOSPAN_ATTACH_OFF"), *name = attach_mode_name(mode), *p;
+	size_t len = strlen(name);
+
+	for (p = off; p && *p; p += strcspn(p, ",")) {
+		p += *p == ',';
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+	}
+	return false;
+}
+
 /* Appends to @why why the variant cannot be used; true if it can. */
 static bool variant_usable(const struct attach_variant *v, char *why, size_t len)
 {
@@ -633,6 +650,8 @@ static bool variant_usable(const struct attach_variant *v, char *why, size_t len
 
 	if (f == PROBE_NR || !v->target)
 		reason = "no mode or target";
+	else if (mode_turned_off(v->mode))
+		reason = "turned off by IOSPAN_ATTACH_OFF";
 	else if (probe_feature(f, &r) || !r.ok)
 		reason = r.detail[0] ? r.detail : "unsupported";
 	else if (v->mode == ATTACH_RAW_TP && !probe_has(PROBE_KPTR_CAST))
@@ -795,4 +814,35 @@ int probe_require_bpf_privileges(const char *cmd)
 	return fail_usage("%s needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN) "
 			  "to load its BPF programs: run it with sudo",
 			  cmd);
+}
+
+int attach_plan_unavailable(const struct attach_hook *hooks, int n, struct jw *jw, const char *key,
+			    FILE *out, const char *prefix)
+{
+	int i, count = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct attach_hook *h = &hooks[i];
+
+		if (h->chosen >= 0 || !h->figure)
+			continue;
+		if (jw) {
+			if (!count)
+				jw_kv_array(jw, key);
+			jw_start_object(jw);
+			jw_kv_string(jw, "figure", h->figure);
+			jw_kv_string(jw, "hook", h->name);
+			jw_end_object(jw);
+		} else if (out) {
+			fprintf(out, "%s%s: not available on this kernel (%s)\n", prefix, h->figure,
+				h->name);
+		}
+		count++;
+	}
+	if (jw) {
+		if (!count)
+			jw_kv_array(jw, key);
+		jw_end_array(jw);
+	}
+	return count;
 }

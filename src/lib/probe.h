@@ -12,6 +12,7 @@
 #define IOSPAN_PROBE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -132,6 +133,8 @@ struct attach_variant {
 struct attach_hook {
 	const char *name;
 	bool optional;
+	/* What the output lacks if an optional hook attaches in no way ("mmap FS bytes"). */
+	const char *figure;
 	struct attach_variant v[ATTACH_MAX_VARIANTS];
 	int chosen; /* index into v, or -1; set by attach_plan_choose() */
 	/*
@@ -146,12 +149,12 @@ struct attach_hook {
  * A tracepoint that older kernels lack, with fentry and kprobe programs on the kernel
  * function it stands in (<p>_fentry, <p>_kprobe of skeleton @s) as fallbacks.
  */
-#define FALLBACK_HOOK(s, hook, p)                      \
-	{                                              \
-		.name = hook, .optional = true,        \
-		.v = { {.prog = s->progs.p},           \
-		       {.prog = s->progs.p##_fentry},  \
-		       {.prog = s->progs.p##_kprobe} } \
+#define FALLBACK_HOOK(s, hook, p, what)                         \
+	{                                                       \
+		.name = hook, .optional = true, .figure = what, \
+		.v = { {.prog = s->progs.p},                    \
+		       {.prog = s->progs.p##_fentry},           \
+		       {.prog = s->progs.p##_kprobe} }          \
 	}
 
 const char *attach_mode_name(enum attach_mode mode);
@@ -183,5 +186,14 @@ int attach_hooks_dup(const struct attach_hook *hooks, int n, struct attach_hook 
  * (mode null when nothing was chosen); without, prints it with info() (-v only).
  */
 void attach_plan_print(const struct attach_hook *hooks, int n, struct jw *jw);
+
+/*
+ * The figures of optional hooks that attached in no way: with @jw, a JSON array of
+ * {"figure", "hook"} under key @key; without, one line per figure to @out ("mmap FS
+ * bytes: not available on this kernel (mm_filemap_fault)"), each after @prefix.
+ * Returns how many there are.
+ */
+int attach_plan_unavailable(const struct attach_hook *hooks, int n, struct jw *jw, const char *key,
+			    FILE *out, const char *prefix);
 
 #endif
