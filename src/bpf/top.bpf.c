@@ -337,12 +337,12 @@ static __always_inline int sys_exit(long ret)
 
 #define SYSCALL_PAIR(name, op)                                      \
 	SEC("tracepoint/syscalls/sys_enter_" #name)                 \
-	int top_enter_##name(struct trace_event_raw_sys_enter *ctx) \
+	int top_enter_##name(struct syscall_trace_enter *ctx) \
 	{                                                           \
 		return sys_enter(ctx->args[0], op);                 \
 	}                                                           \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                  \
-	int top_exit_##name(struct trace_event_raw_sys_exit *ctx)   \
+	int top_exit_##name(struct syscall_trace_exit *ctx)   \
 	{                                                           \
 		return sys_exit(ctx->ret);                          \
 	}

@@ -762,7 +762,7 @@ static __always_inline int sys_exit(long ret)
 
 #define SYS_EXIT(name)                                              \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                  \
-	int trace_exit_##name(struct trace_event_raw_sys_exit *ctx) \
+	int trace_exit_##name(struct syscall_trace_exit *ctx) \
 	{                                                           \
 		return sys_exit(ctx->ret);                          \
 	}
@@ -770,7 +770,7 @@ static __always_inline int sys_exit(long ret)
 /* @off: expression of the offset; @pos: true if the file position is the offset. */
 #define SYS_PAIR(name, op, off, bytes, pos)                           \
 	SEC("tracepoint/syscalls/sys_enter_" #name)                   \
-	int trace_enter_##name(struct trace_event_raw_sys_enter *ctx) \
+	int trace_enter_##name(struct syscall_trace_enter *ctx) \
 	{                                                             \
 		return sys_enter(ctx->args[0], op, off, bytes, pos);  \
 	}                                                             \

@@ -37,7 +37,7 @@ FLAVOURS = ("cloud-amd64", "amd64", "rt-amd64")
 PKG_RE = re.compile(r"^linux-image-(\d+\.\d+)\.([0-9.+a-z-]*?)-(cloud-amd64|rt-amd64|amd64)-unsigned$")
 
 # Modules the guest suite needs, loaded in this order (dependencies first, from depmod).
-GUEST_MODULES = ["virtio_pci", "virtio_blk", "loop", "xfs", "btrfs", "null_blk"]
+GUEST_MODULES = ["virtio_pci", "virtio_blk", "loop", "ext4", "xfs", "btrfs", "null_blk"]
 
 SCRATCH_FS = ("ext4", "xfs", "btrfs")
 SCRATCH_MB = 512
