@@ -90,9 +90,12 @@ static __always_inline bool kernel_page(struct page *page)
 	if (!bpf_core_enum_value_exists(enum pagetype, PGTY_slab))
 		return false;
 	ty = KR(struct page, page, page_type) >> 24;
+	/* Each type is checked where it exists: 6.12 has PGTY_slab but no large_kmalloc. */
 	return ty == bpf_core_enum_value(enum pagetype, PGTY_slab) ||
-	       ty == bpf_core_enum_value(enum pagetype, PGTY_large_kmalloc) ||
-	       ty == bpf_core_enum_value(enum pagetype, PGTY_zsmalloc);
+	       (bpf_core_enum_value_exists(enum pagetype, PGTY_large_kmalloc) &&
+		ty == bpf_core_enum_value(enum pagetype, PGTY_large_kmalloc)) ||
+	       (bpf_core_enum_value_exists(enum pagetype, PGTY_zsmalloc) &&
+		ty == bpf_core_enum_value(enum pagetype, PGTY_zsmalloc));
 }
 
 /* The head page of a compound page (the page itself otherwise). */
