@@ -183,8 +183,6 @@ static __always_inline bool cgroup_ok(__u64 cgid)
 	return !filter_cgroup || bpf_map_lookup_elem(&filter_cgroups, &cgid);
 }
 
-#define SB_KERNMOUNT (1UL << 22)
-
 /*
  * Files whose bytes are not storage I/O: pseudo file systems (vfs.bpf.h), and
  * kernel-internal mounts (shared anonymous memory, memfd, SysV shm), which have no
@@ -645,6 +643,16 @@ static __always_inline int queue_bio(struct bio *bio)
 		} else if (!(pv(mapping) & 3) && mapping->host && mapping->host->i_sb->s_bdev) {
 			/* Page cache of a file on a block device file system. */
 			inode = mapping->host;
+		} else if (!(pv(mapping) & 3) && mapping->host && !memory_fs(mapping->host)) {
+			/*
+			 * A file system with no single block device (btrfs: s_bdev is NULL
+			 * on recent kernels, s_dev is anonymous): a file's pages, or its
+			 * metadata's (btrfs's btree inode is no regular file).
+			 */
+			if ((mapping->host->i_mode & S_IFMT) == S_IFREG)
+				inode = mapping->host;
+			else
+				kind = TOP_INO_META;
 		} else {
 			/*
 			 * Anonymous, or shmem/hugetlbfs (no block device under them): user

@@ -73,6 +73,29 @@ static __always_inline bool pseudo_fs(struct inode *inode)
 	}
 }
 
+#define SB_KERNMOUNT (1UL << 22)
+
+/*
+ * File systems whose pages live in memory only (tmpfs and shmem, memfd, hugetlbfs,
+ * ramfs, and other kernel-internal mounts): a bio carrying such a page is I/O from a
+ * user buffer, never of that file.
+ */
+static __always_inline bool memory_fs(struct inode *inode)
+{
+	struct super_block *sb = inode->i_sb;
+
+	if (sb->s_flags & SB_KERNMOUNT)
+		return true;
+	switch (sb->s_magic) {
+	case 0x01021994: /* tmpfs */
+	case 0x958458f6: /* hugetlbfs */
+	case 0x858458f6: /* ramfs */
+		return true;
+	default:
+		return false;
+	}
+}
+
 /*
  * Slab and kmalloc pages overlay other fields on page->mapping, so it must not be
  * read as one. Their type is in the top byte of page_type (kernels with PGTY_*).
