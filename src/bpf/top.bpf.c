@@ -649,7 +649,7 @@ static __always_inline int queue_bio(struct bio *bio)
 			 * on recent kernels, s_dev is anonymous): a file's pages, or its
 			 * metadata's (btrfs's btree inode is no regular file).
 			 */
-			if ((mapping->host->i_mode & S_IFMT) == S_IFREG)
+			if ((BPF_CORE_READ(mapping, host, i_mode) & S_IFMT) == S_IFREG)
 				inode = mapping->host;
 			else
 				kind = TOP_INO_META;

@@ -82,11 +82,11 @@ static __always_inline bool pseudo_fs(struct inode *inode)
  */
 static __always_inline bool memory_fs(struct inode *inode)
 {
-	struct super_block *sb = inode->i_sb;
+	struct super_block *sb = BPF_CORE_READ(inode, i_sb);
 
-	if (sb->s_flags & SB_KERNMOUNT)
+	if (!sb || BPF_CORE_READ(sb, s_flags) & SB_KERNMOUNT)
 		return true;
-	switch (sb->s_magic) {
+	switch (BPF_CORE_READ(sb, s_magic)) {
 	case 0x01021994: /* tmpfs */
 	case 0x958458f6: /* hugetlbfs */
 	case 0x858458f6: /* ramfs */
