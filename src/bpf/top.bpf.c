@@ -482,7 +482,7 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 	if (task->flags & PF_KTHREAD || !mapping)
 		return 0;
 	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG)
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
 		return 0;
 	fk.dev = host->i_sb->s_dev;
 	fk.ino = host->i_ino;
@@ -649,7 +649,8 @@ static __always_inline int queue_bio(struct bio *bio)
 			 * on recent kernels, s_dev is anonymous): a file's pages, or its
 			 * metadata's (btrfs's btree inode is no regular file).
 			 */
-			if ((BPF_CORE_READ(mapping, host, i_mode) & S_IFMT) == S_IFREG)
+			if ((BPF_CORE_READ(mapping, host, i_mode) & S_IFMT) == S_IFREG &&
+			    !metadata_inode(mapping->host))
 				inode = mapping->host;
 			else
 				kind = TOP_INO_META;

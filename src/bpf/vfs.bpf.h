@@ -96,6 +96,20 @@ static __always_inline bool memory_fs(struct inode *inode)
 	}
 }
 
+#define BTRFS_SUPER_MAGIC	      0x9123683e
+#define BTRFS_BTREE_INODE_OBJECTID 1
+
+/*
+ * An inode whose page cache is file system metadata although it is a regular file:
+ * btrfs's btree inode (its extent buffers). Tests the inode number first, so other
+ * files cost one compare (of a field the callers read anyway).
+ */
+static __always_inline bool metadata_inode(struct inode *inode)
+{
+	return inode->i_ino == BTRFS_BTREE_INODE_OBJECTID &&
+	       inode->i_sb->s_magic == BTRFS_SUPER_MAGIC;
+}
+
 /*
  * Slab and kmalloc pages overlay other fields on page->mapping, so it must not be
  * read as one. Their type is in the top byte of page_type (kernels with PGTY_*).

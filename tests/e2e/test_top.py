@@ -245,6 +245,19 @@ def test_cgroups_and_paths(session):
             assert row["disk"] == session["fs"].name
 
 
+def test_file_rows_name_files(session):
+    """Every file row on the scratch file system, of any process (flushers included),
+    is a file of the workload with its path; file system metadata (btrfs's btree
+    pages, a regular file's page cache to the kernel) is metadata, never a file."""
+    doc, fs = session["doc"], session["fs"]
+    ours = {os.path.realpath(p) for p in session["files"].values()}
+    rows = [(p["pid"], p["comm"], f) for p in doc["processes"] for f in p["files"]
+            if f["dev"] == fs.fsdev and f["kind"] == "file"]
+    assert rows
+    for pid, comm, f in rows:
+        assert f["path"] in ours, (pid, comm, f)
+
+
 def test_container_id(session):
     """A cgroup named docker-<64 hex>.scope is a container with a 12-digit short id."""
     p = process(session["doc"], session["runs"]["mmap"][0])
