@@ -96,7 +96,7 @@ static __always_inline bool memory_fs(struct inode *inode)
 	}
 }
 
-#define BTRFS_SUPER_MAGIC	      0x9123683e
+#define BTRFS_SUPER_MAGIC	   0x9123683e
 #define BTRFS_BTREE_INODE_OBJECTID 1
 
 /*
