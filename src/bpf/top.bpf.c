@@ -183,8 +183,6 @@ static __always_inline bool cgroup_ok(__u64 cgid)
 	return !filter_cgroup || bpf_map_lookup_elem(&filter_cgroups, &cgid);
 }
 
-#define SB_KERNMOUNT (1UL << 22)
-
 /*
  * Files whose bytes are not storage I/O: pseudo file systems (vfs.bpf.h), and
  * kernel-internal mounts (shared anonymous memory, memfd, SysV shm), which have no
@@ -564,7 +562,7 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 	if (task->flags & PF_KTHREAD || !mapping)
 		return 0;
 	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG)
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
 		return 0;
 	fk.dev = host->i_sb->s_dev;
 	fk.ino = host->i_ino;
@@ -745,6 +743,17 @@ static __always_inline int queue_bio(struct bio *bio)
 		} else if (host && KR(struct super_block, INODE_SB(host), s_bdev)) {
 			/* Page cache of a file on a block device file system. */
 			inode = host;
+		} else if (host && !memory_fs(host)) {
+			/*
+			 * A file system with no single block device (btrfs: s_bdev is NULL
+			 * on recent kernels, s_dev is anonymous): a file's pages, or its
+			 * metadata's (btrfs's btree inode is no regular file).
+			 */
+			if ((KR(struct inode, host, i_mode) & S_IFMT) == S_IFREG &&
+			    !metadata_inode(host))
+				inode = host;
+			else
+				kind = TOP_INO_META;
 		} else {
 			/*
 			 * Anonymous, or shmem/hugetlbfs (no block device under them): user

@@ -1239,7 +1239,7 @@ int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mappi
 	if (task->flags & PF_KTHREAD || !mapping || task->tgid == self_tgid)
 		return 0;
 	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG)
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
 		return 0;
 	fk.dev = host->i_sb->s_dev;
 	fk.ino = host->i_ino;
@@ -1297,7 +1297,8 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	__u64 key, now;
 	__u32 zero = 0;
 
-	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG || task->tgid == self_tgid)
+	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG || task->tgid == self_tgid ||
+	    metadata_inode(inode))
 		return 0;
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->kind)

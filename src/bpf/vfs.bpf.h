@@ -79,6 +79,43 @@ static __always_inline bool pseudo_fs(struct inode *inode)
 	}
 }
 
+#define SB_KERNMOUNT (1UL << 22)
+
+/*
+ * File systems whose pages live in memory only (tmpfs and shmem, memfd, hugetlbfs,
+ * ramfs, and other kernel-internal mounts): a bio carrying such a page is I/O from a
+ * user buffer, never of that file.
+ */
+static __always_inline bool memory_fs(struct inode *inode)
+{
+	struct super_block *sb = INODE_SB(inode);
+
+	if (!sb || KR(struct super_block, sb, s_flags) & SB_KERNMOUNT)
+		return true;
+	switch (KR(struct super_block, sb, s_magic)) {
+	case 0x01021994: /* tmpfs */
+	case 0x958458f6: /* hugetlbfs */
+	case 0x858458f6: /* ramfs */
+		return true;
+	default:
+		return false;
+	}
+}
+
+#define BTRFS_SUPER_MAGIC	   0x9123683e
+#define BTRFS_BTREE_INODE_OBJECTID 1
+
+/*
+ * An inode whose page cache is file system metadata although it is a regular file:
+ * btrfs's btree inode (its extent buffers). Tests the inode number first, so other
+ * files cost one compare (of a field the callers read anyway).
+ */
+static __always_inline bool metadata_inode(struct inode *inode)
+{
+	return KR(struct inode, inode, i_ino) == BTRFS_BTREE_INODE_OBJECTID &&
+	       KR(struct super_block, INODE_SB(inode), s_magic) == BTRFS_SUPER_MAGIC;
+}
+
 /*
  * Slab and kmalloc pages overlay other fields on page->mapping, so it must not be
  * read as one. Their type is in the top byte of page_type (kernels with PGTY_*).

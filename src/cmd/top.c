@@ -1024,12 +1024,29 @@ static double avg_us(uint64_t sum, uint64_t nr)
 	return nr ? sum / 1e3 / nr : 0;
 }
 
+/*
+ * The disk a file row is on: the one its requests went to, or for a file system named
+ * by an anonymous device (btrfs) that has moved no DISK bytes yet, its backing device.
+ */
+static const char *row_disk_name(struct top_ctx *c, const struct row *r, char *buf, size_t len)
+{
+	uint32_t dev = r->key.dev;
+
+	if (!KDEV_MAJOR(dev) && !ino_special(r->key.ino)) {
+		if (r->bdev)
+			dev = r->bdev;
+		else if (fspath_cache_fs_disk(c->fspaths, dev))
+			dev = fspath_cache_fs_disk(c->fspaths, dev);
+	}
+	return disk_name_of(KDEV_MAJOR(dev), KDEV_MINOR(dev), buf, len);
+}
+
 static void print_file_row(struct top_ctx *c, const struct report *rep, const struct row *r)
 {
 	char b[4][UNITS_BUF], q[40], d[40], id[112], mk[8], pbuf[PATH_MAX], dname[DISK_NAME_LEN];
 	const char *path;
 
-	disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname, sizeof(dname));
+	row_disk_name(c, r, dname, sizeof(dname));
 	marks(r->flags, mk);
 	if (ino_special(r->key.ino))
 		snprintf(id, sizeof(id), "%s %s", dname, kind_name(r->key.ino));
@@ -1358,9 +1375,7 @@ static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
 
 	jw_start_object(jw);
 	json_dev(jw, "dev", r->key.dev);
-	jw_kv_string(
-		jw, "disk",
-		disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname, sizeof(dname)));
+	jw_kv_string(jw, "disk", row_disk_name(c, r, dname, sizeof(dname)));
 	jw_kv_string(jw, "kind", kind_name(r->key.ino));
 	if (ino_special(r->key.ino)) {
 		jw_kv_null(jw, "inode");

@@ -221,7 +221,8 @@ static int parse_fs_object(const char *opt, const char *arg, bool dir, uint32_t 
 		return fail_usage("%s '%s' is not a regular file or block device", opt, arg);
 	if (!dir && S_ISBLK(st.st_mode)) {
 		*dev = KDEV(major(st.st_rdev), minor(st.st_rdev));
-	} else {
+	} else if (mounts_path_dev(arg, dev)) {
+		/* The super block's dev, not st_dev: they differ on btrfs. */
 		*dev = KDEV(major(st.st_dev), minor(st.st_dev));
 	}
 	*ino = st.st_ino;

@@ -130,3 +130,16 @@ const char *fspath_cache_put(struct fspath_cache *c, uint32_t dev, uint64_t ino,
 	c->b[h] = e;
 	return e->path;
 }
+
+uint32_t fspath_cache_fs_disk(struct fspath_cache *c, uint32_t dev)
+{
+	uint32_t disk = mounts_fs_disk(&c->mounts, dev);
+
+	if (!disk && !c->reloaded) {
+		mounts_free(&c->mounts);
+		mounts_load(NULL, &c->mounts);
+		c->reloaded = 1;
+		disk = mounts_fs_disk(&c->mounts, dev);
+	}
+	return disk;
+}

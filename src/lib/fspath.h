@@ -35,4 +35,11 @@ const char *fspath_cache_get(struct fspath_cache *c, uint32_t dev, uint64_t ino)
 const char *fspath_cache_put(struct fspath_cache *c, uint32_t dev, uint64_t ino,
 			     const struct top_path *p);
 
+/*
+ * The block device whose name the files of the file system on @dev go under: @dev
+ * unless anonymous (btrfs), else its first backing device from the mount table
+ * (re-read once if unknown); 0 if there is none.
+ */
+uint32_t fspath_cache_fs_disk(struct fspath_cache *c, uint32_t dev);
+
 #endif

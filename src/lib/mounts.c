@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "mounts.h"
+
+#define MKDEV_K(ma, mi) ((uint32_t)(((ma) << 20) | (mi)))
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape(char *s)
@@ -31,6 +38,7 @@ void mounts_free(struct mounts *m)
 		free(m->v[i].root);
 		free(m->v[i].mnt);
 		free(m->v[i].fstype);
+		free(m->v[i].source);
 	}
 	free(m->v);
 	m->v = NULL;
@@ -73,19 +81,23 @@ int mounts_load(const char *path, struct mounts *m)
 			m->v = grown;
 		}
 		e = &m->v[m->nr];
+		e->id = strtoul(fields[0], NULL, 10);
 		e->major = maj;
 		e->minor = min;
 		e->root = strdup(fields[3]);
 		e->mnt = strdup(fields[4]);
 		tok = strtok_r(sep + 3, " ", &save);
 		e->fstype = strdup(tok ? tok : "");
+		tok = tok ? strtok_r(NULL, " ", &save) : NULL;
+		e->source = strdup(tok ? tok : "");
 		m->nr++;
-		if (!e->root || !e->mnt || !e->fstype) {
+		if (!e->root || !e->mnt || !e->fstype || !e->source) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
 		unescape(e->root);
 		unescape(e->mnt);
+		unescape(e->source);
 	}
 cleanup:
 	free(line);
@@ -133,4 +145,114 @@ int mounts_join(const struct mounts *m, unsigned int major, unsigned int minor, 
 	else
 		n = snprintf(out, len, "%s%s", best->mnt, strcmp(rest, "/") ? rest : "");
 	return (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int mounts_path_dev(const char *path, uint32_t *dev)
+{
+	struct mounts m;
+	struct statx stx;
+	size_t i;
+
+	if (statx(AT_FDCWD, path, 0, STATX_BASIC_STATS | STATX_MNT_ID, &stx))
+		return -errno;
+	*dev = MKDEV_K(stx.stx_dev_major, stx.stx_dev_minor);
+	if (!(stx.stx_mask & STATX_MNT_ID) || mounts_load(NULL, &m))
+		return 0;
+	for (i = 0; i < m.nr; i++) {
+		if (m.v[i].id == stx.stx_mnt_id) {
+			*dev = MKDEV_K(m.v[i].major, m.v[i].minor);
+			break;
+		}
+	}
+	mounts_free(&m);
+	return 0;
+}
+
+/* Kernel dev_t in the sysfs file @path ("MAJ:MIN"), or 0. */
+static uint32_t sysfs_dev(const char *path)
+{
+	unsigned int ma, mi;
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "%u:%u", &ma, &mi);
+	fclose(f);
+	return n == 2 ? MKDEV_K(ma, mi) : 0;
+}
+
+/* Devices of the btrfs that has @dev among its devices into @devs; returns how many. */
+static int btrfs_devices(uint32_t dev, uint32_t *devs, int max)
+{
+	char path[1024];
+	struct dirent *fs, *de;
+	DIR *top, *d;
+	int n = 0;
+	bool found = false;
+
+	top = opendir("/sys/fs/btrfs");
+	if (!top)
+		return 0;
+	while (!found && (fs = readdir(top))) {
+		if (fs->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices", fs->d_name);
+		d = opendir(path);
+		if (!d)
+			continue;
+		n = 0;
+		while ((de = readdir(d))) {
+			uint32_t v;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices/%s/dev", fs->d_name,
+				 de->d_name);
+			v = sysfs_dev(path);
+			if (!v)
+				continue;
+			found |= v == dev;
+			if (n < max)
+				devs[n++] = v;
+		}
+		closedir(d);
+	}
+	closedir(top);
+	return found ? n : 0;
+}
+
+int mounts_backing_devs(const struct mount_entry *e, uint32_t *devs, int max)
+{
+	struct stat st;
+	uint32_t src;
+	int n;
+
+	if (e->major || max <= 0 || e->source[0] != '/' || stat(e->source, &st) ||
+	    !S_ISBLK(st.st_mode))
+		return 0;
+	src = MKDEV_K(major(st.st_rdev), minor(st.st_rdev));
+	if (!strcmp(e->fstype, "btrfs")) {
+		n = btrfs_devices(src, devs, max);
+		if (n)
+			return n;
+	}
+	devs[0] = src;
+	return 1;
+}
+
+uint32_t mounts_fs_disk(const struct mounts *m, uint32_t dev)
+{
+	uint32_t disk;
+	size_t i;
+
+	if (dev >> 20)
+		return dev;
+	for (i = 0; i < m->nr; i++) {
+		if (m->v[i].major || m->v[i].minor != dev)
+			continue;
+		if (mounts_backing_devs(&m->v[i], &disk, 1) == 1)
+			return disk;
+	}
+	return 0;
 }

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""End-to-end tests for `iospan top` on real loop devices (ext4 and xfs).
+"""End-to-end tests for `iospan top` on real loop devices (ext4, xfs and btrfs).
 
 One traced session per file system runs a known mixed workload, each part in its own
 process and cgroup v2 child: direct-I/O reads and writes, buffered write + fsync, a
@@ -131,9 +131,10 @@ def process(doc, pid):
     return rows[0]
 
 
-def on_device(proc, devnum, key):
-    """A process's bytes of @key on one device (files and no-file rows)."""
-    return sum(f[key] for f in proc["files"] if f["dev"] == devnum)
+def on_device(proc, fs, key):
+    """A process's bytes of @key on the scratch file system @fs: its files (keyed by the
+    file system's dev, an anonymous one on btrfs) and its no-file rows (the disk's)."""
+    return sum(f[key] for f in proc["files"] if f["dev"] in (fs.devnum, fs.fsdev))
 
 
 def the_file(proc, path):
@@ -144,7 +145,7 @@ def the_file(proc, path):
     return rows[0]
 
 
-@pytest.fixture(scope="module", params=["ext4", "xfs"])
+@pytest.fixture(scope="module", params=["ext4", "xfs", "btrfs"])
 def session(request):
     """One traced run of the whole mixed workload on a fresh file system."""
     tl.require_root("creates loop devices, file systems and cgroups, loads BPF")
@@ -200,10 +201,9 @@ EXPECTED_DISK = {
 def test_disk_bytes_match_workload(session, name):
     pid, _ = session["runs"][name]
     p = process(session["doc"], pid)
-    dev = session["fs"].devnum
     want_r, want_w = EXPECTED_DISK[name]
-    got_r = on_device(p, dev, "disk_read_bytes")
-    got_w = on_device(p, dev, "disk_write_bytes")
+    got_r = on_device(p, session["fs"], "disk_read_bytes")
+    got_w = on_device(p, session["fs"], "disk_write_bytes")
     for want, got, what in ((want_r, got_r, "read"), (want_w, got_w, "write")):
         if want:
             assert within(got, want), "%s %s: %d bytes, expected %d" % (name, what, got, want)
@@ -240,9 +240,22 @@ def test_cgroups_and_paths(session):
         for path, direct in files:
             row = the_file(p, os.path.realpath(path))
             assert row["direct"] is direct, (name, path, row)
-            assert row["dev"] == session["fs"].devnum
+            assert row["dev"] == session["fs"].fsdev
             assert row["inode"] == os.stat(path).st_ino
             assert row["disk"] == session["fs"].name
+
+
+def test_file_rows_name_files(session):
+    """Every file row on the scratch file system, of any process (flushers included),
+    is a file of the workload with its path; file system metadata (btrfs's btree
+    pages, a regular file's page cache to the kernel) is metadata, never a file."""
+    doc, fs = session["doc"], session["fs"]
+    ours = {os.path.realpath(p) for p in session["files"].values()}
+    rows = [(p["pid"], p["comm"], f) for p in doc["processes"] for f in p["files"]
+            if f["dev"] == fs.fsdev and f["kind"] == "file"]
+    assert rows
+    for pid, comm, f in rows:
+        assert f["path"] in ours, (pid, comm, f)
 
 
 def test_container_id(session):
@@ -327,7 +340,7 @@ def test_throttled_read_is_a_stall_with_stack(scratch_ext4):
     assert s["stack"] and not s["stack"][0].startswith("0x"), s
     assert any("dio" in f or "read" in f for f in s["stack"]), s["stack"]
     p = process(doc, pid)
-    assert on_device(p, fs.devnum, "disk_read_bytes") == size
+    assert on_device(p, fs, "disk_read_bytes") == size
 
 
 def test_pid_filter(scratch_ext4):
@@ -352,9 +365,39 @@ def test_pid_filter(scratch_ext4):
     assert doc["filters"]["pid"] == child.pid
     p = doc["processes"][0]
     assert p["fs_write_bytes"] == MiB
-    assert within(on_device(p, fs.devnum, "disk_write_bytes"), MiB)
+    assert within(on_device(p, fs, "disk_write_bytes"), MiB)
     # Coverage needs every process: with a filter it is not claimed.
     assert all(d["coverage_pct"] is None for d in doc["devices"])
+
+
+@pytest.mark.parametrize("fstype", ["ext4", "xfs", "btrfs"])
+def test_disk_filter(fstype):
+    """-d DISK: FS bytes, DISK bytes, paths and writeback credit of the files on that
+    disk (btrfs names its files by an anonymous device, not the disk), nothing of a
+    process writing to another disk."""
+    tl.require_root("creates loop devices and file systems")
+    size = 2 * MiB
+    with tl.scratch_fs(fstype, 320) as fs, tl.scratch_fs("ext4", 64) as other:
+        synced, lazy = os.path.join(fs.mnt, "synced.dat"), os.path.join(fs.mnt, "lazy.dat")
+        top = start_top("-d", fs.dev, "--duration", "60", "--max-files", "50")
+        try:
+            decoy, _ = run_workload("write_fsync", [os.path.join(other.mnt, "decoy.dat")],
+                                    tl.cgroup2_root(), size=size)
+            fsync_pid, _ = run_workload("write_fsync", [synced], tl.cgroup2_root(), size=size)
+            lazy_pid, _ = run_workload("write_lazy", [lazy], tl.cgroup2_root(), size=size)
+            subprocess.run(["sync"], check=True)
+        finally:
+            doc = stop_top(top)
+    assert doc["filters"]["disk"] == fs.name
+    assert decoy not in [p["pid"] for p in doc["processes"]]
+    for pid, path in ((fsync_pid, synced), (lazy_pid, lazy)):
+        row = the_file(process(doc, pid), path)
+        assert row["fs_write_bytes"] == size, row
+        assert within(row["disk_write_bytes"], size), row
+        assert row["disk"] == fs.name and row["dev"] == fs.fsdev, row
+    wb = [w for w in doc["writeback"] if w["pid"] == lazy_pid]
+    assert within(sum(w["disk_write_bytes"] for w in wb), size), doc["writeback"]
+    assert all(w["path"] == os.path.realpath(lazy) for w in wb), wb
 
 
 def test_no_syscalls_mode(scratch_ext4):

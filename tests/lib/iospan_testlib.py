@@ -416,8 +416,22 @@ def filesystem(dev, fstype="ext4", mkfs_args=(), mount_opts=None):
         yield mnt
 
 
+def mount_devnum(mnt):
+    """"MAJ:MIN" of the file system mounted at @mnt, as /proc/self/mountinfo gives it
+    (its super block's s_dev: the block device for ext4/xfs, an anonymous 0:N for
+    btrfs, whose stat() st_dev is yet another anonymous device per subvolume)."""
+    mnt = os.path.realpath(mnt)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4].replace("\\040", " ") == mnt:
+                return fields[2]
+    raise RuntimeError("%s is not a mount point" % mnt)
+
+
 class ScratchFs:
     """What scratch_fs() yields: .dev "/dev/loop3", .name "loop3", .devnum "7:3",
+    .fsdev (the file system's MAJ:MIN in mountinfo: .devnum, or 0:N for btrfs),
     .mnt (mount dir), .fstype."""
 
     def __init__(self, dev, mnt, fstype):
@@ -426,10 +440,11 @@ class ScratchFs:
         self.devnum = devnum_of(self.name)
         self.mnt = mnt
         self.fstype = fstype
+        self.fsdev = mount_devnum(mnt)
 
     def __repr__(self):
-        return "ScratchFs(dev=%r, devnum=%r, mnt=%r, fstype=%r)" % (
-            self.dev, self.devnum, self.mnt, self.fstype)
+        return "ScratchFs(dev=%r, devnum=%r, fsdev=%r, mnt=%r, fstype=%r)" % (
+            self.dev, self.devnum, self.fsdev, self.mnt, self.fstype)
 
 
 @contextlib.contextmanager

@@ -16,7 +16,10 @@ static const char mountinfo[] =
 	"40 22 7:3 / /mnt/data rw,relatime shared:20 - xfs /dev/loop3 rw\n"
 	/* A bind mount of a subdirectory of the same fs, with an escaped space. */
 	"41 22 7:3 /exports/web /srv/my\\040web rw,relatime shared:20 - xfs /dev/loop3 rw\n"
-	"42 22 7:4 / /mnt/opt rw master:5 unbindable - ext4 /dev/loop4 rw\n";
+	"42 22 7:4 / /mnt/opt rw master:5 unbindable - ext4 /dev/loop4 rw\n"
+	/* btrfs: an anonymous s_dev, a subvolume mounted by its path in the fs. */
+	"50 22 0:39 /vol /mnt/vol rw - btrfs /dev/loop5 rw,subvol=/vol\n"
+	"51 22 0:40 / /mnt/null rw - btrfs /dev/null rw\n";
 
 static void test_join(void **state)
 {
@@ -32,9 +35,13 @@ static void test_join(void **state)
 	fclose(f);
 	assert_int_equal(mounts_load(path, &m), 0);
 	unlink(path);
-	assert_int_equal(m.nr, 5);
+	assert_int_equal(m.nr, 7);
 	assert_string_equal(m.v[3].mnt, "/srv/my web");
 	assert_string_equal(m.v[4].fstype, "ext4");
+	assert_int_equal(m.v[4].id, 42);
+	assert_string_equal(m.v[4].source, "/dev/loop4");
+	assert_int_equal(m.v[5].major, 0);
+	assert_int_equal(m.v[5].minor, 39);
 
 	assert_int_equal(mounts_join(&m, 7, 3, "/a/b.dat", out, sizeof(out)), 0);
 	assert_string_equal(out, "/mnt/data/a/b.dat");
@@ -48,16 +55,33 @@ static void test_join(void **state)
 	assert_string_equal(out, "/usr/bin/fio");
 	assert_int_equal(mounts_join(&m, 7, 4, "/", out, sizeof(out)), 0);
 	assert_string_equal(out, "/mnt/opt");
+	assert_int_equal(mounts_join(&m, 0, 39, "/vol/a/f", out, sizeof(out)), 0);
+	assert_string_equal(out, "/mnt/vol/a/f");
 	assert_int_equal(mounts_join(&m, 8, 0, "/x", out, sizeof(out)), -ENOENT);
 	assert_int_equal(mounts_join(&m, 7, 3, "/a/b.dat", out, 8), -ENAMETOOLONG);
 	mounts_free(&m);
 	assert_int_equal(mounts_load("/nonexistent/mountinfo", &m), -ENOENT);
 }
 
+/* Backing devices only for anonymous devs mounted from a block device. */
+static void test_backing(void **state)
+{
+	struct mount_entry e = {.major = 7, .minor = 3, .fstype = "xfs", .source = "/dev/loop3"};
+	uint32_t devs[4];
+
+	assert_int_equal(mounts_backing_devs(&e, devs, 4), 0);
+	e.major = 0;
+	e.source = "/dev/null"; /* a character device */
+	assert_int_equal(mounts_backing_devs(&e, devs, 4), 0);
+	e.source = "none";
+	assert_int_equal(mounts_backing_devs(&e, devs, 4), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_backing),
 	};
 
 	return cmocka_run_group_tests_name("mounts", tests, NULL, NULL);
