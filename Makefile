@@ -29,7 +29,11 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wno-unused-funct
 LIB_SRCS := $(wildcard src/lib/*.c)
 CMD_SRCS := $(wildcard src/cmd/*.c)
 BPF_SRCS := $(wildcard src/bpf/*.bpf.c)
-SKELS := $(patsubst src/bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+# Command objects are also built for kernels without the kfunc bpf_rdonly_cast
+# (src/bpf/kptr.bpf.h): <cmd>_compat.skel.h, opened by src/lib/skel.h where needed.
+COMPAT_BPF := top trace
+SKELS := $(patsubst src/bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS)) \
+	 $(patsubst %,$(OUT)/%_compat.skel.h,$(COMPAT_BPF))
 LIB_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(LIB_SRCS))
 APP_OBJS := $(patsubst src/%.c,$(OUT)/%.o,src/main.c $(CMD_SRCS)) $(LIB_OBJS)
 
@@ -49,6 +53,17 @@ $(OUT)/bpf/%.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/bpf/%_compat.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/*.h src/lib/*.h) | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DIOSPAN_NO_KPTR_CAST -c $< -o $@
+
+$(OUT)/%_compat.skel.h: $(OUT)/bpf/%_compat.bpf.o $(OUT)/%.skel.h
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_compat_bpf > $@.tmp
+	$(Q)scripts/skel-layout.sh $*_bpf $(OUT)/$*.skel.h $*_compat_bpf $@.tmp
+	$(Q)mv $@.tmp $@
 
 $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

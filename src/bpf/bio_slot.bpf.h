@@ -74,7 +74,7 @@ static __always_inline struct iomap_dio *bio_iomap_dio(struct bio *bio, __u64 en
 {
 	if (!end_io_addr || (__u64)bio->bi_end_io != end_io_addr || !bio->bi_private)
 		return NULL;
-	return has_rdonly_cast ? KPTR_AS(struct iomap_dio, bio->bi_private) : bio->bi_private;
+	return KPTR_AS(struct iomap_dio, bio->bi_private);
 }
 
 /* The kiocb of an iomap direct I/O (typed, or a number: KR()). */

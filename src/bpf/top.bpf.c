@@ -442,7 +442,7 @@ int BPF_KPROBE(top_filemap_fault_kprobe, struct vm_fault *vmf)
 {
 	__u64 index = BPF_CORE_READ(vmf, pgoff);
 
-	return mmap_read(BPF_CORE_READ(vmf, vma, vm_file, f_mapping), index, index);
+	return mmap_read(KPTR_AS(struct address_space, BPF_CORE_READ(vmf, vma, vm_file, f_mapping)), index, index);
 }
 
 SEC("tp_btf/mm_filemap_map_pages")
@@ -463,7 +463,7 @@ SEC("kprobe/filemap_map_pages")
 int BPF_KPROBE(top_filemap_map_pages_kprobe, struct vm_fault *vmf, unsigned long start,
 	       unsigned long last)
 {
-	return mmap_read(BPF_CORE_READ(vmf, vma, vm_file, f_mapping), start, last);
+	return mmap_read(KPTR_AS(struct address_space, BPF_CORE_READ(vmf, vma, vm_file, f_mapping)), start, last);
 }
 
 /*
@@ -540,7 +540,7 @@ int BPF_PROG(top_filemap_read_fentry, struct kiocb *iocb, struct iov_iter *iter)
 SEC("kprobe/filemap_read")
 int BPF_KPROBE(top_filemap_read_kprobe, struct kiocb *iocb, struct iov_iter *iter)
 {
-	return filemap_read_pages(iocb, iter);
+	return filemap_read_pages(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter));
 }
 
 /*
@@ -633,7 +633,7 @@ int BPF_PROG(top_dio_begin_fentry, struct kiocb *iocb, struct iov_iter *iter)
 SEC("kprobe/__iomap_dio_rw")
 int BPF_KPROBE(top_dio_begin_kprobe, struct kiocb *iocb, struct iov_iter *iter)
 {
-	return dio_begin(iocb, iter);
+	return dio_begin(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter));
 }
 
 /* ----------------------------------------------------------------- DISK: queue */
@@ -731,7 +731,7 @@ static __always_inline int queue_bio(struct bio *bio)
 			goto owner;
 		page = page_head(page);
 		mapping = KR(struct page, page, mapping);
-		host = mapping && !(pv_addr((__u64)mapping) & 3)
+		host = mapping && !(KLOW(mapping) & 3)
 			       ? KR(struct address_space, mapping, host)
 			       : NULL;
 		if (!mapping || kernel_page(page)) {
@@ -765,7 +765,8 @@ static __always_inline int queue_bio(struct bio *bio)
 				o.flags |= TOP_F_DIRECT;
 				/* O_DIRECT read/write on a file by a non-iomap fs: that file. */
 				if (!t->blk && t->file) {
-					inode = KR(struct file, t->file, f_inode);
+					inode = KR(struct file, KPTR_AS(struct file, t->file),
+						   f_inode);
 				}
 			}
 		}

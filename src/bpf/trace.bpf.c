@@ -858,7 +858,7 @@ int BPF_PROG(trace_get_pages_fentry, struct kiocb *iocb, struct iov_iter *iter)
 SEC("kprobe/filemap_read")
 int BPF_KPROBE(trace_get_pages_kprobe, struct kiocb *iocb, struct iov_iter *iter)
 {
-	return filemap_read_lookup(iocb, iter);
+	return filemap_read_lookup(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter));
 }
 
 static __always_inline int pc_add(struct folio *folio)
@@ -1018,7 +1018,7 @@ int BPF_PROG(trace_fault_fentry, struct vm_fault *vmf)
 SEC("kprobe/filemap_fault")
 int BPF_KPROBE(trace_fault_kprobe, struct vm_fault *vmf)
 {
-	return fault(BPF_CORE_READ(vmf, vma, vm_file, f_mapping), BPF_CORE_READ(vmf, pgoff));
+	return fault(KPTR_AS(struct address_space, BPF_CORE_READ(vmf, vma, vm_file, f_mapping)), BPF_CORE_READ(vmf, pgoff));
 }
 
 /* ------------------------------------------------------------------ scheduler */
@@ -1180,7 +1180,7 @@ int BPF_PROG(trace_dio_begin_fentry, struct kiocb *iocb, struct iov_iter *iter)
 SEC("kprobe/__iomap_dio_rw")
 int BPF_KPROBE(trace_dio_begin_kprobe, struct kiocb *iocb, struct iov_iter *iter)
 {
-	return dio_begin(iocb, iter);
+	return dio_begin(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter));
 }
 
 static __always_inline int dio_complete(struct kiocb *iocb, long result)
@@ -1221,7 +1221,8 @@ int BPF_KPROBE(trace_dio_complete_kprobe, struct iomap_dio *dio)
 {
 	int error = BPF_CORE_READ(dio, error);
 
-	return dio_complete(BPF_CORE_READ(dio, iocb), error ? error : (long)BPF_CORE_READ(dio, size));
+	return dio_complete(KPTR_AS(struct kiocb, BPF_CORE_READ(dio, iocb)),
+			    error ? error : (long)BPF_CORE_READ(dio, size));
 }
 
 /* ------------------------------------------------------------------ writeback */

@@ -47,7 +47,7 @@ static __always_inline struct file *fd_file(struct task_struct *task, int fd)
 	bpf_probe_read_kernel(&f, sizeof(f), (void *)(fds + (__u64)fd * sizeof(void *)));
 	if (!f)
 		return NULL;
-	return has_rdonly_cast ? KPTR_AS(struct file, f) : (struct file *)f;
+	return KPTR_AS(struct file, f);
 }
 
 /* The super block of @inode (typed, or a number: see KR()). */
@@ -138,16 +138,16 @@ static __always_inline bool kernel_page(struct page *page)
 /* The head page of a compound page (the page itself otherwise). */
 static __always_inline struct page *page_head(struct page *page)
 {
-	__u64 head;
+#if HAVE_KPTR_CAST
+	/* Typed, compound_head reads as the pointer it shares a union with. */
+	void *head = (void *)page->compound_head;
 
-	if (has_rdonly_cast) {
-		/* Typed, compound_head reads as the pointer it shares a union with. */
-		void *h = (void *)KPTR_AS(struct page, page)->compound_head;
+	return pv(head) & 1 ? KPTR_AS(struct page, head - 1) : page;
+#else
+	__u64 head = BPF_CORE_READ(page, compound_head);
 
-		return pv(h) & 1 ? KPTR_AS(struct page, h - 1) : page;
-	}
-	head = BPF_CORE_READ(page, compound_head);
 	return head & 1 ? (struct page *)(head - 1) : page;
+#endif
 }
 
 /*
@@ -162,7 +162,7 @@ static __always_inline struct address_space *page_mapping(struct page *page)
 	if (kernel_page(page))
 		return NULL;
 	mapping = KR(struct page, page, mapping);
-	if (!mapping || (pv_addr((__u64)mapping) & 3))
+	if (!mapping || (KLOW(mapping) & 3))
 		return NULL;
 	return mapping;
 }

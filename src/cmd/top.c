@@ -38,6 +38,8 @@
 #include "probe.h"
 #include "units.h"
 #include "top.skel.h"
+#include "top_compat.skel.h"
+#include "skel.h"
 
 #define NSEC_PER_SEC 1000000000ULL
 #define MAX_STALLS   512
@@ -1809,7 +1811,7 @@ int top_plan(plan_show_fn show, void *arg)
 	/* Then what it would try, evaluated without loading. */
 	memset(&c, 0, sizeof(c));
 	c.o = &opts;
-	c.skel = top_bpf__open();
+	c.skel = SKEL_OPEN(top);
 	if (!c.skel)
 		return -errno;
 	err = build_hooks(&c);
@@ -1880,7 +1882,7 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
 
-	s = top_bpf__open();
+	s = SKEL_OPEN(top);
 	if (!s)
 		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
 	c->skel = s;
@@ -1893,7 +1895,6 @@ static int top_setup(struct top_ctx *c)
 	s->rodata->iomap_dio_end_io = iomap_end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->self_tgid = getpid();
-	s->rodata->has_rdonly_cast = probe_has(PROBE_KPTR_CAST);
 	bpf_map__set_max_entries(s->maps.stats, o->max_entries);
 	bpf_map__set_max_entries(s->maps.wb, o->max_entries / 4 > 1024 ? o->max_entries / 4 : 1024);
 	bpf_map__set_max_entries(s->maps.procs,

@@ -44,6 +44,8 @@
 #include "probe.h"
 #include "units.h"
 #include "trace.skel.h"
+#include "trace_compat.skel.h"
+#include "skel.h"
 
 #define NSEC_PER_SEC ((uint64_t)1000000000)
 /* Perfetto tracks for bios and async requests: per process, lanes that never overlap. */
@@ -1425,7 +1427,7 @@ int trace_plan(plan_show_fn show, void *arg)
 	/* Then what it would try, evaluated without loading. */
 	memset(&c, 0, sizeof(c));
 	c.o = &opts;
-	c.skel = trace_bpf__open();
+	c.skel = SKEL_OPEN(trace);
 	if (!c.skel)
 		return -errno;
 	err = build_hooks(&c);
@@ -1465,13 +1467,12 @@ static int trace_setup(struct trace_ctx *c)
 		cgroup_map_new(root, &c->cgmap);
 	c->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
 
-	s = trace_bpf__open();
+	s = SKEL_OPEN(trace);
 	if (!s)
 		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
 	c->skel = s;
 	s->rodata->threshold_ns = o->threshold_ns;
 	s->rodata->self_tgid = getpid();
-	s->rodata->has_rdonly_cast = probe_has(PROBE_KPTR_CAST);
 	s->rodata->filter_pid = o->pid;
 	s->rodata->filter_tid = o->tid;
 	s->rodata->filter_cgroup = o->have_cgroup;
