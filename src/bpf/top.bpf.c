@@ -452,10 +452,17 @@ int BPF_PROG(top_filemap_map_pages, struct address_space *mapping, unsigned long
 	return mmap_read(mapping, start, last);
 }
 
-SEC("fentry/filemap_map_pages")
+/*
+ * The tracepoint fires only when an up-to-date folio was found in the range; on the way
+ * out, VM_FAULT_NOPAGE says the faulting page itself was mapped, which comes closest.
+ * The kprobe counts every range asked for.
+ */
+SEC("fexit/filemap_map_pages")
 int BPF_PROG(top_filemap_map_pages_fentry, struct vm_fault *vmf, unsigned long start,
-	     unsigned long last)
+	     unsigned long last, vm_fault_t ret)
 {
+	if (!(ret & VM_FAULT_NOPAGE))
+		return 0;
 	return mmap_read(vmf->vma->vm_file->f_mapping, start, last);
 }
 
