@@ -105,12 +105,15 @@ stat_scenario() {
 }
 
 # top: each workload in its own process (its pid in its JSON line), on DISK under DIR.
+# System wide on file systems (the per-process rows do not depend on a filter; trace
+# checks -d there), with -d on the raw disk.
 top_scenario() {
-	local name=$1 disk=$2 dir=$3 raw=$4 d
+	local name=$1 disk=$2 dir=$3 raw=$4 d filter=
 	d=$(scenario "$name" "$disk")
+	[ -n "$raw" ] && filter="-d $disk"
 	drop_caches
 	snap "$d" before
-	start_tracer "$d" top iospan top --json -d "$disk" --duration $TRACER_MAX_S || return
+	start_tracer "$d" top iospan top --json $filter --duration $TRACER_MAX_S || return
 	if [ -n "$raw" ]; then
 		step "$d" w-dio-write iowork pwrite "$raw" -b 1048576 -n 8 --direct
 		step "$d" w-dio-read iowork pread "$raw" -b 1048576 -n 8 --direct --random
