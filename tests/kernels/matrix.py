@@ -37,8 +37,11 @@ CACHE = os.environ.get("IOSPAN_KERNEL_CACHE", "/var/cache/iospan/kernels")
 FLAVOURS = ("cloud-amd64", "amd64", "rt-amd64")
 PKG_RE = re.compile(r"^linux-image-(\d+\.\d+)\.([0-9.+a-z-]*?)-(cloud-amd64|rt-amd64|amd64)-unsigned$")
 
-# Modules the guest suite needs, loaded in this order (dependencies first, from depmod).
-GUEST_MODULES = ["virtio_pci", "virtio_blk", "loop", "xfs", "btrfs", "null_blk"]
+# Modules the guest suite needs, loaded in this order (dependencies first, from depmod);
+# those built into a flavour are skipped. crc32c_generic first: ext4, xfs and btrfs ask
+# the crypto API for "crc32c" at mount, which no modprobe would load in the guest.
+GUEST_MODULES = ["crc32c_generic", "virtio_pci", "virtio_blk", "ext4", "loop", "xfs", "btrfs",
+                 "null_blk"]
 
 SCRATCH_FS = ("ext4", "xfs", "btrfs")
 # The disks the guest gets, in order (vda, vdb, ...): the scratch file systems, then

@@ -108,10 +108,18 @@ class GuestResults:
         return (int(rc) if rc and rc.strip() else None, self.file(scenario, name + ".out") or "",
                 self.file(scenario, name + ".err") or "")
 
+    def guest_log(self):
+        """What the guest said on its console (module and mount failures) and the suite log."""
+        said = [line for line in self.console.splitlines() if "guest:" in line]
+        return "\n".join(said) + "\n" + (self.file(".", "suite.log") or "")
+
     def ok(self, scenario, name):
         """The stdout of a guest command that must have succeeded."""
-        assert self.has(scenario), "%s: the guest wrote no %s/ (suite log:\n%s)" % (
-            self.kernel, scenario, self.file(".", "suite.log"))
+        assert self.has(scenario), "%s: the guest wrote no %s/:\n%s" % (
+            self.kernel, scenario, self.guest_log())
+        missing = self.file(scenario, "missing")
+        assert not missing, "%s: %s: %s\n%s" % (self.kernel, scenario, missing.strip(),
+                                                self.guest_log())
         rc, out, err = self.command(scenario, name)
         assert rc == 0, "%s: %s/%s exited %s\nstderr:\n%s\nstdout (end):\n%s" % (
             self.kernel, scenario, name, rc, err.strip()[-3000:], out.strip()[-1500:])
@@ -155,7 +163,8 @@ def _boot(kernel):
     workdir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "iospan-matrix-" + kernel)
     if os.environ.get("IOSPAN_MATRIX_REUSE") and os.path.isdir(os.path.join(workdir, "results")):
         # Re-checks the results of the last boot (while working on these tests).
-        return GuestResults(kernel, os.path.join(workdir, "results"), ""), None
+        with open(os.path.join(workdir, "console.log"), errors="replace") as f:
+            return GuestResults(kernel, os.path.join(workdir, "results"), f.read()), None
     try:
         matrix.fetch(kernel, PACKAGES[kernel])
         path, console = matrix.boot(kernel, workdir, suite=suite_of(kernel))

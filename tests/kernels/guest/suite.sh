@@ -21,7 +21,8 @@ for arg in $(cat /proc/cmdline); do
 done
 echo "$suite" >$R/suite
 
-log() { echo "suite: $*"; }
+t_start=$(date +%s)
+log() { echo "suite: +$(($(date +%s) - t_start))s $*"; }
 
 # step DIR NAME CMD...: runs CMD with a time limit; NAME.out, NAME.err, NAME.rc in DIR.
 step() {
@@ -49,7 +50,7 @@ start_tracer() {
 	echo $! >"$dir/$name.pid"
 	t=0
 	while [ $t -lt $((TRACER_START_S * 10)) ]; do
-		grep -q tracing "$dir/$name.err" && return 0
+		grep -q tracing "$dir/$name.err" 2>/dev/null && return 0
 		kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null || break
 		sleep 0.1
 		t=$((t + 1))
@@ -84,6 +85,7 @@ snap() { cat /proc/diskstats >"$1/diskstats.$2"; }
 
 doctor() {
 	local d
+	log doctor
 	d=$(scenario doctor -)
 	step "$d" doctor-json iospan doctor --json
 	step "$d" doctor iospan doctor
@@ -92,6 +94,7 @@ doctor() {
 # stat: a workload inside the window of three one-second reports of DISK.
 stat_scenario() {
 	local disk=$1 file=$2 d pid
+	log "stat-$disk"
 	d=$(scenario "stat-$disk" "$disk")
 	snap "$d" before
 	timeout -s KILL 60 iospan stat -y --json -d "$disk" 1 3 >"$d/stat.out" 2>"$d/stat.err" &
@@ -113,6 +116,7 @@ top_scenario() {
 	[ -n "$raw" ] && filter="-d $disk"
 	drop_caches
 	snap "$d" before
+	log "$name"
 	start_tracer "$d" top iospan top --json $filter --duration $TRACER_MAX_S || return
 	if [ -n "$raw" ]; then
 		step "$d" w-dio-write iowork pwrite "$raw" -b 1048576 -n 8 --direct
@@ -141,6 +145,7 @@ trace_scenario() {
 	fi
 	drop_caches
 	snap "$d" before
+	log "$name"
 	start_tracer "$d" trace iospan trace -t 0 --json -i 3600 -d "$disk" || return
 	if [ -n "$raw" ]; then
 		step "$d" w-dio-write iowork pwrite "$raw" -b 65536 -n 16 --direct
@@ -168,7 +173,9 @@ for fs in $fslist; do
 	disk=$(disk_of /mnt/$fs)
 	if [ -z "$disk" ]; then
 		log "/mnt/$fs is not mounted"
-		mkdir -p $R/top-$fs && echo "/mnt/$fs not mounted" >$R/top-$fs/missing
+		for s in top trace; do
+			mkdir -p $R/$s-$fs && echo "/mnt/$fs is not mounted" >$R/$s-$fs/missing
+		done
 		continue
 	fi
 	log "$fs on $disk"
