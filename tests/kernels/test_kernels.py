@@ -15,6 +15,7 @@ and top/trace on ext4. IOSPAN_KERNELS=name,name picks kernels. Without QEMU or t
 Debian archive the tests skip, saying why; under CI=true they fail instead.
 IOSPAN_MATRIX_REUSE=1 checks the results of the last boots again without booting.
 """
+import concurrent.futures
 import json
 import os
 import shutil
@@ -152,6 +153,9 @@ def parse_diskstats(text):
     return stats
 
 
+# Kernels boot in the background, JOBS at a time (each guest has one vCPU), all started
+# by the first test that needs one; each test waits for its kernel only.
+JOBS = int(os.environ.get("IOSPAN_MATRIX_JOBS", "2"))
 _BOOTS = {}
 
 
@@ -173,11 +177,20 @@ def _boot(kernel):
     return GuestResults(kernel, path, console), None
 
 
+def _start_boots():
+    if _BOOTS:
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, JOBS))
+    # The full suites first: they take longest.
+    for kernel in sorted(KERNEL_IDS, key=lambda k: k in PACKAGES and suite_of(k) != "full"):
+        _BOOTS[kernel] = pool.submit(_boot, kernel)
+    pool.shutdown(wait=False)
+
+
 def guest(kernel):
-    """The results of @kernel's one boot (booted on first use)."""
-    if kernel not in _BOOTS:
-        _BOOTS[kernel] = _boot(kernel)
-    results, error = _BOOTS[kernel]
+    """The results of @kernel's one boot."""
+    _start_boots()
+    results, error = _BOOTS[kernel].result()
     if results is None:
         if error.startswith(kernel + ":"):
             pytest.fail(error, pytrace=False)  # the matrix ran and this kernel failed
