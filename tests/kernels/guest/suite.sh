@@ -88,7 +88,6 @@ doctor() {
 	log doctor
 	d=$(scenario doctor -)
 	step "$d" doctor-json iospan doctor --json
-	step "$d" doctor iospan doctor
 }
 
 # stat: a workload inside the window of three one-second reports of DISK.
