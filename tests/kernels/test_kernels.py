@@ -122,6 +122,8 @@ class GuestResults:
         assert not missing, "%s: %s: %s\n%s" % (self.kernel, scenario, missing.strip(),
                                                 self.guest_log())
         rc, out, err = self.command(scenario, name)
+        assert rc is not None, "%s: %s/%s did not run:\n%s" % (self.kernel, scenario, name,
+                                                                self.guest_log())
         assert rc == 0, "%s: %s/%s exited %s\nstderr:\n%s\nstdout (end):\n%s" % (
             self.kernel, scenario, name, rc, err.strip()[-3000:], out.strip()[-1500:])
         return out
@@ -412,6 +414,12 @@ def ops(reqs):
     return counts
 
 
+def assert_ops(case, reqs, want, w):
+    """The requests of the workload's pid, by op, are exactly @want."""
+    assert ops(reqs) == want, "%s: requests of %s (pid %d) by op: %s; it made %s" % (
+        case, w["mode"], w["pid"], ops(reqs) or "none", want)
+
+
 def bio_bytes(r):
     assert r["bios_not_recorded"] == 0, r
     return sum(b["bytes"] for b in r["bios"])
@@ -431,7 +439,7 @@ def test_trace_direct_reads_exact_with_bios(case):
     """`trace -t 0`: one request per pread64, each carrying exactly its bytes in bios."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-dio-read")
-    assert ops(reqs) == {"pread64": w["ops"]}, (case, ops(reqs), w)
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
     for r in reqs:
         assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
         assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
@@ -442,7 +450,7 @@ def test_trace_direct_reads_exact_with_bios(case):
 def test_trace_raw_direct_writes_exact_with_bios(case):
     g = guest(case[0])
     w, reqs = requests_of(g, "raw", "w-dio-write")
-    assert ops(reqs) == {"pwrite64": w["ops"]}, (case, ops(reqs), w)
+    assert_ops(case, reqs, {"pwrite64": w["ops"]}, w)
     assert all(bio_bytes(r) == w["bs"] for r in reqs), case
 
 
@@ -451,7 +459,7 @@ def test_trace_write_fsync(case):
     """Buffered writes only dirty pages (no bios); the fsync carries the flush."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-write-fsync")
-    assert ops(reqs) == {"pwrite64": w["ops"], "fsync": w["fsyncs"]}, (case, ops(reqs))
+    assert_ops(case, reqs, {"pwrite64": w["ops"], "fsync": w["fsyncs"]}, w)
     fsync = [r for r in reqs if r["op"] == "fsync"][0]
     assert fsync["has_block_io"] and fsync["bios_queued"] >= 1, (case, fsync)
 
@@ -460,7 +468,7 @@ def test_trace_write_fsync(case):
 def test_trace_cold_reads_go_to_disk(case):
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-cold-read")
-    assert ops(reqs) == {"pread64": w["ops"]}, (case, ops(reqs))
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
     assert any(r["has_block_io"] for r in reqs), (case, "no cold read had bios")
     added = sum(r["page_cache"]["added_pages"] for r in reqs)
     assert added > 0, (case, "no page added to the page cache by cold reads")
@@ -470,7 +478,7 @@ def test_trace_cold_reads_go_to_disk(case):
 def test_trace_warm_reads_no_bios(case):
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-warm-read")
-    assert ops(reqs) == {"pread64": w["ops"]}, (case, ops(reqs))
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
     with_bios = [r["offset"] for r in reqs if r["has_block_io"]]
     assert not with_bios, (case, "cached reads with bios at offsets", with_bios)
 
@@ -480,8 +488,9 @@ def test_trace_page_cache_lookups(case):
     """mm_filemap_get_pages (or its fallback): every cached read looked pages up."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-warm-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
     zero = [r["offset"] for r in reqs if r["page_cache"]["lookups"] == 0]
-    assert reqs and not zero, (case, "cached reads without page-cache lookups at", zero)
+    assert not zero, (case, "cached reads without page-cache lookups at", zero)
 
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
@@ -490,6 +499,7 @@ def test_trace_readahead(case):
     reads ahead."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-cold-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
     ra = sum(r["page_cache"]["readahead_sync"] + r["page_cache"]["readahead_async"]
              for r in reqs)
     assert ra > 0, (case, "no readahead in %d cold sequential reads" % len(reqs))
@@ -501,7 +511,8 @@ def test_trace_mmap_faults(case):
     with bios, and nothing else."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-mmap")
-    assert set(ops(reqs)) == {"fault"}, (case, ops(reqs))
+    assert reqs, "%s: no fault request of %s (pid %d)" % (case, w["path"], w["pid"])
+    assert_ops(case, reqs, {"fault": len(reqs)}, w)
     assert 1 <= len(reqs) <= w["pages"], (case, len(reqs), w)
     assert any(r["has_block_io"] for r in reqs), (case, "no fault had bios")
 
@@ -511,9 +522,10 @@ def test_trace_direct_io_boundaries(case):
     """iomap_dio_rw_begin (or its fallback): each direct read shows its direct_io event."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-dio-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
     without = [r["offset"] for r in reqs
                if not any(e["type"] == "direct_io" for e in r["events"])]
-    assert reqs and not without, (case, "direct reads without a direct_io event at", without)
+    assert not without, (case, "direct reads without a direct_io event at", without)
 
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
@@ -521,7 +533,7 @@ def test_trace_aio_reads_exact(case):
     """iomap_dio_rw_begin/complete (or their fallback): one aio_read request per iocb."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-aio")
-    assert ops(reqs) == {"aio_read": w["ops"]}, (case, ops(reqs), w)
+    assert_ops(case, reqs, {"aio_read": w["ops"]}, w)
     assert all(bio_bytes(r) == w["bs"] for r in reqs), (case, [bio_bytes(r) for r in reqs])
 
 
@@ -529,7 +541,7 @@ def test_trace_aio_reads_exact(case):
 def test_trace_stages_add_up(case):
     g = guest(case[0])
     reqs, _ = trace_docs(g, case[1])
-    assert reqs, case
+    assert reqs, "%s: trace printed no requests" % (case,)
     stages = ("pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
     eps = 0.01 * 8
     for r in reqs:

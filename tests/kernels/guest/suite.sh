@@ -56,6 +56,9 @@ start_tracer() {
 		t=$((t + 1))
 	done
 	log "$dir/$name: did not start tracing: $(head -c 300 "$dir/$name.err")"
+	kill -KILL "$(cat "$dir/$name.pid")" 2>/dev/null
+	wait "$(cat "$dir/$name.pid")"
+	echo $? >"$dir/$name.rc"
 	return 1
 }
 
