@@ -162,6 +162,8 @@ _BOOTS = {}
 
 
 def _boot(kernel):
+    """(GuestResults, None), or (None, why the matrix cannot run), or (None, "KERNEL: why
+    this kernel failed")."""
     if WHY_NO_KERNELS:
         return None, WHY_NO_KERNELS
     if not shutil.which("qemu-system-x86_64"):
@@ -173,6 +175,9 @@ def _boot(kernel):
             return GuestResults(kernel, os.path.join(workdir, "results"), f.read()), None
     try:
         matrix.fetch(kernel, PACKAGES[kernel])
+    except (matrix.MatrixError, OSError) as e:
+        return None, "cannot fetch %s into %s: %s" % (kernel, matrix.CACHE, e)
+    try:
         path, console = matrix.boot(kernel, workdir, suite=suite_of(kernel))
     except (matrix.MatrixError, OSError) as e:
         return None, "%s: %s" % (kernel, e)
