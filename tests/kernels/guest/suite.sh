@@ -55,7 +55,7 @@ start_tracer() {
 		sleep 0.1
 		t=$((t + 1))
 	done
-	log "$dir/$name: did not start tracing: $(head -c 300 "$dir/$name.err")"
+	log "$dir/$name: did not start tracing: $(cat "$dir/$name.err" "$dir/$name.out" | head -c 400)"
 	kill -KILL "$(cat "$dir/$name.pid")" 2>/dev/null
 	wait "$(cat "$dir/$name.pid")"
 	echo $? >"$dir/$name.rc"
