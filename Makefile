@@ -40,7 +40,7 @@ APP_OBJS := $(patsubst src/%.c,$(OUT)/%.o,src/main.c $(CMD_SRCS)) $(LIB_OBJS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all clean test unit e2e demo deps format bench
+.PHONY: all clean test unit e2e demo deps format bench test-kernels
 # Keep skeletons and BPF objects: they are intermediates make would otherwise delete.
 .SECONDARY:
 all: $(OUT)/iospan
@@ -78,6 +78,11 @@ $(OUT)/iospan: $(APP_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# The kernel matrix's guest workload: static, it runs in a busybox initramfs.
+$(OUT)/iowork: tests/kernels/guest/iowork.c | $(OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -static $< -o $@
+
 $(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -98,8 +103,16 @@ e2e: $(OUT)/iospan
 
 # The one test command: deps, build, unit tests (no root), end-to-end tests (root).
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost \
+		$(OUT)/iowork
 	$(Q)OUT=$(OUT) scripts/run-tests.sh
+
+# Only the kernel matrix (tests/kernels): Debian's kernels under QEMU, the guest suite in
+# each; IOSPAN_KERNELS=name,name picks kernels (tests/kernels/matrix.py list).
+test-kernels: deps
+	$(Q)$(MAKE) --no-print-directory all $(OUT)/iowork
+	$(Q)IOSPAN_BIN=$(abspath $(OUT))/iospan IOWORK_BIN=$(abspath $(OUT))/iowork \
+		$(PYTHON) -m pytest -q -rs tests/kernels
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory -s all

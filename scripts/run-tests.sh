@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Runs every unit test binary in $OUT/tests/ (cmocka), then the end-to-end tests
-# (pytest, tests/e2e; extra arguments are passed to pytest). Exits non-zero if any
-# part fails. The last line printed is pytest's summary line.
+# Runs every unit test binary in $OUT/tests/ (cmocka), then the end-to-end tests and
+# the kernel matrix in one pytest run (tests/e2e, tests/kernels; extra arguments are
+# passed to pytest). Exits non-zero if any part fails. The last line printed is
+# pytest's summary line.
 #   OUT=build           where `make` put the products (binaries, tests/)
 #   IOSPAN_BIN=...      binary under test (default $OUT/iospan)
+#   IOWORK_BIN=...      the kernel matrix's guest workload (default $OUT/iowork)
 #   PYTHON=/usr/bin/python3
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +15,8 @@ OUT=${OUT:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 export IOSPAN_BIN=${IOSPAN_BIN:-$OUT/iospan}
 [[ $IOSPAN_BIN == /* ]] || IOSPAN_BIN=$PWD/$IOSPAN_BIN
+export IOWORK_BIN=${IOWORK_BIN:-$OUT/iowork}
+[[ $IOWORK_BIN == /* ]] || IOWORK_BIN=$PWD/$IOWORK_BIN
 
 status=0
 
@@ -46,9 +50,9 @@ if [[ $(id -u) -ne 0 ]]; then
 		"cgroups) will be SKIPPED; run as root for the full suite"
 fi
 
-echo "=== e2e: $PYTHON -m pytest -q -rs tests/e2e $*"
+echo "=== e2e and kernel matrix: $PYTHON -m pytest -q -rs tests/e2e tests/kernels $*"
 # pytest exit 5 = no tests collected: that is a failure too (any non-zero is).
-"$PYTHON" -m pytest -q -rs tests/e2e "$@"
+"$PYTHON" -m pytest -q -rs tests/e2e tests/kernels "$@"
 rc=$?
 if ((rc != 0)); then
 	status=1

@@ -13,6 +13,9 @@ PACKAGES=(
 	libcmocka-dev
 	# end-to-end tests: pytest, workloads, ground truth, scratch devices
 	python3 python3-pytest fio sysstat e2fsprogs xfsprogs util-linux mount procps
+	# kernel matrix (tests/kernels): QEMU, the guest's busybox, depmod, btrfs disks,
+	# a static libc for the guest workload
+	qemu-system-x86 busybox-static kmod btrfs-progs libc6-dev
 	# peers for benchmarks and comparisons (biolatency, biosnoop, ...)
 	libbpf-tools
 )

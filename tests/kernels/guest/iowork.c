@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iowork: a guest workload with exact, known I/O, for the kernel test matrix.
+ * Built static (it runs in a busybox initramfs); prints what it did as one JSON line.
+ *
+ *   iowork pread|pwrite PATH [-b BS] [-n COUNT] [--direct] [--random] [--fsync]
+ *   iowork mmap PATH        touches one byte of every page of PATH through a shared mapping
+ *   iowork aio PATH [-b BS] [-n COUNT] [-q QD]
+ *                           O_DIRECT reads through io_setup/io_submit/io_getevents, QD in flight
+ *
+ * pread/pwrite do COUNT calls of BS bytes at offsets i * BS (a permutation of them with
+ * --random: every block exactly once); --fsync ends a write with one fsync. Each call must
+ * move exactly BS bytes, or iowork fails (exit 1, one line on stderr).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct opts {
+	const char *mode;
+	const char *path;
+	size_t bs;
+	long count;
+	int qd;
+	int direct;
+	int random;
+	int fsync;
+};
+
+struct result {
+	long ops;
+	long long bytes;
+	long fsyncs;
+	long pages;
+};
+
+static void die(const char *what, const char *path)
+{
+	fprintf(stderr, "iowork: %s %s: %s\n", what, path, strerror(errno));
+	exit(1);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: iowork pread|pwrite|mmap|aio PATH [-b BS] [-n COUNT] [-q QD] "
+			"[--direct] [--random] [--fsync]\n");
+	exit(2);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	*o = (struct opts){ .bs = 65536, .count = 16, .qd = 4 };
+	if (argc < 3)
+		usage();
+	o->mode = argv[1];
+	o->path = argv[2];
+	for (int i = 3; i < argc; i++) {
+		const char *a = argv[i];
+		int has_val = i + 1 < argc;
+
+		if (!strcmp(a, "-b") && has_val)
+			o->bs = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(a, "-n") && has_val)
+			o->count = strtol(argv[++i], NULL, 0);
+		else if (!strcmp(a, "-q") && has_val)
+			o->qd = atoi(argv[++i]);
+		else if (!strcmp(a, "--direct"))
+			o->direct = 1;
+		else if (!strcmp(a, "--random"))
+			o->random = 1;
+		else if (!strcmp(a, "--fsync"))
+			o->fsync = 1;
+		else
+			usage();
+	}
+	if (!o->bs || o->count <= 0 || o->qd <= 0)
+		usage();
+}
+
+/* The i-th block: i itself, or a fixed permutation of 0..n-1 (an LCG step modulo the
+ * next power of two, skipping values >= n: full period, so each block exactly once). */
+static long block_of(long i, long n, int random)
+{
+	static long state = -1, m;
+
+	if (!random)
+		return i;
+	if (state < 0) {
+		for (m = 1; m < n; m <<= 1)
+			;
+		state = 0;
+	}
+	do
+		state = (state * 5 + 3) & (m - 1);
+	while (state >= n);
+	return state;
+}
+
+static void *io_buffer(size_t bs)
+{
+	void *buf;
+
+	if (posix_memalign(&buf, 4096, bs))
+		die("allocating", "buffer");
+	memset(buf, 'i', bs);
+	return buf;
+}
+
+static void sync_io(const struct opts *o, struct result *r)
+{
+	int write = !strcmp(o->mode, "pwrite");
+	int flags = (write ? O_WRONLY | O_CREAT : O_RDONLY) | (o->direct ? O_DIRECT : 0);
+	int fd = open(o->path, flags, 0644);
+	char *buf = io_buffer(o->bs);
+
+	if (fd < 0)
+		die("opening", o->path);
+	for (long i = 0; i < o->count; i++) {
+		off_t off = (off_t)block_of(i, o->count, o->random) * o->bs;
+		ssize_t n = write ? pwrite(fd, buf, o->bs, off) : pread(fd, buf, o->bs, off);
+
+		if (n < 0)
+			die(write ? "pwrite" : "pread", o->path);
+		if (n != (ssize_t)o->bs) {
+			fprintf(stderr, "iowork: %s %s: %zd bytes at %lld, not %zu\n",
+				o->mode, o->path, n, (long long)off, o->bs);
+			exit(1);
+		}
+		r->ops++;
+		r->bytes += n;
+	}
+	if (o->fsync) {
+		if (fsync(fd))
+			die("fsync", o->path);
+		r->fsyncs++;
+	}
+	close(fd);
+	free(buf);
+}
+
+static void mmap_read(const struct opts *o, struct result *r)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = open(o->path, O_RDONLY);
+	struct stat st;
+	volatile unsigned char *map;
+	unsigned long sum = 0;
+
+	if (fd < 0 || fstat(fd, &st))
+		die("opening", o->path);
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap", o->path);
+	for (off_t off = 0; off < st.st_size; off += page) {
+		sum += map[off];
+		r->pages++;
+	}
+	r->bytes = st.st_size;
+	r->ops = r->pages;
+	munmap((void *)map, st.st_size);
+	close(fd);
+	(void)sum;
+}
+
+static long sys_io_setup(unsigned nr, aio_context_t *ctx)
+{
+	return syscall(SYS_io_setup, nr, ctx);
+}
+
+static long sys_io_submit(aio_context_t ctx, long n, struct iocb **iocbs)
+{
+	return syscall(SYS_io_submit, ctx, n, iocbs);
+}
+
+static long sys_io_getevents(aio_context_t ctx, long min, long max, struct io_event *ev)
+{
+	return syscall(SYS_io_getevents, ctx, min, max, ev, NULL);
+}
+
+/* Keeps QD reads in flight: each completion frees its slot for the next block. */
+static void aio_read(const struct opts *o, struct result *r)
+{
+	int fd = open(o->path, O_RDONLY | O_DIRECT);
+	aio_context_t ctx = 0;
+	struct iocb *cbs = calloc(o->qd, sizeof(*cbs));
+	char *bufs = io_buffer(o->bs * o->qd);
+	struct io_event ev[64];
+	long next = 0, inflight = 0;
+
+	if (fd < 0)
+		die("opening", o->path);
+	if (!cbs || sys_io_setup(o->qd, &ctx))
+		die("io_setup", o->path);
+	for (int s = 0; s < o->qd && next < o->count; s++, next++, inflight++) {
+		struct iocb *cb = &cbs[s];
+
+		*cb = (struct iocb){ .aio_lio_opcode = IOCB_CMD_PREAD, .aio_fildes = fd,
+				     .aio_buf = (uintptr_t)(bufs + s * o->bs), .aio_nbytes = o->bs,
+				     .aio_offset = (long long)next * o->bs, .aio_data = s };
+		if (sys_io_submit(ctx, 1, &cb) != 1)
+			die("io_submit", o->path);
+	}
+	while (inflight) {
+		long n = sys_io_getevents(ctx, 1, inflight < 64 ? inflight : 64, ev);
+
+		if (n < 0)
+			die("io_getevents", o->path);
+		for (long e = 0; e < n; e++) {
+			struct iocb *cb = &cbs[ev[e].data];
+
+			if (ev[e].res != (long long)o->bs) {
+				errno = ev[e].res < 0 ? -ev[e].res : EIO;
+				die("aio read", o->path);
+			}
+			r->ops++;
+			r->bytes += ev[e].res;
+			inflight--;
+			if (next < o->count) {
+				cb->aio_offset = (long long)next++ * o->bs;
+				if (sys_io_submit(ctx, 1, &cb) != 1)
+					die("io_submit", o->path);
+				inflight++;
+			}
+		}
+	}
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	free(bufs);
+	free(cbs);
+}
+
+static void report(const struct opts *o, const struct result *r)
+{
+	printf("{\"tool\":\"iowork\",\"mode\":\"%s\",\"pid\":%d,\"path\":\"%s\",\"bs\":%zu,"
+	       "\"count\":%ld,\"qd\":%d,\"direct\":%s,\"random\":%s,\"ops\":%ld,\"bytes\":%lld,"
+	       "\"fsyncs\":%ld,\"pages\":%ld}\n",
+	       o->mode, getpid(), o->path, o->bs, o->count, o->qd,
+	       o->direct || !strcmp(o->mode, "aio") ? "true" : "false",
+	       o->random ? "true" : "false", r->ops, r->bytes, r->fsyncs, r->pages);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct result r = { 0 };
+
+	parse(argc, argv, &o);
+	if (!strcmp(o.mode, "pread") || !strcmp(o.mode, "pwrite"))
+		sync_io(&o, &r);
+	else if (!strcmp(o.mode, "mmap"))
+		mmap_read(&o, &r);
+	else if (!strcmp(o.mode, "aio"))
+		aio_read(&o, &r);
+	else
+		usage();
+	report(&o, &r);
+	return 0;
+}

@@ -1,0 +1,196 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0
+# The guest suite of the kernel test matrix (run by /init as busybox sh). It runs iospan
+# against known workloads (/bin/iowork, exact I/O) on each scratch file system and on
+# the raw disk, and saves everything under /results/<scenario>/ for the host to check
+# (tests/kernels/test_kernels.py): each command's stdout (.out), stderr (.err) and exit
+# code (.rc), /proc/diskstats before and after, the disk's name. It never stops on a
+# failure and never waits without a bound: every command runs under `timeout`.
+#
+# iospan.suite=full (default) or smoke on the kernel command line: smoke runs doctor,
+# stat and top/trace on ext4 only.
+
+R=/results
+TRACER_START_S=180   # BPF load and attach under TCG can take a while
+TRACER_MAX_S=900     # a tracer that never ends is killed after this
+STEP_MAX_S=120
+
+suite=full
+for arg in $(cat /proc/cmdline); do
+	case $arg in iospan.suite=*) suite=${arg#iospan.suite=} ;; esac
+done
+echo "$suite" >$R/suite
+
+t_start=$(date +%s)
+log() { echo "suite: +$(($(date +%s) - t_start))s $*"; }
+
+# step DIR NAME CMD...: runs CMD with a time limit; NAME.out, NAME.err, NAME.rc in DIR.
+step() {
+	local dir=$1 name=$2 rc
+	shift 2
+	timeout -s KILL $STEP_MAX_S "$@" >"$dir/$name.out" 2>"$dir/$name.err"
+	rc=$?
+	echo $rc >"$dir/$name.rc"
+	[ $rc = 0 ] || log "$dir/$name: exit $rc: $(head -c 300 "$dir/$name.err")"
+	return $rc
+}
+
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# start_tracer DIR NAME CMD...: starts CMD in the background and waits until it says
+# it is tracing (or dies, or TRACER_START_S pass). busybox timeout execs CMD itself, so
+# $! is the tracer's pid and SIGINT reaches it.
+start_tracer() {
+	local dir=$1 name=$2 t
+	shift 2
+	timeout -s KILL $TRACER_MAX_S "$@" >"$dir/$name.out" 2>"$dir/$name.err" &
+	echo $! >"$dir/$name.pid"
+	t=0
+	while [ $t -lt $((TRACER_START_S * 10)) ]; do
+		grep -q tracing "$dir/$name.err" 2>/dev/null && return 0
+		kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null || break
+		sleep 0.1
+		t=$((t + 1))
+	done
+	log "$dir/$name: did not start tracing: $(cat "$dir/$name.err" "$dir/$name.out" | head -c 400)"
+	kill -KILL "$(cat "$dir/$name.pid")" 2>/dev/null
+	wait "$(cat "$dir/$name.pid")"
+	echo $? >"$dir/$name.rc"
+	return 1
+}
+
+# stop_tracer DIR NAME: SIGINT (Ctrl-C), waits for the report (killed after 120 s).
+stop_tracer() {
+	local dir=$1 name=$2 pid watchdog rc
+	pid=$(cat "$dir/$name.pid")
+	kill -INT "$pid" 2>/dev/null
+	(sleep 120 && kill -KILL "$pid" 2>/dev/null) &
+	watchdog=$!
+	wait "$pid"
+	rc=$?
+	kill "$watchdog" 2>/dev/null
+	echo $rc >"$dir/$name.rc"
+	[ $rc = 0 ] || log "$dir/$name: exit $rc: $(head -c 300 "$dir/$name.err")"
+}
+
+# scenario NAME DISK: a fresh results directory with the disk's name in it.
+scenario() {
+	local dir=$R/$1
+	mkdir -p "$dir"
+	echo "$2" >"$dir/disk"
+	echo "$dir"
+}
+
+snap() { cat /proc/diskstats >"$1/diskstats.$2"; }
+
+doctor() {
+	local d
+	log doctor
+	d=$(scenario doctor -)
+	step "$d" doctor-json iospan doctor --json
+}
+
+# stat: a workload inside the window of three one-second reports of DISK.
+stat_scenario() {
+	local disk=$1 file=$2 d pid
+	log "stat-$disk"
+	d=$(scenario "stat-$disk" "$disk")
+	snap "$d" before
+	timeout -s KILL 60 iospan stat -y --json -d "$disk" 1 3 >"$d/stat.out" 2>"$d/stat.err" &
+	pid=$!
+	sleep 0.5
+	step "$d" w-write iowork pwrite "$file" -b 65536 -n 64 --direct --fsync
+	step "$d" w-read iowork pread "$file" -b 4096 -n 256 --direct --random
+	wait $pid
+	echo $? >"$d/stat.rc"
+	snap "$d" after
+}
+
+# top: each workload in its own process (its pid in its JSON line), on DISK under DIR.
+# System wide on file systems (the per-process rows do not depend on a filter; trace
+# checks -d there), with -d on the raw disk.
+top_scenario() {
+	local name=$1 disk=$2 dir=$3 raw=$4 d filter=
+	d=$(scenario "$name" "$disk")
+	[ -n "$raw" ] && filter="-d $disk"
+	drop_caches
+	snap "$d" before
+	log "$name"
+	start_tracer "$d" top iospan top --json $filter --duration $TRACER_MAX_S || return
+	if [ -n "$raw" ]; then
+		step "$d" w-dio-write iowork pwrite "$raw" -b 1048576 -n 8 --direct
+		step "$d" w-dio-read iowork pread "$raw" -b 1048576 -n 8 --direct --random
+	else
+		step "$d" w-dio-write iowork pwrite "$dir/top-direct" -b 1048576 -n 8 --direct
+		step "$d" w-dio-read iowork pread "$dir/top-direct" -b 1048576 -n 8 --direct --random
+		step "$d" w-buf-write iowork pwrite "$dir/top-buffered" -b 1048576 -n 8 --fsync
+		drop_caches
+		step "$d" w-buf-read iowork pread "$dir/top-buffered" -b 1048576 -n 8
+		step "$d" w-mmap iowork mmap "$dir/top-direct"
+		step "$d" w-aio iowork aio "$dir/top-buffered" -b 65536 -n 128 -q 4
+	fi
+	sync
+	stop_tracer "$d" top
+	snap "$d" after
+}
+
+# trace -t 0: every request of each workload, with its bios.
+trace_scenario() {
+	local name=$1 disk=$2 dir=$3 raw=$4 d
+	d=$(scenario "$name" "$disk")
+	if [ -z "$raw" ]; then
+		step "$d" prepare iowork pwrite "$dir/trace-data" -b 65536 -n 32 --fsync
+		step "$d" prepare-mmap iowork pwrite "$dir/trace-mmap" -b 65536 -n 16 --fsync
+	fi
+	drop_caches
+	snap "$d" before
+	log "$name"
+	start_tracer "$d" trace iospan trace -t 0 --json -i 3600 -d "$disk" || return
+	if [ -n "$raw" ]; then
+		step "$d" w-dio-write iowork pwrite "$raw" -b 65536 -n 16 --direct
+		step "$d" w-dio-read iowork pread "$raw" -b 65536 -n 16 --direct --random
+	else
+		step "$d" w-dio-read iowork pread "$dir/trace-data" -b 65536 -n 16 --direct --random
+		step "$d" w-cold-read iowork pread "$dir/trace-data" -b 65536 -n 32
+		step "$d" w-warm-read iowork pread "$dir/trace-data" -b 65536 -n 32
+		step "$d" w-write-fsync iowork pwrite "$dir/trace-write" -b 65536 -n 16 --fsync
+		step "$d" w-mmap iowork mmap "$dir/trace-mmap"
+		step "$d" w-aio iowork aio "$dir/trace-data" -b 65536 -n 32 -q 4
+	fi
+	stop_tracer "$d" trace
+	snap "$d" after
+}
+
+disk_of() { awk -v m="$1" '$2 == m { sub("/dev/", "", $1); print $1 }' /proc/mounts; }
+
+t0=$(date +%s)
+log "kernel $(uname -r), suite $suite"
+doctor
+fslist="ext4 xfs btrfs"
+[ "$suite" = smoke ] && fslist=ext4
+for fs in $fslist; do
+	disk=$(disk_of /mnt/$fs)
+	if [ -z "$disk" ]; then
+		log "/mnt/$fs is not mounted"
+		for s in top trace; do
+			mkdir -p $R/$s-$fs && echo "/mnt/$fs is not mounted" >$R/$s-$fs/missing
+		done
+		continue
+	fi
+	log "$fs on $disk"
+	top_scenario "top-$fs" "$disk" "/mnt/$fs"
+	trace_scenario "trace-$fs" "$disk" "/mnt/$fs"
+done
+if [ -n "$RAW_DEV" ]; then
+	raw=${RAW_DEV#/dev/}
+	stat_scenario "$raw" "$RAW_DEV"
+	if [ "$suite" != smoke ]; then
+		top_scenario top-raw "$raw" "" "$RAW_DEV"
+		trace_scenario trace-raw "$raw" "" "$RAW_DEV"
+	fi
+fi
+log "done in $(($(date +%s) - t0)) s"
+echo $(($(date +%s) - t0)) >$R/suite-seconds

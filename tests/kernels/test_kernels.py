@@ -1,0 +1,557 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The kernel test matrix: iospan on each of Debian 12's kernels, under QEMU.
+
+Each kernel of the matrix (tests/kernels/matrix.py: every amd64 flavour of every
+kernel series in Debian 12's archive, newest version) boots once, with build/iospan
+and the guest workload tool (build/iowork) in an initramfs and ext4, xfs, btrfs and
+raw virtio disks. The guest suite (guest/suite.sh) runs doctor, stat, top and trace
+against known workloads and brings every output back; the tests here check them
+against ground truth with the host suite's tolerances: the workloads' own counts
+(exact bytes and calls, printed by iowork), /proc/diskstats before and after.
+
+Kernels of the cloud-amd64 flavour run the full suite (ext4, xfs, btrfs, raw disk);
+the other flavours (same series, other configurations) a smoke subset: doctor, stat
+and top/trace on ext4. IOSPAN_KERNELS=name,name picks kernels. Without QEMU or the
+Debian archive the tests skip, saying why; under CI=true they fail instead.
+IOSPAN_MATRIX_REUSE=1 checks the results of the last boots again without booting.
+"""
+import concurrent.futures
+import json
+import os
+import shutil
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import matrix  # noqa: E402
+
+MiB = 1 << 20
+TOLERANCE = 0.02
+FULL_FLAVOUR = "cloud-amd64"
+FULL_FS = ("ext4", "xfs", "btrfs", "raw")
+SMOKE_FS = ("ext4",)
+
+
+def under_ci():
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def cannot_run(reason):
+    """Skips (fails under CI=true: the matrix must run there) with @reason."""
+    if under_ci():
+        pytest.fail("CI=true: the kernel matrix cannot run: %s" % reason, pytrace=False)
+    pytest.skip("kernel matrix: %s" % reason)
+
+
+def flavour(kernel):
+    return next(f for f in matrix.FLAVOURS if kernel.endswith("-" + f))
+
+
+def suite_of(kernel):
+    return "full" if flavour(kernel) == FULL_FLAVOUR else "smoke"
+
+
+def filesystems(kernel):
+    return FULL_FS if suite_of(kernel) == "full" else SMOKE_FS
+
+
+def _selected_kernels():
+    """[(name, package)] of the matrix (IOSPAN_KERNELS narrows it), or ([], reason)."""
+    try:
+        kernels = matrix.list_kernels()
+    except matrix.MatrixError as e:
+        return [], str(e)
+    want = [k for k in os.environ.get("IOSPAN_KERNELS", "").split(",") if k]
+    if want:
+        unknown = set(want) - {name for name, _ in kernels}
+        if unknown:
+            return [], "IOSPAN_KERNELS names kernels not in the matrix: %s" % sorted(unknown)
+        kernels = [k for k in kernels if k[0] in want]
+    return kernels, None
+
+
+KERNELS, WHY_NO_KERNELS = _selected_kernels()
+PACKAGES = dict(KERNELS)
+# Without kernels one placeholder case carries the reason into a skip (or a CI failure).
+KERNEL_IDS = [name for name, _ in KERNELS] or ["no-kernels"]
+FS_CASES = [(k, fs) for k in KERNEL_IDS for fs in
+            (filesystems(k) if k in PACKAGES else ("ext4",))]
+FILE_FS_CASES = [c for c in FS_CASES if c[1] != "raw"]
+
+
+def case_id(case):
+    return "%s-%s" % case
+
+
+# --------------------------------------------------------------------------- boots
+
+class GuestResults:
+    """The results directory of one boot, read by scenario and command."""
+
+    def __init__(self, kernel, path, console):
+        self.kernel, self.path, self.console = kernel, path, console
+
+    def file(self, scenario, name):
+        p = os.path.join(self.path, scenario, name)
+        if not os.path.exists(p):
+            return None
+        with open(p, errors="replace") as f:
+            return f.read()
+
+    def has(self, scenario):
+        return os.path.isdir(os.path.join(self.path, scenario))
+
+    def command(self, scenario, name):
+        """(rc, stdout, stderr) of a guest command; rc None if it never ended."""
+        rc = self.file(scenario, name + ".rc")
+        return (int(rc) if rc and rc.strip() else None, self.file(scenario, name + ".out") or "",
+                self.file(scenario, name + ".err") or "")
+
+    def guest_log(self):
+        """What the guest said on its console (module and mount failures) and the suite log."""
+        said = [line for line in self.console.splitlines() if "guest:" in line]
+        return "\n".join(said) + "\n" + (self.file(".", "suite.log") or "")
+
+    def ok(self, scenario, name):
+        """The stdout of a guest command that must have succeeded."""
+        assert self.has(scenario), "%s: the guest wrote no %s/:\n%s" % (
+            self.kernel, scenario, self.guest_log())
+        missing = self.file(scenario, "missing")
+        assert not missing, "%s: %s: %s\n%s" % (self.kernel, scenario, missing.strip(),
+                                                self.guest_log())
+        rc, out, err = self.command(scenario, name)
+        assert rc is not None, "%s: %s/%s did not run:\n%s" % (self.kernel, scenario, name,
+                                                                self.guest_log())
+        assert rc == 0, "%s: %s/%s exited %s\nstderr:\n%s\nstdout (end):\n%s" % (
+            self.kernel, scenario, name, rc, err.strip()[-3000:], out.strip()[-1500:])
+        return out
+
+    def workload(self, scenario, name):
+        """iowork's JSON line: what the workload did."""
+        return json.loads(self.ok(scenario, name).strip().splitlines()[-1])
+
+    def diskstats_delta(self, scenario):
+        disk = self.file(scenario, "disk").strip()
+        before = parse_diskstats(self.file(scenario, "diskstats.before") or "")
+        after = parse_diskstats(self.file(scenario, "diskstats.after") or "")
+        assert disk in before and disk in after, "%s: no diskstats of %s in %s" % (
+            self.kernel, disk, scenario)
+        return {k: after[disk][k] - before[disk][k] for k in after[disk]}
+
+
+DISKSTATS_FIELDS = ("rd_ios", "rd_merges", "rd_sectors", "rd_ticks", "wr_ios", "wr_merges",
+                    "wr_sectors", "wr_ticks", "in_flight", "io_ticks", "time_in_queue",
+                    "dc_ios", "dc_merges", "dc_sectors", "dc_ticks", "fl_ios", "fl_ticks")
+
+
+def parse_diskstats(text):
+    stats = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 14:
+            stats[parts[2]] = dict(zip(DISKSTATS_FIELDS, (int(v) for v in parts[3:])))
+    return stats
+
+
+# Kernels boot in the background, JOBS at a time (each guest has one vCPU), all started
+# by the first test that needs one; each test waits for its kernel only.
+JOBS = int(os.environ.get("IOSPAN_MATRIX_JOBS", "2"))
+_BOOTS = {}
+
+
+def _boot(kernel):
+    """(GuestResults, None), or (None, why the matrix cannot run), or (None, "KERNEL: why
+    this kernel failed")."""
+    if WHY_NO_KERNELS:
+        return None, WHY_NO_KERNELS
+    if not shutil.which("qemu-system-x86_64"):
+        return None, "qemu-system-x86_64 not installed (scripts/setup-deps.sh)"
+    workdir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "iospan-matrix-" + kernel)
+    if os.environ.get("IOSPAN_MATRIX_REUSE") and os.path.isdir(os.path.join(workdir, "results")):
+        # Re-checks the results of the last boot (while working on these tests).
+        with open(os.path.join(workdir, "console.log"), errors="replace") as f:
+            return GuestResults(kernel, os.path.join(workdir, "results"), f.read()), None
+    try:
+        matrix.fetch(kernel, PACKAGES[kernel])
+    except (matrix.MatrixError, OSError) as e:
+        return None, "cannot fetch %s into %s: %s" % (kernel, matrix.CACHE, e)
+    try:
+        path, console = matrix.boot(kernel, workdir, suite=suite_of(kernel))
+    except (matrix.MatrixError, OSError) as e:
+        return None, "%s: %s" % (kernel, e)
+    return GuestResults(kernel, path, console), None
+
+
+def _start_boots():
+    if _BOOTS:
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, JOBS))
+    # The full suites first: they take longest.
+    for kernel in sorted(KERNEL_IDS, key=lambda k: k in PACKAGES and suite_of(k) != "full"):
+        _BOOTS[kernel] = pool.submit(_boot, kernel)
+    pool.shutdown(wait=False)
+
+
+def guest(kernel):
+    """The results of @kernel's one boot."""
+    _start_boots()
+    results, error = _BOOTS[kernel].result()
+    if results is None:
+        if error.startswith(kernel + ":"):
+            pytest.fail(error, pytrace=False)  # the matrix ran and this kernel failed
+        cannot_run(error)
+    return results
+
+
+# --------------------------------------------------------------------------- doctor, stat
+
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_guest_suite_completed(kernel):
+    g = guest(kernel)
+    assert g.file(".", "kernel").strip() == kernel
+    assert (g.file(".", "suite.rc") or "").strip() == "0", "%s: suite.sh failed:\n%s" % (
+        kernel, g.file(".", "suite.log"))
+    assert (g.file(".", "suite") or "").strip() == suite_of(kernel)
+
+
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_doctor_ready_with_plans(kernel):
+    g = guest(kernel)
+    doc = json.loads(g.ok("doctor", "doctor-json"))
+    assert doc["ready"] is True, "%s: doctor says not ready: %s" % (kernel, doc.get("commands"))
+    assert set(doc["plans"]) >= {"top", "trace"}, doc["plans"].keys()
+    for cmd in ("top", "trace"):
+        plan = doc["plans"][cmd]
+        missing = [h for h, v in plan.items() if not v["optional"] and not v["mode"]]
+        assert not missing, "%s: %s's required hooks have no attach mode: %s" % (
+            kernel, cmd, missing)
+        for hook in ("block_bio_queue", "block_rq_complete"):
+            assert plan[hook]["mode"] and plan[hook]["program"], (kernel, cmd, plan[hook])
+
+
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_stat_matches_diskstats(kernel):
+    """Three one-second reports around a known workload on the raw disk: the sums of
+    rate * interval equal the diskstats deltas (tolerances of the host suite)."""
+    g = guest(kernel)
+    scn = next((s for s in os.listdir(g.path) if s.startswith("stat-")), None)
+    assert scn, "%s: no stat scenario in the results (suite log:\n%s)" % (
+        kernel, g.file(".", "suite.log"))
+    write, read = g.workload(scn, "w-write"), g.workload(scn, "w-read")
+    reports = [json.loads(line) for line in g.ok(scn, "stat").splitlines() if line.strip()]
+    assert len(reports) == 3, reports
+    delta = g.diskstats_delta(scn)
+    # Ground truth first: the disk moved exactly the workload's bytes.
+    assert delta["rd_sectors"] * 512 == read["bytes"], (kernel, delta, read)
+    assert delta["wr_sectors"] * 512 == write["bytes"], (kernel, delta, write)
+    disk = g.file(scn, "disk").strip()
+    n = len(reports)
+    checks = [("r_s", 1, "rd_ios", 0.5 + n * 0.01), ("w_s", 1, "wr_ios", 0.5 + n * 0.01),
+              ("rkB_s", 2, "rd_sectors", 1 + n * 0.02), ("wkB_s", 2, "wr_sectors", 1 + n * 0.02),
+              ("f_s", 1, "fl_ios", 0.5 + n * 0.01)]
+    bad = []
+    for key, scale, field, tol in checks:
+        got = sum(only_device(r, disk)[key] * r["interval_s"] * scale for r in reports)
+        tol += 0.0006 * delta[field]
+        if abs(got - delta[field]) > tol:
+            bad.append("%s * interval = %.2f, diskstats delta %s %d" % (key, got, field,
+                                                                        delta[field]))
+    assert not bad, "%s: %s" % (kernel, "; ".join(bad))
+
+
+def only_device(report, disk):
+    rows = [d for d in report["devices"] if d["disk"] == disk]
+    assert len(rows) == 1, (disk, report["devices"])
+    return rows[0]
+
+
+# --------------------------------------------------------------------------- top
+
+def top_doc(g, fs):
+    out = g.ok("top-" + fs, "top")
+    docs = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert len(docs) == 1, "%s: top printed %d documents" % (g.kernel, len(docs))
+    return docs[0]
+
+
+def top_process(g, fs, workload):
+    """(the workload's JSON line, its row in top's report)."""
+    w = g.workload("top-" + fs, workload)
+    doc = top_doc(g, fs)
+    rows = [p for p in doc["processes"] if p["pid"] == w["pid"]]
+    assert len(rows) == 1, "%s: %s (pid %d) not in top's report: %s" % (
+        g.kernel, workload, w["pid"], [(p["pid"], p["comm"]) for p in doc["processes"]])
+    return w, rows[0]
+
+
+def file_rows(proc, path):
+    return [f for f in proc["files"] if f["path"] == path]
+
+
+def file_bytes(g, proc, path, key):
+    rows = file_rows(proc, path)
+    assert rows, "%s: %s not among the files of pid %d: %s" % (
+        g.kernel, path, proc["pid"], [(f["path"], f["kind"]) for f in proc["files"]])
+    return sum(f[key] for f in rows)
+
+
+def within(actual, expected, tol=TOLERANCE):
+    return abs(actual - expected) <= tol * expected
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_direct_writes_exact(case):
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-dio-write")
+    assert file_bytes(g, p, w["path"], "fs_write_bytes") == w["bytes"], (case, p)
+    assert file_bytes(g, p, w["path"], "disk_write_bytes") == w["bytes"], (case, p)
+    assert all(f["direct"] for f in file_rows(p, w["path"])), (case, p["files"])
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_direct_reads_exact(case):
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-dio-read")
+    assert file_bytes(g, p, w["path"], "fs_read_bytes") == w["bytes"], (case, p)
+    assert file_bytes(g, p, w["path"], "disk_read_bytes") == w["bytes"], (case, p)
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_buffered_write_fsync(case):
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-buf-write")
+    assert file_bytes(g, p, w["path"], "fs_write_bytes") == w["bytes"], (case, p)
+    got = file_bytes(g, p, w["path"], "disk_write_bytes")
+    assert within(got, w["bytes"]), "%s: DISK write %d, wrote %d" % (case, got, w["bytes"])
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_buffered_cold_read(case):
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-buf-read")
+    assert file_bytes(g, p, w["path"], "fs_read_bytes") == w["bytes"], (case, p)
+    got = file_bytes(g, p, w["path"], "disk_read_bytes")
+    assert within(got, w["bytes"]), "%s: DISK read %d, read %d" % (case, got, w["bytes"])
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_mmap_faults_counted(case):
+    """mm_filemap_fault/map_pages (or their fallback): pages faulted in are FS reads."""
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-mmap")
+    rows = file_rows(p, w["path"])
+    assert rows and any(f["mmap"] for f in rows), "%s: no mmap row: %s" % (case, p["files"])
+    fs_read = file_bytes(g, p, w["path"], "fs_read_bytes")
+    assert fs_read >= w["bytes"] // 2, "%s: FS read %d of %d mapped bytes" % (
+        case, fs_read, w["bytes"])
+    got = file_bytes(g, p, w["path"], "disk_read_bytes")
+    assert within(got, w["bytes"]), "%s: DISK read %d of a %d-byte cold file" % (
+        case, got, w["bytes"])
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_aio_direct_reads(case):
+    """Direct I/O outside syscalls (iomap_dio_rw_begin, or its fallback): FS bytes too."""
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-aio")
+    assert file_bytes(g, p, w["path"], "disk_read_bytes") == w["bytes"], (case, p)
+    assert file_bytes(g, p, w["path"], "fs_read_bytes") == w["bytes"], (case, p)
+
+
+@pytest.mark.parametrize("case", [c for c in FS_CASES if c[1] == "raw"], ids=case_id)
+def test_top_raw_disk_direct_exact(case):
+    g = guest(case[0])
+    for name, key in (("w-dio-write", "disk_write_bytes"), ("w-dio-read", "disk_read_bytes")):
+        w, p = top_process(g, "raw", name)
+        rows = [f for f in p["files"] if f["disk"] == g.file("top-raw", "disk").strip()]
+        assert sum(f[key] for f in rows) == w["bytes"], (case, name, p["files"])
+
+
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
+def test_top_device_coverage(case):
+    """top's device row against diskstats: all of the disk's bytes were seen."""
+    g = guest(case[0])
+    scn = "top-" + case[1]
+    doc = top_doc(g, case[1])
+    disk = g.file(scn, "disk").strip()
+    rows = [d for d in doc["devices"] if d["disk"] == disk]
+    assert len(rows) == 1, (case, doc["devices"])
+    d = rows[0]
+    delta = g.diskstats_delta(scn)
+    assert d["traced"] is True
+    assert d["diskstats_read_bytes"] <= delta["rd_sectors"] * 512, (case, d, delta)
+    assert d["diskstats_write_bytes"] <= delta["wr_sectors"] * 512, (case, d, delta)
+    assert d["coverage_pct"] is not None and d["coverage_pct"] >= 99.0, (case, d)
+
+
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
+def test_top_nothing_lost(case):
+    g = guest(case[0])
+    doc = top_doc(g, case[1])
+    info = ("unmatched_bios", "idle_rows_pruned")
+    lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
+    assert not lost, (case, lost)
+
+
+# --------------------------------------------------------------------------- trace
+
+def trace_docs(g, fs):
+    out = g.ok("trace-" + fs, "trace")
+    docs = [json.loads(line) for line in out.splitlines() if line.strip()]
+    totals = [d for d in docs if d["type"] == "totals"]
+    assert len(totals) == 1, "%s: trace printed %d totals" % (g.kernel, len(totals))
+    return [d for d in docs if d["type"] == "request"], totals[0]
+
+
+def requests_of(g, fs, workload):
+    """(the workload's JSON line, the requests trace printed for its pid)."""
+    w = g.workload("trace-" + fs, workload)
+    reqs, _ = trace_docs(g, fs)
+    return w, [r for r in reqs if r["pid"] == w["pid"]]
+
+
+def ops(reqs):
+    counts = {}
+    for r in reqs:
+        counts[r["op"]] = counts.get(r["op"], 0) + 1
+    return counts
+
+
+def assert_ops(case, reqs, want, w):
+    """The requests of the workload's pid, by op, are exactly @want."""
+    assert ops(reqs) == want, "%s: requests of %s (pid %d) by op: %s; it made %s" % (
+        case, w["mode"], w["pid"], ops(reqs) or "none", want)
+
+
+def bio_bytes(r):
+    assert r["bios_not_recorded"] == 0, r
+    return sum(b["bytes"] for b in r["bios"])
+
+
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
+def test_trace_nothing_lost(case):
+    g = guest(case[0])
+    reqs, totals = trace_docs(g, case[1])
+    assert totals["lost"] == 0 and totals["in_flight_at_exit"] == 0, (case, totals)
+    assert totals["traced"] == totals["completed"] == totals["printed"] == len(reqs), (
+        case, totals, len(reqs))
+
+
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
+def test_trace_direct_reads_exact_with_bios(case):
+    """`trace -t 0`: one request per pread64, each carrying exactly its bytes in bios."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-dio-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
+    for r in reqs:
+        assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
+        assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
+        assert bio_bytes(r) == w["bs"], (case, r["bios"])
+
+
+@pytest.mark.parametrize("case", [c for c in FS_CASES if c[1] == "raw"], ids=case_id)
+def test_trace_raw_direct_writes_exact_with_bios(case):
+    g = guest(case[0])
+    w, reqs = requests_of(g, "raw", "w-dio-write")
+    assert_ops(case, reqs, {"pwrite64": w["ops"]}, w)
+    assert all(bio_bytes(r) == w["bs"] for r in reqs), case
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_write_fsync(case):
+    """Buffered writes only dirty pages (no bios); the fsync carries the flush."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-write-fsync")
+    assert_ops(case, reqs, {"pwrite64": w["ops"], "fsync": w["fsyncs"]}, w)
+    fsync = [r for r in reqs if r["op"] == "fsync"][0]
+    assert fsync["has_block_io"] and fsync["bios_queued"] >= 1, (case, fsync)
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_cold_reads_go_to_disk(case):
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-cold-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
+    assert any(r["has_block_io"] for r in reqs), (case, "no cold read had bios")
+    added = sum(r["page_cache"]["added_pages"] for r in reqs)
+    assert added > 0, (case, "no page added to the page cache by cold reads")
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_warm_reads_no_bios(case):
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-warm-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
+    with_bios = [r["offset"] for r in reqs if r["has_block_io"]]
+    assert not with_bios, (case, "cached reads with bios at offsets", with_bios)
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_page_cache_lookups(case):
+    """mm_filemap_get_pages (or its fallback): every cached read looked pages up."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-warm-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
+    zero = [r["offset"] for r in reqs if r["page_cache"]["lookups"] == 0]
+    assert not zero, (case, "cached reads without page-cache lookups at", zero)
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_readahead(case):
+    """page_cache_sync_ra/async_ra (or their fallback): a cold sequential read of a file
+    reads ahead."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-cold-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
+    ra = sum(r["page_cache"]["readahead_sync"] + r["page_cache"]["readahead_async"]
+             for r in reqs)
+    assert ra > 0, (case, "no readahead in %d cold sequential reads" % len(reqs))
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_mmap_faults(case):
+    """mm_filemap_fault (or its fallback): touching a cold mapping makes fault requests
+    with bios, and nothing else."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-mmap")
+    assert reqs, "%s: no fault request of %s (pid %d)" % (case, w["path"], w["pid"])
+    assert_ops(case, reqs, {"fault": len(reqs)}, w)
+    assert 1 <= len(reqs) <= w["pages"], (case, len(reqs), w)
+    assert any(r["has_block_io"] for r in reqs), (case, "no fault had bios")
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_direct_io_boundaries(case):
+    """iomap_dio_rw_begin (or its fallback): each direct read shows its direct_io event."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-dio-read")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
+    without = [r["offset"] for r in reqs
+               if not any(e["type"] == "direct_io" for e in r["events"])]
+    assert not without, (case, "direct reads without a direct_io event at", without)
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_aio_reads_exact(case):
+    """iomap_dio_rw_begin/complete (or their fallback): one aio_read request per iocb."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-aio")
+    assert_ops(case, reqs, {"aio_read": w["ops"]}, w)
+    assert all(bio_bytes(r) == w["bs"] for r in reqs), (case, [bio_bytes(r) for r in reqs])
+
+
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
+def test_trace_stages_add_up(case):
+    g = guest(case[0])
+    reqs, _ = trace_docs(g, case[1])
+    assert reqs, "%s: trace printed no requests" % (case,)
+    stages = ("pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
+    eps = 0.01 * 8
+    for r in reqs:
+        st = r["stages"]
+        if r["has_block_io"]:
+            assert abs(sum(st[k] for k in stages) - st["total"]) <= eps, (case, r["op"], st)
+        else:
+            assert abs(st["pre_block"] - st["total"]) <= eps, (case, r["op"], st)
