@@ -79,6 +79,9 @@ KERNEL_IDS = [name for name, _ in KERNELS] or ["no-kernels"]
 FS_CASES = [(k, fs) for k in KERNEL_IDS for fs in
             (filesystems(k) if k in PACKAGES else ("ext4",))]
 FILE_FS_CASES = [c for c in FS_CASES if c[1] != "raw"]
+# btrfs completes async direct I/O bios through its own end_io: iospan does not tie them
+# to their iocb and file yet (Known approximations in the docs); the guest skips it there.
+AIO_CASES = [c for c in FILE_FS_CASES if c[1] != "btrfs"]
 
 
 def case_id(case):
@@ -276,6 +279,31 @@ def top_doc(g, fs):
     return docs[0]
 
 
+# Hooks whose tracepoint older kernels lack, and the fallback each suite runs there.
+FALLBACK_HOOKS = ("mm_filemap_fault", "mm_filemap_map_pages", "iomap_dio_rw_begin")
+
+
+@pytest.mark.parametrize("case", [c for c in FS_CASES if c[1] == "ext4"], ids=case_id)
+def test_top_fallbacks_chosen(case):
+    """Where the kernel has the tracepoint, tp_btf; where not, the full suite runs fentry
+    (kprobe where the trampoline is refused), the smoke suite kprobes
+    (IOSPAN_ATTACH_OFF=fentry): every hook attached some way, none unavailable."""
+    g = guest(case[0])
+    doc = top_doc(g, case[1])
+    tps = {t["name"].split(":")[1]: t["btf"]
+           for t in json.loads(g.ok("doctor", "doctor-json"))["tracepoints"]}
+    smoke = g.file("", "suite").strip() == "smoke"
+    assert doc["unavailable"] == [], (case, doc["unavailable"])
+    for hook in FALLBACK_HOOKS:
+        mode = doc["attach_plan"][hook]["mode"]
+        if tps.get(hook):
+            assert mode == "tp_btf", (case, hook, mode)
+        elif smoke:
+            assert mode == "kprobe", (case, hook, mode)
+        else:
+            assert mode in ("fentry", "kprobe"), (case, hook, mode)
+
+
 def top_process(g, fs, workload):
     """(the workload's JSON line, its row in top's report)."""
     w = g.workload("top-" + fs, workload)
@@ -351,7 +379,7 @@ def test_top_mmap_faults_counted(case):
         case, got, w["bytes"])
 
 
-@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+@pytest.mark.parametrize("case", AIO_CASES, ids=case_id)
 def test_top_aio_direct_reads(case):
     """Direct I/O outside syscalls (iomap_dio_rw_begin, or its fallback): FS bytes too."""
     g = guest(case[0])
@@ -533,7 +561,7 @@ def test_trace_direct_io_boundaries(case):
     assert not without, (case, "direct reads without a direct_io event at", without)
 
 
-@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+@pytest.mark.parametrize("case", AIO_CASES, ids=case_id)
 def test_trace_aio_reads_exact(case):
     """iomap_dio_rw_begin/complete (or their fallback): one aio_read request per iocb."""
     g = guest(case[0])

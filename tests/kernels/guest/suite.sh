@@ -130,7 +130,10 @@ top_scenario() {
 		drop_caches
 		step "$d" w-buf-read iowork pread "$dir/top-buffered" -b 1048576 -n 8
 		step "$d" w-mmap iowork mmap "$dir/top-direct"
-		step "$d" w-aio iowork aio "$dir/top-buffered" -b 65536 -n 128 -q 4
+		# btrfs routes async direct I/O bios through its own completion: iospan does not
+		# tie them to their file yet (docs/iospan-top.md, Known approximations).
+		[ "${dir##*/}" = btrfs ] ||
+			step "$d" w-aio iowork aio "$dir/top-buffered" -b 65536 -n 128 -q 4
 	fi
 	sync
 	stop_tracer "$d" top
@@ -158,7 +161,8 @@ trace_scenario() {
 		step "$d" w-warm-read iowork pread "$dir/trace-data" -b 65536 -n 32
 		step "$d" w-write-fsync iowork pwrite "$dir/trace-write" -b 65536 -n 16 --fsync
 		step "$d" w-mmap iowork mmap "$dir/trace-mmap"
-		step "$d" w-aio iowork aio "$dir/trace-data" -b 65536 -n 32 -q 4
+		[ "${dir##*/}" = btrfs ] ||
+			step "$d" w-aio iowork aio "$dir/trace-data" -b 65536 -n 32 -q 4
 	fi
 	stop_tracer "$d" trace
 	snap "$d" after
@@ -169,6 +173,9 @@ disk_of() { awk -v m="$1" '$2 == m { sub("/dev/", "", $1); print $1 }' /proc/mou
 t0=$(date +%s)
 log "kernel $(uname -r), suite $suite"
 doctor
+# The smoke suite runs the kprobe fallbacks (on the other flavours of each series): the
+# full one the first choice, fentry, where a tracepoint is missing.
+[ "$suite" = smoke ] && export IOSPAN_ATTACH_OFF=fentry
 fslist="ext4 xfs btrfs"
 [ "$suite" = smoke ] && fslist=ext4
 for fs in $fslist; do
