@@ -15,6 +15,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -424,26 +425,12 @@ static __always_inline int mmap_read(struct address_space *mapping, __u64 first,
 	return 0;
 }
 
-SEC("tp_btf/mm_filemap_fault")
-int BPF_PROG(top_filemap_fault, struct address_space *mapping, unsigned long index)
+static __always_inline int mmap_fault(struct address_space *mapping, __u64 index)
 {
 	return mmap_read(mapping, index, index);
 }
 
-/* Where the tracepoint is missing (before 6.11): the function it stands in. */
-SEC("fentry/filemap_fault")
-int BPF_PROG(top_filemap_fault_fentry, struct vm_fault *vmf)
-{
-	return mmap_read(vmf->vma->vm_file->f_mapping, vmf->pgoff, vmf->pgoff);
-}
-
-SEC("kprobe/filemap_fault")
-int BPF_KPROBE(top_filemap_fault_kprobe, struct vm_fault *vmf)
-{
-	__u64 index = BPF_CORE_READ(vmf, pgoff);
-
-	return mmap_read(KPTR_AS(struct address_space, BPF_CORE_READ(vmf, vma, vm_file, f_mapping)), index, index);
-}
+FILEMAP_FAULT_PROGS(top_filemap_fault, mmap_fault)
 
 SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(top_filemap_map_pages, struct address_space *mapping, unsigned long start,
@@ -538,17 +525,7 @@ static __always_inline int filemap_read_pages(struct kiocb *iocb, struct iov_ite
 			 (pos + count - 1) / page_size);
 }
 
-SEC("fentry/filemap_read")
-int BPF_PROG(top_filemap_read_fentry, struct kiocb *iocb, struct iov_iter *iter)
-{
-	return filemap_read_pages(iocb, iter);
-}
-
-SEC("kprobe/filemap_read")
-int BPF_KPROBE(top_filemap_read_kprobe, struct kiocb *iocb, struct iov_iter *iter)
-{
-	return filemap_read_pages(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter));
-}
+FILEMAP_READ_PROGS(top_filemap_read, filemap_read_pages)
 
 /*
  * Runs in the task that dirties a page cache folio: remember it as the file's dirtier
@@ -623,25 +600,8 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	return 0;
 }
 
-SEC("tp_btf/iomap_dio_rw_begin")
-int BPF_PROG(top_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags,
-	     size_t done_before)
-{
-	return dio_begin(iocb, iter);
-}
-
 /* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
-SEC("fentry/__iomap_dio_rw")
-int BPF_PROG(top_dio_begin_fentry, struct kiocb *iocb, struct iov_iter *iter)
-{
-	return dio_begin(iocb, iter);
-}
-
-SEC("kprobe/__iomap_dio_rw")
-int BPF_KPROBE(top_dio_begin_kprobe, struct kiocb *iocb, struct iov_iter *iter)
-{
-	return dio_begin(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter));
-}
+DIO_BEGIN_PROGS(top_dio_begin, dio_begin)
 
 /* ----------------------------------------------------------------- DISK: queue */
 

@@ -17,6 +17,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -849,17 +850,7 @@ static __always_inline int filemap_read_lookup(struct kiocb *iocb, struct iov_it
 	return pc_lookup(pos / page_size, (pos + count - 1) / page_size);
 }
 
-SEC("fentry/filemap_read")
-int BPF_PROG(trace_get_pages_fentry, struct kiocb *iocb, struct iov_iter *iter)
-{
-	return filemap_read_lookup(iocb, iter);
-}
-
-SEC("kprobe/filemap_read")
-int BPF_KPROBE(trace_get_pages_kprobe, struct kiocb *iocb, struct iov_iter *iter)
-{
-	return filemap_read_lookup(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter));
-}
+FILEMAP_READ_PROGS(trace_get_pages, filemap_read_lookup)
 
 static __always_inline int pc_add(struct folio *folio)
 {
@@ -1002,24 +993,8 @@ static __always_inline int fault(struct address_space *mapping, unsigned long in
 	return 0;
 }
 
-SEC("tp_btf/mm_filemap_fault")
-int BPF_PROG(trace_fault, struct address_space *mapping, unsigned long index)
-{
-	return fault(mapping, index);
-}
-
 /* Without the tracepoint (before 6.11): the function it is in. */
-SEC("fentry/filemap_fault")
-int BPF_PROG(trace_fault_fentry, struct vm_fault *vmf)
-{
-	return fault(vmf->vma->vm_file->f_mapping, vmf->pgoff);
-}
-
-SEC("kprobe/filemap_fault")
-int BPF_KPROBE(trace_fault_kprobe, struct vm_fault *vmf)
-{
-	return fault(KPTR_AS(struct address_space, BPF_CORE_READ(vmf, vma, vm_file, f_mapping)), BPF_CORE_READ(vmf, pgoff));
-}
+FILEMAP_FAULT_PROGS(trace_fault, fault)
 
 /* ------------------------------------------------------------------ scheduler */
 
@@ -1163,25 +1138,8 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	return 0;
 }
 
-SEC("tp_btf/iomap_dio_rw_begin")
-int BPF_PROG(trace_dio_begin, struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags,
-	     size_t done_before)
-{
-	return dio_begin(iocb, iter);
-}
-
 /* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
-SEC("fentry/__iomap_dio_rw")
-int BPF_PROG(trace_dio_begin_fentry, struct kiocb *iocb, struct iov_iter *iter)
-{
-	return dio_begin(iocb, iter);
-}
-
-SEC("kprobe/__iomap_dio_rw")
-int BPF_KPROBE(trace_dio_begin_kprobe, struct kiocb *iocb, struct iov_iter *iter)
-{
-	return dio_begin(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter));
-}
+DIO_BEGIN_PROGS(trace_dio_begin, dio_begin)
 
 static __always_inline int dio_complete(struct kiocb *iocb, long result)
 {

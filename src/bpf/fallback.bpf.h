@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Programs for the tracepoints older kernels lack, with their fallbacks: the tracepoint
+ * (tp_btf), then fentry, then a kprobe on the kernel function it stands in, all calling
+ * one handler of the includer's. Names: <name>, <name>_fentry, <name>_kprobe, as
+ * FALLBACK_HOOK() in src/lib/probe.h expects. A kprobe's arguments are numbers: they are
+ * given their type with KPTR_AS() (kptr.bpf.h) before the handler reads them with KR().
+ */
+#ifndef IOSPAN_FALLBACK_BPF_H
+#define IOSPAN_FALLBACK_BPF_H
+
+/* A page fault on a file mapping: handler(struct address_space *, __u64 index). */
+#define FILEMAP_FAULT_PROGS(name, handler)                                           \
+	SEC("tp_btf/mm_filemap_fault")                                               \
+	int BPF_PROG(name, struct address_space *mapping, unsigned long index)       \
+	{                                                                            \
+		return handler(mapping, index);                                      \
+	}                                                                            \
+	SEC("fentry/filemap_fault")                                                  \
+	int BPF_PROG(name##_fentry, struct vm_fault *vmf)                            \
+	{                                                                            \
+		return handler(vmf->vma->vm_file->f_mapping, vmf->pgoff);            \
+	}                                                                            \
+	SEC("kprobe/filemap_fault")                                                  \
+	int BPF_KPROBE(name##_kprobe, struct vm_fault *vmf)                          \
+	{                                                                            \
+		return handler(KPTR_AS(struct address_space,                         \
+				       BPF_CORE_READ(vmf, vma, vm_file, f_mapping)), \
+			       BPF_CORE_READ(vmf, pgoff));                           \
+	}
+
+/*
+ * An iomap direct I/O starts (the tracepoint is in __iomap_dio_rw(), whose first
+ * arguments it has): handler(struct kiocb *, struct iov_iter *).
+ */
+#define DIO_BEGIN_PROGS(name, handler)                                                       \
+	SEC("tp_btf/iomap_dio_rw_begin")                                                     \
+	int BPF_PROG(name, struct kiocb *iocb, struct iov_iter *iter, unsigned int flags,    \
+		     size_t done_before)                                                     \
+	{                                                                                    \
+		return handler(iocb, iter);                                                  \
+	}                                                                                    \
+	SEC("fentry/__iomap_dio_rw")                                                         \
+	int BPF_PROG(name##_fentry, struct kiocb *iocb, struct iov_iter *iter)               \
+	{                                                                                    \
+		return handler(iocb, iter);                                                  \
+	}                                                                                    \
+	SEC("kprobe/__iomap_dio_rw")                                                         \
+	int BPF_KPROBE(name##_kprobe, struct kiocb *iocb, struct iov_iter *iter)             \
+	{                                                                                    \
+		return handler(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter)); \
+	}
+
+/*
+ * The fallbacks of mm_filemap_get_pages (whose tp_btf program differs per command):
+ * filemap_read(), once per buffered read: handler(struct kiocb *, struct iov_iter *).
+ */
+#define FILEMAP_READ_PROGS(name, handler)                                                    \
+	SEC("fentry/filemap_read")                                                           \
+	int BPF_PROG(name##_fentry, struct kiocb *iocb, struct iov_iter *iter)               \
+	{                                                                                    \
+		return handler(iocb, iter);                                                  \
+	}                                                                                    \
+	SEC("kprobe/filemap_read")                                                           \
+	int BPF_KPROBE(name##_kprobe, struct kiocb *iocb, struct iov_iter *iter)             \
+	{                                                                                    \
+		return handler(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter)); \
+	}
+
+#endif
