@@ -174,6 +174,15 @@ static __always_inline void drop(__u32 what)
 		*v += 1;
 }
 
+/*
+ * A failed map insert: a hash bucket held elsewhere on this CPU (-EBUSY: a program
+ * preempted under PREEMPT_RT, or re-entered from a nested hook) is not a full map.
+ */
+static __always_inline void drop_insert(long err, __u32 full)
+{
+	drop(err == -EBUSY ? TOP_DROP_MAP_BUSY : full);
+}
+
 static __always_inline bool dev_ok(__u32 dev)
 {
 	return !filter_dev || bpf_map_lookup_elem(&filter_devs, &dev);
@@ -208,6 +217,7 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 	struct top_proc p = {};
 	__u64 exec = KR(struct task_struct, task, self_exec_id) + 1;
 	struct task_struct *named = task;
+	long err;
 
 	if (t && t->seen_exec == exec && t->seen_cgid == cgid)
 		return;
@@ -218,8 +228,9 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 	if (!per_thread)
 		named = KR(struct task_struct, task, group_leader);
 	bpf_probe_read_kernel_str(p.comm, sizeof(p.comm), named->comm);
-	if (bpf_map_update_elem(&procs, &owner, &p, BPF_ANY)) {
-		drop(TOP_DROP_PROCS_FULL);
+	err = bpf_map_update_elem(&procs, &owner, &p, BPF_ANY);
+	if (err) {
+		drop_insert(err, TOP_DROP_PROCS_FULL);
 		return;
 	}
 	if (t) {
@@ -239,7 +250,7 @@ static __always_inline struct top_stat *stat_get(struct top_key *k, bool *create
 		return s;
 	err = bpf_map_update_elem(&stats, k, &zero, BPF_NOEXIST);
 	if (err && err != -EEXIST /* created meanwhile on another CPU */) {
-		drop(TOP_DROP_STATS_FULL);
+		drop_insert(err, TOP_DROP_STATS_FULL);
 		return NULL;
 	}
 	*created = !err;
@@ -923,10 +934,12 @@ static __noinline void account_run(struct run *r, struct rq_info *ri)
 		struct top_wb_val *w = bpf_map_lookup_elem(&wb, &wk), zero = {};
 
 		if (!w) {
-			if (bpf_map_update_elem(&wb, &wk, &zero, BPF_NOEXIST) == 0)
-				w = bpf_map_lookup_elem(&wb, &wk);
+			long err = bpf_map_update_elem(&wb, &wk, &zero, BPF_NOEXIST);
+
+			/* -EEXIST: created meanwhile on another CPU. */
+			w = bpf_map_lookup_elem(&wb, &wk);
 			if (!w) {
-				drop(TOP_DROP_WB_FULL);
+				drop_insert(err, TOP_DROP_WB_FULL);
 				return;
 			}
 		}
@@ -1090,6 +1103,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	struct top_stall *e;
 	__u64 now, start = 0, *st;
 	__u32 tid;
+	long err;
 
 	if (!preempt && BPF_CORE_READ_BITFIELD(prev, in_iowait)) {
 		if (filter_pid && prev->tgid != filter_pid)
@@ -1101,8 +1115,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			t->iowait_ts = now;
 		} else {
 			tid = prev->pid;
-			if (bpf_map_update_elem(&iowait_start, &tid, &now, BPF_ANY))
-				drop(TOP_DROP_IOWAIT_FULL);
+			err = bpf_map_update_elem(&iowait_start, &tid, &now, BPF_ANY);
+			if (err)
+				drop_insert(err, TOP_DROP_IOWAIT_FULL);
 		}
 	}
 next:

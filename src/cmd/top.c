@@ -156,6 +156,7 @@ static const char *const drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_PROCS_FULL] = "procs_map_full", [TOP_DROP_WB_FULL] = "writeback_map_full",
 	[TOP_DROP_UNMATCHED] = "unmatched_bios",  [TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
 	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full", [TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
+	[TOP_DROP_MAP_BUSY] = "map_insert_busy",
 };
 
 /* Informational counters: they do not mean anything was lost. */

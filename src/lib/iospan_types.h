@@ -150,6 +150,7 @@ enum top_drop {
 	TOP_DROP_CHAIN_TRUNC,	/* request with more bios than the walk bound */
 	TOP_DROP_RINGBUF_FULL,	/* stall record lost */
 	TOP_DROP_IOWAIT_FULL,	/* iowait start not recorded */
+	TOP_DROP_MAP_BUSY,	/* a map insert failed on a bucket held on this CPU (-EBUSY) */
 	TOP_DROP_NR,
 };
 

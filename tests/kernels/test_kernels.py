@@ -96,12 +96,6 @@ def known_defect(cases, match, reason, strict):
 NOTHING_LOST_CASES = known_defect(
     FS_CASES, lambda c: c[1] == "btrfs",
     "btrfs in the guest: one request started but neither completed nor counted", True)
-# Seen once on 6.12-rt with the kprobe fallbacks: stats_map_full 1. Every failed insert
-# is counted as "map full"; on PREEMPT_RT a preempted program holding the bucket lock
-# makes another's insert fail with EBUSY (counted, not silent).
-TOP_LOST_CASES = known_defect(
-    FS_CASES, lambda c: suite_of(c[0]) == "smoke",
-    "kprobe fallbacks on PREEMPT_RT: a stats insert can fail (EBUSY), counted as a drop", False)
 # Seen once on 6.1.0-*-amd64 with the kprobe fallbacks: 31 of 32 async direct reads.
 AIO_TRACE_CASES = known_defect(
     AIO_CASES, lambda c: suite_of(c[0]) == "smoke",
@@ -438,12 +432,17 @@ def test_top_device_coverage(case):
     assert d["coverage_pct"] is not None and d["coverage_pct"] >= 99.0, (case, d)
 
 
-@pytest.mark.parametrize("case", TOP_LOST_CASES, ids=case_id)
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
 def test_top_nothing_lost(case):
     g = guest(case[0])
     doc = top_doc(g, case[1])
     info = ("unmatched_bios", "idle_rows_pruned")
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
+    # Seen once on 6.12-rt with the kprobe fallbacks: one stats insert failed with EBUSY
+    # (a bucket held by a program preempted on the same CPU under PREEMPT_RT). Counted,
+    # kept on the device row; a known defect, reported as such only in exactly that form.
+    if "-rt-" in case[0] and set(lost) == {"map_insert_busy"}:
+        pytest.xfail("PREEMPT_RT: a map insert failed on a busy bucket (counted): %s" % lost)
     assert not lost, (case, lost)
 
 
