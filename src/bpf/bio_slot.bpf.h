@@ -65,6 +65,12 @@ static __always_inline void *slot_find(void *map, const void *ptr, __u32 nr)
 #define REQ_OP_DISCARD	    3
 #define REQ_OP_SECURE_ERASE 5
 
+/* Swap I/O (anonymous pages, like a user buffer's, but no process's file I/O). */
+static __always_inline bool swap_bio(struct bio *bio)
+{
+	return bio->bi_opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SWAP));
+}
+
 /*
  * The iomap direct I/O a bio belongs to, or NULL: its bi_end_io is
  * iomap_dio_bio_end_io (@end_io_addr, from kallsyms; 0 if unknown) and bi_private the

@@ -70,7 +70,39 @@ struct top_task {
 	__u64 iowait_ts;
 	/* The read --no-syscalls last counted: inode, first and last page of the request */
 	__u64 rd_ino, rd_index, rd_last;
+	/*
+	 * While an iomap direct I/O started outside a traced syscall is being submitted
+	 * (libaio, io_uring): its inode and iocb. File systems that complete the bios
+	 * through their own end_io (btrfs) leave no other trace of the file in the bio.
+	 */
+	__u64 dio_inode, dio_iocb;
 };
+
+/*
+ * An async direct I/O between its start and its completion: the row its FS bytes go to
+ * when it completes (the bytes done, as a syscall's return value counts them: a
+ * NOWAIT attempt that io_uring retries is not counted twice, a short one not in full).
+ * Indexed by the kiocb's address; a slot is taken over only once stale, after
+ * DIO_STALE_NS (a start that ended in an error before any I/O has no completion).
+ */
+struct dio_slot {
+	__u64 tag; /* pv_addr(iocb) */
+	__u64 start_ns;
+	struct top_key key;
+	__u64 file;
+	__u32 write;
+	__u32 pad;
+};
+
+#define NR_DIO_SLOTS 4096
+#define DIO_STALE_NS (30ULL * 1000000000)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_DIO_SLOTS);
+	__type(key, __u32);
+	__type(value, struct dio_slot);
+} dio_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -587,10 +619,12 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct dio_slot *ds;
 	struct top_task *t;
 	struct inode *inode;
 	struct file *file;
 	struct top_key k;
+	__u64 tag, now;
 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->op)
@@ -606,13 +640,70 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	if (!fs_event_ok(task, k.dev, &t))
 		return 0;
 	k.pid = owner_of(task);
-	add_fs(&k, KR(struct iov_iter, iter, data_source), KR(struct iov_iter, iter, count),
-	       TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file, VFS_FROM_FILE);
+	tag = pv_addr((__u64)iocb);
+	if (t) {
+		t->dio_inode = (__u64)inode;
+		t->dio_iocb = tag;
+	}
+	ds = slot_at_tag(&dio_slots, tag, NR_DIO_SLOTS);
+	if (!ds)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (ds->tag && ds->tag != tag && now - ds->start_ns < DIO_STALE_NS) {
+		drop(TOP_DROP_DIO_SLOT_BUSY);
+		return 0;
+	}
+	ds->tag = tag;
+	ds->start_ns = now;
+	ds->key = k;
+	ds->file = (__u64)file;
+	ds->write = KR(struct iov_iter, iter, data_source);
 	return 0;
 }
 
 /* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
 DIO_BEGIN_PROGS(top_dio_begin, dio_begin)
+
+/* The submission of an async direct I/O ends with -EIOCBQUEUED (this task). */
+SEC("tp_btf/iomap_dio_rw_queued")
+int BPF_PROG(top_dio_queued)
+{
+	struct top_task *t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+
+	if (t)
+		t->dio_inode = 0;
+	return 0;
+}
+
+/* A direct I/O ends: an async one's FS bytes are the bytes it did. */
+static __always_inline int dio_complete(struct kiocb *iocb, long result)
+{
+	__u64 tag = pv_addr((__u64)iocb);
+	struct dio_slot *ds;
+	struct top_task *t;
+	struct top_key k;
+
+	/* Completed inline, in the submitting task: its submission is over. */
+	t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (t && t->dio_iocb == tag)
+		t->dio_inode = 0;
+	ds = slot_find_tag(&dio_slots, tag, NR_DIO_SLOTS);
+	if (!ds)
+		return 0;
+	ds->tag = 0;
+	if (result <= 0)
+		return 0;
+	k = ds->key;
+	add_fs(&k, ds->write, result, TOP_F_DIRECT | TOP_F_ASYNC_DIO, ds->file, VFS_FROM_FILE);
+	return 0;
+}
+
+/*
+ * Without the tracepoint (before 6.5): entering iomap_dio_complete(). Where neither
+ * iomap_dio_rw_queued nor this exists, a task's submission window ends at its next
+ * direct I/O or traced syscall.
+ */
+DIO_COMPLETE_PROGS(top_dio_complete, dio_complete)
 
 /* ----------------------------------------------------------------- DISK: queue */
 
@@ -746,6 +837,10 @@ static __always_inline int queue_bio(struct bio *bio)
 					inode = KR(struct file, KPTR_AS(struct file, t->file),
 						   f_inode);
 				}
+			} else if (t && !t->op && t->dio_inode && !swap_bio(bio)) {
+				/* Async iomap direct I/O being submitted (btrfs): its file. */
+				o.flags |= TOP_F_DIRECT;
+				inode = KPTR_AS(struct inode, t->dio_inode);
 			}
 		}
 	}

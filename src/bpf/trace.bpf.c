@@ -101,6 +101,12 @@ struct task_state {
 	__u8 nr_off;	   /* off-CPU periods seen (off[] holds the first ones) */
 	__u8 pad;
 	__u64 wb_key;  /* a flusher inside writeback_single_inode: that request */
+	/*
+	 * While it submits an async direct I/O (libaio, io_uring): the kiocb's tag. File
+	 * systems that complete the bios through their own end_io (btrfs) leave no other
+	 * trace of the request in the bio.
+	 */
+	__u64 dio_tag;
 	__u64 rec_key; /* KEY_THREAD or KEY_SYNC: where its request's record is */
 	__u32 seq;     /* the record's seq for this request */
 	__u32 nr_queued;
@@ -1102,6 +1108,9 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	}
 	if (sync_kiocb(iocb) || !(aio_ops & (write ? 2 : 1)))
 		return 0;
+	/* A fault whose end was not seen (no sleep since) is over: this thread moved on. */
+	if (t && t->kind == TK_FAULT)
+		end_fault(t, task->pid, now);
 	file = KR(struct kiocb, iocb, ki_filp);
 	inode = file ? KR(struct file, file, f_inode) : NULL;
 	if (!inode)
@@ -1114,6 +1123,10 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	as = slot_at_tag(&async_slots, tag, NR_ASYNC_SLOTS);
 	if (!as)
 		return 0;
+	if (!t)
+		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		t->dio_tag = tag;
 	if (as->rec.state == TRACE_S_ACTIVE) {
 		/* iomap may start the same kiocb again (fallback after a short write). */
 		if (as->tag == tag)
@@ -1141,13 +1154,30 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 /* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
 DIO_BEGIN_PROGS(trace_dio_begin, dio_begin)
 
+/* The submission of an async direct I/O ends with -EIOCBQUEUED (this task). */
+SEC("tp_btf/iomap_dio_rw_queued")
+int BPF_PROG(trace_dio_queued)
+{
+	struct task_state *t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+
+	if (t)
+		t->dio_tag = 0;
+	return 0;
+}
+
 static __always_inline int dio_complete(struct kiocb *iocb, long result)
 {
+	__u64 tag = pv_addr((__u64)iocb);
 	struct async_slot *as;
+	struct task_state *t;
 
 	if (sync_kiocb(iocb))
 		return 0;
-	as = slot_find_tag(&async_slots, pv_addr((__u64)iocb), NR_ASYNC_SLOTS);
+	/* Completed inline, in the submitting task: its submission is over. */
+	t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (t && t->dio_tag == tag)
+		t->dio_tag = 0;
+	as = slot_find_tag(&async_slots, tag, NR_ASYNC_SLOTS);
 	if (!as || as->rec.state != TRACE_S_ACTIVE)
 		return 0;
 	as->tag = 0;
@@ -1155,33 +1185,8 @@ static __always_inline int dio_complete(struct kiocb *iocb, long result)
 	return 0;
 }
 
-SEC("tp_btf/iomap_dio_complete")
-int BPF_PROG(trace_dio_complete, struct kiocb *iocb, int error, ssize_t ret)
-{
-	return dio_complete(iocb, error ? error : ret);
-}
-
-/*
- * Without the tracepoint (before 6.5): entering iomap_dio_complete(), which frees the
- * dio before it returns. The result is the error, else the bytes done (a read that
- * ran past the end of the file is cut there by the kernel: shown uncut).
- */
-SEC("fentry/iomap_dio_complete")
-int BPF_PROG(trace_dio_complete_fentry, struct iomap_dio *dio)
-{
-	int error = dio->error;
-
-	return dio_complete(dio->iocb, error ? error : (long)dio->size);
-}
-
-SEC("kprobe/iomap_dio_complete")
-int BPF_KPROBE(trace_dio_complete_kprobe, struct iomap_dio *dio)
-{
-	int error = BPF_CORE_READ(dio, error);
-
-	return dio_complete(KPTR_AS(struct kiocb, BPF_CORE_READ(dio, iocb)),
-			    error ? error : (long)BPF_CORE_READ(dio, size));
-}
+/* Without the tracepoint (before 6.5): entering iomap_dio_complete(). */
+DIO_COMPLETE_PROGS(trace_dio_complete, dio_complete)
 
 /* ------------------------------------------------------------------ writeback */
 
@@ -1387,6 +1392,17 @@ static __always_inline int queue_bio(struct bio *bio)
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
 		if (!t)
 			return 0;
+		if (t->dio_tag && t->kind != TK_SYNC && !swap_bio(bio)) {
+			/* Submitting an async direct I/O whose bios iomap does not end (btrfs). */
+			struct async_slot *as = slot_find_tag(&async_slots, t->dio_tag,
+							      NR_ASYNC_SLOTS);
+
+			if (as && as->rec.state == TRACE_S_ACTIVE) {
+				key = KEY_ASYNC | slot_index(as->tag, NR_ASYNC_SLOTS);
+				r = &as->rec;
+				goto found;
+			}
+		}
 		if (t->kind) {
 			/* The thread's own request: counted in its storage, no record lookup. */
 			now = bpf_ktime_get_ns();
@@ -1406,6 +1422,7 @@ static __always_inline int queue_bio(struct bio *bio)
 		if (!r || r->state != TRACE_S_ACTIVE)
 			return 0;
 	}
+found:
 	if (!r)
 		return 0;
 	now = bpf_ktime_get_ns();

@@ -156,7 +156,7 @@ static const char *const drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_PROCS_FULL] = "procs_map_full", [TOP_DROP_WB_FULL] = "writeback_map_full",
 	[TOP_DROP_UNMATCHED] = "unmatched_bios",  [TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
 	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full", [TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
-	[TOP_DROP_MAP_BUSY] = "map_insert_busy",
+	[TOP_DROP_MAP_BUSY] = "map_insert_busy", [TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
 };
 
 /* Informational counters: they do not mean anything was lost. */
@@ -1726,6 +1726,12 @@ static int build_hooks(struct top_ctx *c)
 			      "mmap FS read bytes (fault-around)"),
 		FALLBACK_HOOK(s, "iomap_dio_rw_begin", top_dio_begin,
 			      "FS bytes of async direct I/O (libaio, io_uring)"),
+		FALLBACK_HOOK(s, "iomap_dio_complete", top_dio_complete,
+			      "FS bytes of async direct I/O (libaio, io_uring)"),
+		/* Where missing, a dio's submission window ends later (see top_dio_complete). */
+		{.name = "iomap_dio_rw_queued",
+		 .optional = true,
+		 .v = {{.prog = s->progs.top_dio_queued}}},
 		{.name = "sched_switch",
 		 .optional = true,
 		 .figure = "I/O stalls",

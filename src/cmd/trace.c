@@ -1156,7 +1156,7 @@ static void sweep_writeback(struct trace_ctx *c, bool at_exit)
 
 static void print_accounts(struct trace_ctx *c)
 {
-	uint64_t cnt[TRACE_CNT_NR], lost = 0;
+	uint64_t cnt[TRACE_CNT_NR], lost = 0, traced;
 	int i;
 
 	if (read_counters(c, cnt))
@@ -1166,10 +1166,12 @@ static void print_accounts(struct trace_ctx *c)
 	for (i = 0; i < TRACE_CNT_NR; i++)
 		if (cnt_is_loss(i))
 			lost += cnt[i];
+	/* A fault served from the page cache turned out not to be a request. */
+	traced = cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED];
 	if (c->jw) {
 		jw_start_object(c->jw);
 		jw_kv_string(c->jw, "type", "totals");
-		jw_kv_uint(c->jw, "traced", cnt[TRACE_CNT_STARTED]);
+		jw_kv_uint(c->jw, "traced", traced);
 		jw_kv_uint(c->jw, "completed", cnt[TRACE_CNT_DONE]);
 		jw_kv_uint(c->jw, "emitted", cnt[TRACE_CNT_EMITTED]);
 		jw_kv_uint(c->jw, "printed", c->printed);
@@ -1186,7 +1188,7 @@ static void print_accounts(struct trace_ctx *c)
 	}
 	printf("iospan trace: %" PRIu64 " requests traced, %" PRIu64 " completed, %" PRIu64
 	       " emitted, %" PRIu64 " printed, %" PRIu64 " in flight, %" PRIu64 " lost\n",
-	       cnt[TRACE_CNT_STARTED], cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], c->printed,
+	       traced, cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], c->printed,
 	       c->in_flight, lost);
 	for (i = 0; i < TRACE_CNT_NR; i++) {
 		if (i <= TRACE_CNT_EMITTED || !cnt[i])
@@ -1332,6 +1334,10 @@ static int build_hooks(struct trace_ctx *c)
 			      "async direct I/O requests (libaio, io_uring)"),
 		FALLBACK_HOOK(s, "iomap_dio_complete", trace_dio_complete,
 			      "completion of async direct I/O requests"),
+		/* Where missing, a dio's submission window ends later (see trace_dio_queued). */
+		{.name = "iomap_dio_rw_queued",
+		 .optional = true,
+		 .v = {{.prog = s->progs.trace_dio_queued}}},
 		{.name = "block_rq_issue",
 		 .optional = true,
 		 .v = {{.prog = s->progs.trace_rq_issue}, {.prog = s->progs.trace_rq_issue_raw}}},

@@ -46,7 +46,7 @@ enum top_flags {
 	TOP_F_PAGEDIRTY = 1 << 2, /* FS write bytes counted from dirtied pages (mmap, ...) */
 	TOP_F_MMAP_READ = 1 << 3, /* FS read bytes counted from mmap page faults */
 	TOP_F_APPROX = 1 << 4,	  /* bytes past the bio-chain walk bound were added here */
-	TOP_F_ASYNC_DIO = 1 << 5, /* FS bytes counted at iomap_dio_rw_begin (aio, io_uring) */
+	TOP_F_ASYNC_DIO = 1 << 5, /* FS bytes counted at iomap_dio_complete (aio, io_uring) */
 	TOP_F_LOST = 1 << 6,	  /* bytes of rows the stats map had no room for */
 	TOP_F_KTHREAD_OWNER = 1 << 7, /* submitted by a kernel thread for a user task */
 	TOP_F_PATH_SEEN = 1 << 8,     /* internal: this CPU's copy checked the path map */
@@ -151,6 +151,7 @@ enum top_drop {
 	TOP_DROP_RINGBUF_FULL,	/* stall record lost */
 	TOP_DROP_IOWAIT_FULL,	/* iowait start not recorded */
 	TOP_DROP_MAP_BUSY,	/* a map insert failed on a bucket held on this CPU (-EBUSY) */
+	TOP_DROP_DIO_SLOT_BUSY,	/* async direct I/O's FS bytes lost: its slot held another */
 	TOP_DROP_NR,
 };
 

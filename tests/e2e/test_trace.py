@@ -372,6 +372,34 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
             check_stages(r)
 
 
+@pytest.mark.parametrize("fstype", ["ext4", "xfs", "btrfs"])
+def test_aio_reads_with_their_bios(iospan, fstype):
+    """`trace -t 0`: one aio_read request per iocb, each with exactly its bytes in bios,
+    on btrfs too (its bios end through btrfs's end_io, not iomap's), and every request
+    started is completed and printed."""
+    tl.require_root("creates loop devices and file systems")
+    n, bs = 64, 65536
+    with tl.scratch_fs(fstype, 320) as fs:
+        path = os.path.join(fs.mnt, "aio.dat")
+        make_file(path, n * bs)
+        tl.drop_caches()
+        proc = start_trace("-t", "0", "-d", fs.name, "-i", "60")
+        try:
+            p = subprocess.run([tl.iowork_bin(), "aio", path, "-b", str(bs), "-n", str(n),
+                                "-q", "8"], capture_output=True, text=True, timeout=120)
+        finally:
+            reqs, _, totals = stop_trace(proc)
+    assert p.returncode == 0, p.stderr
+    pid = json.loads(p.stdout)["pid"]
+    aios = [r for r in reqs if r["op"] == "aio_read" and r["pid"] == pid]
+    assert sorted(r["offset"] for r in aios) == [i * bs for i in range(n)], totals
+    for r in aios:
+        assert r["ret"] == bs and r["path"] == os.path.realpath(path), r
+        assert sum(b["bytes"] for b in r["bios"]) == bs, (r["bios"], r["flags"])
+        check_stages(r)
+    assert totals["traced"] == totals["completed"] == totals["printed"] == len(reqs), totals
+
+
 def test_throttled_delay_before_dispatch(iospan):
     tl.require_root("creates a loop device and a blkio cgroup")
     tl.require_blkio()

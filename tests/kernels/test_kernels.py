@@ -79,9 +79,7 @@ KERNEL_IDS = [name for name, _ in KERNELS] or ["no-kernels"]
 FS_CASES = [(k, fs) for k in KERNEL_IDS for fs in
             (filesystems(k) if k in PACKAGES else ("ext4",))]
 FILE_FS_CASES = [c for c in FS_CASES if c[1] != "raw"]
-# btrfs completes async direct I/O bios through its own end_io: iospan does not tie them
-# to their iocb and file yet (Known approximations in the docs); the guest skips it there.
-AIO_CASES = [c for c in FILE_FS_CASES if c[1] != "btrfs"]
+AIO_CASES = FILE_FS_CASES
 
 
 def known_defect(cases, match, reason, strict):
@@ -91,11 +89,6 @@ def known_defect(cases, match, reason, strict):
             if match(c) else c for c in cases]
 
 
-# Seen in the guest on 6.1 and 6.12 (not on this machine's 6.18): one trace request on
-# btrfs is counted as started and never as completed, lost or in flight.
-NOTHING_LOST_CASES = known_defect(
-    FS_CASES, lambda c: c[1] == "btrfs",
-    "btrfs in the guest: one request started but neither completed nor counted", True)
 # Seen once on 6.1.0-*-amd64 with the kprobe fallbacks: 31 of 32 async direct reads.
 AIO_TRACE_CASES = known_defect(
     AIO_CASES, lambda c: suite_of(c[0]) == "smoke",
@@ -481,7 +474,7 @@ def bio_bytes(r):
     return sum(b["bytes"] for b in r["bios"])
 
 
-@pytest.mark.parametrize("case", NOTHING_LOST_CASES, ids=case_id)
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
 def test_trace_nothing_lost(case):
     g = guest(case[0])
     reqs, totals = trace_docs(g, case[1])

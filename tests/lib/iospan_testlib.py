@@ -29,7 +29,7 @@ __all__ = [
     "repo_root", "iospan_bin", "run_iospan", "popen_iospan", "is_root", "require_root",
     "loop_device", "tmpfs", "filesystem", "scratch_fs", "ScratchFs", "cgroup2",
     "cgroup2_root", "blkio_throttle", "blkio_root", "move_to_cgroup", "cgroup_procs",
-    "fio", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
+    "fio", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
     "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
     "leftovers", "cleanup_all", "TMP_PREFIX",
 ]
@@ -59,6 +59,12 @@ def repo_root():
 def iospan_bin():
     """$IOSPAN_BIN, or <repo>/build/iospan."""
     return os.environ.get("IOSPAN_BIN") or os.path.join(repo_root(), "build", "iospan")
+
+
+def iowork_bin():
+    """$IOWORK_BIN, or <repo>/build/iowork (the matrix's static workload, `make test`
+    builds it): exact I/O from buffers it has already touched."""
+    return os.environ.get("IOWORK_BIN") or os.path.join(repo_root(), "build", "iowork")
 
 
 def run_iospan(*args, timeout=60, check=False, input=None, env=None):
