@@ -9,6 +9,7 @@
 #include "iospan.h"
 #include "args.h"
 #include "err.h"
+#include "output.h"
 
 static const struct cmd commands[] = {
 	{ "stat", cmd_stat, "iostat -x from /proc/diskstats, with record and replay", NULL },
@@ -73,7 +74,9 @@ int main(int argc, char **argv)
 	const struct cmd *cmd;
 	int i, ret;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Output a stop request can always get through (output.h); plain stdio otherwise. */
+	if (out_init())
+		setvbuf(stdout, NULL, _IOLBF, 0);
 	err_init("iospan", false);
 
 	/* Global options before the command; they are accepted after it too. */
@@ -121,5 +124,5 @@ int main(int argc, char **argv)
 		/* Make sure a failure never exits silently. */
 		fail(ret, "%s failed: %s", cmd->name, strerror(-ret));
 	}
-	return err_exit_code(ret);
+	return out_finish(err_exit_code(ret));
 }
