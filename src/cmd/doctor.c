@@ -18,6 +18,7 @@
 #include "args.h"
 #include "err.h"
 #include "json.h"
+#include "printable.h"
 #include "probe.h"
 
 /* Syscalls whose sys_enter_/sys_exit_ tracepoints the tracing commands use. */
@@ -337,7 +338,7 @@ static void render_text(const struct doctor_report *r)
 {
 	size_t i;
 
-	printf("Kernel %s %s\n", r->uts.release, r->uts.machine);
+	printf("Kernel %s %s\n", printable(r->uts.release), printable(r->uts.machine));
 
 	printf("\nBPF features (load and attach a tiny program of each kind)\n");
 	for (i = 0; i < PROBE_NR; i++) {
@@ -362,14 +363,14 @@ static void render_text(const struct doctor_report *r)
 
 	printf("\nSystem\n");
 	if (r->tracefs_err)
-		printf("  %-32s %s (%s)\n", "tracefs", r->tracefs ? r->tracefs : "not mounted",
+		printf("  %-32s %s (%s)\n", "tracefs", r->tracefs ? printable(r->tracefs) : "not mounted",
 		       probe_errname(r->tracefs_err));
 	else
-		printf("  %-32s %s\n", "tracefs", r->tracefs);
+		printf("  %-32s %s\n", "tracefs", printable(r->tracefs));
 	if (r->cgroup2_err)
 		printf("  %-32s not found (%s)\n", "cgroup v2", probe_errname(r->cgroup2_err));
 	else
-		printf("  %-32s %s\n", "cgroup v2", r->cgroup2);
+		printf("  %-32s %s\n", "cgroup v2", printable(r->cgroup2));
 	printf("  %-32s %-4s %s (kernel.bpf_stats_enabled=%d now)\n",
 	       probe_feature_desc(PROBE_BPF_STATS), yesno(r->feat[PROBE_BPF_STATS].ok),
 	       r->feat[PROBE_BPF_STATS].ok ? "can be enabled" : r->feat[PROBE_BPF_STATS].detail,

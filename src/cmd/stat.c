@@ -14,6 +14,7 @@
 #include "disks.h"
 #include "err.h"
 #include "json.h"
+#include "printable.h"
 
 #define STAT_MAX_DISKS 64
 
@@ -136,7 +137,7 @@ static void json_device(struct jw *jw, const struct ds_dev *d, const struct ds_m
 static void text_op_row(const char *dev, const char *op, double ops, double kb, double rqm,
 			double rqm_pct, double await, double areq, bool has_rqm)
 {
-	printf("%-12s %-7s %9.2f %10.2f", dev, op, ops, kb);
+	printf("%-12s %-7s %9.2f %10.2f", printable(dev), op, ops, kb);
 	if (has_rqm)
 		printf(" %8.2f %6.2f", rqm, rqm_pct);
 	else

@@ -35,6 +35,7 @@
 #include "iospan_types.h"
 #include "json.h"
 #include "ksyms.h"
+#include "printable.h"
 #include "probe.h"
 #include "units.h"
 #include "top.skel.h"
@@ -959,11 +960,11 @@ static const char *cgroup_cell(struct top_ctx *c, uint64_t cgid, size_t width, c
 
 	describe_cgroup(c, cgid, &d);
 	if (d.has_ct)
-		snprintf(buf, len, "%s", d.ct.id);
+		snprintf(buf, len, "%s", printable(d.ct.id));
 	else if (!d.path)
 		snprintf(buf, len, "cgid:%" PRIu64, cgid);
 	else
-		snprintf(buf, len, "%s", trunc_left(d.path, width, tmp, sizeof(tmp)));
+		snprintf(buf, len, "%s", trunc_left(printable(d.path), width, tmp, sizeof(tmp)));
 	return buf;
 }
 
@@ -1052,9 +1053,9 @@ static void print_file_row(struct top_ctx *c, const struct report *rep, const st
 	row_disk_name(c, r, dname, sizeof(dname));
 	marks(r->flags, mk);
 	if (ino_special(r->key.ino))
-		snprintf(id, sizeof(id), "%s %s", dname, kind_name(r->key.ino));
+		snprintf(id, sizeof(id), "%s %s", printable(dname), kind_name(r->key.ino));
 	else
-		snprintf(id, sizeof(id), "%s ino %" PRIu64, dname, (uint64_t)r->key.ino);
+		snprintf(id, sizeof(id), "%s ino %" PRIu64, printable(dname), (uint64_t)r->key.ino);
 	printf("  %-31.31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", id, mk,
 	       bytes_cell(rep, r->fs_read, b[0], UNITS_BUF),
 	       bytes_cell(rep, r->fs_write, b[1], UNITS_BUF),
@@ -1068,7 +1069,7 @@ static void print_file_row(struct top_ctx *c, const struct report *rep, const st
 		path = file_path(c, r->key.dev, r->key.ino);
 	if (!path)
 		path = "(path not captured)";
-	printf("      %s\n", trunc_left(path, 93, pbuf, sizeof(pbuf)));
+	printf("      %s\n", trunc_left(printable(path), 93, pbuf, sizeof(pbuf)));
 }
 
 static void render_processes(struct top_ctx *c, const struct report *rep)
@@ -1087,7 +1088,8 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 		if (p->pid == TOP_PID_NONE)
 			continue;
 		shown++;
-		printf("%-7u %-12.12s %-16s %7s %8s %9s %10s %5u %8s %8s\n", p->pid, p->info.comm,
+		printf("%-7u %-12.12s %-16s %7s %8s %9s %10s %5u %8s %8s\n", p->pid,
+		       printable(p->info.comm),
 		       cgroup_cell(c, p->info.cgid, 16, cg, sizeof(cg)),
 		       bytes_cell(rep, p->sum.fs_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, p->sum.fs_write, b[1], UNITS_BUF),
@@ -1136,13 +1138,14 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 		shown++;
 		proc_info(c, wb[i].key.pid, &src);
 		proc_info(c, wb[i].key.flusher, &flusher);
-		snprintf(fl, sizeof(fl), "%s (%u)", flusher.comm, wb[i].key.flusher);
-		printf("%-7u %-12.12s %-16s %-24.24s %10s\n", wb[i].key.pid, src.comm,
+		snprintf(fl, sizeof(fl), "%s (%u)", printable(flusher.comm), wb[i].key.flusher);
+		printf("%-7u %-12.12s %-16s %-24.24s %10s\n", wb[i].key.pid, printable(src.comm),
 		       cgroup_cell(c, src.cgid, 16, cg, sizeof(cg)), fl,
 		       bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
 		path = file_path(c, wb[i].key.dev, wb[i].key.ino);
 		printf("      %s\n",
-		       trunc_left(path ? path : "(path not captured)", 93, pbuf, sizeof(pbuf)));
+		       trunc_left(path ? printable(path) : "(path not captured)", 93, pbuf,
+				  sizeof(pbuf)));
 	}
 }
 
@@ -1186,7 +1189,8 @@ static int render_nofile(struct top_ctx *c, const struct report *rep)
 		else
 			snprintf(pid, sizeof(pid), "%u", r->key.pid);
 		disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname, sizeof(dname));
-		printf("%-7s %-14.14s %-8.8s %-13s %9s %10s %8s %8s\n", pid, info.comm, dname,
+		printf("%-7s %-14.14s %-8.8s %-13s %9s %10s %8s %8s\n", pid, printable(info.comm),
+		       printable(dname),
 		       kind_name(r->key.ino), bytes_cell(rep, r->disk_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, r->disk_write, b[1], UNITS_BUF),
 		       lat_cell(r->q2c_sum, r->nr_q2c, r->q2c_max, q, sizeof(q)),
@@ -1216,7 +1220,8 @@ static void render_stalls(struct top_ctx *c)
 	for (i = 0; i < c->nr_stalls && i < c->o->max_procs; i++) {
 		const struct stall_agg *a = &c->stalls[i];
 
-		printf("%-7u %-7u %-15.15s %-16s %5" PRIu64 " %8s %8s\n", a->tid, a->tgid, a->comm,
+		printf("%-7u %-7u %-15.15s %-16s %5" PRIu64 " %8s %8s\n", a->tid, a->tgid,
+		       printable(a->comm),
 		       cgroup_cell(c, a->cgid, 16, cg, sizeof(cg)), a->count,
 		       fmt_ns(a->total_ns, tot, sizeof(tot)), fmt_ns(a->max_ns, max, sizeof(max)));
 		for (j = 0; j < a->nr_ips; j++)
@@ -1268,7 +1273,7 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 			snprintf(cov, sizeof(cov), "%.1f%%", pct(seen, ds));
 			snprintf(att, sizeof(att), "%.1f%%", pct(attr, ds));
 		}
-		printf("%-8.8s %10s %11s %9s %10s %8s %10s\n", d->name,
+		printf("%-8.8s %10s %11s %9s %10s %8s %10s\n", printable(d->name),
 		       bytes_cell(rep, d->ds_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, d->ds_write, b[1], UNITS_BUF),
 		       bytes_cell(rep, d->seen_read, b[2], UNITS_BUF),

@@ -41,6 +41,7 @@
 #include "ksyms.h"
 #include "ops.h"
 #include "perfetto.h"
+#include "printable.h"
 #include "probe.h"
 #include "units.h"
 #include "trace.skel.h"
@@ -578,7 +579,7 @@ static int build_timeline(const struct trace_rec *r, struct tl_item *v)
 		const struct trace_bio *b = &r->bios[i];
 
 		dev_name(b->dev, dn, sizeof(dn));
-		tl_add(v, &n, b->q, "Q bio#%u %s %c %" PRIu64 " + %u", i, dn, bio_dir(b),
+		tl_add(v, &n, b->q, "Q bio#%u %s %c %" PRIu64 " + %u", i, printable(dn), bio_dir(b),
 		       (uint64_t)b->sector, b->bytes / 512);
 		if (b->flags & TRACE_BIO_SPLIT)
 			tl_add(v, &n, b->q, "X bio#%u split", i);
@@ -621,12 +622,12 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		/* The pages were dirtied before tracing started: nobody to credit. */
 		printf("(dirtier unknown: pages dirtied before tracing began)");
 	else
-		printf("%s pid %u tid %u cgroup %s", r->comm[0] ? r->comm : "?", r->pid, r->tid,
-		       cgroup_name(c, r->cgid));
+		printf("%s pid %u tid %u cgroup %s", r->comm[0] ? printable(r->comm) : "?", r->pid,
+		       r->tid, printable(cgroup_name(c, r->cgid)));
 	printf(" total %s ret %" PRId64 "\n", fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])),
 	       (int64_t)r->ret);
 	path = rec_path(c, r, pbuf, sizeof(pbuf));
-	printf("  file %s (%u:%u ino %" PRIu64 ")", path ? path : "?", KDEV_MAJOR(r->dev),
+	printf("  file %s (%u:%u ino %" PRIu64 ")", path ? printable(path) : "?", KDEV_MAJOR(r->dev),
 	       KDEV_MINOR(r->dev), (uint64_t)r->ino);
 	if (r->offset >= 0)
 		printf(" offset %" PRId64, (int64_t)r->offset);
@@ -668,7 +669,7 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 
 		printf("    bio#%-2u %-8s %c sector %-10" PRIu64 " %5s q2g %s g2i %s i2d %s "
 		       "d2c %s",
-		       i, dev_name(bi->dev, dn, sizeof(dn)), bio_dir(bi), (uint64_t)bi->sector,
+		       i, printable(dev_name(bi->dev, dn, sizeof(dn))), bio_dir(bi), (uint64_t)bi->sector,
 		       fmt_bytes(bi->bytes, b[0], sizeof(b[0])),
 		       fmt_dur(bi->g - bi->q, b[1], sizeof(b[1])),
 		       fmt_dur(bi->i - bi->g, b[2], sizeof(b[2])),

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "json.h"
+#include "printable.h"
 
 #define JW_MAX_DEPTH 32
 
@@ -92,12 +93,24 @@ void jw_end_array(struct jw *jw)
 	jw_close(jw, ']');
 }
 
+/*
+ * Any byte string as a JSON string, always valid UTF-8: names from the kernel need not
+ * be. Each byte that is not part of well-formed UTF-8 becomes U+FFFD, the replacement
+ * character; control characters are escaped.
+ */
 static void jw_quoted(struct jw *jw, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t n;
 
 	fputc('"', jw->out);
-	for (; *p; p++) {
+	while (*p) {
+		n = utf8_char_len((const char *)p);
+		if (n > 1) {
+			fwrite(p, 1, n, jw->out);
+			p += n;
+			continue;
+		}
 		switch (*p) {
 		case '"':
 			fputs("\\\"", jw->out);
@@ -115,11 +128,14 @@ static void jw_quoted(struct jw *jw, const char *s)
 			fputs("\\r", jw->out);
 			break;
 		default:
-			if (*p < 0x20 || *p == 0x7f)
+			if (!n)
+				fputs("\xef\xbf\xbd", jw->out); /* U+FFFD */
+			else if (*p < 0x20 || *p == 0x7f)
 				fprintf(jw->out, "\\u%04x", *p);
 			else
 				fputc(*p, jw->out);
 		}
+		p++;
 	}
 	fputc('"', jw->out);
 }

@@ -73,6 +73,24 @@ static void test_escaping(void **state)
 	buf_close(&b);
 }
 
+/* Names from the kernel need not be UTF-8: the output always is (U+FFFD per bad byte). */
+static void test_invalid_utf8(void **state)
+{
+	struct buf b;
+
+	buf_open(&b);
+	/* Valid 2-, 3- and 4-byte characters pass; a lone byte, a cut character, an
+	 * overlong form, a surrogate and a code point above U+10FFFF do not. */
+	jw_string(b.jw, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\xff|\xe2\x82|\xc0\xaf|"
+			"\xed\xa0\x80|\xf4\x90\x80\x80|\x1b[2J");
+	assert_string_equal(buf_text(&b),
+			    "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\xef\xbf\xbd|"
+			    "\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd|"
+			    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|"
+			    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|\\u001b[2J\"\n");
+	buf_close(&b);
+}
+
 static void test_floats(void **state)
 {
 	struct buf b;
@@ -110,6 +128,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_invalid_utf8),
 		cmocka_unit_test(test_floats),
 		cmocka_unit_test(test_lines),
 	};
