@@ -1454,6 +1454,12 @@ static int trace_setup(struct trace_ctx *c)
 	uint64_t end_io = 0;
 	int err;
 
+	/* A file that cannot be written is said before anything is loaded. */
+	if (o->perfetto_path) {
+		err = perfetto_open(&c->pf, o->perfetto_path);
+		if (err)
+			return fail(err, "cannot write %s: %s", o->perfetto_path, strerror(-err));
+	}
 	probe_setup_libbpf_print();
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0)
@@ -1528,11 +1534,6 @@ static int trace_setup(struct trace_ctx *c)
 	c->rb = ring_buffer__new(bpf_map__fd(s->maps.events), on_record, c, NULL);
 	if (!c->rb)
 		return fail(-errno, "cannot open the ring buffer: %s", strerror(errno));
-	if (o->perfetto_path) {
-		err = perfetto_open(&c->pf, o->perfetto_path);
-		if (err)
-			return fail(err, "cannot write %s: %s", o->perfetto_path, strerror(-err));
-	}
 	attach_plan_print(c->hooks, c->nr_hooks, NULL);
 	return 0;
 }
@@ -1578,30 +1579,35 @@ static int trace_run(struct trace_ctx *c)
 		err = ring_buffer__poll(c->rb, ms);
 		if (err < 0 && err != -EINTR)
 			return fail(err, "cannot read the ring buffer: %s", strerror(-err));
+		/* A trace file that lost a write is broken: stop, with the report so far. */
+		if (perfetto_error(c->pf))
+			break;
 	}
 	/* What is already in the ring buffer belongs to the run. */
-	ring_buffer__consume(c->rb);
+	if (!perfetto_error(c->pf))
+		ring_buffer__consume(c->rb);
 	now = now_ns(CLOCK_MONOTONIC);
 	err = summary(c, (now - c->last_summary) / 1e9, true);
 	if (err)
 		return err;
 	print_accounts(c);
+	err = perfetto_close(c->pf);
+	c->pf = NULL;
+	if (err)
+		return fail(err, "cannot write %s: %s; the trace file is incomplete",
+			    o->perfetto_path, strerror(-err));
 	return 0;
 }
 
 static void trace_cleanup(struct trace_ctx *c)
 {
 	struct lanes *l, *next;
-	int err;
 
 	ring_buffer__free(c->rb);
 	attach_plan_detach(c->hooks, c->nr_hooks);
 	trace_bpf__destroy(c->skel);
-	if (c->pf) {
-		err = perfetto_close(c->pf);
-		if (err)
-			warn("writing %s failed: %s", c->o->perfetto_path, strerror(-err));
-	}
+	/* After a failure reported already: what the file lacks is no news. */
+	perfetto_close(c->pf);
 	for (l = c->lanes; l; l = next) {
 		next = l->next;
 		free(l);

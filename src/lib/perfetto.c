@@ -8,6 +8,8 @@
 struct perfetto {
 	FILE *out;
 	struct jw *jw;
+	/* The first write error (-errno), 0 while everything was written. */
+	int err;
 	/* Tracks already named: (pid << 32 | tid), tid 0 for a process. */
 	uint64_t *named;
 	size_t nr_named, cap_named;
@@ -43,18 +45,37 @@ cleanup:
 	return ret;
 }
 
+/*
+ * Notes the first failed write, with its errno: stdio sets the error flag (and errno)
+ * when a write fails, and this is called right after each event is written.
+ */
+static void check_written(struct perfetto *pf)
+{
+	if (!pf->err && ferror(pf->out))
+		pf->err = errno ? -errno : -EIO;
+}
+
+int perfetto_error(const struct perfetto *pf)
+{
+	return pf ? pf->err : 0;
+}
+
 int perfetto_close(struct perfetto *pf)
 {
-	int ret = 0;
+	int ret;
 
 	if (!pf)
 		return 0;
 	jw_end_array(pf->jw);
 	jw_end_object(pf->jw);
-	if (ferror(pf->out))
-		ret = -EIO;
-	if (fclose(pf->out))
-		ret = -EIO;
+	errno = 0;
+	if (fflush(pf->out) && !pf->err)
+		pf->err = errno ? -errno : -EIO;
+	check_written(pf);
+	errno = 0;
+	if (fclose(pf->out) && !pf->err)
+		pf->err = errno ? -errno : -EIO;
+	ret = pf->err;
 	jw_free(pf->jw);
 	free(pf->named);
 	free(pf);
@@ -95,6 +116,7 @@ static void metadata(struct perfetto *pf, const char *what, uint32_t pid, uint32
 	jw_kv_string(pf->jw, "name", name);
 	jw_end_object(pf->jw);
 	jw_end_object(pf->jw);
+	check_written(pf);
 }
 
 void perfetto_process(struct perfetto *pf, uint32_t pid, const char *name)
@@ -145,4 +167,5 @@ void perfetto_end(struct perfetto *pf)
 {
 	jw_end_object(pf->jw); /* args */
 	jw_end_object(pf->jw); /* the event */
+	check_written(pf);
 }

@@ -15,8 +15,13 @@ struct perfetto;
 
 /* Creates @path; -errno if it cannot be written. */
 int perfetto_open(struct perfetto **pf, const char *path);
-/* Writes the closing brackets and closes the file; -EIO if anything failed to write. */
+/*
+ * Writes the closing brackets and closes the file; the -errno of the first write that
+ * failed (ENOSPC on a full disk...), 0 if the file is complete.
+ */
 int perfetto_close(struct perfetto *pf);
+/* The -errno of the first write that failed so far, 0 if none. */
+int perfetto_error(const struct perfetto *pf);
 
 /* Names a process / thread track (once per id; repeated calls are ignored). */
 void perfetto_process(struct perfetto *pf, uint32_t pid, const char *name);
