@@ -40,8 +40,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Owner of bios that the filters (-p, --cgroup) exclude: their completion is skipped. */
 #define PID_FILTERED 0xffffffffU
 
-enum { SYS_NONE, SYS_READ, SYS_WRITE };
-
 /* Load-time configuration: features that are off cost nothing. */
 const volatile __u32 filter_pid = 0;
 const volatile bool filter_cgroup = false;
@@ -52,6 +50,8 @@ const volatile __u64 stall_ns = 0;
 const volatile __u64 iomap_dio_end_io = 0; /* address of iomap_dio_bio_end_io, 0 if unknown */
 const volatile __u32 page_size = 4096;
 const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not news */
+/* By syscall number: SYS_READ or SYS_WRITE for the syscalls traced, SYS_NONE otherwise. */
+const volatile __u8 sys_op[SYS_NR_TABLE] = {};
 
 /* Report generation, advanced by user space at each report (selects the max slot). */
 __u32 max_gen;
@@ -377,28 +377,27 @@ static __always_inline int sys_exit(long ret)
 	return 0;
 }
 
-#define SYSCALL_PAIR(name, op)                                      \
-	SEC("tracepoint/syscalls/sys_enter_" #name)                 \
-	int top_enter_##name(struct syscall_trace_enter *ctx) \
-	{                                                           \
-		return sys_enter(ctx->args[0], op);                 \
-	}                                                           \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                  \
-	int top_exit_##name(struct syscall_trace_exit *ctx)   \
-	{                                                           \
-		return sys_exit(ctx->ret);                          \
-	}
+/*
+ * One program for all the syscall tracepoints, attached to each (top.c): the verifier
+ * checks it once, not once per syscall. It tells them apart by syscall number.
+ */
+SEC("tracepoint")
+int top_sys_enter(struct syscall_trace_enter *ctx)
+{
+	int nr = ctx->nr;
+	__u8 op;
 
-SYSCALL_PAIR(read, SYS_READ)
-SYSCALL_PAIR(pread64, SYS_READ)
-SYSCALL_PAIR(readv, SYS_READ)
-SYSCALL_PAIR(preadv, SYS_READ)
-SYSCALL_PAIR(preadv2, SYS_READ)
-SYSCALL_PAIR(write, SYS_WRITE)
-SYSCALL_PAIR(pwrite64, SYS_WRITE)
-SYSCALL_PAIR(writev, SYS_WRITE)
-SYSCALL_PAIR(pwritev, SYS_WRITE)
-SYSCALL_PAIR(pwritev2, SYS_WRITE)
+	if (nr < 0 || nr >= SYS_NR_TABLE)
+		return 0;
+	op = sys_op[nr];
+	return op ? sys_enter(ctx->args[0], op) : 0;
+}
+
+SEC("tracepoint")
+int top_sys_exit(struct syscall_trace_exit *ctx)
+{
+	return sys_exit(ctx->ret);
+}
 
 /* ------------------------------------------------------ FS: mmap, dirtying, async DIO */
 

@@ -57,6 +57,8 @@ const volatile bool trace_aio = false;
 const volatile __u32 aio_ops = 0; /* bit 0 aio_read, bit 1 aio_write */
 const volatile __u64 iomap_dio_end_io = 0;
 const volatile __u32 page_size = 4096;
+/* By syscall number: TRACE_OP_* + 1 for the syscalls traced, 0 otherwise. */
+const volatile __u8 sys_op[SYS_NR_TABLE] = {};
 /* sched_switch is attached: each off-CPU period is timed (else: scheduler counters). */
 const volatile bool offcpu_periods = false;
 /* kernel.task_delayacct is on: the thread's delays->blkio_delay is kept up to date. */
@@ -767,36 +769,95 @@ static __always_inline int sys_exit(long ret)
 	return 0;
 }
 
-#define SYS_EXIT(name)                                              \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                  \
-	int trace_exit_##name(struct syscall_trace_exit *ctx) \
-	{                                                           \
-		return sys_exit(ctx->ret);                          \
+/*
+ * A few programs serve all the syscall tracepoints, each attached to several (trace.c):
+ * the verifier checks each once, not once per syscall. They tell the syscalls apart by
+ * number. The kernel refuses to attach a program that reads past a tracepoint's record,
+ * which holds as many arguments as the syscall has: hence one program per number of
+ * arguments read, @nargs (a constant: the reads past it are compiled out).
+ */
+static __always_inline int sys_enter_args(struct syscall_trace_enter *ctx, const int nargs)
+{
+	__s64 offset = -1;
+	__u64 bytes = 0;
+	bool use_pos = false;
+	int nr = ctx->nr;
+	__u32 op;
+
+	if (nr < 0 || nr >= SYS_NR_TABLE || !sys_op[nr])
+		return 0;
+	op = sys_op[nr] - 1;
+	switch (op) {
+	case TRACE_OP_READ:
+	case TRACE_OP_WRITE:
+		if (nargs < 3)
+			return 0;
+		bytes = ctx->args[2];
+		use_pos = true;
+		break;
+	case TRACE_OP_READV:
+	case TRACE_OP_WRITEV:
+		use_pos = true;
+		break;
+	case TRACE_OP_PREAD64:
+	case TRACE_OP_PWRITE64:
+		if (nargs < 4)
+			return 0;
+		offset = ctx->args[3];
+		bytes = ctx->args[2];
+		break;
+	case TRACE_OP_PREADV:
+	case TRACE_OP_PWRITEV:
+		if (nargs < 4)
+			return 0;
+		offset = ctx->args[3];
+		break;
+	case TRACE_OP_PREADV2:
+	case TRACE_OP_PWRITEV2:
+		if (nargs < 4)
+			return 0;
+		/* With offset -1 they use (and move) the file position. */
+		offset = ctx->args[3];
+		use_pos = offset == -1;
+		break;
+	case TRACE_OP_SYNC_FILE_RANGE:
+		if (nargs < 4)
+			return 0;
+		offset = ctx->args[1];
+		bytes = ctx->args[2];
+		break;
+	default: /* fsync, fdatasync */
+		break;
 	}
+	return sys_enter(ctx->args[0], op, offset, bytes, use_pos);
+}
 
-/* @off: expression of the offset; @pos: true if the file position is the offset. */
-#define SYS_PAIR(name, op, off, bytes, pos)                           \
-	SEC("tracepoint/syscalls/sys_enter_" #name)                   \
-	int trace_enter_##name(struct syscall_trace_enter *ctx) \
-	{                                                             \
-		return sys_enter(ctx->args[0], op, off, bytes, pos);  \
-	}                                                             \
-	SYS_EXIT(name)
+/* fsync, fdatasync */
+SEC("tracepoint")
+int trace_sys_enter1(struct syscall_trace_enter *ctx)
+{
+	return sys_enter_args(ctx, 1);
+}
 
-SYS_PAIR(read, TRACE_OP_READ, -1, ctx->args[2], true)
-SYS_PAIR(write, TRACE_OP_WRITE, -1, ctx->args[2], true)
-SYS_PAIR(pread64, TRACE_OP_PREAD64, ctx->args[3], ctx->args[2], false)
-SYS_PAIR(pwrite64, TRACE_OP_PWRITE64, ctx->args[3], ctx->args[2], false)
-SYS_PAIR(readv, TRACE_OP_READV, -1, 0, true)
-SYS_PAIR(writev, TRACE_OP_WRITEV, -1, 0, true)
-SYS_PAIR(preadv, TRACE_OP_PREADV, ctx->args[3], 0, false)
-SYS_PAIR(pwritev, TRACE_OP_PWRITEV, ctx->args[3], 0, false)
-/* preadv2/pwritev2 with offset -1 use (and move) the file position. */
-SYS_PAIR(preadv2, TRACE_OP_PREADV2, ctx->args[3], 0, (long)ctx->args[3] == -1)
-SYS_PAIR(pwritev2, TRACE_OP_PWRITEV2, ctx->args[3], 0, (long)ctx->args[3] == -1)
-SYS_PAIR(fsync, TRACE_OP_FSYNC, -1, 0, false)
-SYS_PAIR(fdatasync, TRACE_OP_FDATASYNC, -1, 0, false)
-SYS_PAIR(sync_file_range, TRACE_OP_SYNC_FILE_RANGE, ctx->args[1], ctx->args[2], false)
+/* read, write, readv, writev */
+SEC("tracepoint")
+int trace_sys_enter3(struct syscall_trace_enter *ctx)
+{
+	return sys_enter_args(ctx, 3);
+}
+
+/* pread64, pwrite64, preadv, pwritev, preadv2, pwritev2, sync_file_range */
+SEC("tracepoint")
+int trace_sys_enter4(struct syscall_trace_enter *ctx)
+{
+	return sys_enter_args(ctx, 4);
+}
+
+SEC("tracepoint")
+int trace_sys_exit(struct syscall_trace_exit *ctx)
+{
+	return sys_exit(ctx->ret);
+}
 
 /* ------------------------------------------------------------------ page cache */
 

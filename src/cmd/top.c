@@ -35,6 +35,7 @@
 #include "iospan_types.h"
 #include "json.h"
 #include "ksyms.h"
+#include "ops.h"
 #include "printable.h"
 #include "probe.h"
 #include "units.h"
@@ -1703,12 +1704,36 @@ cleanup:
 
 /* ------------------------------------------------------------------ set-up */
 
-#define SYSCALL_HOOKS(s, nm, req)                                                                 \
-	{.name = "sys_enter_" #nm, .optional = !(req), .v = {{.prog = s->progs.top_enter_##nm}}}, \
-	{                                                                                         \
-		.name = "sys_exit_" #nm, .optional = !(req),                                      \
-		.v = { {.prog = s->progs.top_exit_##nm} }                                         \
+/* Both syscall programs serve every syscall tracepoint: attached by hand, by name. */
+#define SYSCALL_HOOKS(s, nm, req)                                                \
+	{.name = "sys_enter_" #nm,                                               \
+	 .optional = !(req),                                                     \
+	 .v = {{.prog = s->progs.top_sys_enter,                                  \
+		.mode = ATTACH_TRACEPOINT,                                       \
+		.target = "syscalls/sys_enter_" #nm}}},                          \
+	{                                                                        \
+		.name = "sys_exit_" #nm, .optional = !(req),                     \
+		.v = { {.prog = s->progs.top_sys_exit,                           \
+			.mode = ATTACH_TRACEPOINT,                               \
+			.target = "syscalls/sys_exit_" #nm} }                    \
 	}
+
+/* The syscall programs' table (top.bpf.c): which syscall reads, which writes. */
+static void fill_sys_ops(struct top_bpf *s)
+{
+	static const char *const reads[] = {"read", "pread64", "readv", "preadv", "preadv2"};
+	static const char *const writes[] = {"write", "pwrite64", "writev", "pwritev",
+					     "pwritev2"};
+	size_t i;
+	int nr;
+
+	for (i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+		if ((nr = syscall_nr(reads[i])) >= 0)
+			s->rodata->sys_op[nr] = SYS_READ;
+	for (i = 0; i < sizeof(writes) / sizeof(writes[0]); i++)
+		if ((nr = syscall_nr(writes[i])) >= 0)
+			s->rodata->sys_op[nr] = SYS_WRITE;
+}
 
 /* The hooks this run needs (c->hooks), with their variants; not chosen yet. */
 static int build_hooks(struct top_ctx *c)
@@ -1907,6 +1932,7 @@ static int top_setup(struct top_ctx *c)
 	s->rodata->iomap_dio_end_io = iomap_end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->self_tgid = getpid();
+	fill_sys_ops(s);
 	bpf_map__set_max_entries(s->maps.stats, o->max_entries);
 	bpf_map__set_max_entries(s->maps.wb, o->max_entries / 4 > 1024 ? o->max_entries / 4 : 1024);
 	bpf_map__set_max_entries(s->maps.procs,

@@ -1204,11 +1204,21 @@ static void print_accounts(struct trace_ctx *c)
 
 /* ------------------------------------------------------------------ setup */
 
-#define SYS_HOOKS(s, nm)                                                                          \
-	{.name = "sys_enter_" #nm, .optional = true, .v = {{.prog = s->progs.trace_enter_##nm}}}, \
-	{                                                                                         \
-		.name = "sys_exit_" #nm, .optional = true,                                        \
-		.v = { {.prog = s->progs.trace_exit_##nm} }                                       \
+/*
+ * The syscall programs serve several syscall tracepoints each, attached by hand, by
+ * name: sys_enter<nargs> reads that many arguments (trace.bpf.c).
+ */
+#define SYS_HOOKS(s, nm, nargs)                                                  \
+	{.name = "sys_enter_" #nm,                                               \
+	 .optional = true,                                                       \
+	 .v = {{.prog = s->progs.trace_sys_enter##nargs,                         \
+		.mode = ATTACH_TRACEPOINT,                                       \
+		.target = "syscalls/sys_enter_" #nm}}},                          \
+	{                                                                        \
+		.name = "sys_exit_" #nm, .optional = true,                       \
+		.v = { {.prog = s->progs.trace_sys_exit,                         \
+			.mode = ATTACH_TRACEPOINT,                               \
+			.target = "syscalls/sys_exit_" #nm} }                    \
 	}
 #define TP_HOOK(s, nm, hook, opt)                            \
 	{                                                    \
@@ -1306,19 +1316,19 @@ static int build_hooks(struct trace_ctx *c)
 	struct trace_bpf *s = c->skel;
 	const struct trace_opts *o = c->o;
 	struct attach_hook hooks[] = {
-		SYS_HOOKS(s, read),
-		SYS_HOOKS(s, write),
-		SYS_HOOKS(s, pread64),
-		SYS_HOOKS(s, pwrite64),
-		SYS_HOOKS(s, readv),
-		SYS_HOOKS(s, writev),
-		SYS_HOOKS(s, preadv),
-		SYS_HOOKS(s, pwritev),
-		SYS_HOOKS(s, preadv2),
-		SYS_HOOKS(s, pwritev2),
-		SYS_HOOKS(s, fsync),
-		SYS_HOOKS(s, fdatasync),
-		SYS_HOOKS(s, sync_file_range),
+		SYS_HOOKS(s, read, 3),
+		SYS_HOOKS(s, write, 3),
+		SYS_HOOKS(s, pread64, 4),
+		SYS_HOOKS(s, pwrite64, 4),
+		SYS_HOOKS(s, readv, 3),
+		SYS_HOOKS(s, writev, 3),
+		SYS_HOOKS(s, preadv, 4),
+		SYS_HOOKS(s, pwritev, 4),
+		SYS_HOOKS(s, preadv2, 4),
+		SYS_HOOKS(s, pwritev2, 4),
+		SYS_HOOKS(s, fsync, 1),
+		SYS_HOOKS(s, fdatasync, 1),
+		SYS_HOOKS(s, sync_file_range, 4),
 		FALLBACK_HOOK(s, "mm_filemap_fault", trace_fault,
 			      "page fault requests (--ops fault)"),
 		{.name = "writeback_dirty_folio",
@@ -1452,7 +1462,7 @@ static int trace_setup(struct trace_ctx *c)
 	char root[PATH_MAX];
 	struct trace_bpf *s;
 	uint64_t end_io = 0;
-	int err;
+	int err, i, nr;
 
 	/* A file that cannot be written is said before anything is loaded. */
 	if (o->perfetto_path) {
@@ -1502,6 +1512,10 @@ static int trace_setup(struct trace_ctx *c)
 	s->rodata->trace_aio = s->rodata->aio_ops && end_io;
 	s->rodata->iomap_dio_end_io = end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
+	/* The syscall programs' table (trace.bpf.c): the op of each syscall. */
+	for (i = 0; i <= TRACE_OP_SYNC_FILE_RANGE; i++)
+		if ((nr = syscall_nr(trace_op_name(i))) >= 0)
+			s->rodata->sys_op[nr] = i + 1;
 	s->rodata->offcpu_periods = o->offcpu_periods;
 	s->rodata->delayacct_on = o->delayacct;
 	if (!s->rodata->trace_aio)

@@ -39,6 +39,16 @@ enum top_ino_kind {
 /* Owner 0 is the "(unattributed)" pseudo-process of each device. */
 #define TOP_PID_NONE 0
 
+/*
+ * One BPF program serves all syscall tracepoints of a command and tells them apart by
+ * syscall number, through a table of SYS_NR_TABLE entries (above every traced syscall's
+ * number on every architecture) that user space fills before loading.
+ */
+#define SYS_NR_TABLE 512
+
+/* What a syscall traced by top does: its entry in top's table (SYS_NONE: not traced). */
+enum top_sys_op { SYS_NONE, SYS_READ, SYS_WRITE };
+
 /* top_stat.flags and top_owner.flags */
 enum top_flags {
 	TOP_F_DIRECT = 1 << 0,	  /* direct I/O (O_DIRECT or iomap DIO) */

@@ -675,6 +675,51 @@ int attach_hooks_dup(const struct attach_hook *hooks, int n, struct attach_hook 
 	return 0;
 }
 
+/* Whether the skeleton attaches @v itself: its program's section names this very target. */
+static bool variant_auto_attached(const struct attach_variant *v)
+{
+	struct attach_variant by_sec = {.prog = v->prog};
+
+	variant_resolve(&by_sec);
+	return by_sec.mode == v->mode && by_sec.target && v->target &&
+	       !strcmp(by_sec.target, v->target);
+}
+
+/*
+ * Attaches @v to its target, also where its program's section does not name that
+ * target: a program can serve several hooks (the syscall tracepoints).
+ */
+static struct bpf_link *variant_attach(const struct attach_variant *v)
+{
+	const char *slash;
+	char cat[64];
+
+	if (variant_auto_attached(v))
+		return bpf_program__attach(v->prog);
+	switch (v->mode) {
+	case ATTACH_TRACEPOINT:
+		slash = strchr(v->target, '/');
+		if (!slash || (size_t)(slash - v->target) >= sizeof(cat))
+			break;
+		memcpy(cat, v->target, slash - v->target);
+		cat[slash - v->target] = '\0';
+		return bpf_program__attach_tracepoint(v->prog, cat, slash + 1);
+	case ATTACH_RAW_TP:
+		return bpf_program__attach_raw_tracepoint(v->prog, v->target);
+	default:
+		break;
+	}
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/* Whether attach_plan_attach() attaches @h (the skeleton leaves it alone). */
+static bool attached_by_plan(const struct attach_hook *h)
+{
+	return h->chosen >= 0 && h->v[h->chosen].prog &&
+	       (h->backup >= 0 || !variant_auto_attached(&h->v[h->chosen]));
+}
+
 int attach_plan_choose(struct attach_hook *hooks, int n)
 {
 	char why[256];
@@ -701,14 +746,6 @@ int attach_plan_choose(struct attach_hook *hooks, int n)
 					h->backup = j;
 			}
 		}
-		/* Everything not chosen stays unloaded, so it is never attached either. */
-		for (j = 0; j < ATTACH_MAX_VARIANTS && !variant_end(&h->v[j]); j++)
-			if (h->v[j].prog) {
-				bpf_program__set_autoload(h->v[j].prog,
-							  j == h->chosen || j == h->backup);
-				/* attach_plan_attach() attaches a hook with a backup. */
-				bpf_program__set_autoattach(h->v[j].prog, h->backup < 0);
-			}
 		if (h->chosen < 0 && !h->optional) {
 			fail_usage("missing kernel feature: cannot attach '%s' here (%s); "
 				   "see 'iospan doctor'",
@@ -717,6 +754,25 @@ int attach_plan_choose(struct attach_hook *hooks, int n)
 		}
 		if (h->chosen < 0)
 			info("attach plan: optional hook '%s' disabled (%s)", h->name, why);
+	}
+	/*
+	 * Everything not chosen stays unloaded, so it is never attached either. A program
+	 * that serves several hooks loads if any of them chose it.
+	 */
+	for (i = 0; i < n; i++)
+		for (j = 0; j < ATTACH_MAX_VARIANTS && !variant_end(&hooks[i].v[j]); j++)
+			if (hooks[i].v[j].prog)
+				bpf_program__set_autoload(hooks[i].v[j].prog, false);
+	for (i = 0; i < n; i++) {
+		struct attach_hook *h = &hooks[i];
+		int tries[2] = {h->chosen, h->backup}, k;
+
+		for (k = 0; k < 2; k++) {
+			if (tries[k] < 0 || !h->v[tries[k]].prog)
+				continue;
+			bpf_program__set_autoload(h->v[tries[k]].prog, true);
+			bpf_program__set_autoattach(h->v[tries[k]].prog, !attached_by_plan(h));
+		}
 	}
 	return 0;
 }
@@ -729,11 +785,11 @@ int attach_plan_attach(struct attach_hook *hooks, int n)
 		struct attach_hook *h = &hooks[i];
 		int tries[2] = {h->chosen, h->backup}, k;
 
-		if (h->backup < 0 || h->link)
+		if (!attached_by_plan(h) || h->link)
 			continue;
 		err = 0;
-		for (k = 0; k < 2 && !h->link; k++) {
-			h->link = bpf_program__attach(h->v[tries[k]].prog);
+		for (k = 0; k < 2 && tries[k] >= 0 && !h->link; k++) {
+			h->link = variant_attach(&h->v[tries[k]]);
 			if (h->link) {
 				h->chosen = tries[k];
 				break;

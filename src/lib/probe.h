@@ -122,7 +122,9 @@ enum attach_mode {
  * One way to attach a hook. With ATTACH_AUTO, mode and target are taken from
  * bpf_program__section_name(): "tp_btf/block_rq_complete" gives ATTACH_TP_BTF and
  * "block_rq_complete". @prog may be NULL to evaluate a plan without a skeleton
- * (doctor does this); a variant with neither prog nor mode ends the list.
+ * (doctor does this); a variant with neither prog nor mode ends the list. A program
+ * may serve several hooks, each variant naming its own target (ATTACH_TRACEPOINT or
+ * ATTACH_RAW_TP): one program verified once for all the syscall tracepoints.
  */
 struct attach_variant {
 	struct bpf_program *prog;
@@ -142,7 +144,7 @@ struct attach_hook {
 	 * refused at attach (more arguments than the architecture passes, notrace).
 	 */
 	int backup;
-	struct bpf_link *link; /* set by attach_plan_attach() for hooks with a backup */
+	struct bpf_link *link; /* set by attach_plan_attach() for the hooks it attaches */
 };
 
 /*
@@ -162,7 +164,8 @@ const char *attach_mode_name(enum attach_mode mode);
 /*
  * Call between skeleton open and load. For each hook, keeps the first variant whose
  * feature works and whose target exists, and disables autoload of every other
- * variant; ATTACH_AUTO variants get their resolved mode and target written back (the
+ * variant (a program serving several hooks loads if one of them chose it); ATTACH_AUTO
+ * variants get their resolved mode and target written back (the
  * target points into the program's section name). A required hook with no usable
  * variant is reported with fail_usage()
  * (missing kernel feature, exit 2) and -EOPNOTSUPP is returned.
@@ -170,8 +173,9 @@ const char *attach_mode_name(enum attach_mode mode);
 int attach_plan_choose(struct attach_hook *hooks, int n);
 
 /*
- * Call after the skeleton's attach: attaches the hooks that have a backup variant (the
- * skeleton leaves them alone), the chosen one first, the backup if it is refused. A
+ * Call after the skeleton's attach: attaches the hooks the skeleton leaves alone, those
+ * with a backup variant (the chosen one first, the backup if it is refused) and those
+ * whose program's section does not name their target (programs serving several). A
  * required hook that attaches in no way fails (-errno, reported); an optional one is
  * disabled and said so under -v. attach_plan_detach() releases the links.
  */
