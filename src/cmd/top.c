@@ -2069,6 +2069,7 @@ static int top_run(struct top_ctx *c)
 static void top_cleanup(struct top_ctx *c)
 {
 	ring_buffer__free(c->rb);
+	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
 	attach_plan_detach(c->hooks, c->nr_hooks);
 	top_bpf__destroy(c->skel);
 	free(c->hooks);

@@ -1618,6 +1618,7 @@ static void trace_cleanup(struct trace_ctx *c)
 	struct lanes *l, *next;
 
 	ring_buffer__free(c->rb);
+	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
 	attach_plan_detach(c->hooks, c->nr_hooks);
 	trace_bpf__destroy(c->skel);
 	/* After a failure reported already: what the file lacks is no news. */

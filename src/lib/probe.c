@@ -23,6 +23,7 @@
 #include "json.h"
 #include "probe.h"
 #include "probe.skel.h"
+#include "skel.h"
 
 #define TRACEFS_DIR	    "/sys/kernel/tracing"
 #define DEBUGFS_TRACING_DIR "/sys/kernel/debug/tracing"
@@ -232,7 +233,8 @@ static int probe_program(const struct probe_def *def, struct probe_result *res)
 	}
 	result_ok(res, "loaded and attached");
 cleanup:
-	bpf_link__destroy(link);
+	/* A classic tracepoint takes an RCU grace period to let go: not on the start-up path. */
+	link_destroy_async(link);
 	probe_bpf__destroy(skel);
 	return err;
 }

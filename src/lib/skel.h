@@ -40,4 +40,22 @@
 		__o;                                                                           \
 	})
 
+/*
+ * Detaching. Closing a classic tracepoint's perf event waits for RCU grace periods
+ * (tracepoint_synchronize_unregister(), 30-150 ms each): one after the other, a command's
+ * 30 hooks took 1.5 s to let go at exit. These destroy links side by side, in threads,
+ * so the waits overlap.
+ */
+
+/* Destroys @links[0..n) (NULL entries skipped) and returns when all are gone. */
+void links_destroy(struct bpf_link **links, size_t n);
+/* Destroys @link in the background; skel_detach() waits for it. */
+void link_destroy_async(struct bpf_link *link);
+/*
+ * Destroys every link of skeleton @s (may be NULL) and of @hooks, and those given to
+ * link_destroy_async(), together; the pointers are left NULL, so the skeleton's
+ * destroy and attach_plan_detach() have nothing left to do.
+ */
+void skel_detach(struct bpf_object_skeleton *s, struct attach_hook *hooks, int nr_hooks);
+
 #endif
