@@ -1903,13 +1903,14 @@ static int top_setup(struct top_ctx *c)
 	c->stalls = calloc(MAX_STALLS, sizeof(*c->stalls));
 	if (!c->stalls)
 		return fail(-ENOMEM, "out of memory");
-	err = ksyms_load(NULL, &c->ksyms);
+	/* One address now; the symbols for stacks are read meanwhile, for the report. */
+	err = ksyms_lookup(NULL, "iomap_dio_bio_end_io", &iomap_end_io);
 	if (err)
 		warn("kernel symbols unavailable (%s): stacks stay numeric, and direct I/O "
 		     "re-submitted by kernel threads is credited to them",
 		     strerror(-err));
-	else
-		iomap_end_io = ksyms_addr(c->ksyms, "iomap_dio_bio_end_io");
+	else if (o->stall_ns)
+		ksyms_load_async(NULL, &c->ksyms);
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
 	err = fspath_cache_new(&c->fspaths);

@@ -1458,7 +1458,6 @@ int trace_plan(plan_show_fn show, void *arg)
 static int trace_setup(struct trace_ctx *c)
 {
 	const struct trace_opts *o = c->o;
-	struct ksyms *ks = NULL;
 	char root[PATH_MAX];
 	struct trace_bpf *s;
 	uint64_t end_io = 0;
@@ -1478,14 +1477,11 @@ static int trace_setup(struct trace_ctx *c)
 	c->prev = calloc(TRACE_OP_NR, sizeof(*c->prev));
 	if (!c->pcpu || !c->prev || fspath_cache_new(&c->paths))
 		return fail(-ENOMEM, "out of memory");
-	err = ksyms_load(NULL, &ks);
+	err = ksyms_lookup(NULL, "iomap_dio_bio_end_io", &end_io);
 	if (err)
 		warn("kernel symbols unavailable (%s): async direct I/O and direct I/O "
 		     "re-submitted by kernel threads are not followed",
 		     strerror(-err));
-	else
-		end_io = ksyms_addr(ks, "iomap_dio_bio_end_io");
-	ksyms_free(ks);
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
 	c->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,10 @@
 #include "ksyms.h"
 
 struct ksyms {
+	/* Being filled by a thread (ksyms_load_async): ksyms_ready() waits for it. */
+	pthread_t loader;
+	bool loading;
+	const char *path;
 	struct ksym *syms;
 	size_t nr, cap;
 	/* Names and module names, NUL-separated, in chunks that never move once filled. */
@@ -54,43 +59,89 @@ static int ksym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-void ksyms_free(struct ksyms *ks)
+/* Waits for an asynchronous load to end (what it found is then in @ks). */
+static void ksyms_ready(const struct ksyms *ks)
+{
+	struct ksyms *w = (struct ksyms *)ks;
+
+	if (w && w->loading) {
+		pthread_join(w->loader, NULL);
+		w->loading = false;
+	}
+}
+
+static void ksyms_clear(struct ksyms *ks)
 {
 	size_t i;
 
-	if (!ks)
-		return;
 	for (i = 0; i < ks->nr_chunks; i++)
 		free(ks->chunks[i]);
 	free(ks->chunks);
 	free(ks->syms);
+	ks->chunks = NULL;
+	ks->syms = NULL;
+	ks->nr = ks->cap = ks->nr_chunks = ks->chunk_used = 0;
+}
+
+void ksyms_free(struct ksyms *ks)
+{
+	if (!ks)
+		return;
+	ksyms_ready(ks);
+	ksyms_clear(ks);
 	free(ks);
 }
 
-int ksyms_load(const char *path, struct ksyms **out)
+/*
+ * Splits a kallsyms line, "ffffffff81000000 T _text" or "... t name\t[module]", in
+ * place: false if it is not one.
+ */
+static bool parse_line(char *line, unsigned long long *addr, char **name, char **mod)
 {
-	char line[512], name[256], mod[128], type;
-	const char *last_mod = NULL;
-	struct ksyms *ks;
-	bool nonzero = false;
+	char *p = line, *end;
+
+	*addr = strtoull(p, &end, 16);
+	if (end == p || *end != ' ' || !end[1] || end[2] != ' ')
+		return false;
+	*name = end + 3;
+	p = *name + strcspn(*name, " \t\n");
+	if (p == *name)
+		return false;
+	*mod = NULL;
+	if (*p == '\t' && p[1] == '[') {
+		*mod = p + 2;
+		(*mod)[strcspn(*mod, "]\n")] = '\0';
+	}
+	*p = '\0';
+	return true;
+}
+
+static FILE *ksyms_open(const char *path)
+{
+	FILE *f = fopen(path ? path : "/proc/kallsyms", "re");
+
+	/* The kernel writes it a line at a time: large reads make fewer calls. */
+	if (f)
+		setvbuf(f, NULL, _IOFBF, 256 * 1024);
+	return f;
+}
+
+/* Fills @ks (empty) from @path. */
+static int ksyms_read(struct ksyms *ks, const char *path)
+{
 	unsigned long long addr;
+	const char *last_mod = NULL;
+	char line[512], *name, *mod;
+	bool nonzero = false;
 	struct ksym *grown;
-	int err = 0, n;
+	int err = 0;
 	FILE *f;
 
-	*out = NULL;
-	f = fopen(path ? path : "/proc/kallsyms", "re");
+	f = ksyms_open(path);
 	if (!f)
 		return -errno;
-	ks = calloc(1, sizeof(*ks));
-	if (!ks) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
 	while (fgets(line, sizeof(line), f)) {
-		mod[0] = '\0';
-		n = sscanf(line, "%llx %c %255s [%127[^]]]", &addr, &type, name, mod);
-		if (n < 3)
+		if (!parse_line(line, &addr, &name, &mod))
 			continue;
 		if (ks->nr == ks->cap) {
 			size_t cap = ks->cap ? ks->cap * 2 : 65536;
@@ -110,7 +161,7 @@ int ksyms_load(const char *path, struct ksyms **out)
 			goto cleanup;
 		}
 		ks->syms[ks->nr].module = NULL;
-		if (n == 4 && mod[0]) {
+		if (mod && mod[0]) {
 			/* Module symbols come in runs: share one copy of the name per run. */
 			if (!last_mod || strcmp(last_mod, mod))
 				last_mod = ksyms_strdup(ks, mod);
@@ -123,25 +174,94 @@ int ksyms_load(const char *path, struct ksyms **out)
 		nonzero |= addr != 0;
 		ks->nr++;
 	}
-	if (!ks->nr) {
+	if (!ks->nr)
 		err = -ENOENT;
-		goto cleanup;
-	}
-	if (!nonzero) {
+	else if (!nonzero)
 		err = -EPERM;
-		goto cleanup;
-	}
-	qsort(ks->syms, ks->nr, sizeof(*ks->syms), ksym_cmp);
-	*out = ks;
-	ks = NULL;
+	else
+		qsort(ks->syms, ks->nr, sizeof(*ks->syms), ksym_cmp);
 cleanup:
-	ksyms_free(ks);
+	if (err)
+		ksyms_clear(ks);
+	fclose(f);
+	return err;
+}
+
+int ksyms_load(const char *path, struct ksyms **out)
+{
+	struct ksyms *ks;
+	int err;
+
+	*out = NULL;
+	ks = calloc(1, sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	err = ksyms_read(ks, path);
+	if (err) {
+		free(ks);
+		return err;
+	}
+	*out = ks;
+	return 0;
+}
+
+static void *ksyms_loader(void *arg)
+{
+	struct ksyms *ks = arg;
+
+	ksyms_read(ks, ks->path);
+	return NULL;
+}
+
+int ksyms_load_async(const char *path, struct ksyms **out)
+{
+	struct ksyms *ks;
+
+	*out = NULL;
+	ks = calloc(1, sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	ks->path = path;
+	ks->loading = !pthread_create(&ks->loader, NULL, ksyms_loader, ks);
+	if (!ks->loading)
+		ksyms_read(ks, path);
+	*out = ks;
+	return 0;
+}
+
+int ksyms_lookup(const char *path, const char *name, uint64_t *addr)
+{
+	unsigned long long a;
+	char line[512], *sym, *mod;
+	bool any = false, nonzero = false;
+	int err = 0;
+	FILE *f;
+
+	*addr = 0;
+	f = ksyms_open(path);
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (!parse_line(line, &a, &sym, &mod))
+			continue;
+		any = true;
+		nonzero |= a != 0;
+		if (!strcmp(sym, name)) {
+			*addr = a;
+			break;
+		}
+	}
+	if (!any)
+		err = -ENOENT;
+	else if (!nonzero)
+		err = -EPERM;
 	fclose(f);
 	return err;
 }
 
 size_t ksyms_count(const struct ksyms *ks)
 {
+	ksyms_ready(ks);
 	return ks ? ks->nr : 0;
 }
 
@@ -149,6 +269,7 @@ const struct ksym *ksyms_find(const struct ksyms *ks, uint64_t addr, uint64_t *o
 {
 	size_t lo = 0, hi, mid;
 
+	ksyms_ready(ks);
 	if (!ks || !ks->nr || addr < ks->syms[0].addr)
 		return NULL;
 	hi = ks->nr;
@@ -172,6 +293,7 @@ uint64_t ksyms_addr(const struct ksyms *ks, const char *name)
 {
 	size_t i;
 
+	ksyms_ready(ks);
 	if (!ks)
 		return 0;
 	for (i = 0; i < ks->nr; i++)

@@ -22,7 +22,19 @@ struct ksyms;
  * root, or kernel.kptr_restrict hides them), -ENOENT if the file has no symbols.
  */
 int ksyms_load(const char *path, struct ksyms **out);
+/*
+ * Like ksyms_load(), in a thread: returns at once with *@out to use as usual (every
+ * lookup first waits for the load to end; a failed load looks up nothing). Reading all
+ * of kallsyms takes 50-150 ms, which start-up need not wait for.
+ */
+int ksyms_load_async(const char *path, struct ksyms **out);
 void ksyms_free(struct ksyms *ks);
+
+/*
+ * The address of the first symbol named @name in @path (NULL: /proc/kallsyms), read
+ * only as far as that symbol: 0 in *@addr if there is none. Errors as ksyms_load().
+ */
+int ksyms_lookup(const char *path, const char *name, uint64_t *addr);
 size_t ksyms_count(const struct ksyms *ks);
 
 /* The symbol containing @addr (the last one at or below it); NULL below the first. */
