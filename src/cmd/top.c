@@ -1893,6 +1893,7 @@ static int top_setup(struct top_ctx *c)
 	int err;
 
 	probe_setup_libbpf_print();
+	probe_prefetch();
 	/* Say what is missing, before the attach plan blames the kernel for it. */
 	err = probe_require_bpf_privileges("top");
 	if (err)

@@ -1470,6 +1470,7 @@ static int trace_setup(struct trace_ctx *c)
 			return fail(err, "cannot write %s: %s", o->perfetto_path, strerror(-err));
 	}
 	probe_setup_libbpf_print();
+	probe_prefetch();
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");

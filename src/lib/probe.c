@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,9 @@ static const struct probe_def probe_defs[PROBE_NR] = {
 
 static struct probe_result probe_cache[PROBE_NR];
 static bool probe_cached[PROBE_NR];
+/* Probes running in threads (probe_prefetch()), joined by probe_feature(). */
+static pthread_t probe_threads[PROBE_NR];
+static bool probe_running[PROBE_NR];
 
 static struct btf *vmlinux_btf;
 static int vmlinux_btf_err;
@@ -268,15 +273,11 @@ static int probe_btf(struct probe_result *res)
 	return 0;
 }
 
-int probe_feature(enum probe_feature f, struct probe_result *res)
+/* Runs the probe of @f and caches its result; -errno if it could not run at all. */
+static int probe_run(enum probe_feature f)
 {
 	struct probe_result r = {};
 	int err;
-
-	if (f >= PROBE_NR)
-		return -EINVAL;
-	if (probe_cached[f])
-		goto out;
 
 	switch (f) {
 	case PROBE_BTF:
@@ -318,7 +319,53 @@ int probe_feature(enum probe_feature f, struct probe_result *res)
 	probe_cache[f] = r;
 	probe_cached[f] = true;
 	info("probe %s: %s (%s)", probe_defs[f].name, r.ok ? "yes" : "no", r.detail);
-out:
+	return 0;
+}
+
+static void *probe_thread(void *arg)
+{
+	probe_run((enum probe_feature)(uintptr_t)arg);
+	return NULL;
+}
+
+void probe_prefetch(void)
+{
+	static const enum probe_feature common[] = {PROBE_KPTR_CAST, PROBE_TP_BTF,
+						    PROBE_TRACEPOINT};
+	size_t i;
+
+	/* Shared by the probes: parsed once, before they start. */
+	probe_vmlinux_btf();
+	for (i = 0; i < sizeof(common) / sizeof(common[0]); i++) {
+		enum probe_feature f = common[i];
+
+		if (!probe_cached[f] && !probe_running[f])
+			probe_running[f] = !pthread_create(&probe_threads[f], NULL, probe_thread,
+							   (void *)(uintptr_t)f);
+	}
+}
+
+/* Waits for the probe of @f if it runs in a thread. */
+static void probe_join(enum probe_feature f)
+{
+	if (probe_running[f]) {
+		pthread_join(probe_threads[f], NULL);
+		probe_running[f] = false;
+	}
+}
+
+int probe_feature(enum probe_feature f, struct probe_result *res)
+{
+	int err;
+
+	if (f >= PROBE_NR)
+		return -EINVAL;
+	probe_join(f);
+	if (!probe_cached[f]) {
+		err = probe_run(f);
+		if (err)
+			return err;
+	}
 	if (res)
 		*res = probe_cache[f];
 	return 0;
@@ -517,6 +564,10 @@ void probe_setup_libbpf_print(void)
 
 void probe_cleanup(void)
 {
+	int f;
+
+	for (f = 0; f < PROBE_NR; f++)
+		probe_join(f);
 	btf__free(vmlinux_btf);
 	vmlinux_btf = NULL;
 	vmlinux_btf_tried = false;

@@ -53,6 +53,12 @@ const char *probe_feature_desc(enum probe_feature f);
  * its outcome, see @res), or a negative errno if it could not run at all.
  */
 int probe_feature(enum probe_feature f, struct probe_result *res);
+/*
+ * Starts the probes every BPF command needs (kptr_cast, tp_btf, tracepoint) side by
+ * side in threads: each loads a program of its own, and one after the other they
+ * took a third of start-up. probe_feature() waits for the one it asks about.
+ */
+void probe_prefetch(void);
 /* Cached shortcut: true only if the feature was probed and works. */
 bool probe_has(enum probe_feature f);
 

@@ -9,6 +9,8 @@
 #define MAX_PENDING 8
 static pthread_t pending[MAX_PENDING];
 static int nr_pending;
+/* The probes run in threads (probe_prefetch()) and give their links from there. */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *destroy_link(void *link)
 {
@@ -31,11 +33,17 @@ static bool start_destroy(pthread_t *thread, struct bpf_link *link)
 
 void link_destroy_async(struct bpf_link *link)
 {
+	bool started = false;
+
 	if (!link)
 		return;
-	if (nr_pending < MAX_PENDING && start_destroy(&pending[nr_pending], link))
+	pthread_mutex_lock(&pending_lock);
+	if (nr_pending < MAX_PENDING && start_destroy(&pending[nr_pending], link)) {
 		nr_pending++;
-	else
+		started = true;
+	}
+	pthread_mutex_unlock(&pending_lock);
+	if (!started)
 		bpf_link__destroy(link);
 }
 
@@ -88,6 +96,8 @@ void skel_detach(struct bpf_object_skeleton *s, struct attach_hook *hooks, int n
 	if (links)
 		links_destroy(links, n);
 	free(links);
+	pthread_mutex_lock(&pending_lock);
 	while (nr_pending > 0)
 		pthread_join(pending[--nr_pending], NULL);
+	pthread_mutex_unlock(&pending_lock);
 }
