@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Start-up and stop latency of iospan's BPF commands.
+
+For each command and run: starts `iospan --json CMD` (stdout and stderr piped and read
+as they come), and measures
+  start   from the spawn to the line on stderr that says it is tracing;
+  report  from SIGINT (sent --settle seconds later) to the end of its final report on
+          stdout (top: its report document; trace: the "totals" line);
+  exit    from SIGINT to the process's exit.
+Prints the median and p90 over the runs (or one JSON document with --json).
+
+  sudo /usr/bin/python3 bench/startup.py [--runs 10] [--bin build/iospan] [top trace]
+
+Needs root. The machine should be otherwise idle: these are wall-clock times.
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def is_final_report(cmd, line):
+    """Whether @line (stdout, JSON) is the last thing @cmd prints after a stop."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return False
+    if not isinstance(doc, dict):
+        return False
+    if cmd == "top":
+        return "processes" in doc
+    return doc.get("type") == "totals"
+
+
+class Run:
+    """One run of `iospan --json CMD`: timestamps of what it printed, as it came."""
+
+    def __init__(self, binary, cmd, extra):
+        self.cmd = cmd
+        self.tracing = threading.Event()
+        self.reported = threading.Event()
+        self.t_tracing = self.t_report = None
+        self.stderr = []
+        self.t_spawn = time.monotonic()
+        self.proc = subprocess.Popen([binary, "--json", cmd] + extra, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.readers = [threading.Thread(target=self._read_stderr, daemon=True),
+                        threading.Thread(target=self._read_stdout, daemon=True)]
+        for t in self.readers:
+            t.start()
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+            if "tracing" in line and not self.tracing.is_set():
+                self.t_tracing = time.monotonic()
+                self.tracing.set()
+
+    def _read_stdout(self):
+        for line in self.proc.stdout:
+            if is_final_report(self.cmd, line) and not self.reported.is_set():
+                self.t_report = time.monotonic()
+                self.reported.set()
+
+
+def one_run(binary, cmd, settle, timeout):
+    # A long window: only the stop request ends the command.
+    extra = ["--duration", "1h"] if cmd == "top" else []
+    r = Run(binary, cmd, extra)
+    try:
+        if not r.tracing.wait(timeout):
+            raise RuntimeError("%s did not start tracing in %.0f s: %s"
+                               % (cmd, timeout, "".join(r.stderr)[-500:]))
+        time.sleep(settle)
+        t_stop = time.monotonic()
+        r.proc.send_signal(signal.SIGINT)
+        rc = r.proc.wait(timeout)
+        t_exit = time.monotonic()
+        for t in r.readers:
+            t.join(timeout)
+        if rc != 0 or not r.reported.is_set():
+            raise RuntimeError("%s exited %d %s its final report: %s"
+                               % (cmd, rc, "after" if r.reported.is_set() else "without",
+                                  "".join(r.stderr)[-500:]))
+        return {"start_s": r.t_tracing - r.t_spawn, "report_s": r.t_report - t_stop,
+                "exit_s": t_exit - t_stop}
+    finally:
+        if r.proc.poll() is None:
+            r.proc.kill()
+            r.proc.wait()
+
+
+def p90(values):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(0.9 * (len(v) - 1))))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("commands", nargs="*", metavar="top|trace",
+                    help="the commands to measure (default: both)")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--bin", default=os.environ.get("IOSPAN_BIN")
+                    or os.path.join(REPO, "build", "iospan"))
+    ap.add_argument("--settle", type=float, default=1.0,
+                    help="seconds of tracing before the stop request (default 1)")
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--json", action="store_true", help="one JSON document")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("startup.py: needs root (it loads BPF programs)")
+    a.commands = a.commands or ["top", "trace"]
+    if set(a.commands) - {"top", "trace"}:
+        sys.exit("startup.py: the commands measured are top and trace")
+    if a.runs < 1:
+        sys.exit("startup.py: --runs must be at least 1")
+
+    results = {}
+    for cmd in a.commands:
+        runs = []
+        for _ in range(a.runs):
+            try:
+                runs.append(one_run(a.bin, cmd, a.settle, a.timeout))
+            except RuntimeError as e:
+                sys.exit("startup.py: %s" % e)
+        results[cmd] = {"runs": runs}
+        for key in ("start_s", "report_s", "exit_s"):
+            vals = [r[key] for r in runs]
+            results[cmd][key] = {"median": statistics.median(vals), "p90": p90(vals),
+                                 "min": min(vals), "max": max(vals)}
+    if a.json:
+        json.dump({"bin": a.bin, "runs": a.runs, "settle_s": a.settle,
+                   "results": results}, sys.stdout, indent=1)
+        print()
+        return
+    print("%d runs each, %s (ms: median / p90)" % (a.runs, a.bin))
+    print("%-8s %17s %17s %17s" % ("command", "start->tracing", "stop->report",
+                                   "stop->exit"))
+    for cmd, r in results.items():
+        print("%-8s %17s %17s %17s" % (cmd, *("%7.0f / %7.0f" % (r[k]["median"] * 1e3,
+                                                                  r[k]["p90"] * 1e3)
+                                               for k in ("start_s", "report_s", "exit_s"))))
+
+
+if __name__ == "__main__":
+    main()
