@@ -1,33 +1,77 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "perfetto.h"
 
 struct perfetto {
 	FILE *out;
+	int fd;
 	struct jw *jw;
-	/* The first write error (-errno), 0 while everything was written. */
+	/* The first failed write's -errno, kept by the stream's own write: 0 if none. */
 	int err;
 	/* Tracks already named: (pid << 32 | tid), tid 0 for a process. */
 	uint64_t *named;
 	size_t nr_named, cap_named;
 };
 
+/*
+ * The stream's writes: stdio keeps only an error flag, and errno is long changed by the
+ * time anyone looks, so the first failure is kept here with its errno (ENOSPC, EIO...).
+ */
+static ssize_t pf_write(void *cookie, const char *buf, size_t size)
+{
+	struct perfetto *pf = cookie;
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < size) {
+		n = write(pf->fd, buf + done, size - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (!pf->err)
+				pf->err = n < 0 ? -errno : -EIO;
+			return -1;
+		}
+		done += n;
+	}
+	return size;
+}
+
+static int pf_close(void *cookie)
+{
+	struct perfetto *pf = cookie;
+
+	if (close(pf->fd) && !pf->err)
+		pf->err = -errno;
+	return pf->err ? -1 : 0;
+}
+
 int perfetto_open(struct perfetto **pfp, const char *path)
 {
+	cookie_io_functions_t fns = {.write = pf_write, .close = pf_close};
 	struct perfetto *pf;
 	int ret;
 
 	pf = calloc(1, sizeof(*pf));
 	if (!pf)
 		return -ENOMEM;
-	pf->out = fopen(path, "w");
-	if (!pf->out) {
+	pf->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (pf->fd < 0) {
 		ret = -errno;
 		goto cleanup;
 	}
+	pf->out = fopencookie(pf, "w", fns);
+	if (!pf->out) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	/* Large writes: one call per 64 KiB of events. */
+	setvbuf(pf->out, NULL, _IOFBF, 64 * 1024);
 	pf->jw = jw_new(pf->out);
 	if (!pf->jw) {
 		ret = -ENOMEM;
@@ -41,18 +85,10 @@ int perfetto_open(struct perfetto **pfp, const char *path)
 cleanup:
 	if (pf->out)
 		fclose(pf->out);
+	else if (pf->fd >= 0)
+		close(pf->fd);
 	free(pf);
 	return ret;
-}
-
-/*
- * Notes the first failed write, with its errno: stdio sets the error flag (and errno)
- * when a write fails, and this is called right after each event is written.
- */
-static void check_written(struct perfetto *pf)
-{
-	if (!pf->err && ferror(pf->out))
-		pf->err = errno ? -errno : -EIO;
 }
 
 int perfetto_error(const struct perfetto *pf)
@@ -68,13 +104,7 @@ int perfetto_close(struct perfetto *pf)
 		return 0;
 	jw_end_array(pf->jw);
 	jw_end_object(pf->jw);
-	errno = 0;
-	if (fflush(pf->out) && !pf->err)
-		pf->err = errno ? -errno : -EIO;
-	check_written(pf);
-	errno = 0;
-	if (fclose(pf->out) && !pf->err)
-		pf->err = errno ? -errno : -EIO;
+	fclose(pf->out); /* flushes, closes: failures land in pf->err */
 	ret = pf->err;
 	jw_free(pf->jw);
 	free(pf->named);
@@ -116,7 +146,6 @@ static void metadata(struct perfetto *pf, const char *what, uint32_t pid, uint32
 	jw_kv_string(pf->jw, "name", name);
 	jw_end_object(pf->jw);
 	jw_end_object(pf->jw);
-	check_written(pf);
 }
 
 void perfetto_process(struct perfetto *pf, uint32_t pid, const char *name)
@@ -167,5 +196,4 @@ void perfetto_end(struct perfetto *pf)
 {
 	jw_end_object(pf->jw); /* args */
 	jw_end_object(pf->jw); /* the event */
-	check_written(pf);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The Chrome Trace Event writer: structure, µs times, one name per track. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +62,29 @@ static void test_unwritable(void **state)
 	assert_true(perfetto_open(&pf, "/nonexistent-dir/x.json") < 0);
 }
 
+/* A full device: the error is the write's own (ENOSPC), while writing and at close. */
+static void test_full(void **state)
+{
+	struct perfetto *pf;
+	int i;
+
+	assert_int_equal(perfetto_open(&pf, "/dev/full"), 0);
+	for (i = 0; i < 2000 && !perfetto_error(pf); i++) {
+		perfetto_instant(pf, "event", "cat", 1, 2, i);
+		perfetto_end(pf);
+	}
+	assert_int_equal(perfetto_error(pf), -ENOSPC);
+	assert_int_equal(perfetto_close(pf), -ENOSPC);
+	assert_int_equal(perfetto_open(&pf, "/dev/full"), 0);
+	assert_int_equal(perfetto_close(pf), -ENOSPC); /* even a short file */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_unwritable),
+		cmocka_unit_test(test_full),
 	};
 
 	return cmocka_run_group_tests_name("perfetto", tests, NULL, NULL);
