@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ksyms.h"
+#include "thread.h"
 
 struct ksyms {
 	/* Being filled by a thread (ksyms_load_async): ksyms_ready() waits for it. */
@@ -222,7 +223,7 @@ int ksyms_load_async(const char *path, struct ksyms **out)
 	if (!ks)
 		return -ENOMEM;
 	ks->path = path;
-	ks->loading = !pthread_create(&ks->loader, NULL, ksyms_loader, ks);
+	ks->loading = !thread_start(&ks->loader, ksyms_loader, ks, 0);
 	if (!ks->loading)
 		ksyms_read(ks, path);
 	*out = ks;

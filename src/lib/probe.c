@@ -26,6 +26,7 @@
 #include "probe.h"
 #include "probe.skel.h"
 #include "skel.h"
+#include "thread.h"
 
 #define TRACEFS_DIR	    "/sys/kernel/tracing"
 #define DEBUGFS_TRACING_DIR "/sys/kernel/debug/tracing"
@@ -340,8 +341,8 @@ void probe_prefetch(void)
 		enum probe_feature f = common[i];
 
 		if (!probe_cached[f] && !probe_running[f])
-			probe_running[f] = !pthread_create(&probe_threads[f], NULL, probe_thread,
-							   (void *)(uintptr_t)f);
+			probe_running[f] = !thread_start(&probe_threads[f], probe_thread,
+							 (void *)(uintptr_t)f, 0);
 	}
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "skel.h"
+#include "thread.h"
 
 /* Links being destroyed in the background (link_destroy_async), joined by skel_detach(). */
 #define MAX_PENDING 8
@@ -20,15 +21,7 @@ static void *destroy_link(void *link)
 
 static bool start_destroy(pthread_t *thread, struct bpf_link *link)
 {
-	pthread_attr_t attr;
-	bool started;
-
-	if (pthread_attr_init(&attr))
-		return false;
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	started = !pthread_create(thread, &attr, destroy_link, link);
-	pthread_attr_destroy(&attr);
-	return started;
+	return !thread_start(thread, destroy_link, link, 64 * 1024);
 }
 
 void link_destroy_async(struct bpf_link *link)
