@@ -28,8 +28,8 @@ struct out_stream {
 };
 
 static struct out_stream out_streams[2] = {
-	{ .fd = STDOUT_FILENO, .chunk = SIZE_MAX },
-	{ .fd = STDERR_FILENO, .chunk = SIZE_MAX },
+	{.fd = STDOUT_FILENO, .chunk = SIZE_MAX},
+	{.fd = STDERR_FILENO, .chunk = SIZE_MAX},
 };
 
 /* What is left of OUT_STOP_GRACE_MS, shared by both streams. */
@@ -41,7 +41,7 @@ static uint64_t grace_left_ns = OUT_STOP_GRACE_MS * 1000000ULL;
  */
 static int wait_writable(int fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+	struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 	struct timespec ts;
 	sigset_t stop_sigs, old;
 	uint64_t start, spent;
@@ -109,7 +109,7 @@ static ssize_t out_write(void *cookie, const char *buf, size_t size)
 
 static FILE *out_open(struct out_stream *o, int buf_mode)
 {
-	cookie_io_functions_t fns = { .write = out_write };
+	cookie_io_functions_t fns = {.write = out_write};
 	struct stat st;
 	FILE *f;
 

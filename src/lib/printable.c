@@ -44,7 +44,7 @@ size_t utf8_char_len(const char *str)
 /* Unicode code point of a well-formed UTF-8 character of @n bytes. */
 static uint32_t utf8_decode(const unsigned char *s, size_t n)
 {
-	static const unsigned char first_mask[] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
+	static const unsigned char first_mask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
 	uint32_t c = s[0] & first_mask[n];
 	size_t i;
 
@@ -74,7 +74,9 @@ char *printable_buf(const char *str, char *buf, size_t len)
 			w = snprintf(unit, sizeof(unit), "\\\\");
 		} else if (n == 1 && (*s == '\n' || *s == '\t' || *s == '\r')) {
 			w = snprintf(unit, sizeof(unit), "\\%c",
-				     *s == '\n' ? 'n' : *s == '\t' ? 't' : 'r');
+				     *s == '\n' ? 'n' :
+				     *s == '\t' ? 't' :
+						  'r');
 		} else if (n == 1 && (*s < 0x20 || *s == 0x7f)) {
 			w = snprintf(unit, sizeof(unit), "\\x%02x", *s);
 		} else if (!n) {
