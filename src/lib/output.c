@@ -144,11 +144,6 @@ int out_init(void)
 	return 0;
 }
 
-uint64_t out_dropped(void)
-{
-	return out_streams[0].dropped;
-}
-
 int out_finish(int exit_code)
 {
 	struct out_stream *o = &out_streams[0];
@@ -159,8 +154,8 @@ int out_finish(int exit_code)
 		return exit_code;
 	if (o->err == -ETIMEDOUT)
 		fprintf(stderr,
-			"iospan: %" PRIu64 " bytes of output not written: the reader took "
-			"nothing for %.1f s after the stop request\n",
+			"iospan: %" PRIu64 " bytes of output not written: the reader did not "
+			"take them within %.1f s of the stop request\n",
 			o->dropped, OUT_STOP_GRACE_MS / 1000.0);
 	else
 		fprintf(stderr, "iospan: cannot write the output: %s (%" PRIu64 " bytes lost)\n",

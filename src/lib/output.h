@@ -13,8 +13,6 @@
 #ifndef IOSPAN_OUTPUT_H
 #define IOSPAN_OUTPUT_H
 
-#include <stdint.h>
-
 /* How long, in total, output may still wait for the reader once a stop is requested. */
 #define OUT_STOP_GRACE_MS 500
 
@@ -26,8 +24,5 @@ int out_init(void);
  * --json: stdout is what failed) and returns EXIT_RUNTIME; otherwise @exit_code.
  */
 int out_finish(int exit_code);
-
-/* Bytes of stdout dropped so far because its reader did not read after a stop request. */
-uint64_t out_dropped(void);
 
 #endif

@@ -3,7 +3,7 @@
 
 - A stop request (SIGINT, SIGTERM) ends top, trace and stat while their stdout is a pipe
   nobody reads and that is full: within seconds, exit code 1 and a line on stderr that
-  says how much output was not written; what was written before stays whole. With room
+  says how much output was not written; every complete line written is valid. With room
   in the pipe, the final report is there and the exit code is 0.
 - Names chosen by any local user (a file named with a terminal escape, a newline and
   invalid UTF-8; a thread named so with prctl(PR_SET_NAME)) reach the text output of top
