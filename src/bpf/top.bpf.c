@@ -49,6 +49,8 @@ const volatile bool filter_dev = false;
 const volatile bool per_thread = false;
 const volatile bool track_unattributed = true;
 const volatile __u64 stall_ns = 0;
+/* Async direct I/O's FS bytes at its completion (else at its start: see top.c). */
+const volatile bool dio_fs_at_complete = false;
 const volatile __u64 iomap_dio_end_io = 0; /* address of iomap_dio_bio_end_io, 0 if unknown */
 const volatile __u32 page_size = 4096;
 const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not news */
@@ -644,6 +646,11 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	if (t) {
 		t->dio_inode = (__u64)inode;
 		t->dio_iocb = tag;
+	}
+	if (!dio_fs_at_complete) {
+		add_fs(&k, KR(struct iov_iter, iter, data_source), KR(struct iov_iter, iter, count),
+		       TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file, VFS_FROM_FILE);
+		return 0;
 	}
 	ds = slot_at_tag(&dio_slots, tag, NR_DIO_SLOTS);
 	if (!ds)

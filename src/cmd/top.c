@@ -1705,6 +1705,26 @@ cleanup:
 		.v = { {.prog = s->progs.top_exit_##nm} }                                         \
 	}
 
+/*
+ * Whether async direct I/O's FS bytes can wait for its completion: a kprobe on
+ * iomap_dio_complete() is skipped when the completion interrupts another kprobe or
+ * syscall program on its CPU (kprobes do not nest), so with one the bytes are counted
+ * when the I/O starts instead.
+ */
+static bool dio_complete_is_reliable(const struct top_ctx *c)
+{
+	const struct attach_hook *h;
+	int i;
+
+	for (i = 0; i < c->nr_hooks; i++) {
+		h = &c->hooks[i];
+		if (strcmp(h->name, "iomap_dio_complete"))
+			continue;
+		return h->chosen >= 0 && h->v[h->chosen].prog != c->skel->progs.top_dio_complete_kprobe;
+	}
+	return false;
+}
+
 /* The hooks this run needs (c->hooks), with their variants; not chosen yet. */
 static int build_hooks(struct top_ctx *c)
 {
@@ -1914,6 +1934,7 @@ static int top_setup(struct top_ctx *c)
 	err = build_plan(c);
 	if (err)
 		return err == -ENOMEM ? fail(err, "out of memory") : err;
+	s->rodata->dio_fs_at_complete = dio_complete_is_reliable(c);
 	err = top_bpf__load(s);
 	if (err)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),

@@ -89,14 +89,20 @@ def known_defect(cases, match, reason, strict):
             if match(c) else c for c in cases]
 
 
-# Seen once on 6.1.0-*-amd64 with the kprobe fallbacks: 31 of 32 async direct reads.
+# Seen once on 6.1.0-*-amd64 with the kprobe fallbacks: 31 of 32 async direct reads. A
+# kprobe program does not run while another kprobe or syscall-tracepoint program runs on
+# its CPU (one vCPU here): an iomap_dio_complete kprobe firing in the completion interrupt
+# on top of one is skipped, so that request stays in flight (counted at exit). top counts
+# async FS bytes at the start where that hook is a kprobe for the same reason.
 AIO_TRACE_CASES = known_defect(
     AIO_CASES, lambda c: suite_of(c[0]) == "smoke",
-    "kprobe fallbacks (smoke suite) once missed one of 32 aio requests", False)
+    "kprobes do not nest: an aio completion interrupting another program is missed",
+    False)
 
 
 def case_id(case):
-    return "%s-%s" % case
+    # An empty parameter list (IOSPAN_KERNELS without a full-suite kernel) is one NOTSET.
+    return "%s-%s" % case if isinstance(case, tuple) else str(case)
 
 
 # --------------------------------------------------------------------------- boots
