@@ -1877,7 +1877,7 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		warn("kernel symbols unavailable (%s): stacks stay numeric, and direct I/O "
 		     "re-submitted by kernel threads is credited to them",
-		     strerror(-err));
+		     ksyms_strerror(err));
 	else
 		iomap_end_io = ksyms_addr(c->ksyms, "iomap_dio_bio_end_io");
 	if (!probe_cgroup2_mount(root, sizeof(root)))

@@ -1454,6 +1454,10 @@ static int trace_setup(struct trace_ctx *c)
 	int err;
 
 	probe_setup_libbpf_print();
+	/* Say what is missing, before the attach plan blames the kernel for it. */
+	err = probe_require_bpf_privileges("trace");
+	if (err)
+		return err;
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
@@ -1465,7 +1469,7 @@ static int trace_setup(struct trace_ctx *c)
 	if (err)
 		warn("kernel symbols unavailable (%s): async direct I/O and direct I/O "
 		     "re-submitted by kernel threads are not followed",
-		     strerror(-err));
+		     ksyms_strerror(err));
 	else
 		end_io = ksyms_addr(ks, "iomap_dio_bio_end_io");
 	ksyms_free(ks);
