@@ -39,6 +39,7 @@
 #include "iospan_types.h"
 #include "json.h"
 #include "ksyms.h"
+#include "mapmem.h"
 #include "ops.h"
 #include "perfetto.h"
 #include "probe.h"
@@ -1506,6 +1507,12 @@ static int trace_setup(struct trace_ctx *c)
 	if (!s->rodata->trace_writeback)
 		bpf_map__set_max_entries(s->maps.dirtiers, 1);
 
+	/* Before anything is loaded: a size the machine cannot give is refused at once. */
+	err = mapmem_check(s->obj, "trace",
+			   "its maps have fixed sizes: free memory, or raise the memory "
+			   "cgroup limit");
+	if (err)
+		return err;
 	err = build_plan(c);
 	if (err)
 		return err == -ENOMEM ? fail(err, "out of memory") : err;
