@@ -35,6 +35,7 @@
 #include "iospan_types.h"
 #include "json.h"
 #include "ksyms.h"
+#include "mapmem.h"
 #include "probe.h"
 #include "units.h"
 #include "top.skel.h"
@@ -43,6 +44,12 @@
 
 #define NSEC_PER_SEC 1000000000ULL
 #define MAX_STALLS   512
+/*
+ * Largest --max-entries: about 0.5 GiB of kernel memory at load (paths and procs are
+ * preallocated), more per CPU as rows fill; mapmem_check() refuses what the machine
+ * cannot give below that.
+ */
+#define TOP_MAX_ENTRIES (1U << 20)
 
 enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
 
@@ -191,8 +198,10 @@ static const char top_usage[] =
 	"      --stall-threshold D   report threads waiting for I/O longer than D (default\n"
 	"                            100ms; 0 turns stall tracing off)\n"
 	"      --duration S          length of the one-shot report (default 8 s)\n"
-	"      --max-entries N       rows of the stats map (default 16384); overflow is\n"
-	"                            counted and shown\n"
+	"      --max-entries N       rows of the stats map (default 16384, at most 1048576);\n"
+	"                            each costs about 0.5 KiB of kernel memory at start\n"
+	"                            and 0.1 KiB more per CPU once used (-v shows the\n"
+	"                            total); overflow is counted and shown\n"
 	"      --no-syscalls         cheaper: no read/write syscall tracepoints (which put\n"
 	"                            every syscall of every task on the slow path); FS\n"
 	"                            reads then count whole pages looked up in the page\n"
@@ -345,9 +354,10 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 			o->duration_set = true;
 			break;
 		case OPT_MAX_ENTRIES:
-			if (parse_u64_range(optarg, 64, 1U << 24, &o->max_entries))
-				return fail_usage("invalid --max-entries '%s': give 64 to 16777216",
-						  optarg);
+			if (parse_u64_range(optarg, 64, TOP_MAX_ENTRIES, &o->max_entries))
+				return fail_usage("invalid --max-entries '%s': give 64 to %u (each "
+						  "costs about 0.5 KiB of kernel memory)",
+						  optarg, TOP_MAX_ENTRIES);
 			break;
 		default:
 			return args_bad_option("top", argv);
@@ -1897,7 +1907,7 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		warn("kernel symbols unavailable (%s): stacks stay numeric, and direct I/O "
 		     "re-submitted by kernel threads is credited to them",
-		     strerror(-err));
+		     ksyms_strerror(err));
 	else
 		iomap_end_io = ksyms_addr(c->ksyms, "iomap_dio_bio_end_io");
 	if (!probe_cgroup2_mount(root, sizeof(root)))
@@ -1931,6 +1941,10 @@ static int top_setup(struct top_ctx *c)
 	if (!o->stall_ns)
 		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
 
+	/* Before anything is loaded: a size the machine cannot give is refused at once. */
+	err = mapmem_check(s->obj, "top", "give a smaller --max-entries");
+	if (err)
+		return err;
 	err = build_plan(c);
 	if (err)
 		return err == -ENOMEM ? fail(err, "out of memory") : err;

@@ -39,6 +39,7 @@
 #include "iospan_types.h"
 #include "json.h"
 #include "ksyms.h"
+#include "mapmem.h"
 #include "ops.h"
 #include "perfetto.h"
 #include "probe.h"
@@ -1454,6 +1455,10 @@ static int trace_setup(struct trace_ctx *c)
 	int err;
 
 	probe_setup_libbpf_print();
+	/* Say what is missing, before the attach plan blames the kernel for it. */
+	err = probe_require_bpf_privileges("trace");
+	if (err)
+		return err;
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
@@ -1465,7 +1470,7 @@ static int trace_setup(struct trace_ctx *c)
 	if (err)
 		warn("kernel symbols unavailable (%s): async direct I/O and direct I/O "
 		     "re-submitted by kernel threads are not followed",
-		     strerror(-err));
+		     ksyms_strerror(err));
 	else
 		end_io = ksyms_addr(ks, "iomap_dio_bio_end_io");
 	ksyms_free(ks);
@@ -1502,6 +1507,12 @@ static int trace_setup(struct trace_ctx *c)
 	if (!s->rodata->trace_writeback)
 		bpf_map__set_max_entries(s->maps.dirtiers, 1);
 
+	/* Before anything is loaded: a size the machine cannot give is refused at once. */
+	err = mapmem_check(s->obj, "trace",
+			   "its maps have fixed sizes: free memory, or raise the memory "
+			   "cgroup limit");
+	if (err)
+		return err;
 	err = build_plan(c);
 	if (err)
 		return err == -ENOMEM ? fail(err, "out of memory") : err;

@@ -192,7 +192,8 @@ def test_non_root_reports_eperm():
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["features"]["btf"]["ok"] is True
-    assert d["features"]["tp_btf"] == {"ok": False, "detail": "load: EPERM"}
+    assert d["features"]["tp_btf"] == {"ok": False, "detail": "load: EPERM",
+                                       "needs": "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"}
     assert d["privileges"]["cap_bpf"] is False
     assert d["ready"] is False
 

@@ -502,14 +502,3 @@ def test_bad_input(args, what):
     assert p.returncode == 2
     doc = json.loads(p.stdout)
     assert what in doc["error"] and doc["exit_code"] == 2
-
-
-def test_without_privileges_is_usage_error():
-    """No privileges gets one line naming what is missing, and exit 2 (not a kernel error)."""
-    tl.require_root("needs root to drop to an unprivileged user")
-    drop = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
-    p = subprocess.run(drop + (tl.iospan_bin(), "top", "--duration", "1"),
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
-    err = p.stderr.strip().splitlines()
-    assert p.stdout == "" and len(err) == 1 and "needs root" in err[0], p.stderr
