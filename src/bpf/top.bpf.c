@@ -843,6 +843,49 @@ int BPF_PROG(top_bio_split_raw, void *bio)
 	return split_bio(AS_BIO(bio));
 }
 
+/* ------------------------------------------------------------------ DISK: issue */
+
+/*
+ * Issue times of requests, direct-mapped by request address: rq->io_start_time_ns can
+ * be a time the submitter's plug cached before the request was even inserted
+ * (blk_time_get_ns()), which would put the scheduler's time into d2c.
+ */
+#define NR_RQ_SLOTS (1U << 14)
+
+struct rq_issue {
+	__u64 tag;
+	__u64 d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_RQ_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rq_issue);
+} rq_issues SEC(".maps");
+
+static __always_inline int issue_rq(struct request *rq)
+{
+	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
+	struct rq_issue *s = slot_claim(&rq_issues, rq, NR_RQ_SLOTS);
+
+	if (s)
+		s->d = now;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(top_rq_issue, struct request *rq)
+{
+	return issue_rq(rq);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(top_rq_issue_raw, void *rq)
+{
+	return issue_rq(AS_RQ(rq));
+}
+
 /* -------------------------------------------------------------- DISK: complete */
 
 /* Consecutive bios of one request with the same owner, accounted together. */
@@ -1008,6 +1051,7 @@ static int walk_bio(__u32 i, void *ctx)
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
 	struct walk w = {};
+	struct rq_issue *is;
 	__u64 now, t0;
 	__u32 op;
 
@@ -1025,7 +1069,8 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	t0 = rq->start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.q2c = now - t0;
-	t0 = rq->io_start_time_ns;
+	is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
+	t0 = is && is->d >= rq->start_time_ns ? is->d : rq->io_start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.d2c = now - t0;
 	w.left = nr_bytes;

@@ -1521,8 +1521,8 @@ enum { RQ_INSERT, RQ_ISSUE, RQ_REQUEUE };
 /* Blind stores: the completion checks them against the request's start time. */
 static __always_inline int rq_event(struct request *rq, int what)
 {
+	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
 	struct rq_slot *s = slot_claim(&rq_slots, rq, NR_RQ_SLOTS);
-	__u64 now = bpf_ktime_get_ns();
 
 	if (!s)
 		return 0;
@@ -1677,18 +1677,24 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	dn.now = bpf_ktime_get_ns();
 	start = rq->start_time_ns;
 	dn.g = start;
-	dn.d = rq->io_start_time_ns;
 	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
 	if (s) {
 		if (s->i >= start)
 			dn.i = s->i;
-		if (!dn.d && s->d >= start)
+		/*
+		 * D is our own stamp: rq->io_start_time_ns can be a time the submitter's
+		 * plug cached before the insert (blk_time_get_ns()), which would put the
+		 * scheduler's time into d2c. An issue before this insert is an earlier life's.
+		 */
+		if (s->d >= start && s->d >= dn.i)
 			dn.d = s->d;
 		if (s->rq_ts >= start && s->requeues) {
 			dn.requeues = s->requeues;
 			dn.flags |= TRACE_BIO_REQUEUED;
 		}
 	}
+	if (!dn.d)
+		dn.d = rq->io_start_time_ns; /* its slot was taken by another request */
 	if (!dn.d)
 		dn.flags |= TRACE_BIO_NO_ISSUE;
 	if (error) {

@@ -1230,40 +1230,6 @@ static void plan_drop(struct attach_hook *hooks, int *n, const char *name)
 	(*n)--;
 }
 
-/* Whether the request timestamps of every disk in scope come with rq->io_start_time_ns. */
-static bool need_issue_hook(const struct trace_opts *o)
-{
-	char path[PATH_MAX];
-	struct ds_snapshot ds;
-	bool need = false;
-	size_t i;
-
-	/*
-	 * blk-wbt keeps block statistics on (QUEUE_FLAG_STATS), which makes the block layer
-	 * stamp io_start_time_ns at issue: then no issue hook is needed. Without wbt on
-	 * some disk, block_rq_issue is traced.
-	 */
-	if (o->have_disk) {
-		snprintf(path, sizeof(path), "/sys/block/%s/queue/wbt_lat_usec", o->disk.disk_name);
-		return access(path, F_OK) != 0;
-	}
-	ds_snapshot_init(&ds);
-	if (ds_read("/proc/diskstats", &ds))
-		return true;
-	for (i = 0; i < ds.nr && !need; i++) {
-		const struct ds_dev *d = &ds.devs[i];
-
-		snprintf(path, sizeof(path), "/sys/block/%s/mq", d->name);
-		if (access(path, F_OK))
-			continue; /* partition or bio-based device */
-		snprintf(path, sizeof(path), "/sys/block/%s/queue/wbt_lat_usec", d->name);
-		if (access(path, F_OK))
-			need = true;
-	}
-	ds_snapshot_free(&ds);
-	return need;
-}
-
 /*
  * Whether some disk in scope has an I/O scheduler. Without one, requests go from the
  * plug or the submitter straight to the driver and I (block_rq_insert) adds nothing
@@ -1361,8 +1327,6 @@ static int build_hooks(struct trace_ctx *c)
 
 	if (!need_insert_hook(o))
 		plan_drop(hooks, &n, "block_rq_insert");
-	if (!need_issue_hook(o))
-		plan_drop(hooks, &n, "block_rq_issue");
 	if (!aio) {
 		plan_drop(hooks, &n, "iomap_dio_rw_begin");
 		plan_drop(hooks, &n, "iomap_dio_complete");
