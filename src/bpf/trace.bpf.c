@@ -213,9 +213,10 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* Slow requests; sized by user space (--buffer-size). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024);
+	__uint(max_entries, 16 * 1024 * 1024);
 } events SEC(".maps");
 
 DEFINE_VFS_PATH_CACHE(8192);
@@ -462,6 +463,41 @@ static __noinline int capture_path(struct trace_rec *r)
 }
 
 /*
+ * Sends a record as its header followed by the bios and events it has, not the whole
+ * struct (a read with one bio is a fifth of it): the ring buffer holds five times as
+ * many requests while the output catches up.
+ */
+static __noinline int emit(struct trace_rec *r)
+{
+	const __u32 hdr = offsetof(struct trace_rec, bios);
+	__u32 nb = r->nr_bios, ne = r->nr_events, lb, le;
+	struct bpf_dynptr p;
+	long err;
+
+	if (nb > TRACE_MAX_BIOS)
+		nb = TRACE_MAX_BIOS;
+	if (ne > TRACE_MAX_EVENTS)
+		ne = TRACE_MAX_EVENTS;
+	lb = nb * sizeof(struct trace_bio);
+	le = ne * sizeof(struct trace_evt);
+	err = bpf_ringbuf_reserve_dynptr(&events, hdr + lb + le, 0, &p);
+	if (!err)
+		err = bpf_dynptr_write(&p, 0, r, hdr, 0);
+	if (!err && lb)
+		err = bpf_dynptr_write(&p, hdr, r->bios, lb, 0);
+	if (!err && le)
+		err = bpf_dynptr_write(&p, hdr + lb, r->events, le, 0);
+	if (err) {
+		bpf_ringbuf_discard_dynptr(&p, 0);
+		count(TRACE_CNT_RINGBUF_FULL);
+		return 0;
+	}
+	bpf_ringbuf_submit_dynptr(&p, 0);
+	count(TRACE_CNT_EMITTED);
+	return 0;
+}
+
+/*
  * Ends a request: derives its stages (see enum trace_stage for how they add up), adds
  * them to the per-op histograms and sends the record if it is slow.
  */
@@ -520,11 +556,7 @@ static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 	if (st[TRACE_ST_TOTAL] < threshold_ns)
 		return 0;
 	capture_path(r);
-	if (bpf_ringbuf_output(&events, r, sizeof(*r), 0))
-		count(TRACE_CNT_RINGBUF_FULL);
-	else
-		count(TRACE_CNT_EMITTED);
-	return 0;
+	return emit(r);
 }
 
 static __always_inline void sched_counts_read(struct task_struct *task, struct sched_counts *c)

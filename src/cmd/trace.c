@@ -56,6 +56,13 @@
 #define LANE_OFFCPU 0x20000000U
 /* Writeback requests older than this with bios still missing are given up. */
 #define WB_SWEEP_NS (60 * NSEC_PER_SEC)
+/* Ring buffer for slow requests: bounds, and defaults with and without -t 0. */
+#define RB_MIN	       (1ULL << 20)
+#define RB_MAX	       (1ULL << 30)
+#define RB_DEFAULT     (16ULL << 20)
+#define RB_DEFAULT_ALL (64ULL << 20)
+/* Bytes of a typical record in the ring buffer: the header, one bio, its 8-byte header. */
+#define RB_TYPICAL_REC (offsetof(struct trace_rec, bios) + sizeof(struct trace_bio) + 8)
 
 struct trace_opts {
 	uint64_t threshold_ns;
@@ -75,6 +82,7 @@ struct trace_opts {
 	const char *perfetto_path;
 	bool offcpu_periods; /* sched_switch: time each off-CPU period */
 	bool delayacct;	     /* kernel.task_delayacct on: exact iowait from counters */
+	uint64_t rb_bytes;   /* ring buffer size (a power of two) */
 };
 
 /* Perfetto lanes of one (pid, kind): the end of the last span on each. */
@@ -101,9 +109,14 @@ struct trace_ctx {
 	int64_t mono_to_real;	     /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
 	struct trace_op_hists *pcpu; /* one map value per CPU, for reading */
 	struct trace_op_hists *prev; /* cumulative histograms at the previous summary */
-	uint64_t received, printed;
+	uint64_t received, printed, malformed;
 	uint64_t wb_swept, in_flight;
 	uint64_t last_summary;
+	/* Counts at the previous summary: the output's rate and the drops per interval. */
+	uint64_t prev_printed, prev_emitted, prev_dropped;
+	uint64_t yield_at; /* the loop's next deadline, checked while reading records */
+	unsigned int since_yield;
+	bool draining; /* programs detached: read everything */
 };
 
 static const char *const cnt_names[TRACE_CNT_NR] = {
@@ -161,6 +174,10 @@ static const char trace_usage[] =
 	"                        pwritev2, fsync, fdatasync, sync_file_range, fault,\n"
 	"                        writeback, aio_read, aio_write; or pread, pwrite, aio,\n"
 	"                        sync, reads, writes, all (default all)\n"
+	"      --buffer-size N   ring buffer for slow requests while the output catches\n"
+	"                        up (1M to 1G, rounded up to a power of two; a bare\n"
+	"                        number is MiB; default 16M, 64M with -t 0). Requests\n"
+	"                        that find it full are counted as ringbuf_full (lost)\n"
 	"      --perfetto FILE   also write the slow requests as a Chrome Trace Event file\n"
 	"                        (open it in ui.perfetto.dev)\n"
 	"      --offcpu-periods  time each off-CPU period on sched_switch (timeline entries,\n"
@@ -193,6 +210,7 @@ enum {
 	OPT_PERFETTO,
 	OPT_DURATION,
 	OPT_OFFCPU_PERIODS,
+	OPT_BUFFER_SIZE,
 };
 
 static int parse_id(const char *arg, const char *what, uint32_t *out)
@@ -247,6 +265,7 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		{"ops", required_argument, NULL, OPT_OPS},
 		{"perfetto", required_argument, NULL, OPT_PERFETTO},
 		{"offcpu-periods", no_argument, NULL, OPT_OFFCPU_PERIODS},
+		{"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -350,6 +369,13 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		case OPT_OFFCPU_PERIODS:
 			o->offcpu_periods = true;
 			break;
+		case OPT_BUFFER_SIZE:
+			if (parse_size_bytes(optarg, 1ULL << 20, &o->rb_bytes) ||
+			    o->rb_bytes < RB_MIN || o->rb_bytes > RB_MAX)
+				return fail_usage("invalid --buffer-size '%s': give a size from 1M "
+						  "to 1G (e.g. 64M; a bare number is MiB)",
+						  optarg);
+			break;
 		case OPT_PERFETTO:
 			if (!*optarg)
 				return fail_usage("--perfetto needs a file name");
@@ -363,6 +389,11 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		return fail_usage("unexpected argument '%s': iospan trace takes options only "
 				  "(see 'iospan trace --help')",
 				  argv[optind]);
+	if (!o->rb_bytes)
+		o->rb_bytes = o->threshold_ns ? RB_DEFAULT : RB_DEFAULT_ALL;
+	/* The kernel wants a power of two. */
+	while (o->rb_bytes & (o->rb_bytes - 1))
+		o->rb_bytes += o->rb_bytes & -o->rb_bytes;
 	return 0;
 }
 
@@ -964,14 +995,39 @@ static void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 		perfetto_bio(c, r, pid, &r->bios[i], i);
 }
 
+/*
+ * A record as sent (the header, then only the bios and events it has) into @r; the
+ * unused tail of @r is left as is (nr_bios and nr_events bound every reader).
+ */
+static int rec_unpack(const void *data, size_t size, struct trace_rec *r)
+{
+	const size_t hdr = offsetof(struct trace_rec, bios);
+	size_t lb, le;
+
+	if (size < hdr)
+		return -EINVAL;
+	memcpy(r, data, hdr);
+	lb = (r->nr_bios < TRACE_MAX_BIOS ? r->nr_bios : TRACE_MAX_BIOS) * sizeof(r->bios[0]);
+	le = (r->nr_events < TRACE_MAX_EVENTS ? r->nr_events : TRACE_MAX_EVENTS) *
+	     sizeof(r->events[0]);
+	if (size != hdr + lb + le)
+		return -EINVAL;
+	memcpy(r->bios, (const char *)data + hdr, lb);
+	memcpy(r->events, (const char *)data + hdr + lb, le);
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
+	static struct trace_rec rec;
 	struct trace_ctx *c = ctx;
-	const struct trace_rec *r = data;
+	const struct trace_rec *r = &rec;
 
-	if (size < sizeof(*r))
-		return 0;
 	c->received++;
+	if (rec_unpack(data, size, &rec)) {
+		c->malformed++; /* counted as lost */
+		return 0;
+	}
 	if (c->jw)
 		print_json(c, r);
 	else
@@ -979,7 +1035,15 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (c->pf)
 		write_perfetto(c, r);
 	c->printed++;
-	return 0;
+	/*
+	 * A ring buffer read returns only once the buffer is empty: while requests come
+	 * as fast as they are printed, give the loop its turn now and then (summaries,
+	 * --duration, Ctrl-C). A negative return ends the read after this record.
+	 */
+	if (c->draining || ++c->since_yield < 64)
+		return 0;
+	c->since_yield = 0;
+	return stop_requested || now_ns(CLOCK_MONOTONIC) >= c->yield_at ? -EINTR : 0;
 }
 
 /* ------------------------------------------------------------------ summaries */
@@ -1018,20 +1082,72 @@ static void hist_delta(struct hist *out, const struct hist *cur, const struct hi
 		out->slots[k] = cur->slots[k] - prev->slots[k];
 }
 
+static int read_counters(struct trace_ctx *c, uint64_t *out);
+
+/* Slow requests of the interval: sent, printed, and dropped because the buffer was full. */
+struct output_counts {
+	uint64_t emitted, printed, dropped;
+};
+
+static int output_counts(struct trace_ctx *c, struct output_counts *oc)
+{
+	uint64_t cnt[TRACE_CNT_NR];
+	int err = read_counters(c, cnt);
+
+	if (err)
+		return fail(err, "cannot read the counters map: %s", strerror(-err));
+	oc->emitted = cnt[TRACE_CNT_EMITTED] - c->prev_emitted;
+	oc->printed = c->printed - c->prev_printed;
+	oc->dropped = cnt[TRACE_CNT_RINGBUF_FULL] - c->prev_dropped;
+	c->prev_emitted = cnt[TRACE_CNT_EMITTED];
+	c->prev_printed = c->printed;
+	c->prev_dropped = cnt[TRACE_CNT_RINGBUF_FULL];
+	return 0;
+}
+
+/*
+ * Says loudly that slow requests were dropped in the interval, with the rate the
+ * output kept up with (it was busy all along: the buffer filled) and the rate they
+ * came at.
+ */
+static void print_drops(struct trace_ctx *c, const struct output_counts *oc, double seconds)
+{
+	char size[UNITS_BUF];
+
+	if (!oc->dropped || c->jw)
+		return;
+	fmt_bytes(c->o->rb_bytes, size, sizeof(size));
+	printf("!! %" PRIu64 " slow requests dropped: the output printed %.0f/s, they came at "
+	       "%.0f/s and the %s ring buffer filled (raise -t, filter, write to a file, or "
+	       "use --buffer-size)\n",
+	       oc->dropped, oc->printed / seconds, (oc->emitted + oc->dropped) / seconds, size);
+	warn("%" PRIu64 " of %" PRIu64 " slow requests in the last %.1f s were dropped: the "
+	     "output printed %.0f/s, they came at %.0f/s (ring buffer %s full)",
+	     oc->dropped, oc->emitted + oc->dropped, seconds, oc->printed / seconds,
+	     (oc->emitted + oc->dropped) / seconds, size);
+}
+
 static int summary(struct trace_ctx *c, double seconds, bool final)
 {
 	static struct trace_op_hists cur, delta;
+	struct output_counts oc = {0};
 	char b[3][UNITS_BUF];
 	uint64_t total = 0;
 	bool header = false;
 	unsigned int op, s;
 	int err;
 
+	err = output_counts(c, &oc);
+	if (err)
+		return err;
 	if (c->jw) {
 		jw_start_object(c->jw);
 		jw_kv_string(c->jw, "type", "summary");
 		jw_kv_float(c->jw, "interval_s", seconds, 3);
 		jw_kv_bool(c->jw, "final", final);
+		jw_kv_uint(c->jw, "emitted", oc.emitted);
+		jw_kv_uint(c->jw, "printed", oc.printed);
+		jw_kv_uint(c->jw, "dropped", oc.dropped);
 		jw_kv_object(c->jw, "ops");
 	}
 	for (op = 0; op < TRACE_OP_NR; op++) {
@@ -1098,6 +1214,7 @@ static int summary(struct trace_ctx *c, double seconds, bool final)
 	} else {
 		printf("\n");
 	}
+	print_drops(c, &oc, seconds);
 	fflush(stdout);
 	return 0;
 }
@@ -1166,6 +1283,15 @@ static void print_accounts(struct trace_ctx *c)
 	for (i = 0; i < TRACE_CNT_NR; i++)
 		if (cnt_is_loss(i))
 			lost += cnt[i];
+	lost += c->malformed;
+	if (cnt[TRACE_CNT_RINGBUF_FULL])
+		warn("%" PRIu64 " of %" PRIu64 " slow requests (%.1f%%) were dropped because the "
+		     "output did not keep up: see the '!!' lines, raise -t, filter, or use "
+		     "--buffer-size",
+		     cnt[TRACE_CNT_RINGBUF_FULL],
+		     cnt[TRACE_CNT_RINGBUF_FULL] + cnt[TRACE_CNT_EMITTED],
+		     100.0 * cnt[TRACE_CNT_RINGBUF_FULL] /
+			     (cnt[TRACE_CNT_RINGBUF_FULL] + cnt[TRACE_CNT_EMITTED]));
 	if (c->jw) {
 		jw_start_object(c->jw);
 		jw_kv_string(c->jw, "type", "totals");
@@ -1179,6 +1305,7 @@ static void print_accounts(struct trace_ctx *c)
 		for (i = 0; i < TRACE_CNT_NR; i++)
 			jw_kv_uint(c->jw, cnt_names[i], cnt[i]);
 		jw_kv_uint(c->jw, "perfetto_lanes_full", c->lanes_full);
+		jw_kv_uint(c->jw, "records_malformed", c->malformed);
 		jw_end_object(c->jw);
 		attach_plan_unavailable(c->hooks, c->nr_hooks, c->jw, "unavailable", NULL, NULL);
 		jw_end_object(c->jw);
@@ -1196,6 +1323,8 @@ static void print_accounts(struct trace_ctx *c)
 	}
 	if (c->lanes_full)
 		printf("  %-24s %" PRIu64 "\n", "perfetto_spans_dropped", c->lanes_full);
+	if (c->malformed)
+		printf("  %-24s %" PRIu64 " (lost)\n", "records_malformed", c->malformed);
 	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stdout, "  ");
 }
 
@@ -1459,6 +1588,7 @@ static int trace_setup(struct trace_ctx *c)
 		bpf_map__set_max_entries(s->maps.async_slots, 1);
 	if (!s->rodata->trace_writeback)
 		bpf_map__set_max_entries(s->maps.dirtiers, 1);
+	bpf_map__set_max_entries(s->maps.events, o->rb_bytes);
 
 	err = build_plan(c);
 	if (err)
@@ -1494,11 +1624,41 @@ static int trace_setup(struct trace_ctx *c)
 	return 0;
 }
 
+/*
+ * Detaches every program, then reads the ring buffer until it has handed over every
+ * record they sent: a record emitted after the last read would be neither printed nor
+ * counted. A program still running on another CPU when its link went away ends within
+ * microseconds; the wait is bounded all the same.
+ */
+static int stop_and_drain(struct trace_ctx *c)
+{
+	uint64_t cnt[TRACE_CNT_NR];
+	int i, err;
+
+	attach_plan_detach(c->hooks, c->nr_hooks);
+	trace_bpf__detach(c->skel);
+	c->draining = true;
+	for (i = 0; i < 1000; i++) {
+		err = ring_buffer__consume(c->rb);
+		if (err < 0)
+			return fail(err, "cannot read the ring buffer: %s", strerror(-err));
+		err = read_counters(c, cnt);
+		if (err)
+			return fail(err, "cannot read the counters map: %s", strerror(-err));
+		if (c->received >= cnt[TRACE_CNT_EMITTED] && i)
+			return 0;
+		usleep(1000);
+	}
+	warn("%" PRIu64 " requests were sent but never arrived",
+	     cnt[TRACE_CNT_EMITTED] - c->received);
+	return 0;
+}
+
 static int trace_run(struct trace_ctx *c)
 {
 	const struct trace_opts *o = c->o;
 	uint64_t start, next, end = 0, now;
-	char ops[256];
+	char ops[256], rb[UNITS_BUF];
 	int err, ms;
 
 	install_stop_handlers();
@@ -1509,9 +1669,12 @@ static int trace_run(struct trace_ctx *c)
 	c->last_summary = start;
 	fprintf(stderr,
 		"iospan trace: tracing %s requests over %.3f ms, summary every %.1f s; "
-		"Ctrl-C to stop\n",
+		"Ctrl-C to stop\n"
+		"iospan trace: the %s ring buffer holds about %" PRIu64 " slow requests (of one "
+		"bio) while the output catches up; drops are reported as they happen\n",
 		trace_ops_format(o->ops, ops, sizeof(ops)), o->threshold_ns / 1e6,
-		o->interval_ns / 1e9);
+		o->interval_ns / 1e9, fmt_bytes(o->rb_bytes, rb, sizeof(rb)),
+		(uint64_t)(o->rb_bytes / RB_TYPICAL_REC));
 	while (!stop_requested) {
 		now = now_ns(CLOCK_MONOTONIC);
 		if (end && now >= end)
@@ -1532,12 +1695,14 @@ static int trace_run(struct trace_ctx *c)
 			ms = (end - now) / 1000000 + 1;
 		if (ms > 100)
 			ms = 100;
+		c->yield_at = now + ms * 1000000ULL;
 		err = ring_buffer__poll(c->rb, ms);
 		if (err < 0 && err != -EINTR)
 			return fail(err, "cannot read the ring buffer: %s", strerror(-err));
 	}
-	/* What is already in the ring buffer belongs to the run. */
-	ring_buffer__consume(c->rb);
+	err = stop_and_drain(c);
+	if (err)
+		return err;
 	now = now_ns(CLOCK_MONOTONIC);
 	err = summary(c, (now - c->last_summary) / 1e9, true);
 	if (err)
