@@ -475,6 +475,7 @@ static const struct {
 	{TRACE_BIO_REQUEUED, "requeued"},      {TRACE_BIO_ERROR, "error"},
 	{TRACE_BIO_KTHREAD, "kthread"},	       {TRACE_BIO_FLUSH, "flush"},
 	{TRACE_BIO_NO_ISSUE, "no_issue_time"}, {TRACE_BIO_PARTIAL, "partial"},
+	{TRACE_BIO_THROTTLED, "throttled"},
 };
 
 static const struct {
@@ -617,6 +618,8 @@ static int build_timeline(const struct trace_rec *r, struct tl_item *v)
 			tl_add(v, &n, b->g, "M bio#%u merged into a request", i);
 		else
 			tl_add(v, &n, b->g, "G bio#%u request allocated", i);
+		if (b->h && b->q > b->h)
+			tl_add(v, &n, b->h, "bio#%u held by blk-throttle from about here", i);
 		if (b->i > b->g)
 			tl_add(v, &n, b->i, "I bio#%u inserted", i);
 		if (!(b->flags & TRACE_BIO_NO_ISSUE))
@@ -669,8 +672,11 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		printf(" flusher %u", r->flusher);
 	printf("\n");
 	if (r->nr_done)
-		printf("  stages pre_block %s q2q %s q2g %s g2i %s i2d %s d2c %s post_block %s\n",
+		printf("  stages pre_block %s%s%s q2q %s q2g %s g2i %s i2d %s d2c %s post_block %s\n",
 		       fmt_dur(st[TRACE_ST_PRE_BLOCK], b[0], sizeof(b[0])),
+		       st[TRACE_ST_THROTTLE] ? " throttle " : "",
+		       st[TRACE_ST_THROTTLE] ? fmt_dur(st[TRACE_ST_THROTTLE], b[7], sizeof(b[7])) :
+					       "",
 		       fmt_dur(st[TRACE_ST_Q2Q], b[1], sizeof(b[1])),
 		       fmt_dur(st[TRACE_ST_Q2G], b[2], sizeof(b[2])),
 		       fmt_dur(st[TRACE_ST_G2I], b[3], sizeof(b[3])),
@@ -708,6 +714,8 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		for (k = 0; k < sizeof(bio_flag_names) / sizeof(bio_flag_names[0]); k++)
 			if (bi->flags & bio_flag_names[k].bit)
 				printf(" %s", bio_flag_names[k].name);
+		if (bi->h && bi->q >= bi->h)
+			printf(" (held %s)", fmt_dur(bi->q - bi->h, b[5], sizeof(b[5])));
 		printf("\n");
 	}
 	n = build_timeline(r, tl);
@@ -822,6 +830,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		jw_kv_uint(jw, "bytes", b->bytes);
 		dirs[0] = bio_dir(b);
 		jw_kv_string(jw, "op", dirs);
+		jw_kv_float(jw, "held_us", b->h && b->q >= b->h ? us(b->q - b->h) : 0.0, 3);
 		jw_kv_float(jw, "q_us", rel_us(r, b->q), 3);
 		jw_kv_float(jw, "g_us", rel_us(r, b->g), 3);
 		jw_kv_float(jw, "i_us", rel_us(r, b->i), 3);
@@ -963,7 +972,11 @@ static void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 	perfetto_end(c->pf);
 	if (r->nr_done) {
 		/* Children in time order; the block span holds the critical bio's stages. */
-		pf_span(c, "pre_block", "stage", pid, tid, r->start, r->first_q);
+		uint64_t thr_first = r->held_q && r->held_q == r->first_q ? r->held_h : 0;
+
+		pf_span(c, "pre_block", "stage", pid, tid, r->start, thr_first ?: r->first_q);
+		if (thr_first)
+			pf_span(c, "throttle", "stage", pid, tid, thr_first, r->first_q);
 		pf_span(c, "block (q2c)", "stage", pid, tid, r->first_q, r->last_c);
 		pf_span(c, "q2q", "stage", pid, tid, r->first_q, r->crit_q);
 		pf_span(c, "q2g", "stage", pid, tid, r->crit_q, r->crit_g);
@@ -1537,7 +1550,7 @@ static int trace_setup(struct trace_ctx *c)
 	struct ksyms *ks = NULL;
 	char root[PATH_MAX];
 	struct trace_bpf *s;
-	uint64_t end_io = 0;
+	uint64_t end_io = 0, throtl_fn = 0, wait_end_io = 0;
 	int err;
 
 	probe_setup_libbpf_print();
@@ -1555,6 +1568,11 @@ static int trace_setup(struct trace_ctx *c)
 		     strerror(-err));
 	else
 		end_io = ksyms_addr(ks, "iomap_dio_bio_end_io");
+	if (ks) {
+		/* Bios blk-throttle held: its worker, and the waiter of submit_bio_wait(). */
+		throtl_fn = ksyms_addr(ks, "blk_throtl_dispatch_work_fn");
+		wait_end_io = ksyms_addr(ks, "submit_bio_wait_endio");
+	}
 	ksyms_free(ks);
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
@@ -1581,6 +1599,8 @@ static int trace_setup(struct trace_ctx *c)
 	s->rodata->aio_ops = (o->ops >> TRACE_OP_AIO_READ) & 3;
 	s->rodata->trace_aio = s->rodata->aio_ops && end_io;
 	s->rodata->iomap_dio_end_io = end_io;
+	s->rodata->throtl_dispatch_fn = throtl_fn;
+	s->rodata->submit_bio_wait_end_io = wait_end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->offcpu_periods = o->offcpu_periods;
 	s->rodata->delayacct_on = o->delayacct;
