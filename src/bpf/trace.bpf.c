@@ -1435,22 +1435,6 @@ int BPF_PROG(trace_wb_end, struct inode *inode, struct writeback_control *wbc,
 
 /* ------------------------------------------------------------------ block: queue */
 
-#define PF_WQ_WORKER 0x00000020
-
-/* Whether @task is blk-throttle's worker, queuing bios it held (blk_throtl_dispatch_work_fn). */
-static __always_inline bool throttle_worker(struct task_struct *task)
-{
-	__u64 k, w;
-
-	if (!throtl_dispatch_fn || !(task->flags & PF_WQ_WORKER))
-		return false;
-	/* A kthread's worker_private is its struct kthread, whose data is the worker. */
-	k = (__u64)task->worker_private;
-	w = k ? (__u64)KR(struct kthread, KPTR_AS(struct kthread, k), data) : 0;
-	return w && (__u64)KR(struct worker, KPTR_AS(struct worker, w), current_func) ==
-			    throtl_dispatch_fn;
-}
-
 /*
  * The request a bio held by blk-throttle belongs to, and its key in *@key, or NULL: a
  * bio submitted with submit_bio_wait() (a flush) has its waiter on the wait list of
@@ -1560,7 +1544,7 @@ static __always_inline int queue_bio(struct bio *bio)
 				return 0;
 			flags |= TRACE_BIO_KTHREAD;
 			r->flags |= TRACE_F_KTHREAD_BIO;
-			if (throttle_worker(task))
+			if (throttle_worker(task, throtl_dispatch_fn))
 				flags |= TRACE_BIO_THROTTLED;
 		}
 	}
@@ -1568,7 +1552,7 @@ static __always_inline int queue_bio(struct bio *bio)
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
 		if (!t || (!t->kind && !t->wb_key)) {
 			/* Held by blk-throttle, queued by its worker: the request waiting for it. */
-			if (!throttle_worker(task))
+			if (!throttle_worker(task, throtl_dispatch_fn))
 				return 0;
 			r = throttled_owner(bio, &key);
 			if (!r)

@@ -1743,6 +1743,10 @@ static int build_hooks(struct top_ctx *c)
 		SYSCALL_HOOKS(s, pwritev, false),
 		SYSCALL_HOOKS(s, preadv2, false),
 		SYSCALL_HOOKS(s, pwritev2, false),
+		/* Who syncs which file: the flusher of bios blk-throttle held. */
+		SYSCALL_HOOKS(s, fsync, false),
+		SYSCALL_HOOKS(s, fdatasync, false),
+		SYSCALL_HOOKS(s, sync_file_range, false),
 		{.name = NULL}, /* room for mm_filemap_get_pages */
 	};
 	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j;
@@ -1856,7 +1860,7 @@ static int top_setup(struct top_ctx *c)
 	const struct top_opts *o = c->o;
 	char root[PATH_MAX];
 	struct top_bpf *s;
-	uint64_t iomap_end_io = 0;
+	uint64_t throtl_fn = 0, iomap_end_io = 0;
 	int err;
 
 	probe_setup_libbpf_print();
@@ -1877,6 +1881,8 @@ static int top_setup(struct top_ctx *c)
 		     strerror(-err));
 	else
 		iomap_end_io = ksyms_addr(c->ksyms, "iomap_dio_bio_end_io");
+	if (c->ksyms)
+		throtl_fn = ksyms_addr(c->ksyms, "blk_throtl_dispatch_work_fn");
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
 	err = fspath_cache_new(&c->fspaths);
@@ -1897,6 +1903,7 @@ static int top_setup(struct top_ctx *c)
 	s->rodata->track_unattributed = !o->pid && !o->have_cgroup;
 	s->rodata->stall_ns = o->stall_ns;
 	s->rodata->iomap_dio_end_io = iomap_end_io;
+	s->rodata->throtl_dispatch_fn = throtl_fn;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->self_tgid = getpid();
 	bpf_map__set_max_entries(s->maps.stats, o->max_entries);

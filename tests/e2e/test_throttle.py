@@ -45,6 +45,7 @@ def test_throttled_fdatasync_lists_its_bios_and_throttle_time(iospan):
             tl.move_to_cgroup(cg, w.pid)
             proc = tl.start_tracing("trace", "--json", "-t", "0", "-i", "600", "-p",
                                     str(w.pid), "--ops", "fdatasync")
+            top = tl.start_tracing("top", "--json", "-d", fs.name, "--duration", "600")
             try:
                 w.stdin.write("go\n")
                 w.stdin.flush()
@@ -52,7 +53,20 @@ def test_throttled_fdatasync_lists_its_bios_and_throttle_time(iospan):
             finally:
                 proc.send_signal(2)
                 tout, terr = proc.communicate(timeout=60)
-    assert w.returncode == 0 and proc.returncode == 0, terr
+                top.send_signal(2)
+                pout, perr = top.communicate(timeout=60)
+    assert w.returncode == 0 and proc.returncode == 0 and top.returncode == 0, (terr, perr)
+    # top: the bytes the throttle's worker queued are the writer's own writes, not
+    # writeback flushed by a kworker (nor a kworker's row).
+    report = json.loads(pout)
+    rows = [p for p in report["processes"] if p["pid"] == w.pid]
+    assert len(rows) == 1, [(p["pid"], p["comm"]) for p in report["processes"]]
+    assert rows[0]["disk_write_bytes"] >= N_SYNCS * CHUNK, rows[0]
+    wb = [(x["pid"], x["flusher_comm"]) for x in report["writeback"]]
+    assert not [x for x in wb if x[0] == w.pid], wb
+    kw = [p for p in report["processes"] if p["comm"].startswith("kworker")
+          and any(f.get("path") == path for f in p["files"])]
+    assert not kw, kw
     took = json.loads(out)["took_us"]
     docs = [json.loads(x) for x in tout.splitlines() if x.strip()]
     syncs = [d for d in docs if d["type"] == "request" and d["op"] == "fdatasync"]
