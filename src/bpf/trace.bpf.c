@@ -1368,9 +1368,17 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	key = wb_key(inode);
 	r = bpf_map_lookup_elem(&reqs, &key);
 	if (r && r->state != TRACE_S_IDLE) {
-		/* An earlier pass still has bios in flight: it is given up, and counted. */
-		count(TRACE_CNT_WB_SWEPT);
-	} else if (!r) {
+		/*
+		 * An earlier pass still has bios in flight: the flusher writes a big file
+		 * in chunks, pass after pass, without waiting. This pass goes on with the
+		 * same request, which ends with the last bio of the last pass.
+		 */
+		r->state = TRACE_S_ACTIVE;
+		r->flusher = task->pid;
+		t->wb_key = key;
+		return 0;
+	}
+	if (!r) {
 		r = bpf_map_lookup_elem(&rec_zero, &zero);
 		if (!r)
 			return 0;
@@ -1422,7 +1430,7 @@ int BPF_PROG(trace_wb_end, struct inode *inode, struct writeback_control *wbc,
 		return 0;
 	now = bpf_ktime_get_ns();
 	wrote = nr_to_write > (unsigned long)wbc->nr_to_write ? nr_to_write - wbc->nr_to_write : 0;
-	r->bytes = wrote * page_size;
+	r->bytes += wrote * page_size; /* over all its passes */
 	ev_add(r, TRACE_EV_WB_DONE, now, wrote, 0);
 	r->state = TRACE_S_SUBMITTED;
 	/* Ends with its last bio; at once if it wrote nothing or all is done already. */

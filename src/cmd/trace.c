@@ -683,6 +683,9 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		       fmt_dur(st[TRACE_ST_I2D], b[4], sizeof(b[4])),
 		       fmt_dur(st[TRACE_ST_D2C], b[5], sizeof(b[5])),
 		       fmt_dur(st[TRACE_ST_POST_BLOCK], b[6], sizeof(b[6])));
+	else if (r->nr_queued)
+		/* sync_file_range(WRITE), readahead: it did not wait for its bios. */
+		printf("  stages none: no bio completed before it ended (pre_block = total)\n");
 	else
 		printf("  stages no block I/O (pre_block = total)\n");
 	if (r->flags & TRACE_F_NO_OFFCPU)

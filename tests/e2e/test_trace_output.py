@@ -13,6 +13,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 import iospan_testlib as tl
 
 PYTHON = "/usr/bin/python3"
@@ -167,3 +169,62 @@ def test_stop_while_streaming_prints_every_emitted_request(iospan):
             # A read of the ring buffer that never found it empty used to keep Ctrl-C
             # waiting for as long as the requests came (seconds here, forever under load).
             assert took < 5, took
+
+
+@pytest.mark.parametrize("fstype", ["ext4", "xfs"])
+def test_writeback_in_many_passes_is_one_request(iospan, fstype):
+    """sync(2) writes a big dirty file back in chunks, pass after pass, each starting
+    before the last one's bios completed: one writeback request for all of them, not a
+    request per pass with the earlier ones given up (`writeback_given_up`)."""
+    tl.require_root("creates a loop device")
+    mib = 128
+    with tl.scratch_fs(fstype, 512) as fs:
+        path = os.path.join(fs.mnt, "big")
+        tr = Tracer("--json", "-t", "0", "-i", "600", "--ops", "writeback")
+        try:
+            tl.dd(path, bs="1M", count=mib)
+            subprocess.run(["sync"], check=True, timeout=120)
+            time.sleep(0.5)
+        finally:
+            lines, err = tr.stop()
+    reqs, sums, totals = json_docs(lines)
+    mine = [r for r in reqs if r["path"] == path]
+    c = totals["counters"]
+    print("%d requests, %d MiB; given up %d, late bios %d" % (
+        len(mine), sum(r["bytes"] for r in mine) >> 20, c["writeback_given_up"],
+        c["bios_after_request_end"]))
+    assert c["writeback_given_up"] == 0, c
+    assert sum(r["bytes"] for r in mine) == mib << 20, [r["bytes"] for r in mine]
+    assert c["bios_after_request_end"] == 0, c
+
+
+SFR_WRITER = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range(20):
+    os.pwrite(fd, b"s" * 4096, i * 4096)
+    assert libc.sync_file_range(fd, i * 4096, 4096, 2) == 0  # SYNC_FILE_RANGE_WRITE
+"""
+
+
+def test_sync_file_range_that_did_not_wait_is_not_no_block_io(iospan):
+    """sync_file_range(SYNC_FILE_RANGE_WRITE) queues its bio and returns before it
+    completes: the text must not say it did no block I/O."""
+    tl.require_root("creates a loop device")
+    with tl.scratch_fs("ext4", 128) as fs:
+        path = os.path.join(fs.mnt, "sfr")
+        tr = Tracer("-t", "0", "-i", "600", "--ops", "sync_file_range", "-d", fs.dev)
+        try:
+            subprocess.run([PYTHON, "-B", "-c", SFR_WRITER, path], check=True, timeout=60)
+            time.sleep(0.3)
+        finally:
+            lines, err = tr.stop()
+    text = "".join(lines)
+    recs = [b for b in text.split("\n\n") if " sync_file_range " in b.split("\n")[0]]
+    assert len(recs) == 20, text[-3000:]
+    queued = [b for b in recs if "bios queued" in b]
+    assert queued, recs[0]
+    for b in queued:
+        assert "no block I/O" not in b, b
