@@ -91,3 +91,56 @@ def test_throttled_fdatasync_lists_its_bios_and_throttle_time(iospan):
             assert st["pre_block"] < 0.2 * r["total_us"], st
     # 40 IOPS against two bios per call: every other call or so waits for the throttle.
     assert held >= N_SYNCS // 3, held
+
+
+FLUSHER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+sys.stdin.readline()
+for i in range(6):
+    os.pwrite(fd, b"x" * 4096, i * 8192)
+    os.fdatasync(fd)
+print(os.getpid(), flush=True)
+"""
+
+
+def test_throttled_flush_stays_with_its_fdatasync(iospan):
+    """At 10 write IOPS the flush each fdatasync sends through submit_bio_wait() is held
+    too: it is found through its waiter, and both holds are throttle time."""
+    tl.require_root("creates a loop device and a blkio cgroup")
+    tl.require_blkio()
+    with tl.scratch_fs("ext4", 128) as fs:
+        path = os.path.join(fs.mnt, "f")
+        with open(path, "wb") as f:
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+        with tl.blkio_throttle(fs.devnum, write_iops=10) as cg:
+            w = subprocess.Popen([PYTHON, "-B", "-c", FLUSHER, path], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            tl.move_to_cgroup(cg, w.pid)
+            proc = tl.start_tracing("trace", "--json", "-t", "0", "-i", "600", "-p",
+                                    str(w.pid), "--ops", "fdatasync")
+            try:
+                w.stdin.write("go\n")
+                w.stdin.flush()
+                w.communicate(timeout=120)
+            finally:
+                proc.send_signal(2)
+                tout, terr = proc.communicate(timeout=60)
+    assert w.returncode == 0 and proc.returncode == 0, terr
+    syncs = [json.loads(x) for x in tout.splitlines() if x.strip()]
+    syncs = [d for d in syncs if d["type"] == "request"]
+    assert len(syncs) == 6
+    held_flushes = 0
+    for r in syncs:
+        st = dict(r["stages"])
+        st.setdefault("throttle", 0.0)
+        kinds = [(b["op"], b["flags"]) for b in r["bios"]]
+        print(round(r["total_us"] / 1e3, 1), round(st["throttle"] / 1e3, 1), kinds)
+        assert [b["op"] for b in r["bios"]].count("W") == 1, kinds
+        assert [b["op"] for b in r["bios"]].count("F") == 1, kinds
+        if any(op == "F" and "throttled" in fl for op, fl in kinds):
+            held_flushes += 1
+            assert st["throttle"] >= 0.9 * r["total_us"], st
+    assert held_flushes >= 4, held_flushes
