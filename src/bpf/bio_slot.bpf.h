@@ -124,7 +124,8 @@ static __always_inline bool throttle_worker(struct task_struct *task, __u64 disp
 		return false;
 	k = (__u64)task->worker_private;
 	w = k ? (__u64)KR(struct kthread, KPTR_AS(struct kthread, k), data) : 0;
-	return w && (__u64)KR(struct worker, KPTR_AS(struct worker, w), current_func) == dispatch_fn;
+	return w &&
+	       (__u64)KR(struct worker, KPTR_AS(struct worker, w), current_func) == dispatch_fn;
 }
 
 /*

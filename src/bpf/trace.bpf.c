@@ -103,8 +103,9 @@ struct task_state {
 	__u8 fault_waited; /* the fault slept waiting for I/O */
 	__u8 nr_off;	   /* off-CPU periods seen (off[] holds the first ones) */
 	__u8 pad;
-	__u64 wb_key;  /* a flusher inside writeback_single_inode: that request */
-	__u64 pend_inode; /* inode its request registered in inode_owner (once per request) */
+	__u64 wb_key; /* a flusher inside writeback_single_inode: that request */
+	/* The inode its request registered in inode_owners (once per request). */
+	__u64 pend_inode;
 	__u64 rec_key; /* KEY_THREAD or KEY_SYNC: where its request's record is */
 	__u32 seq;     /* the record's seq for this request */
 	__u32 nr_queued;
@@ -1307,9 +1308,15 @@ int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mappi
 	return 0;
 }
 
+/* The key of the writeback request of the inode whose pv() is @tag. */
+static __always_inline __u64 wb_key_of(__u64 tag)
+{
+	return KEY_WB | ((tag >> 4) & ((1ULL << 56) - 1));
+}
+
 static __always_inline __u64 wb_key(struct inode *inode)
 {
-	return KEY_WB | ((pv(inode) >> 4) & ((1ULL << 56) - 1));
+	return wb_key_of(pv(inode));
 }
 
 /* Whether the (absent or known) dirtier passes the process filters. */
@@ -1471,9 +1478,9 @@ static __noinline struct trace_rec *throttled_owner(struct bio *bio, __u64 *key)
 				      (void *)first -
 					      bpf_core_field_offset(struct swait_queue, task_list) +
 					      bpf_core_field_offset(struct swait_queue, task));
-		return w ? thread_rec_active(KR(struct task_struct,
-						 KPTR_AS(struct task_struct, w), pid),
-					     key) :
+		return w ? thread_rec_active(
+				   KR(struct task_struct, KPTR_AS(struct task_struct, w), pid),
+				   key) :
 			   NULL;
 	}
 	inode = bio_page_inode(bio);
@@ -1488,7 +1495,7 @@ static __noinline struct trace_rec *throttled_owner(struct bio *bio, __u64 *key)
 			return r;
 		}
 	}
-	*key = wb_key(inode);
+	*key = wb_key_of(pv_addr(ino)); /* (a number without bpf_rdonly_cast) */
 	r = bpf_map_lookup_elem(&reqs, key);
 	return r && r->state == TRACE_S_ACTIVE ? r : NULL;
 }
@@ -1559,7 +1566,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	if (!key) {
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
 		if (!t || (!t->kind && !t->wb_key)) {
-			/* Held by blk-throttle, queued by its worker: the request waiting for it. */
+			/* Held by blk-throttle, queued by its worker: whose it is. */
 			if (!throttle_worker(task, throtl_dispatch_fn))
 				return 0;
 			r = throttled_owner(bio, &key);

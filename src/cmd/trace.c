@@ -188,8 +188,9 @@ static const char trace_usage[] =
 	"  -v                    attach plan and libbpf messages on stderr\n"
 	"  -h, --help            this help\n"
 	"\n"
-	"Stages (us): total = pre_block + q2q + q2g + g2i + i2d + d2c + post_block for a\n"
-	"request with bios; see 'man' page docs/iospan-trace.md.\n"
+	"Stages (us): total = pre_block + throttle + q2q + q2g + g2i + i2d + d2c +\n"
+	"post_block for a request with bios (throttle: bios blk-throttle held); see\n"
+	"'man' page docs/iospan-trace.md.\n"
 	"\n"
 	"Examples:\n"
 	"  iospan trace -t 50ms                 requests slower than 50 ms, system wide\n"
@@ -672,7 +673,8 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		printf(" flusher %u", r->flusher);
 	printf("\n");
 	if (r->nr_done)
-		printf("  stages pre_block %s%s%s q2q %s q2g %s g2i %s i2d %s d2c %s post_block %s\n",
+		printf("  stages pre_block %s%s%s q2q %s q2g %s g2i %s i2d %s d2c %s post_block "
+		       "%s\n",
 		       fmt_dur(st[TRACE_ST_PRE_BLOCK], b[0], sizeof(b[0])),
 		       st[TRACE_ST_THROTTLE] ? " throttle " : "",
 		       st[TRACE_ST_THROTTLE] ? fmt_dur(st[TRACE_ST_THROTTLE], b[7], sizeof(b[7])) :

@@ -91,8 +91,8 @@ static const struct {
 	const char *suffix;
 	uint64_t bytes;
 } size_units[] = {
-	{ "K", 1ULL << 10 }, { "M", 1ULL << 20 }, { "G", 1ULL << 30 },
-	{ "KiB", 1ULL << 10 }, { "MiB", 1ULL << 20 }, { "GiB", 1ULL << 30 },
+	{"K", 1ULL << 10},   {"M", 1ULL << 20},	  {"G", 1ULL << 30},
+	{"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30},
 };
 
 int parse_size_bytes(const char *s, uint64_t bare_unit, uint64_t *bytes)
