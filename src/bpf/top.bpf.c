@@ -51,7 +51,8 @@ const volatile bool track_unattributed = true;
 const volatile __u64 stall_ns = 0;
 /* Async direct I/O's FS bytes at its completion (else at its start: see top.c). */
 const volatile bool dio_fs_at_complete = false;
-const volatile __u64 iomap_dio_end_io = 0; /* address of iomap_dio_bio_end_io, 0 if unknown */
+const volatile __u64 iomap_dio_end_io = 0;   /* address of iomap_dio_bio_end_io, 0 if unknown */
+const volatile __u64 throtl_dispatch_fn = 0; /* blk_throtl_dispatch_work_fn, 0 if unknown */
 const volatile __u32 page_size = 4096;
 const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not news */
 
@@ -65,7 +66,7 @@ struct top_task {
 	__u8 op; /* SYS_READ/SYS_WRITE while inside a traced syscall on a file */
 	__u8 direct;
 	__u8 blk;
-	__u8 pad;
+	__u8 syncing; /* in fsync-family: registered in syncers under (dev, ino) */
 	__u64 file; /* struct file * of that syscall */
 	__u64 seen_exec;
 	__u64 seen_cgid;
@@ -401,6 +402,88 @@ SYSCALL_PAIR(pwrite64, SYS_WRITE)
 SYSCALL_PAIR(writev, SYS_WRITE)
 SYSCALL_PAIR(pwritev, SYS_WRITE)
 SYSCALL_PAIR(pwritev2, SYS_WRITE)
+
+/*
+ * Who is syncing which file (fsync, fdatasync, sync_file_range): blk-throttle holds the
+ * bios they submit and its worker queues them later, in a kernel thread; they are
+ * still flushed by the process that synced.
+ */
+struct syncer {
+	__u32 owner, tgid, tid, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct top_file_key);
+	__type(value, struct syncer);
+} syncers SEC(".maps");
+
+static __always_inline int sync_enter(long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct syncer sy = {};
+	struct inode *inode;
+	struct file *file;
+	struct top_task *t;
+
+	if (!throtl_dispatch_fn || task->tgid == self_tgid)
+		return 0;
+	file = fd_file(task, fd);
+	inode = file ? KR(struct file, file, f_inode) : NULL;
+	if (!inode || (KR(struct inode, inode, i_mode) & S_IFMT) != S_IFREG)
+		return 0;
+	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	fk.dev = KR(struct super_block, INODE_SB(inode), s_dev);
+	fk.ino = KR(struct inode, inode, i_ino);
+	sy.owner = owner_of(task);
+	sy.tgid = task->tgid;
+	sy.tid = task->pid;
+	t->dev = fk.dev;
+	t->ino = fk.ino;
+	t->syncing = 1;
+	bpf_map_update_elem(&syncers, &fk, &sy, BPF_ANY);
+	note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id()); /* as a flusher */
+	return 0;
+}
+
+static __always_inline int sync_exit(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct top_task *t;
+	struct syncer *sy;
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (!t || !t->syncing)
+		return 0;
+	t->syncing = 0;
+	fk.dev = t->dev;
+	fk.ino = t->ino;
+	sy = bpf_map_lookup_elem(&syncers, &fk);
+	if (sy && sy->tid == task->pid)
+		bpf_map_delete_elem(&syncers, &fk);
+	return 0;
+}
+
+#define SYNC_PAIR(name)                                             \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                 \
+	int top_enter_##name(struct syscall_trace_enter *ctx) \
+	{                                                           \
+		return sync_enter(ctx->args[0]);                    \
+	}                                                           \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                  \
+	int top_exit_##name(struct syscall_trace_exit *ctx)   \
+	{                                                           \
+		return sync_exit();                                 \
+	}
+
+SYNC_PAIR(fsync)
+SYNC_PAIR(fdatasync)
+SYNC_PAIR(sync_file_range)
 
 /* ------------------------------------------------------ FS: mmap, dirtying, async DIO */
 
@@ -860,6 +943,40 @@ owner:
 		o.key.ino = TOP_INO(kind);
 	}
 
+	/*
+	 * Held by blk-throttle and queued by its worker: the dirtier's bytes, flushed by
+	 * the process syncing the file (its own write if it is the dirtier), never by the
+	 * worker.
+	 */
+	if (inode && write && !(o.flags & TOP_F_DIRECT) && kthread &&
+	    throttle_worker(task, throtl_dispatch_fn)) {
+		struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
+		struct dirtier *d = bpf_map_lookup_elem(&dirtiers, &fk);
+		struct syncer *sy = bpf_map_lookup_elem(&syncers, &fk);
+		struct top_proc *p;
+
+		tgid = 0;
+		if (d) {
+			o.key.pid = d->owner;
+			tgid = d->tgid;
+			if (sy && d->owner != sy->owner) {
+				o.flags |= TOP_F_WRITEBACK;
+				o.flusher = sy->tid;
+			}
+		} else if (sy) {
+			o.key.pid = sy->owner;
+			tgid = sy->tgid;
+		}
+		if (tgid) {
+			if (filter_pid && tgid != filter_pid)
+				goto filtered;
+			p = filter_cgroup ? bpf_map_lookup_elem(&procs, &o.key.pid) : NULL;
+			if (filter_cgroup && (!p || !cgroup_ok(p->cgid)))
+				goto filtered;
+			goto claim;
+		}
+	}
+
 	/* Writeback of a file some other process dirtied: credit the dirtier. */
 	if (inode && write && !(o.flags & TOP_F_DIRECT)) {
 		struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
@@ -954,6 +1071,49 @@ SEC("raw_tp/block_split")
 int BPF_PROG(top_bio_split_raw, void *bio)
 {
 	return split_bio(AS_BIO(bio));
+}
+
+/* ------------------------------------------------------------------ DISK: issue */
+
+/*
+ * Issue times of requests, direct-mapped by request address: rq->io_start_time_ns can
+ * be a time the submitter's plug cached before the request was even inserted
+ * (blk_time_get_ns()), which would put the scheduler's time into d2c.
+ */
+#define NR_RQ_SLOTS (1U << 14)
+
+struct rq_issue {
+	__u64 tag;
+	__u64 d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_RQ_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rq_issue);
+} rq_issues SEC(".maps");
+
+static __always_inline int issue_rq(struct request *rq)
+{
+	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
+	struct rq_issue *s = slot_claim(&rq_issues, rq, NR_RQ_SLOTS);
+
+	if (s)
+		s->d = now;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(top_rq_issue, struct request *rq)
+{
+	return issue_rq(rq);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(top_rq_issue_raw, void *rq)
+{
+	return issue_rq(AS_RQ(rq));
 }
 
 /* -------------------------------------------------------------- DISK: complete */
@@ -1123,6 +1283,7 @@ static int walk_bio(__u32 i, void *ctx)
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
 	struct walk w = {};
+	struct rq_issue *is;
 	__u64 now, t0;
 	__u32 op;
 
@@ -1140,7 +1301,8 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	t0 = rq->start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.q2c = now - t0;
-	t0 = rq->io_start_time_ns;
+	is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
+	t0 = is && is->d >= rq->start_time_ns ? is->d : rq->io_start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.d2c = now - t0;
 	w.left = nr_bytes;

@@ -13,6 +13,7 @@
 #define S_IFDIR	 0040000
 #define S_IFBLK	 0060000
 #define O_DIRECT 00040000
+#define O_DSYNC	 00010000
 
 /* Path walk bounds; an includer may define its own before including this header. */
 #ifndef VFS_PATH_BUF

@@ -1746,6 +1746,10 @@ static int build_hooks(struct top_ctx *c)
 		 .v = {{.prog = s->progs.top_bio_split}, {.prog = s->progs.top_bio_split_raw}}},
 		{.name = "block_rq_complete",
 		 .v = {{.prog = s->progs.top_rq_complete}, {.prog = s->progs.top_rq_complete_raw}}},
+		{.name = "block_rq_issue",
+		 .optional = true,
+		 .figure = "d2c from the issue (else from io_start_time_ns)",
+		 .v = {{.prog = s->progs.top_rq_issue}, {.prog = s->progs.top_rq_issue_raw}}},
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
 		 .figure = "writeback credit to dirtiers, FS bytes of mmap writes",
@@ -1776,6 +1780,10 @@ static int build_hooks(struct top_ctx *c)
 		SYSCALL_HOOKS(s, pwritev, false),
 		SYSCALL_HOOKS(s, preadv2, false),
 		SYSCALL_HOOKS(s, pwritev2, false),
+		/* Who syncs which file: the flusher of bios blk-throttle held. */
+		SYSCALL_HOOKS(s, fsync, false),
+		SYSCALL_HOOKS(s, fdatasync, false),
+		SYSCALL_HOOKS(s, sync_file_range, false),
 		{.name = NULL}, /* room for mm_filemap_get_pages */
 	};
 	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j;
@@ -1889,7 +1897,7 @@ static int top_setup(struct top_ctx *c)
 	const struct top_opts *o = c->o;
 	char root[PATH_MAX];
 	struct top_bpf *s;
-	uint64_t iomap_end_io = 0;
+	uint64_t throtl_fn = 0, iomap_end_io = 0;
 	int err;
 
 	probe_setup_libbpf_print();
@@ -1910,6 +1918,8 @@ static int top_setup(struct top_ctx *c)
 		     ksyms_strerror(err));
 	else
 		iomap_end_io = ksyms_addr(c->ksyms, "iomap_dio_bio_end_io");
+	if (c->ksyms)
+		throtl_fn = ksyms_addr(c->ksyms, "blk_throtl_dispatch_work_fn");
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
 	err = fspath_cache_new(&c->fspaths);
@@ -1930,6 +1940,7 @@ static int top_setup(struct top_ctx *c)
 	s->rodata->track_unattributed = !o->pid && !o->have_cgroup;
 	s->rodata->stall_ns = o->stall_ns;
 	s->rodata->iomap_dio_end_io = iomap_end_io;
+	s->rodata->throtl_dispatch_fn = throtl_fn;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->self_tgid = getpid();
 	bpf_map__set_max_entries(s->maps.stats, o->max_entries);

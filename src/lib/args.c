@@ -87,6 +87,40 @@ int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
 	return 0;
 }
 
+static const struct {
+	const char *suffix;
+	uint64_t bytes;
+} size_units[] = {
+	{"K", 1ULL << 10},   {"M", 1ULL << 20},	  {"G", 1ULL << 30},
+	{"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30},
+};
+
+int parse_size_bytes(const char *s, uint64_t bare_unit, uint64_t *bytes)
+{
+	uint64_t v, unit = bare_unit;
+	char *end;
+	size_t i;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end) {
+		for (i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++)
+			if (!strcmp(end, size_units[i].suffix))
+				break;
+		if (i == sizeof(size_units) / sizeof(size_units[0]))
+			return -EINVAL;
+		unit = size_units[i].bytes;
+	}
+	if (unit && v > UINT64_MAX / unit)
+		return -EINVAL;
+	*bytes = v * unit;
+	return 0;
+}
+
 int parse_interval_count(int argc, char **argv, uint64_t *interval_ns, uint64_t *count)
 {
 	uint64_t v;

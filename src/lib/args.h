@@ -43,6 +43,11 @@ int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *out);
  * number is in @bare_unit_ns (1e9 for seconds, 1e6 for milliseconds).
  */
 int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns);
+/*
+ * Size: an integer with an optional unit (K, M, G or KiB, MiB, GiB: powers of 1024); a
+ * bare number is in @bare_unit bytes.
+ */
+int parse_size_bytes(const char *s, uint64_t bare_unit, uint64_t *bytes);
 
 /*
  * `[interval [count]]`: interval is a duration in seconds (> 0), count a positive

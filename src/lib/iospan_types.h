@@ -197,14 +197,24 @@ static inline bool trace_op_in_thread(__u32 op)
 	return op != TRACE_OP_WRITEBACK && op != TRACE_OP_AIO_READ && op != TRACE_OP_AIO_WRITE;
 }
 
+/* Whether @op is a write-family syscall (write, pwrite64, writev, pwritev, pwritev2). */
+static inline bool trace_op_writes(__u32 op)
+{
+	return op <= TRACE_OP_PWRITEV2 && (op & 1);
+}
+
 /*
  * Derived stages of one request, in ns. For a request whose bios completed while it
  * was in progress, these add up exactly:
- *   total = pre_block + q2q + q2g + g2i + i2d + d2c + post_block
+ *   total = pre_block + throttle + q2q + q2g + g2i + i2d + d2c + post_block
  * where pre_block runs from the start to the first bio queued (Q), q2q from that Q to
  * the Q of the bio that completed last (the critical bio), q2g..d2c are the critical
  * bio's block stages, and post_block runs from its completion (C) to the end. q2c is
  * first Q to last C (= q2q + q2g + g2i + i2d + d2c). Without bios, pre_block = total.
+ * throttle is the time the first and the critical bio were held (blk-throttle) before a
+ * kernel thread queued them for the request, taken out of pre_block and q2q: from the
+ * last thing the request was seen doing before (its start, a timeline event, a bio
+ * completion) to the Q.
  * offcpu and iowait overlap the others (time the thread was not running). Off-CPU
  * comes from sched_switch (--offcpu-periods: each period timed) or, by default, from
  * the thread's scheduler counters read at the start and the end of the request.
@@ -212,6 +222,7 @@ static inline bool trace_op_in_thread(__u32 op)
 enum trace_stage {
 	TRACE_ST_TOTAL,
 	TRACE_ST_PRE_BLOCK,
+	TRACE_ST_THROTTLE,
 	TRACE_ST_Q2Q,
 	TRACE_ST_Q2G,
 	TRACE_ST_G2I,
@@ -239,7 +250,8 @@ enum trace_bio_flags {
 	TRACE_BIO_KTHREAD = 1 << 5,   /* queued by a kernel thread (blk-throttle re-submit) */
 	TRACE_BIO_FLUSH = 1 << 6,     /* preflush / FUA / empty flush */
 	TRACE_BIO_NO_ISSUE = 1 << 7,  /* device start time unknown: d = i */
-	TRACE_BIO_PARTIAL = 1 << 8,   /* its request completed in parts */
+	TRACE_BIO_PARTIAL = 1 << 8,
+	TRACE_BIO_THROTTLED = 1 << 9, /* held by blk-throttle, queued by its worker (h..q) */   /* its request completed in parts */
 };
 
 /* One bio of a request with its block life cycle (CLOCK_MONOTONIC ns; 0 = unknown). */
@@ -248,6 +260,7 @@ struct trace_bio {
 	__u32 dev;    /* kernel dev_t of the bio's block device */
 	__u32 bytes;
 	__u64 q, g, i, d, c; /* queued, request allocated/merged, inserted, issued, completed */
+	__u64 h;	     /* throttled: held from about then (see TRACE_ST_THROTTLE), else 0 */
 	__u16 flags;	     /* enum trace_bio_flags */
 	__s16 error;	     /* blk_status_t, 0 if fine */
 	__u16 requeues;
@@ -311,6 +324,8 @@ struct trace_rec {
 	__u64 start, end;
 	__u64 first_q, last_c;
 	__u64 crit_q, crit_g, crit_i, crit_d; /* the bio that completed last */
+	__u64 crit_h;		/* its hold start if it was throttled, else 0 */
+	__u64 held_q, held_h;	/* Q and hold start of its first throttled bio */
 	__u64 offcpu_ns, iowait_ns;
 	__u64 runq_ns; /* of offcpu: runnable, waiting for a CPU (sched_info.run_delay) */
 	__u64 stages[TRACE_ST_NR];

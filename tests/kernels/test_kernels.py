@@ -597,7 +597,7 @@ def test_trace_stages_add_up(case):
     g = guest(case[0])
     reqs, _ = trace_docs(g, case[1])
     assert reqs, "%s: trace printed no requests" % (case,)
-    stages = ("pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
+    stages = ("pre_block", "throttle", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
     eps = 0.01 * 8
     for r in reqs:
         st = r["stages"]

@@ -64,6 +64,29 @@ static void test_parse_duration(void **state)
 	assert_int_equal(parse_duration_ns("1e30", 1000000000ULL, &ns), -EINVAL);
 }
 
+static void test_parse_size(void **state)
+{
+	uint64_t b;
+
+	assert_int_equal(parse_size_bytes("64", 1ULL << 20, &b), 0); /* bare MiB */
+	assert_int_equal(b, 64ULL << 20);
+	assert_int_equal(parse_size_bytes("512K", 1, &b), 0);
+	assert_int_equal(b, 512ULL << 10);
+	assert_int_equal(parse_size_bytes("16M", 1, &b), 0);
+	assert_int_equal(b, 16ULL << 20);
+	assert_int_equal(parse_size_bytes("1GiB", 1, &b), 0);
+	assert_int_equal(b, 1ULL << 30);
+	assert_int_equal(parse_size_bytes("0", 1, &b), 0);
+	assert_int_equal(b, 0);
+
+	assert_int_equal(parse_size_bytes("", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("M", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("-1M", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("1.5M", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("1T", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("99999999999999999G", 1, &b), -EINVAL);
+}
+
 static void test_interval_count(void **state)
 {
 	uint64_t interval = 0, count = 0;
@@ -96,6 +119,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_parse_duration),
+		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_interval_count),
 	};
 
