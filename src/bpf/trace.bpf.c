@@ -446,14 +446,19 @@ static __always_inline void hist_put(struct hist *h, __u64 v)
 		h->slots[s]++;
 }
 
-/* Captures the path of the request's file once (slow requests only). */
+/*
+ * Captures the path of the request's file as it is now (slow requests only). From here
+ * on r->file is the path's id (vfs_path_capture()), for user space to find it.
+ */
 static __noinline int capture_path(struct trace_rec *r)
 {
 	/* Syscalls and async I/O hold a struct file; faults and writeback an inode. */
 	__u32 from = r->op == TRACE_OP_FAULT || r->op == TRACE_OP_WRITEBACK ? VFS_FROM_INODE :
 									      VFS_FROM_FILE;
-	int err = vfs_path_capture(r->dev, r->ino, r->file, from);
+	__u64 id;
+	int err = vfs_path_capture(r->dev, r->ino, r->file, from, &id);
 
+	r->file = id;
 	if (!err)
 		r->flags |= TRACE_F_PATH;
 	else if (err == -ENOSPC)

@@ -73,6 +73,7 @@ struct row {
 	uint64_t q2c_sum, d2c_sum, q2c_max, d2c_max;
 	uint64_t nr_q2c, nr_d2c;
 	uint32_t flags, bdev;
+	uint32_t gen, path_epoch; /* the file's generation as last seen (paths map key) */
 };
 
 struct wbrow {
@@ -363,19 +364,17 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 
 /* ------------------------------------------------------------------ paths */
 
-/* The user-visible path of a file, resolved once and cached; NULL if not captured. */
-static const char *file_path(struct top_ctx *c, uint32_t dev, uint64_t ino)
+static int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
 {
-	struct top_file_key fk = {.dev = dev, .ino = ino};
-	const char *path;
-	struct top_path p;
+	struct top_ctx *c = arg;
 
-	path = fspath_cache_get(c->fspaths, dev, ino);
-	if (path)
-		return path;
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), &fk, &p))
-		return NULL;
-	return fspath_cache_put(c->fspaths, dev, ino, &p);
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), key, p) ? -errno : 0;
+}
+
+/* The user-visible path of a row's file as it is now; NULL if not captured. */
+static const char *file_path(struct top_ctx *c, const struct row *r)
+{
+	return fspath_current(c->fspaths, r->key.dev, r->gen, r->key.ino);
 }
 
 static bool ino_special(uint64_t ino)
@@ -476,6 +475,11 @@ static void fold_stat(void *row, const void *key, const void *vals, int ncpus, v
 		r->flags |= v->flags;
 		if (v->bdev)
 			r->bdev = v->bdev;
+		/* The generation the file had when a CPU last looked (a reused inode). */
+		if (v->path_epoch > r->path_epoch) {
+			r->path_epoch = v->path_epoch;
+			r->gen = v->gen;
+		}
 		if (v->max_gen[ms->slot] == ms->gen) {
 			if (v->q2c_max[ms->slot] > r->q2c_max)
 				r->q2c_max = v->q2c_max[ms->slot];
@@ -1064,7 +1068,7 @@ static void print_file_row(struct top_ctx *c, const struct report *rep, const st
 	if (ino_special(r->key.ino))
 		path = kind_label(r->key.ino);
 	else
-		path = file_path(c, r->key.dev, r->key.ino);
+		path = file_path(c, r);
 	if (!path)
 		path = "(path not captured)";
 	printf("      %s\n", trunc_left(path, 93, pbuf, sizeof(pbuf)));
@@ -1112,6 +1116,15 @@ static int wb_bytes_cmp(const void *a, const void *b)
 	return wb_cmp_key(a, b);
 }
 
+/* The path of a writeback row's file: the one its dirtier's row of the file names. */
+static const char *wb_path(struct top_ctx *c, const struct report *rep, const struct wbrow *w)
+{
+	struct row k = {.key = {.pid = w->key.pid, .dev = w->key.dev, .ino = w->key.ino}};
+	const struct row *r = bsearch(&k, rep->rows, rep->nr_rows, sizeof(k), row_cmp_key);
+
+	return r ? file_path(c, r) : fspath_current(c->fspaths, w->key.dev, 0, w->key.ino);
+}
+
 static void render_writeback(struct top_ctx *c, const struct report *rep, struct wbrow *wb,
 			     size_t nr)
 {
@@ -1139,7 +1152,7 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 		printf("%-7u %-12.12s %-16s %-24.24s %10s\n", wb[i].key.pid, src.comm,
 		       cgroup_cell(c, src.cgid, 16, cg, sizeof(cg)), fl,
 		       bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
-		path = file_path(c, wb[i].key.dev, wb[i].key.ino);
+		path = wb_path(c, rep, &wb[i]);
 		printf("      %s\n",
 		       trunc_left(path ? path : "(path not captured)", 93, pbuf, sizeof(pbuf)));
 	}
@@ -1384,7 +1397,7 @@ static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
 		jw_kv_null(jw, "path");
 	} else {
 		jw_kv_uint(jw, "inode", r->key.ino);
-		path = file_path(c, r->key.dev, r->key.ino);
+		path = file_path(c, r);
 		if (path)
 			jw_kv_string(jw, "path", path);
 		else
@@ -1484,7 +1497,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_string(jw, "flusher_comm", fl.comm);
 		json_dev(jw, "dev", w->key.dev);
 		jw_kv_uint(jw, "inode", w->key.ino);
-		path = file_path(c, w->key.dev, w->key.ino);
+		path = wb_path(c, rep, w);
 		if (path)
 			jw_kv_string(jw, "path", path);
 		else
@@ -1616,6 +1629,7 @@ static int top_report(struct top_ctx *c, double seconds, bool stopped)
 	/* New samples go to the other max slot while this interval's is read. */
 	if (periodic)
 		c->skel->bss->max_gen = ++c->gen;
+	fspath_cache_round(c->fspaths);
 	err = read_stats(c, slot, gen, &cur, &nr);
 	if (!err)
 		err = read_wb(c, &wb, &nr_wb);
@@ -1875,7 +1889,7 @@ static int top_setup(struct top_ctx *c)
 		iomap_end_io = ksyms_addr(c->ksyms, "iomap_dio_bio_end_io");
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
-	err = fspath_cache_new(&c->fspaths);
+	err = fspath_cache_new(lookup_path, c, &c->fspaths);
 	if (err)
 		return fail(err, "out of memory");
 	err = ds_read("/proc/diskstats", &c->ds_start);
@@ -1919,6 +1933,7 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		return err;
 	preinsert_unattributed(c);
+	s->bss->path_epoch = 1;
 	err = top_bpf__attach(s);
 	if (err)
 		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
@@ -1970,6 +1985,8 @@ static int wait_until(struct top_ctx *c, uint64_t deadline)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next_refresh) {
 			refresh_cgroups(c);
+			/* Rows check their files' paths again at their next I/O. */
+			c->skel->bss->path_epoch++;
 			next_refresh = now + NSEC_PER_SEC;
 		}
 		if (now >= deadline)

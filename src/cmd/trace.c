@@ -400,24 +400,26 @@ static const char *offcpu_source(const struct trace_ctx *c, const struct trace_r
 	return c->o->delayacct ? "counters_delayacct" : "counters";
 }
 
-/* The user-visible path of the request's file, or NULL if it was not captured. */
+static int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
+{
+	struct trace_ctx *c = arg;
+
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), key, p) ? -errno : 0;
+}
+
+/*
+ * The user-visible path of the request's file as it was when the request ended, or
+ * NULL if it was not captured (r->file: the capture's id).
+ */
 static const char *rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len)
 {
-	struct top_file_key fk = {.dev = r->dev, .ino = r->ino};
-	const char *p;
-	struct top_path tp;
 	char name[DISK_NAME_LEN];
 
 	if (r->flags & TRACE_F_BLKDEV) {
 		snprintf(buf, len, "/dev/%s", dev_name(r->dev, name, sizeof(name)));
 		return buf;
 	}
-	p = fspath_cache_get(c->paths, r->dev, r->ino);
-	if (p)
-		return p;
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), &fk, &tp))
-		return NULL;
-	return fspath_cache_put(c->paths, r->dev, r->ino, &tp);
+	return fspath_of_id(c->paths, r->dev, r->ino, r->file);
 }
 
 static const char *const ev_names[TRACE_EV_NR] = {
@@ -1453,7 +1455,7 @@ static int trace_setup(struct trace_ctx *c)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
 	c->pcpu = calloc(c->ncpus, sizeof(*c->pcpu));
 	c->prev = calloc(TRACE_OP_NR, sizeof(*c->prev));
-	if (!c->pcpu || !c->prev || fspath_cache_new(&c->paths))
+	if (!c->pcpu || !c->prev || fspath_cache_new(lookup_path, c, &c->paths))
 		return fail(-ENOMEM, "out of memory");
 	err = ksyms_load(NULL, &ks);
 	if (err)
