@@ -15,6 +15,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
@@ -116,6 +117,7 @@ struct {
 } procs SEC(".maps");
 
 DEFINE_VFS_PATH_CACHE(8192);
+DEFINE_PROC_TITLES(8192);
 
 struct dirtier {
 	__u32 owner;
@@ -274,6 +276,8 @@ static __always_inline void add_fs(struct top_key *k, bool write, __u64 bytes, _
 		s->path_epoch = path_epoch;
 		vfs_path_capture(k->dev, k->ino, ptr, from, &id);
 		s->gen = id;
+		/* FS events run in the process: its title as it is now (titles change). */
+		proc_title_note();
 	}
 	s->flags |= flags;
 }

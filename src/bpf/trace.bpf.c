@@ -17,6 +17,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
@@ -219,6 +220,7 @@ struct {
 } events SEC(".maps");
 
 DEFINE_VFS_PATH_CACHE(8192);
+DEFINE_PROC_TITLES(4096);
 
 /* Who last dirtied each file: its writeback is that process's request. */
 struct dirtier {
@@ -459,6 +461,9 @@ static __noinline int capture_path(struct trace_rec *r)
 	int err = vfs_path_capture(r->dev, r->ino, r->file, from, &id);
 
 	r->file = id;
+	/* The process's title as it is now, where this runs in it (not in a flusher). */
+	if (r->pid == (__u32)(bpf_get_current_pid_tgid() >> 32))
+		proc_title_note();
 	if (!err)
 		r->flags |= TRACE_F_PATH;
 	else if (err == -ENOSPC)

@@ -36,6 +36,7 @@
 #include "json.h"
 #include "ksyms.h"
 #include "probe.h"
+#include "procinfo.h"
 #include "units.h"
 #include "top.skel.h"
 #include "top_compat.skel.h"
@@ -120,6 +121,7 @@ struct top_ctx {
 	struct ksyms *ksyms;
 	struct cgroup_map *cgmap;
 	struct fspath_cache *fspaths;
+	struct procinfo *procinfo;
 	/* Cumulative values at the previous report (periodic mode). */
 	struct row *prev;
 	size_t nr_prev;
@@ -953,16 +955,32 @@ static const char *trunc_left(const char *s, size_t width, char *buf, size_t len
 	return buf;
 }
 
-/* The CGROUP/CONTAINER cell: a container's short id, else the cgroup path's tail. */
-static const char *cgroup_cell(struct top_ctx *c, uint64_t cgid, size_t width, char *buf,
-			       size_t len)
+static int lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
 {
+	struct top_ctx *c = arg;
+
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.titles), &tgid, t) ? -errno : 0;
+}
+
+/*
+ * The CGROUP/CONTAINER cell of process @pid (a tgid) named @comm: a container's short
+ * id, else the cgroup path's tail; for a process in the cgroup v2 root, its cgroup v1
+ * blkio group if it is in one (that is where blk-throttle limits it).
+ */
+static const char *cgroup_cell(struct top_ctx *c, uint32_t pid, const char *comm, uint64_t cgid,
+			       size_t width, char *buf, size_t len)
+{
+	struct proc_ident id;
 	char tmp[64];
 	struct cg_desc d;
 
 	describe_cgroup(c, cgid, &d);
+	procinfo_get(c->procinfo, pid, comm, &id);
 	if (d.has_ct)
 		snprintf(buf, len, "%s", d.ct.id);
+	else if (id.blkio && (!d.path || !strcmp(d.path, "/")))
+		snprintf(buf, len, "blkio:%.57s",
+			 trunc_left(id.blkio, width - 6, tmp, sizeof(tmp)));
 	else if (!d.path)
 		snprintf(buf, len, "cgid:%" PRIu64, cgid);
 	else
@@ -1074,6 +1092,22 @@ static void print_file_row(struct top_ctx *c, const struct report *rep, const st
 	printf("      %s\n", trunc_left(path, 93, pbuf, sizeof(pbuf)));
 }
 
+/* The process of owner @pid (a thread with --threads). */
+static uint32_t proc_tgid(uint32_t pid, const struct top_proc *info)
+{
+	return info->tgid ? info->tgid : pid;
+}
+
+/* A title the process set ("postgres: checkpointer"), on a line of its own. */
+static void print_title(struct top_ctx *c, uint32_t pid, const char *comm)
+{
+	struct proc_ident id;
+
+	procinfo_get(c->procinfo, pid, comm, &id);
+	if (id.title && id.cmdline)
+		printf("  \"%.91s\"\n", id.cmdline);
+}
+
 static void render_processes(struct top_ctx *c, const struct report *rep)
 {
 	const struct top_opts *o = c->o;
@@ -1091,13 +1125,15 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 			continue;
 		shown++;
 		printf("%-7u %-12.12s %-16s %7s %8s %9s %10s %5u %8s %8s\n", p->pid, p->info.comm,
-		       cgroup_cell(c, p->info.cgid, 16, cg, sizeof(cg)),
+		       cgroup_cell(c, proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid, 16,
+				   cg, sizeof(cg)),
 		       bytes_cell(rep, p->sum.fs_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, p->sum.fs_write, b[1], UNITS_BUF),
 		       bytes_cell(rep, p->sum.disk_read, b[2], UNITS_BUF),
 		       bytes_cell(rep, p->sum.disk_write, b[3], UNITS_BUF), p->nr_files,
 		       lat_cell(p->sum.q2c_sum, p->sum.nr_q2c, p->sum.q2c_max, q, sizeof(q)),
 		       lat_cell(p->sum.d2c_sum, p->sum.nr_d2c, p->sum.d2c_max, d, sizeof(d)));
+		print_title(c, proc_tgid(p->pid, &p->info), p->info.comm);
 		for (j = 0; j < p->nr_rows && j < o->max_files; j++)
 			print_file_row(c, rep, p->files[j]);
 		if (p->nr_rows > o->max_files && o->max_files)
@@ -1150,8 +1186,9 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 		proc_info(c, wb[i].key.flusher, &flusher);
 		snprintf(fl, sizeof(fl), "%s (%u)", flusher.comm, wb[i].key.flusher);
 		printf("%-7u %-12.12s %-16s %-24.24s %10s\n", wb[i].key.pid, src.comm,
-		       cgroup_cell(c, src.cgid, 16, cg, sizeof(cg)), fl,
-		       bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
+		       cgroup_cell(c, proc_tgid(wb[i].key.pid, &src), src.comm, src.cgid, 16, cg,
+				   sizeof(cg)),
+		       fl, bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
 		path = wb_path(c, rep, &wb[i]);
 		printf("      %s\n",
 		       trunc_left(path ? path : "(path not captured)", 93, pbuf, sizeof(pbuf)));
@@ -1229,7 +1266,7 @@ static void render_stalls(struct top_ctx *c)
 		const struct stall_agg *a = &c->stalls[i];
 
 		printf("%-7u %-7u %-15.15s %-16s %5" PRIu64 " %8s %8s\n", a->tid, a->tgid, a->comm,
-		       cgroup_cell(c, a->cgid, 16, cg, sizeof(cg)), a->count,
+		       cgroup_cell(c, a->tgid, a->comm, a->cgid, 16, cg, sizeof(cg)), a->count,
 		       fmt_ns(a->total_ns, tot, sizeof(tot)), fmt_ns(a->max_ns, max, sizeof(max)));
 		for (j = 0; j < a->nr_ips; j++)
 			printf("        %s\n", ksyms_format(c->ksyms, a->ips[j], sym, sizeof(sym)));
@@ -1339,10 +1376,22 @@ static void render_text(struct top_ctx *c, struct report *rep)
 	fflush(stdout);
 }
 
-static void json_cgroup(struct top_ctx *c, struct jw *jw, uint64_t cgid)
+/* cgroup, container and who process @pid (a tgid) named @comm is beyond its comm. */
+static void json_cgroup(struct top_ctx *c, struct jw *jw, uint32_t pid, const char *comm,
+			uint64_t cgid)
 {
+	struct proc_ident id;
 	struct cg_desc d;
 
+	procinfo_get(c->procinfo, pid, comm, &id);
+	if (id.cmdline)
+		jw_kv_string(jw, "cmdline", id.cmdline);
+	else
+		jw_kv_null(jw, "cmdline");
+	if (id.blkio)
+		jw_kv_string(jw, "blkio_cgroup", id.blkio);
+	else
+		jw_kv_null(jw, "blkio_cgroup");
 	describe_cgroup(c, cgid, &d);
 	if (d.path)
 		jw_kv_string(jw, "cgroup", d.path);
@@ -1464,7 +1513,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		}
 		jw_kv_string(jw, "comm", p->info.comm);
 		jw_kv_bool(jw, "kernel_thread", p->info.kthread);
-		json_cgroup(c, jw, p->info.cgid);
+		json_cgroup(c, jw, proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid);
 		json_bytes(jw, &p->sum);
 		jw_kv_uint(jw, "writeback_bytes", p->writeback_bytes);
 		jw_kv_uint(jw, "nr_files", p->nr_files);
@@ -1492,7 +1541,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_start_object(jw);
 		jw_kv_uint(jw, "pid", w->key.pid);
 		jw_kv_string(jw, "comm", info.comm);
-		json_cgroup(c, jw, info.cgid);
+		json_cgroup(c, jw, proc_tgid(w->key.pid, &info), info.comm, info.cgid);
 		jw_kv_uint(jw, "flusher_tid", w->key.flusher);
 		jw_kv_string(jw, "flusher_comm", fl.comm);
 		json_dev(jw, "dev", w->key.dev);
@@ -1536,7 +1585,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_uint(jw, "tid", a->tid);
 		jw_kv_uint(jw, "pid", a->tgid);
 		jw_kv_string(jw, "comm", a->comm);
-		json_cgroup(c, jw, a->cgid);
+		json_cgroup(c, jw, a->tgid, a->comm, a->cgid);
 		jw_kv_uint(jw, "count", a->count);
 		jw_kv_float(jw, "total_ms", a->total_ns / 1e6, 3);
 		jw_kv_float(jw, "max_ms", a->max_ns / 1e6, 3);
@@ -1630,6 +1679,7 @@ static int top_report(struct top_ctx *c, double seconds, bool stopped)
 	if (periodic)
 		c->skel->bss->max_gen = ++c->gen;
 	fspath_cache_round(c->fspaths);
+	procinfo_round(c->procinfo);
 	err = read_stats(c, slot, gen, &cur, &nr);
 	if (!err)
 		err = read_wb(c, &wb, &nr_wb);
@@ -1890,6 +1940,8 @@ static int top_setup(struct top_ctx *c)
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
 	err = fspath_cache_new(lookup_path, c, &c->fspaths);
+	if (!err)
+		err = procinfo_new(lookup_title, c, 0, &c->procinfo);
 	if (err)
 		return fail(err, "out of memory");
 	err = ds_read("/proc/diskstats", &c->ds_start);
@@ -1912,6 +1964,8 @@ static int top_setup(struct top_ctx *c)
 	bpf_map__set_max_entries(s->maps.stats, o->max_entries);
 	bpf_map__set_max_entries(s->maps.wb, o->max_entries / 4 > 1024 ? o->max_entries / 4 : 1024);
 	bpf_map__set_max_entries(s->maps.procs,
+				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
+	bpf_map__set_max_entries(s->maps.titles,
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
 	bpf_map__set_max_entries(s->maps.paths,
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
@@ -1961,6 +2015,7 @@ static void refresh_cgroups(struct top_ctx *c)
 {
 	int fd = bpf_map__fd(c->skel->maps.procs);
 	uint32_t key, next, *prev = NULL;
+	struct proc_ident id;
 	struct top_proc info;
 
 	if (!c->cgmap)
@@ -1969,8 +2024,11 @@ static void refresh_cgroups(struct top_ctx *c)
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (!bpf_map_lookup_elem(fd, &key, &info))
-			cgroup_map_path(c->cgmap, info.cgid);
+		if (bpf_map_lookup_elem(fd, &key, &info))
+			continue;
+		cgroup_map_path(c->cgmap, info.cgid);
+		/* Read /proc while it lives, in case the kernel has no title for it. */
+		procinfo_get(c->procinfo, proc_tgid(key, &info), info.comm, &id);
 	}
 	cgroup_map_round(c->cgmap);
 }
@@ -2054,6 +2112,7 @@ static void top_cleanup(struct top_ctx *c)
 	ksyms_free(c->ksyms);
 	cgroup_map_free(c->cgmap);
 	fspath_cache_free(c->fspaths);
+	procinfo_free(c->procinfo);
 	free(c->prev);
 	free(c->prev_wb);
 	free(c->stalls);

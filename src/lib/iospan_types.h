@@ -16,6 +16,19 @@
 
 #define TOP_COMM_LEN 16
 
+/*
+ * What ps shows of a process, captured in its own context (the titles map, keyed by
+ * tgid): its argument area, NUL-separated arguments or a title the process wrote over
+ * them ("postgres: checkpointer"), and its cgroup for the io (blkio) controller.
+ */
+#define PROC_ARGS_LEN 256
+struct proc_title {
+	__u64 blkio_cgid; /* kernfs id (directory inode number) of that cgroup, 0 if none */
+	__u32 len;	  /* bytes of args (the area may be longer) */
+	__u32 pad;
+	char args[PROC_ARGS_LEN];
+};
+
 /* ---------------------------------------------------------------- iospan top */
 
 /*
