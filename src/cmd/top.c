@@ -47,6 +47,9 @@
 
 enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
 
+/* What the main table's rows are: processes, files, or directories (--by). */
+enum top_by { BY_PROCESS, BY_FILE, BY_DIR };
+
 static const char *const sort_names[] = {"disk", "fs", "read", "write", "latency"};
 
 struct top_opts {
@@ -63,8 +66,10 @@ struct top_opts {
 	uint64_t max_procs, max_files, max_entries;
 	enum sort_key sort;
 	bool threads;
-	bool no_syscalls;  /* FS bytes without syscall tracepoints */
-	uint64_t stall_ns; /* 0: stalls not traced */
+	bool no_syscalls; /* FS bytes without syscall tracepoints */
+	enum top_by by;
+	uint64_t dir_depth; /* --by dir: path components the directories keep */
+	uint64_t stall_ns;  /* 0: stalls not traced */
 };
 
 /* One (owner, device, inode) row of the stats map, summed over CPUs. */
@@ -151,6 +156,8 @@ struct report {
 	size_t nr_procs;
 	struct dev_cov *devs;
 	size_t nr_devs;
+	struct by_group *groups; /* --by file / dir: the rows of the main table */
+	size_t nr_groups;
 	uint64_t drops[TOP_DROP_NR];
 };
 
@@ -190,6 +197,9 @@ static const char top_usage[] =
 	"      --max-files N         files shown per process (default 5)\n"
 	"      --sort KEY            disk (default), fs, read, write or latency\n"
 	"      --threads             one row per thread instead of per process\n"
+	"      --by file             rows are files, busiest first, across all processes\n"
+	"      --by dir DEPTH        rows are directories: files rolled up by the first\n"
+	"                            DEPTH components of their paths\n"
 	"      --stall-threshold D   report threads waiting for I/O longer than D (default\n"
 	"                            100ms; 0 turns stall tracing off)\n"
 	"      --duration S          length of the one-shot report (default 8 s)\n"
@@ -207,6 +217,7 @@ static const char top_usage[] =
 	"  iospan top                      8 s of totals\n"
 	"  iospan top -d sda 2 5           five 2-second reports for sda\n"
 	"  iospan top --cgroup /docker --json --duration 30\n"
+	"  iospan top --by dir 6 2         which database directory, every 2 s\n"
 	"\n"
 	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n";
 
@@ -221,6 +232,7 @@ enum {
 	OPT_DURATION,
 	OPT_MAX_ENTRIES,
 	OPT_NO_SYSCALLS,
+	OPT_BY,
 };
 
 static int parse_pid(const char *arg, uint32_t *pid)
@@ -254,6 +266,28 @@ static int parse_cgroup(struct top_opts *o, const char *arg)
 	return 0;
 }
 
+/* --by process|file|dir DEPTH: DEPTH is the word after "dir". */
+static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
+{
+	if (!strcmp(arg, "process")) {
+		o->by = BY_PROCESS;
+	} else if (!strcmp(arg, "file")) {
+		o->by = BY_FILE;
+	} else if (!strcmp(arg, "dir")) {
+		if (optind >= argc ||
+		    parse_u64_range(argv[optind], 1, TOP_PATH_DEPTH, &o->dir_depth))
+			return fail_usage("--by dir needs a DEPTH after it: how many path "
+					  "components the directories keep, 1 to %d (e.g. --by "
+					  "dir 3)",
+					  TOP_PATH_DEPTH);
+		optind++;
+		o->by = BY_DIR;
+	} else {
+		return fail_usage("invalid --by '%s': use process, file or dir DEPTH", arg);
+	}
+	return 0;
+}
+
 static int top_parse(int argc, char **argv, struct top_opts *o)
 {
 	static const struct option long_opts[] = {
@@ -268,6 +302,7 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		{"duration", required_argument, NULL, OPT_DURATION},
 		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
 		{"no-syscalls", no_argument, NULL, OPT_NO_SYSCALLS},
+		{"by", required_argument, NULL, OPT_BY},
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -330,6 +365,11 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 			break;
 		case OPT_NO_SYSCALLS:
 			o->no_syscalls = true;
+			break;
+		case OPT_BY:
+			err = parse_by(o, optarg, argc, argv);
+			if (err)
+				return err;
 			break;
 		case OPT_STALL:
 			if (parse_duration_ns(optarg, 1000000ULL, &o->stall_ns))
@@ -1352,6 +1392,8 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 	       "start / issue.\n");
 }
 
+static void render_by(struct top_ctx *c, const struct report *rep);
+
 static void render_text(struct top_ctx *c, struct report *rep)
 {
 	char when[64];
@@ -1365,7 +1407,10 @@ static void render_text(struct top_ctx *c, struct report *rep)
 	printf("iospan top  %s  %.1f s%s%s\n\n", when, rep->seconds,
 	       rep->rates ? ", rates per second" : ", totals",
 	       rep->stopped ? " (stopped early)" : "");
-	render_processes(c, rep);
+	if (c->o->by == BY_PROCESS)
+		render_processes(c, rep);
+	else
+		render_by(c, rep);
 	render_writeback(c, rep, rep->wb, rep->nr_wb);
 	render_nofile(c, rep);
 	render_stalls(c);
@@ -1465,6 +1510,333 @@ static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
 	jw_end_object(jw);
 }
 
+/* ------------------------------------------------------------------ --by file / dir */
+
+static const char *const by_names[] = {"process", "file", "dir"};
+
+/* A row of the file or directory table: the sum of its files' rows. */
+struct by_group {
+	struct row sum; /* key.dev, key.ino, gen: the file's, or a no-file kind's */
+	char *name;	/* the file's path or the directory; NULL: none (a kind, uncaptured) */
+	uint32_t nr_files;
+	uint32_t *pids; /* the processes whose rows it sums, distinct */
+	size_t nr_pids;
+};
+
+static int file_key_cmp(const void *a, const void *b)
+{
+	const struct row *x = *(struct row *const *)a, *y = *(struct row *const *)b;
+
+	if (x->key.dev != y->key.dev)
+		return x->key.dev < y->key.dev ? -1 : 1;
+	if (x->key.ino != y->key.ino)
+		return x->key.ino < y->key.ino ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	return 0;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct by_group *x = a, *y = b;
+
+	return row_ptr_cmp(&(const struct row *){&x->sum}, &(const struct row *){&y->sum});
+}
+
+static int pid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The directory of @path cut to its first @depth components ("/a/b" of "/a/b/c/f" at
+ * depth 2, "/a/b/c" at 3 and more; "MAJ:MIN:" and "..." heads kept), into @out.
+ */
+static void dir_prefix(const char *path, unsigned int depth, char *out, size_t len)
+{
+	const char *slash = strchr(path, '/'), *last = strrchr(path, '/'), *q, *next;
+	unsigned int n = 0;
+
+	if (!slash) {
+		snprintf(out, len, "%s", path);
+		return;
+	}
+	for (q = slash; q < last && n < depth; n++) {
+		next = strchr(q + 1, '/');
+		q = next && next < last ? next : last;
+	}
+	if (q == slash)
+		snprintf(out, len, "%.*s/", (int)(slash - path), path); /* the root */
+	else
+		snprintf(out, len, "%.*s", (int)(q - path), path);
+}
+
+/* Adds @g's processes and sums to @into. */
+static int group_merge(struct by_group *into, const struct by_group *g)
+{
+	uint32_t *grown = realloc(into->pids, (into->nr_pids + g->nr_pids) * sizeof(*grown));
+
+	if (!grown && into->nr_pids + g->nr_pids)
+		return -ENOMEM;
+	into->pids = grown;
+	memcpy(into->pids + into->nr_pids, g->pids, g->nr_pids * sizeof(*grown));
+	into->nr_pids += g->nr_pids;
+	into->nr_files += g->nr_files;
+	row_add(&into->sum, &g->sum);
+	return 0;
+}
+
+static void groups_free(struct by_group *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].pids);
+	}
+	free(v);
+}
+
+/* The active rows summed per file (device, generation, inode), or per no-file kind. */
+static int group_files(struct top_ctx *c, const struct report *rep, struct by_group **out,
+		       size_t *nr)
+{
+	struct by_group *v = NULL, *g = NULL;
+	const struct row **rows;
+	const char *path;
+	size_t i, n = 0, k = 0;
+	int err = -ENOMEM;
+
+	rows = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*rows));
+	v = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*v));
+	if (!rows || !v)
+		goto cleanup;
+	for (i = 0; i < rep->nr_rows; i++)
+		if (row_active(&rep->rows[i]))
+			rows[k++] = &rep->rows[i];
+	qsort(rows, k, sizeof(*rows), file_key_cmp);
+	for (i = 0; i < k; i++) {
+		if (!g || file_key_cmp(&rows[i], &rows[i - 1])) {
+			g = &v[n++];
+			g->sum.key = rows[i]->key;
+			g->sum.key.pid = TOP_PID_NONE;
+			g->sum.gen = rows[i]->gen;
+			g->nr_files = !ino_special(rows[i]->key.ino);
+			g->pids = calloc(k - i, sizeof(*g->pids));
+			path = g->nr_files ? file_path(c, rows[i]) : NULL;
+			g->name = path ? strdup(path) : NULL;
+			if (!g->pids || (path && !g->name))
+				goto cleanup;
+		}
+		row_add(&g->sum, rows[i]);
+		g->sum.bdev = rows[i]->bdev ? rows[i]->bdev : g->sum.bdev;
+		if (rows[i]->key.pid != TOP_PID_NONE)
+			g->pids[g->nr_pids++] = rows[i]->key.pid;
+	}
+	*out = v;
+	*nr = n;
+	v = NULL;
+	err = 0;
+cleanup:
+	if (v)
+		groups_free(v, n);
+	free(rows);
+	return err;
+}
+
+/* Directories by name, then uncaptured paths (one bucket), then no-file kinds. */
+static int dir_key_cmp(const void *a, const void *b)
+{
+	const struct by_group *x = a, *y = b;
+	int cx = x->name ? 0 : x->nr_files ? 1 : 2, cy = y->name ? 0 : y->nr_files ? 1 : 2;
+
+	if (cx != cy)
+		return cx < cy ? -1 : 1;
+	if (cx == 0)
+		return strcmp(x->name, y->name);
+	if (cx == 1)
+		return 0;
+	return file_key_cmp(&(const struct row *){&x->sum}, &(const struct row *){&y->sum});
+}
+
+/* File groups rolled up by directory (--by dir); no-file kinds stay as they are. */
+static int group_dirs(struct top_ctx *c, struct by_group *files, size_t nr_files,
+		      struct by_group **out, size_t *nr)
+{
+	struct by_group *v, *g = NULL;
+	char dir[PATH_MAX], *d;
+	size_t i, j, k, n = 0;
+	int err = 0;
+
+	for (i = 0; i < nr_files; i++) {
+		if (!files[i].name)
+			continue;
+		dir_prefix(files[i].name, c->o->dir_depth, dir, sizeof(dir));
+		d = strdup(dir);
+		if (!d)
+			return -ENOMEM;
+		free(files[i].name);
+		files[i].name = d;
+	}
+	qsort(files, nr_files, sizeof(*files), dir_key_cmp);
+	v = calloc(nr_files ? nr_files : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < nr_files && !err; i++) {
+		if (!g || dir_key_cmp(g, &files[i])) {
+			g = &v[n++];
+			g->sum.key = files[i].sum.key;
+			g->sum.gen = files[i].sum.gen;
+			g->sum.bdev = files[i].sum.bdev;
+			g->name = files[i].name;
+			files[i].name = NULL;
+		}
+		err = group_merge(g, &files[i]);
+	}
+	for (i = 0; i < n; i++) {
+		/* A process writing several files of a directory counts once. */
+		qsort(v[i].pids, v[i].nr_pids, sizeof(*v[i].pids), pid_cmp);
+		for (j = k = 0; j < v[i].nr_pids; j++)
+			if (!k || v[i].pids[j] != v[i].pids[k - 1])
+				v[i].pids[k++] = v[i].pids[j];
+		v[i].nr_pids = k;
+	}
+	if (err) {
+		groups_free(v, n);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+/* The rows of the main table for --by file or dir, busiest first (rep->groups). */
+static int group_by(struct top_ctx *c, struct report *rep)
+{
+	struct by_group *files, *dirs;
+	size_t nr_files, nr_dirs;
+	int err;
+
+	err = group_files(c, rep, &files, &nr_files);
+	if (err)
+		return err;
+	if (c->o->by == BY_DIR) {
+		err = group_dirs(c, files, nr_files, &dirs, &nr_dirs);
+		groups_free(files, nr_files);
+		if (err)
+			return err;
+		files = dirs;
+		nr_files = nr_dirs;
+	}
+	qsort(files, nr_files, sizeof(*files), group_cmp);
+	rep->groups = files;
+	rep->nr_groups = nr_files;
+	return 0;
+}
+
+/* The first cell of a file or directory row: where it is, or how many files. */
+static const char *group_id(struct top_ctx *c, const struct by_group *g, char *buf, size_t len)
+{
+	char dname[DISK_NAME_LEN];
+
+	row_disk_name(c, &g->sum, dname, sizeof(dname));
+	if (ino_special(g->sum.key.ino))
+		snprintf(buf, len, "%s %s", dname, kind_name(g->sum.key.ino));
+	else if (c->o->by == BY_FILE)
+		snprintf(buf, len, "%s ino %" PRIu64, dname, (uint64_t)g->sum.key.ino);
+	else
+		snprintf(buf, len, "%u file%s", g->nr_files, g->nr_files == 1 ? "" : "s");
+	return buf;
+}
+
+static const char *group_name(const struct by_group *g)
+{
+	if (ino_special(g->sum.key.ino))
+		return kind_label(g->sum.key.ino);
+	return g->name ? g->name : "(path not captured)";
+}
+
+/* The file or directory table (text). */
+static void render_by(struct top_ctx *c, const struct report *rep)
+{
+	char b[4][UNITS_BUF], q[40], d[40], id[112], mk[8], pbuf[PATH_MAX], head[40];
+	const struct top_opts *o = c->o;
+	size_t i;
+
+	if (o->by == BY_FILE)
+		snprintf(head, sizeof(head), "FILE");
+	else
+		snprintf(head, sizeof(head), "DIRECTORY (depth %" PRIu64 ")", o->dir_depth);
+	printf("%-31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", head, "MK", "FS_READ", "FS_WRITE",
+	       "DISK_READ", "DISK_WRITE", "PROCS", "Q2C_MS", "D2C_MS");
+	for (i = 0; i < rep->nr_groups && i < o->max_procs; i++) {
+		const struct by_group *g = &rep->groups[i];
+
+		marks(g->sum.flags, mk);
+		printf("%-31.31s %-3s %7s %8s %9s %10s %5zu %8s %8s\n",
+		       group_id(c, g, id, sizeof(id)), mk,
+		       bytes_cell(rep, g->sum.fs_read, b[0], UNITS_BUF),
+		       bytes_cell(rep, g->sum.fs_write, b[1], UNITS_BUF),
+		       bytes_cell(rep, g->sum.disk_read, b[2], UNITS_BUF),
+		       bytes_cell(rep, g->sum.disk_write, b[3], UNITS_BUF), g->nr_pids,
+		       lat_cell(g->sum.q2c_sum, g->sum.nr_q2c, g->sum.q2c_max, q, sizeof(q)),
+		       lat_cell(g->sum.d2c_sum, g->sum.nr_d2c, g->sum.d2c_max, d, sizeof(d)));
+		printf("      %s\n", trunc_left(group_name(g), 93, pbuf, sizeof(pbuf)));
+	}
+	if (rep->nr_groups > o->max_procs)
+		printf("... %zu more\n", rep->nr_groups - (size_t)o->max_procs);
+	if (!rep->nr_groups)
+		printf("(no I/O to any file)\n");
+}
+
+/* The file or directory table (JSON): "files" or "dirs". */
+static void json_by(struct top_ctx *c, struct jw *jw, const struct report *rep)
+{
+	char dname[DISK_NAME_LEN];
+	size_t i, j;
+
+	if (c->o->by == BY_DIR)
+		jw_kv_uint(jw, "dir_depth", c->o->dir_depth);
+	jw_kv_array(jw, c->o->by == BY_FILE ? "files" : "dirs");
+	for (i = 0; i < rep->nr_groups; i++) {
+		const struct by_group *g = &rep->groups[i];
+		bool special = ino_special(g->sum.key.ino);
+
+		jw_start_object(jw);
+		if (special)
+			jw_kv_string(jw, "kind", kind_name(g->sum.key.ino));
+		else
+			jw_kv_string(jw, "kind", c->o->by == BY_DIR ? "dir" : "file");
+		if (g->name)
+			jw_kv_string(jw, "path", g->name);
+		else
+			jw_kv_null(jw, "path");
+		/* A directory may span file systems: only files and kinds have a device. */
+		if (special || c->o->by == BY_FILE) {
+			json_dev(jw, "dev", g->sum.key.dev);
+			jw_kv_string(jw, "disk", row_disk_name(c, &g->sum, dname, sizeof(dname)));
+		}
+		if (c->o->by == BY_FILE && !special)
+			jw_kv_uint(jw, "inode", g->sum.key.ino);
+		if (c->o->by == BY_DIR)
+			jw_kv_uint(jw, "nr_files", g->nr_files);
+		json_bytes(jw, &g->sum);
+		json_latency(jw, &g->sum);
+		jw_kv_bool(jw, "direct", g->sum.flags & TOP_F_DIRECT);
+		jw_kv_bool(jw, "writeback", g->sum.flags & TOP_F_WRITEBACK);
+		jw_kv_bool(jw, "approximate", g->sum.flags & (TOP_F_APPROX | TOP_F_LOST));
+		jw_kv_uint(jw, "nr_processes", g->nr_pids);
+		jw_kv_array(jw, "pids");
+		for (j = 0; j < g->nr_pids; j++)
+			jw_uint(jw, g->pids[j]);
+		jw_end_array(jw);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+}
+
 static void render_json(struct top_ctx *c, struct report *rep)
 {
 	const struct top_opts *o = c->o;
@@ -1497,6 +1869,11 @@ static void render_json(struct top_ctx *c, struct report *rep)
 	else
 		jw_kv_null(jw, "disk");
 	jw_end_object(jw);
+
+	/* --by file / dir: the files or directories, and the processes as always. */
+	jw_kv_string(jw, "by", by_names[o->by]);
+	if (o->by != BY_PROCESS)
+		json_by(c, jw, rep);
 
 	jw_kv_array(jw, "processes");
 	for (i = 0; i < rep->nr_procs; i++) {
@@ -1658,6 +2035,7 @@ static void report_free(struct report *rep)
 		free(rep->procs[i].files);
 	free(rep->procs);
 	free(rep->devs);
+	groups_free(rep->groups, rep->nr_groups);
 	memset(rep, 0, sizeof(*rep));
 }
 
@@ -1719,6 +2097,8 @@ static int top_report(struct top_ctx *c, double seconds, bool stopped)
 	rep.nr_wb = nr_wb;
 	memcpy(rep.drops, drops, sizeof(drops));
 	err = group_procs(c, &rep);
+	if (!err && c->o->by != BY_PROCESS)
+		err = group_by(c, &rep);
 	if (!err)
 		err = compute_coverage(c, &rep);
 	if (err) {
