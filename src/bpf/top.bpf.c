@@ -15,6 +15,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
@@ -58,6 +59,12 @@ const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not
 
 /* Report generation, advanced by user space at each report (selects the max slot). */
 __u32 max_gen;
+/*
+ * Path epoch, advanced by user space every second (from 1): each CPU's copy of a row
+ * checks its file's path once per epoch, so renames and unlinks show within a second
+ * of the next I/O to the file.
+ */
+__u32 path_epoch;
 
 /* Per-thread state: the traced syscall in progress, identity already recorded, iowait. */
 struct top_task {
@@ -145,6 +152,7 @@ struct {
 } procs SEC(".maps");
 
 DEFINE_VFS_PATH_CACHE(8192);
+DEFINE_PROC_TITLES(8192);
 
 struct dirtier {
 	__u32 owner;
@@ -305,12 +313,17 @@ static __always_inline void add_fs(struct top_key *k, bool write, __u64 bytes, _
 	else
 		s->fs_read += bytes;
 	/*
-	 * The path is captured once per file; a row made at completion may have had no
-	 * way to name its file, so each CPU's copy of a row checks once.
+	 * Each CPU's copy of a row checks its file's path once per epoch (a row made at
+	 * completion may have had no way to name its file).
 	 */
-	if (!(s->flags & TOP_F_PATH_SEEN)) {
-		flags |= TOP_F_PATH_SEEN;
-		vfs_path_capture(k->dev, k->ino, ptr, from);
+	if (s->path_epoch != path_epoch) {
+		__u64 id;
+
+		s->path_epoch = path_epoch;
+		vfs_path_capture(k->dev, k->ino, ptr, from, &id);
+		s->gen = id;
+		/* FS events run in the process: its title as it is now (titles change). */
+		proc_title_note();
 	}
 	s->flags |= flags;
 }
@@ -1185,8 +1198,13 @@ static __noinline void account_run(struct run *r, struct rq_info *ri)
 		__u64 inode = bio_inode(r->bio, r->key.dev, r->key.ino);
 
 		/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
-		if (inode)
-			vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE);
+		if (inode) {
+			__u64 id;
+
+			vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE, &id);
+			s->gen = id;
+			s->path_epoch = path_epoch;
+		}
 	}
 	if (r->flags & TOP_F_WRITEBACK) {
 		struct top_wb_key wk = {.pid = r->key.pid,

@@ -17,6 +17,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
@@ -232,6 +233,7 @@ struct {
 } events SEC(".maps");
 
 DEFINE_VFS_PATH_CACHE(8192);
+DEFINE_PROC_TITLES(4096);
 
 /* Who last dirtied each file: its writeback is that process's request. */
 struct dirtier {
@@ -496,14 +498,22 @@ static __always_inline void hist_put(struct hist *h, __u64 v)
 		h->slots[s]++;
 }
 
-/* Captures the path of the request's file once (slow requests only). */
+/*
+ * Captures the path of the request's file as it is now (slow requests only). From here
+ * on r->file is the path's id (vfs_path_capture()), for user space to find it.
+ */
 static __noinline int capture_path(struct trace_rec *r)
 {
 	/* Syscalls and async I/O hold a struct file; faults and writeback an inode. */
 	__u32 from = r->op == TRACE_OP_FAULT || r->op == TRACE_OP_WRITEBACK ? VFS_FROM_INODE :
 									      VFS_FROM_FILE;
-	int err = vfs_path_capture(r->dev, r->ino, r->file, from);
+	__u64 id;
+	int err = vfs_path_capture(r->dev, r->ino, r->file, from, &id);
 
+	r->file = id;
+	/* The process's title as it is now, where this runs in it (not in a flusher). */
+	if (r->pid == (__u32)(bpf_get_current_pid_tgid() >> 32))
+		proc_title_note();
 	if (!err)
 		r->flags |= TRACE_F_PATH;
 	else if (err == -ENOSPC)

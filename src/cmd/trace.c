@@ -35,6 +35,7 @@
 #include "err.h"
 #include "filters.h"
 #include "fspath.h"
+#include "procinfo.h"
 #include "hist.h"
 #include "iospan_types.h"
 #include "json.h"
@@ -102,6 +103,7 @@ struct trace_ctx {
 	int nr_hooks;
 	int ncpus;
 	struct fspath_cache *paths;
+	struct procinfo *procinfo;
 	struct cgroup_map *cgmap;
 	struct jw *jw;
 	struct perfetto *pf;
@@ -423,6 +425,30 @@ static const char *cgroup_name(struct trace_ctx *c, uint64_t cgid)
 	return p ? p : "?";
 }
 
+static int lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
+{
+	struct trace_ctx *c = arg;
+
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.titles), &tgid, t) ? -errno : 0;
+}
+
+/*
+ * Who the request's process is: *name its title if it set one ("postgres:
+ * checkpointer"), else its comm; *cgroup its cgroup v2 path, or its cgroup v1 blkio
+ * group for a process in the v2 root (blk-throttle limits it there).
+ */
+static void rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
+		      const char **name, const char **cgroup, char *buf, size_t len)
+{
+	procinfo_get(c->procinfo, r->pid, r->comm, id);
+	*name = id->title && id->cmdline ? id->cmdline : r->comm[0] ? r->comm : "?";
+	*cgroup = cgroup_name(c, r->cgid);
+	if (id->blkio && (!strcmp(*cgroup, "/") || !strcmp(*cgroup, "?"))) {
+		snprintf(buf, len, "blkio:%s", id->blkio);
+		*cgroup = buf;
+	}
+}
+
 /* Where a request's off-CPU accounts come from: JSON "offcpu_from". */
 static const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
 {
@@ -433,24 +459,26 @@ static const char *offcpu_source(const struct trace_ctx *c, const struct trace_r
 	return c->o->delayacct ? "counters_delayacct" : "counters";
 }
 
-/* The user-visible path of the request's file, or NULL if it was not captured. */
+static int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
+{
+	struct trace_ctx *c = arg;
+
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), key, p) ? -errno : 0;
+}
+
+/*
+ * The user-visible path of the request's file as it was when the request ended, or
+ * NULL if it was not captured (r->file: the capture's id).
+ */
 static const char *rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len)
 {
-	struct top_file_key fk = {.dev = r->dev, .ino = r->ino};
-	const char *p;
-	struct top_path tp;
 	char name[DISK_NAME_LEN];
 
 	if (r->flags & TRACE_F_BLKDEV) {
 		snprintf(buf, len, "/dev/%s", dev_name(r->dev, name, sizeof(name)));
 		return buf;
 	}
-	p = fspath_cache_get(c->paths, r->dev, r->ino);
-	if (p)
-		return p;
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), &fk, &tp))
-		return NULL;
-	return fspath_cache_put(c->paths, r->dev, r->ino, &tp);
+	return fspath_of_id(c->paths, r->dev, r->ino, r->file);
 }
 
 static const char *const ev_names[TRACE_EV_NR] = {
@@ -638,10 +666,11 @@ static int build_timeline(const struct trace_rec *r, struct tl_item *v)
 
 static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 {
-	char b[8][UNITS_BUF], tbuf[32], pbuf[PATH_MAX], dn[DISK_NAME_LEN];
+	char b[8][UNITS_BUF], tbuf[32], pbuf[PATH_MAX], dn[DISK_NAME_LEN], cgbuf[PATH_MAX];
 	static struct tl_item tl[TL_MAX];
 	const __u64 *st = r->stages;
-	const char *path;
+	const char *path, *name, *cgroup;
+	struct proc_ident id;
 	struct tm tm;
 	time_t secs;
 	uint64_t real;
@@ -656,9 +685,10 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 	if (r->op == TRACE_OP_WRITEBACK && !r->pid)
 		/* The pages were dirtied before tracing started: nobody to credit. */
 		printf("(dirtier unknown: pages dirtied before tracing began)");
-	else
-		printf("%s pid %u tid %u cgroup %s", r->comm[0] ? r->comm : "?", r->pid, r->tid,
-		       cgroup_name(c, r->cgid));
+	else {
+		rec_ident(c, r, &id, &name, &cgroup, cgbuf, sizeof(cgbuf));
+		printf("%s pid %u tid %u cgroup %s", name, r->pid, r->tid, cgroup);
+	}
 	printf(" total %s ret %" PRId64 "\n", fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])),
 	       (int64_t)r->ret);
 	path = rec_path(c, r, pbuf, sizeof(pbuf));
@@ -771,6 +801,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 {
 	char pbuf[PATH_MAX], dn[DISK_NAME_LEN], dirs[2] = {0};
 	struct jw *jw = c->jw;
+	struct proc_ident id;
 	const char *path;
 	unsigned int i;
 
@@ -786,12 +817,23 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		jw_kv_null(jw, "comm");
 		jw_kv_null(jw, "cgroup_id");
 		jw_kv_null(jw, "cgroup");
+		jw_kv_null(jw, "cmdline");
+		jw_kv_null(jw, "blkio_cgroup");
 	} else {
 		jw_kv_uint(jw, "pid", r->pid);
 		jw_kv_uint(jw, "tid", r->tid);
 		jw_kv_string(jw, "comm", r->comm);
 		jw_kv_uint(jw, "cgroup_id", r->cgid);
 		jw_kv_string(jw, "cgroup", cgroup_name(c, r->cgid));
+		procinfo_get(c->procinfo, r->pid, r->comm, &id);
+		if (id.cmdline)
+			jw_kv_string(jw, "cmdline", id.cmdline);
+		else
+			jw_kv_null(jw, "cmdline");
+		if (id.blkio)
+			jw_kv_string(jw, "blkio_cgroup", id.blkio);
+		else
+			jw_kv_null(jw, "blkio_cgroup");
 	}
 	if (r->op == TRACE_OP_WRITEBACK)
 		jw_kv_uint(jw, "flusher_tid", r->flusher);
@@ -943,14 +985,17 @@ static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_
 
 static void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 {
-	char name[64], pbuf[PATH_MAX];
-	const char *path;
+	char name[64], pbuf[PATH_MAX], cgbuf[PATH_MAX];
+	const char *path, *pname = "(unknown dirtier)", *cgroup;
 	uint32_t pid = r->pid, tid = r->tid;
+	struct proc_ident id;
 	struct jw *jw;
 	unsigned int i;
 	int lane = 0;
 
-	perfetto_process(c->pf, pid, pid ? r->comm : "(unknown dirtier)");
+	if (pid)
+		rec_ident(c, r, &id, &pname, &cgroup, cgbuf, sizeof(cgbuf));
+	perfetto_process(c->pf, pid, pname);
 	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
 	    r->op == TRACE_OP_AIO_WRITE) {
 		/* Several may be in flight at once: each on a lane of its own. */
@@ -1575,7 +1620,9 @@ static int trace_setup(struct trace_ctx *c)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
 	c->pcpu = calloc(c->ncpus, sizeof(*c->pcpu));
 	c->prev = calloc(TRACE_OP_NR, sizeof(*c->prev));
-	if (!c->pcpu || !c->prev || fspath_cache_new(&c->paths))
+	if (!c->pcpu || !c->prev || fspath_cache_new(lookup_path, c, &c->paths) ||
+	    /* Read for every record: titles change between requests. */
+	    procinfo_new(lookup_title, c, 1, &c->procinfo))
 		return fail(-ENOMEM, "out of memory");
 	err = ksyms_load(NULL, &ks);
 	if (err)
@@ -1774,6 +1821,7 @@ static void trace_cleanup(struct trace_ctx *c)
 	free(c->pcpu);
 	free(c->prev);
 	fspath_cache_free(c->paths);
+	procinfo_free(c->procinfo);
 	cgroup_map_free(c->cgmap);
 	jw_free(c->jw);
 	probe_cleanup();

@@ -16,6 +16,19 @@
 
 #define TOP_COMM_LEN 16
 
+/*
+ * What ps shows of a process, captured in its own context (the titles map, keyed by
+ * tgid): its argument area, NUL-separated arguments or a title the process wrote over
+ * them ("postgres: checkpointer"), and its cgroup for the io (blkio) controller.
+ */
+#define PROC_ARGS_LEN 256
+struct proc_title {
+	__u64 blkio_cgid; /* kernfs id (directory inode number) of that cgroup, 0 if none */
+	__u32 len;	  /* bytes of args (the area may be longer) */
+	__u32 pad;
+	char args[PROC_ARGS_LEN];
+};
+
 /* ---------------------------------------------------------------- iospan top */
 
 /*
@@ -49,7 +62,6 @@ enum top_flags {
 	TOP_F_ASYNC_DIO = 1 << 5, /* FS bytes counted at iomap_dio_complete (aio, io_uring) */
 	TOP_F_LOST = 1 << 6,	  /* bytes of rows the stats map had no room for */
 	TOP_F_KTHREAD_OWNER = 1 << 7, /* submitted by a kernel thread for a user task */
-	TOP_F_PATH_SEEN = 1 << 8,     /* internal: this CPU's copy checked the path map */
 	TOP_F_PAGE_GRANULAR = 1 << 9, /* FS read bytes counted in pages (--no-syscalls) */
 };
 
@@ -73,6 +85,11 @@ struct top_stat {
 	__u32 nr_q2c, nr_d2c; /* requests with a queue / device start time */
 	__u32 flags;	      /* enum top_flags seen on this row */
 	__u32 bdev;	      /* block device of the last DISK bytes (coverage per disk) */
+	/*
+	 * The file's generation (its key in the paths map) as of this CPU's last check of
+	 * the path, in path epoch path_epoch (top.bpf.c): user space takes the latest.
+	 */
+	__u32 gen, path_epoch;
 };
 
 /* Who did it: one per owner, written on first sight and when comm or cgroup change. */
@@ -97,16 +114,22 @@ struct top_wb_val {
 	__u64 nr; /* requests */
 };
 
+/*
+ * A file. In the paths map, gen is the inode's generation: a number the file system
+ * gives each new inode, so that a deleted file and a new one that got its inode number
+ * have different keys. Other maps leave it 0.
+ */
 struct top_file_key {
 	__u32 dev;
-	__u32 pad;
+	__u32 gen;
 	__u64 ino;
 };
 
 /*
- * A file's path inside its file system, captured once by walking the dentries up to
- * the fs root: NUL-terminated components, leaf first. User space reverses them and
- * joins the result with the mount point from /proc/self/mountinfo.
+ * A file's path inside its file system, captured by walking the dentries up to the fs
+ * root: NUL-terminated components, leaf first. User space reverses them and joins the
+ * result with the mount point from /proc/self/mountinfo. Captured again when the stamp
+ * of the dentries changes (rename or unlink of the file or a directory above it).
  */
 #define TOP_PATH_BUF	  768
 #define TOP_PATH_NAME_MAX 256
@@ -119,6 +142,7 @@ enum top_path_flags {
 struct top_path {
 	__u32 depth; /* components in buf */
 	__u32 flags;
+	__u64 stamp; /* of the dentries when captured (vfs_path_stamp()) */
 	char buf[TOP_PATH_BUF];
 };
 
@@ -339,7 +363,11 @@ struct trace_rec {
 	__u32 pc_added;	     /* pages added to the page cache (misses) */
 	__u32 ra_sync, ra_async;
 	__u64 pc_lookup_pages;
-	__u64 file; /* internal: struct file * (sync) or inode * for the path capture */
+	/*
+	 * struct file * (sync) or inode * for the path capture; in an emitted record, the
+	 * id of the captured path: generation (low 32 bits) and stamp (high 32 bits).
+	 */
+	__u64 file;
 	struct trace_bio bios[TRACE_MAX_BIOS];
 	struct trace_evt events[TRACE_MAX_EVENTS];
 };

@@ -31,7 +31,7 @@ __all__ = [
     "cgroup2_root", "blkio_throttle", "blkio_root", "move_to_cgroup", "cgroup_procs",
     "fio", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
     "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
-    "leftovers", "cleanup_all", "TMP_PREFIX",
+    "leftovers", "cleanup_all", "TMP_PREFIX", "Tracer", "start_tracing",
 ]
 
 # /proc/diskstats fields after "major minor name", in kernel order (14, 18 or 20 fields
@@ -109,6 +109,41 @@ def start_tracing(*args, timeout=30):
     proc.kill()
     out, err = proc.communicate()
     raise AssertionError("iospan %s did not start: %s%s\n%s" % (args[0], seen, err, out))
+
+
+class Tracer:
+    """A BPF command (`iospan ARGS`) running in the background, started once it traces,
+    its stdout drained as it comes (a full pipe would stall it). stop() ends it with
+    SIGINT (Ctrl-C), checks it exited 0 and returns its whole stdout."""
+
+    def __init__(self, *args, timeout=30):
+        self.args = args
+        self.proc = start_tracing(*args, timeout=timeout)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def stop(self, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout=timeout)
+        err = self.proc.stderr.read()
+        assert self.proc.returncode == 0, "iospan %s exited %d: %s" % (
+            " ".join(map(str, self.args)), self.proc.returncode, err)
+        return "".join(self.lines)
+
+    def json_lines(self):
+        """stop(), then each non-empty stdout line parsed as JSON."""
+        return [_json.loads(line) for line in self.stop().splitlines() if line.strip()]
 
 
 def is_root():
