@@ -53,7 +53,10 @@ static const char stat_usage[] =
 	"      --replay FILE   compute the reports from a recording instead of this machine;\n"
 	"                      an interval then selects snapshots at least that far apart\n"
 	"      --json          one JSON object per report\n"
+	"  -v, --verbose       (accepted; stat has nothing more to say)\n"
 	"  -h, --help          this help\n"
+	"The interval is a decimal number of seconds (or with a unit: 250ms, 2m), at least\n"
+	"1ms; the count a decimal integer.\n"
 	"\n"
 	"Per device and operation (read, write; discard and flush when they occur):\n"
 	"  ops/s  kB/s  rqm/s (merged requests)  %rqm  await (ms)  areq-sz (kB)\n"
@@ -63,7 +66,9 @@ static const char stat_usage[] =
 	"  iospan stat -y -d sda 1 5          five one-second reports for sda\n"
 	"  iospan stat -z --json 2            every 2 s, busy devices only, JSON lines\n"
 	"  iospan stat --record incident.rec 1   record while watching\n"
-	"  iospan stat --replay incident.rec 10  the same recording in 10 s steps\n";
+	"  iospan stat --replay incident.rec 10  the same recording in 10 s steps\n"
+	"\n"
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-stat(8).\n";
 
 /* Which devices a report shows. @named is set when the device was asked for with -d. */
 static bool stat_selects(const struct stat_opts *o, const struct ds_dev *d, int *order)
