@@ -5,6 +5,7 @@
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -228,3 +229,32 @@ def test_empty_cgroup_is_refused(cmd):
     assert "--cgroup" in p.stderr and "'/'" in p.stderr, p.stderr
     p = tl.run_iospan("--json", cmd, "--cgroup", "", "--duration", "0.2", timeout=60)
     assert_one_line_json_error(p, "--json %s --cgroup ''" % cmd)
+
+
+def run_bytes(*args):
+    return subprocess.run([tl.iospan_bin()] + list(args), capture_output=True, timeout=10)
+
+
+@pytest.mark.parametrize("name", [
+    "nosuch" + "é" * 700,              # 1,406 bytes: was cut at 1,023, inside an é
+    "x" * 5000,                        # long ASCII: was cut, now whole
+], ids=["utf8-1406-bytes", "ascii-5000-bytes"])
+def test_long_error_is_whole_and_valid_utf8(name):
+    """Error messages were cut at 1,023 bytes, sometimes inside a UTF-8 character, which
+    made the JSON error object invalid. Now they are whole, in text and in JSON."""
+    p = run_bytes(name)
+    assert p.returncode == 2
+    err = p.stderr.decode("utf-8")          # strict: a cut character raises here
+    assert err.count("\n") == 1 and name in err, err[-80:]
+    p = run_bytes("--json", name)
+    assert p.returncode == 2 and p.stderr == b""
+    doc = json.loads(p.stdout.decode("utf-8"))
+    assert name in doc["error"] and doc["exit_code"] == 2
+
+
+def test_json_error_with_invalid_utf8_is_valid_json():
+    """Bytes that are no UTF-8 (from the command line, a path) reach JSON as U+FFFD."""
+    p = run_bytes("--json", b"E\xffVIL\xfe")
+    assert p.returncode == 2
+    doc = json.loads(p.stdout.decode("utf-8"))
+    assert "E\ufffdVIL\ufffd" in doc["error"], doc
