@@ -26,6 +26,11 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 CFLAGS ?= -O2 -g
+# `make asan` builds in $(OUT)-asan with these (ASan + UBSan, every finding fatal).
+SAN_FLAGS ?=
+ASAN_OUT ?= $(OUT)-asan
+CFLAGS += $(SAN_FLAGS)
+LDFLAGS += $(SAN_FLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
 	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/lib -I$(OUT)
 LDLIBS += -lbpf -lelf -lz -lm
@@ -115,6 +120,13 @@ $(OUT)/man/%.8: docs/%.md VERSION Makefile | $(OUT)
 
 man: $(MAN_PAGES)
 
+# A sanitizer build of the binary (its own directory: objects differ), for the fuzzing pass
+# of the tests (tests/e2e/test_fuzz.py) and for debugging.
+asan:
+	$(Q)$(MAKE) --no-print-directory OUT=$(ASAN_OUT) \
+		SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		$(ASAN_OUT)/iospan
+
 install: $(OUT)/iospan $(MAN_PAGES)
 	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/iospan)
 	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8
@@ -133,14 +145,16 @@ deps:
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do $$t; done
 
-e2e: $(OUT)/iospan
-	$(Q)IOSPAN_BIN=$(abspath $(OUT))/iospan $(PYTHON) -m pytest -q -rs tests/e2e
+e2e: $(OUT)/iospan asan
+	$(Q)IOSPAN_BIN=$(abspath $(OUT))/iospan IOSPAN_ASAN_BIN=$(abspath $(ASAN_OUT))/iospan \
+		$(PYTHON) -m pytest -q -rs tests/e2e
 
-# The one test command: deps, build, unit tests (no root), end-to-end tests (root).
+# The one test command: deps, build, unit tests (no root), end-to-end tests (root), with
+# the fuzzing pass on the sanitizer build (asan).
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost \
-		$(OUT)/iowork
-	$(Q)OUT=$(OUT) scripts/run-tests.sh
+		$(OUT)/iowork asan
+	$(Q)OUT=$(OUT) IOSPAN_ASAN_BIN=$(abspath $(ASAN_OUT))/iospan scripts/run-tests.sh
 
 # Only the kernel matrix (tests/kernels): Debian's kernels under QEMU, the guest suite in
 # each; IOSPAN_KERNELS=name,name picks kernels (tests/kernels/matrix.py list).
