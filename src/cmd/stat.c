@@ -216,7 +216,7 @@ static int stat_report(struct stat_ctx *ctx, const struct ds_snapshot *prev,
 			putchar('\n');
 		if (prev)
 			printf("%s  interval %.2f s%s\n", when, interval_s,
-			       note == NOTE_PARTIAL	 ? " (partial: interrupted)" :
+			       note == NOTE_PARTIAL    ? " (partial: interrupted)" :
 			       note == NOTE_CLOCK_BACK ? " (the wall clock was set back)" :
 							 "");
 		else

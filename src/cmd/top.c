@@ -280,8 +280,8 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 				return err;
 			break;
 		case OPT_CGROUP:
-			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir), o->cgroup_rel,
-					  sizeof(o->cgroup_rel), &o->have_cgroup);
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
 			if (err)
 				return err;
 			break;

@@ -306,20 +306,22 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 			strcpy(o->comm, optarg);
 			break;
 		case OPT_CGROUP:
-			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir), o->cgroup_rel,
-					  sizeof(o->cgroup_rel), &o->have_cgroup);
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
 			if (err)
 				return err;
 			break;
 		case OPT_FILE:
 			err = args_once("--file", &have_file) ?:
-				parse_fs_object("--file", optarg, false, &o->file_dev, &o->file_ino);
+				      parse_fs_object("--file", optarg, false, &o->file_dev,
+						      &o->file_ino);
 			if (err)
 				return err;
 			break;
 		case OPT_DIR:
 			err = args_once("--dir", &have_dir) ?:
-				parse_fs_object("--dir", optarg, true, &o->dir_dev, &o->dir_ino);
+				      parse_fs_object("--dir", optarg, true, &o->dir_dev,
+						      &o->dir_ino);
 			if (err)
 				return err;
 			break;

@@ -80,8 +80,7 @@ int args_disk(const char *cmd, const char *arg, struct disk *disk, bool *have);
  * (cgroup_resolve()); an empty path is refused ("/" names the root), and so is a second
  * --cgroup.
  */
-int args_cgroup(const char *arg, char *dir, size_t dir_len, char *rel, size_t rel_len,
-		bool *have);
+int args_cgroup(const char *arg, char *dir, size_t dir_len, char *rel, size_t rel_len, bool *have);
 /* A filter option given a second time: refused, as the filter holds one value. */
 int args_once(const char *opt, bool *seen);
 

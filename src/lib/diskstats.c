@@ -245,8 +245,8 @@ static double ratio(double num, double den)
 	return den > 0 ? num / den : 0.0;
 }
 
-static void compute_metrics(const struct ds_dev *prev, const struct ds_dev *cur,
-			    double interval_s, struct ds_metrics *m)
+static void compute_metrics(const struct ds_dev *prev, const struct ds_dev *cur, double interval_s,
+			    struct ds_metrics *m)
 {
 	double rd_ios = delta(prev, cur, DS_RD_IOS), wr_ios = delta(prev, cur, DS_WR_IOS);
 	double dc_ios = delta(prev, cur, DS_DC_IOS), fl_ios = delta(prev, cur, DS_FL_IOS);
@@ -436,12 +436,14 @@ static int parse_snapshot_line(struct ds_reader *r, const char *line, struct ds_
 		/* The wall clock is compared only when both snapshots give it (0: not given). */
 		epochs = s->epoch_s > 0 && r->prev_epoch_s > 0;
 		if (d_up == 0)
-			return reader_error(r, "snapshot at the uptime of the one before (%.6f s): "
-					       "a repeated snapshot",
+			return reader_error(r,
+					    "snapshot at the uptime of the one before (%.6f s): "
+					    "a repeated snapshot",
 					    s->uptime_s);
 		if (d_up < 0 && epochs && s->epoch_s <= r->prev_epoch_s)
-			return reader_error(r, "snapshot times go backwards (uptime %.6f s after "
-					       "%.6f s, and the wall clock too)",
+			return reader_error(r,
+					    "snapshot times go backwards (uptime %.6f s after "
+					    "%.6f s, and the wall clock too)",
 					    s->uptime_s, r->prev_uptime_s);
 		if (d_up < 0)
 			r->rebooted = true;

@@ -65,7 +65,7 @@ struct ds_metrics {
 	double rareq_sz, wareq_sz, dareq_sz;
 	double aqu_sz, util;
 	uint64_t in_flight;
-	uint64_t ios; /* completed I/Os of all kinds in the interval: 0 means idle */
+	uint64_t ios;	/* completed I/Os of all kinds in the interval: 0 means idle */
 	bool restarted; /* counters started again from zero in the interval (ds_restarted) */
 };
 

@@ -110,7 +110,7 @@ size_t utf8_seq_len(const unsigned char *p)
 		n = 4;
 		cp = p[0] & 0x07;
 	} else {
-		return 0; /* continuation byte, or a lead byte of an overlong form or past U+10FFFF */
+		return 0; /* a continuation byte, or leading an overlong form or > U+10FFFF */
 	}
 	/* A NUL ends the string, and is no continuation byte: short sequences stop there. */
 	for (i = 1; i < n; i++) {
@@ -179,7 +179,7 @@ static void jw_quoted(struct jw *jw, const char *s)
 			} else {
 				n = utf8_seq_len(p);
 				if (!n) {
-					/* Not UTF-8 (a raw byte of a name): the replacement char. */
+					/* Not UTF-8 (a raw byte of a name): U+FFFD. */
 					fputs("\\ufffd", jw->out);
 				} else {
 					fwrite(p, 1, n, jw->out);
