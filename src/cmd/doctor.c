@@ -128,14 +128,14 @@ static void usage(FILE *out)
 		"process's BPF privileges; and the attach mode each tracing hook would use here.\n"
 		"Mounts tracefs at /sys/kernel/tracing if it is not mounted.\n\n"
 		"Options:\n"
-		"  --json      one JSON document\n"
-		"  -v          also show each probe and libbpf's messages on stderr\n"
-		"  -h, --help  this help\n\n"
+		"  --json         one JSON document\n"
+		"  -v, --verbose  also show each probe and libbpf's messages on stderr\n"
+		"  -h, --help     this help\n\n"
 		"Example:\n"
 		"  iospan doctor                 # tables\n"
 		"  iospan doctor --json | jq '.features.fentry'\n\n"
 		"Exit codes: 0 report written (even if features are missing), 1 runtime\n"
-		"failure, 2 bad usage.\n");
+		"failure, 2 bad usage. Manual: iospan-doctor(8).\n");
 }
 
 static int parse_args(int argc, char **argv)

@@ -220,8 +220,10 @@ static const char top_usage[] =
 	"                            reads then count whole pages looked up in the page\n"
 	"                            cache, FS writes newly dirtied pages\n"
 	"      --json                one JSON document (one object per line when periodic)\n"
-	"  -v                        attach plan and libbpf messages on stderr\n"
+	"  -v, --verbose             attach plan and libbpf messages on stderr\n"
 	"  -h, --help                this help\n"
+	"Durations are decimal numbers with a unit (ns, us, ms, s, m, h); --duration and\n"
+	"the interval are at least 1ms.\n"
 	"\n"
 	"Examples:\n"
 	"  iospan top                      8 s of totals\n"
@@ -229,7 +231,7 @@ static const char top_usage[] =
 	"  iospan top --cgroup /docker --json --duration 30\n"
 	"  iospan top --by dir 6 2         which database directory, every 2 s\n"
 	"\n"
-	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n";
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-top(8).\n";
 
 /* ------------------------------------------------------------------ options */
 
@@ -256,23 +258,6 @@ static int parse_pid(const char *arg, uint32_t *pid)
 	if (access(path, F_OK))
 		return fail_usage("no process with pid %" PRIu64 " (see 'ps')", v);
 	*pid = v;
-	return 0;
-}
-
-static int parse_cgroup(struct top_opts *o, const char *arg)
-{
-	char root[PATH_MAX];
-	int err;
-
-	err = probe_cgroup2_mount(root, sizeof(root));
-	if (err)
-		return fail_usage(
-			"--cgroup needs cgroup v2, and no cgroup2 file system is mounted");
-	err = cgroup_resolve(root, arg, o->cgroup_dir, sizeof(o->cgroup_dir), o->cgroup_rel,
-			     sizeof(o->cgroup_rel));
-	if (err)
-		return fail_usage("unknown cgroup '%s': give a cgroup v2 path below %s", arg, root);
-	o->have_cgroup = true;
 	return 0;
 }
 
@@ -316,6 +301,7 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
+	bool have_pid = false;
 	int opt, err;
 	size_t i;
 
@@ -332,20 +318,18 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 			fputs(top_usage, stdout);
 			return 1;
 		case 'd':
-			err = disk_lookup(optarg, &o->disk);
+			err = args_disk("top", optarg, &o->disk, &o->have_disk);
 			if (err)
-				return fail_usage("unknown disk '%s': give a block device such as "
-						  "sda, /dev/loop0 or 7:0 (see /proc/diskstats)",
-						  optarg);
-			o->have_disk = true;
+				return err;
 			break;
 		case 'p':
-			err = parse_pid(optarg, &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?: parse_pid(optarg, &o->pid);
 			if (err)
 				return err;
 			break;
 		case OPT_CGROUP:
-			err = parse_cgroup(o, optarg);
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
 			if (err)
 				return err;
 			break;
@@ -382,18 +366,14 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 				return err;
 			break;
 		case OPT_STALL:
-			if (parse_duration_ns(optarg, 1000000ULL, &o->stall_ns))
-				return fail_usage("invalid --stall-threshold '%s': give a duration "
-						  "such as 100ms or 1s (a bare number is ms)",
-						  optarg);
+			err = args_threshold("--stall-threshold", optarg, &o->stall_ns);
+			if (err)
+				return err;
 			break;
 		case OPT_DURATION:
-			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->duration_ns) ||
-			    !o->duration_ns)
-				return fail_usage(
-					"invalid --duration '%s': give a positive number of "
-					"seconds (e.g. 8, 0.5, 250ms)",
-					optarg);
+			err = args_period("--duration", optarg, &o->duration_ns);
+			if (err)
+				return err;
 			o->duration_set = true;
 			break;
 		case OPT_MAX_ENTRIES:
@@ -1072,6 +1052,9 @@ static const char *lat_cell(uint64_t sum, uint64_t nr, uint64_t max, char *buf, 
 	return buf;
 }
 
+/* A byte column's header: periodic reports show rates, and say so ("/s"). */
+#define BYTES_HDR(rep, total, rate) ((rep)->rates ? (rate) : (total))
+
 static const char *bytes_cell(const struct report *rep, uint64_t v, char *buf, size_t len)
 {
 	return rep->rates ? fmt_rate(v, rep->seconds, buf, len) : fmt_bytes(v, buf, len);
@@ -1167,8 +1150,9 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 	size_t i;
 
 	printf("%-7s %-12s %-16s %7s %8s %9s %10s %5s %8s %8s\n", o->threads ? "TID" : "PID",
-	       "COMMAND", "CGROUP/CONTAINER", "FS_READ", "FS_WRITE", "DISK_READ", "DISK_WRITE",
-	       "FILES", "Q2C_MS", "D2C_MS");
+	       "COMMAND", "CGROUP/CONTAINER", BYTES_HDR(rep, "FS_READ", "FS_RD/s"),
+	       BYTES_HDR(rep, "FS_WRITE", "FS_WR/s"), BYTES_HDR(rep, "DISK_READ", "DISK_RD/s"),
+	       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"), "FILES", "Q2C_MS", "D2C_MS");
 	for (i = 0; i < rep->nr_procs && shown < o->max_procs; i++) {
 		const struct proc_agg *p = &rep->procs[i];
 
@@ -1228,7 +1212,7 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 	printf("\nWRITEBACK: pages written by another thread, credited to the process that "
 	       "dirtied them\n");
 	printf("%-7s %-12s %-16s %-24s %10s\n", "PID", "COMMAND", "CGROUP/CONTAINER", "FLUSHED BY",
-	       "DISK_WRITE");
+	       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"));
 	for (i = 0, shown = 0; i < nr && shown < 2 * c->o->max_procs; i++) {
 		if (!wb[i].bytes)
 			continue;
@@ -1274,7 +1258,8 @@ static int render_nofile(struct top_ctx *c, const struct report *rep)
 		qsort(v, n, sizeof(*v), nofile_cmp);
 		printf("\nNO FILE: I/O that belongs to no file (kept, never dropped)\n");
 		printf("%-7s %-14s %-8s %-13s %9s %10s %8s %8s\n", "PID", "COMMAND", "DEVICE",
-		       "KIND", "DISK_READ", "DISK_WRITE", "Q2C_MS", "D2C_MS");
+		       "KIND", BYTES_HDR(rep, "DISK_READ", "DISK_RD/s"),
+		       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"), "Q2C_MS", "D2C_MS");
 	}
 	for (i = 0; i < n && i < 2 * c->o->max_procs; i++) {
 		const struct row *r = v[i];
@@ -1347,8 +1332,9 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 	if (!rep->nr_devs)
 		return;
 	printf("\nCOVERAGE: bytes iospan counted vs /proc/diskstats in the same window\n");
-	printf("%-8s %10s %11s %9s %10s %8s %10s\n", "DISK", "DS_READ", "DS_WRITE", "SEEN_READ",
-	       "SEEN_WRITE", "COVERAGE", "ATTRIBUTED");
+	printf("%-8s %10s %11s %9s %10s %8s %10s\n", "DISK", BYTES_HDR(rep, "DS_READ", "DS_RD/s"),
+	       BYTES_HDR(rep, "DS_WRITE", "DS_WR/s"), BYTES_HDR(rep, "SEEN_READ", "SEEN_RD/s"),
+	       BYTES_HDR(rep, "SEEN_WRITE", "SEEN_WR/s"), "COVERAGE", "ATTRIBUTED");
 	for (i = 0; i < rep->nr_devs; i++) {
 		const struct dev_cov *d = &rep->devs[i];
 		uint64_t ds = d->ds_read + d->ds_write, seen = d->seen_read + d->seen_write;

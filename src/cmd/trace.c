@@ -188,19 +188,21 @@ static const char trace_usage[] =
 	"                        default off-CPU comes from the thread's scheduler\n"
 	"                        counters, which costs far less on busy machines\n"
 	"      --json            one JSON object per slow request and per summary\n"
-	"  -v                    attach plan and libbpf messages on stderr\n"
+	"  -v, --verbose         attach plan and libbpf messages on stderr\n"
 	"  -h, --help            this help\n"
+	"Durations are decimal numbers with a unit (ns, us, ms, s, m, h); --interval and\n"
+	"--duration are at least 1ms, the threshold may be anything from 0.\n"
 	"\n"
 	"Stages (us): total = pre_block + throttle + q2q + q2g + g2i + i2d + d2c +\n"
 	"post_block for a request with bios (throttle: bios blk-throttle held); see\n"
-	"'man' page docs/iospan-trace.md.\n"
+	"iospan-trace(8) ('man iospan-trace').\n"
 	"\n"
 	"Examples:\n"
 	"  iospan trace -t 50ms                 requests slower than 50 ms, system wide\n"
 	"  iospan trace -p 1234 --ops read,fsync -t 0 --duration 10\n"
 	"  iospan trace --dir /var/lib/mysql --perfetto slow.json\n"
 	"\n"
-	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n";
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-trace(8).\n";
 
 /* ------------------------------------------------------------------ options */
 
@@ -273,7 +275,7 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
-	char root[PATH_MAX];
+	bool have_pid = false, have_tid = false, have_file = false, have_dir = false;
 	const char *bad;
 	size_t bad_len;
 	int opt, err;
@@ -291,74 +293,65 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 			fputs(trace_usage, stdout);
 			return 1;
 		case 't':
-			if (parse_duration_ns(optarg, 1000000ULL, &o->threshold_ns))
-				return fail_usage(
-					"invalid --threshold '%s': give a duration such as "
-					"10ms, 500us or 0 (a bare number is ms)",
-					optarg);
+			err = args_threshold("--threshold", optarg, &o->threshold_ns);
+			if (err)
+				return err;
 			break;
 		case 'i':
-			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->interval_ns) ||
-			    o->interval_ns < 1000000)
-				return fail_usage(
-					"invalid --interval '%s': give a number of seconds "
-					"(at least 1ms), e.g. 5 or 0.5",
-					optarg);
+			err = args_period("--interval", optarg, &o->interval_ns);
+			if (err)
+				return err;
 			break;
 		case OPT_DURATION:
-			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->duration_ns) ||
-			    !o->duration_ns)
-				return fail_usage(
-					"invalid --duration '%s': give a positive number of "
-					"seconds (e.g. 10, 0.5, 250ms)",
-					optarg);
+			err = args_period("--duration", optarg, &o->duration_ns);
+			if (err)
+				return err;
 			break;
 		case 'p':
-			err = parse_id(optarg, "pid", &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?: parse_id(optarg, "pid", &o->pid);
 			if (err)
 				return err;
 			break;
 		case OPT_TID:
-			err = parse_id(optarg, "tid", &o->tid);
+			err = args_once("--tid", &have_tid) ?: parse_id(optarg, "tid", &o->tid);
 			if (err)
 				return err;
 			break;
 		case OPT_COMM:
+			err = args_once("--comm", &o->have_comm);
+			if (err)
+				return err;
 			if (!*optarg || strlen(optarg) >= TOP_COMM_LEN)
 				return fail_usage(
 					"invalid --comm '%s': give a thread name of 1 to %d "
 					"characters",
 					optarg, TOP_COMM_LEN - 1);
 			strcpy(o->comm, optarg);
-			o->have_comm = true;
 			break;
 		case OPT_CGROUP:
-			if (probe_cgroup2_mount(root, sizeof(root)))
-				return fail_usage("--cgroup needs cgroup v2, and no cgroup2 file "
-						  "system is mounted");
-			if (cgroup_resolve(root, optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
-					   o->cgroup_rel, sizeof(o->cgroup_rel)))
-				return fail_usage(
-					"unknown cgroup '%s': give a cgroup v2 path below %s",
-					optarg, root);
-			o->have_cgroup = true;
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
+			if (err)
+				return err;
 			break;
 		case OPT_FILE:
-			err = parse_fs_object("--file", optarg, false, &o->file_dev, &o->file_ino);
+			err = args_once("--file", &have_file) ?:
+				      parse_fs_object("--file", optarg, false, &o->file_dev,
+						      &o->file_ino);
 			if (err)
 				return err;
 			break;
 		case OPT_DIR:
-			err = parse_fs_object("--dir", optarg, true, &o->dir_dev, &o->dir_ino);
+			err = args_once("--dir", &have_dir) ?:
+				      parse_fs_object("--dir", optarg, true, &o->dir_dev,
+						      &o->dir_ino);
 			if (err)
 				return err;
 			break;
 		case 'd':
-			if (disk_lookup(optarg, &o->disk))
-				return fail_usage("unknown disk '%s': give a block device such as "
-						  "sda, /dev/loop0 or 7:0 (see /proc/diskstats)",
-						  optarg);
-			o->have_disk = true;
+			err = args_disk("trace", optarg, &o->disk, &o->have_disk);
+			if (err)
+				return err;
 			break;
 		case OPT_OPS:
 			if (trace_ops_parse(optarg, &o->ops, &bad, &bad_len))

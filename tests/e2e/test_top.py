@@ -474,6 +474,17 @@ def test_text_report_and_periodic_json(root):
     assert all(len(line) < 100 for line in lines if not line.startswith("      ")), \
         [line for line in lines if len(line) >= 100]
 
+    # Periodic text reports show rates: every byte column's header says "/s".
+    p = tl.run_iospan("top", "0.3", "1", timeout=60)
+    assert p.returncode == 0, p.stderr
+    header = [line for line in p.stdout.splitlines() if line.startswith("PID     COMMAND")]
+    assert header, p.stdout
+    cols = header[0].split()
+    assert [c for c in cols if c.startswith(("FS_", "DISK_"))] == \
+        ["FS_RD/s", "FS_WR/s", "DISK_RD/s", "DISK_WR/s"], header[0]
+    cov = [line for line in p.stdout.splitlines() if line.startswith("DISK ")]
+    assert not cov or all(c.endswith("/s") for c in cov[0].split()[1:5]), cov
+
     p = tl.run_iospan("top", "--json", "0.3", "2", timeout=60)
     assert p.returncode == 0, p.stderr
     docs = [json.loads(line) for line in p.stdout.splitlines()]

@@ -62,6 +62,33 @@ static void test_parse_duration(void **state)
 	assert_int_equal(parse_duration_ns("", 1, &ns), -EINVAL);
 	assert_int_equal(parse_duration_ns("inf", 1, &ns), -EINVAL);
 	assert_int_equal(parse_duration_ns("1e30", 1000000000ULL, &ns), -EINVAL);
+	/* Decimal only, as sysstat: strtod's hex, exponents and words are refused. */
+	assert_int_equal(parse_duration_ns("0x10", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("1e-9", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("1E3", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("nan", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("+1", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns(".5s", 1, &ns), 0);
+	assert_int_equal(ns, 500000000ULL);
+}
+
+static void test_period_and_threshold(void **state)
+{
+	uint64_t ns;
+
+	/* Intervals and durations: at least 1 ms, whatever the unit. */
+	assert_int_equal(args_period("--duration", "1ms", &ns), 0);
+	assert_int_equal(ns, 1000000ULL);
+	assert_int_equal(args_period("--duration", "0.001", &ns), 0);
+	assert_int_equal(args_period("--duration", "999us", &ns), -EINVAL);
+	assert_int_equal(args_period("--duration", "1ns", &ns), -EINVAL);
+	assert_int_equal(args_period("--duration", "0", &ns), -EINVAL);
+	/* Thresholds may be anything from 0. */
+	assert_int_equal(args_threshold("-t", "0", &ns), 0);
+	assert_int_equal(ns, 0);
+	assert_int_equal(args_threshold("-t", "1.5", &ns), 0);
+	assert_int_equal(ns, 1500000ULL);
+	assert_int_equal(args_threshold("-t", "0x5", &ns), -EINVAL);
 }
 
 static void test_parse_size(void **state)
@@ -121,6 +148,7 @@ int main(void)
 		cmocka_unit_test(test_parse_duration),
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_interval_count),
+		cmocka_unit_test(test_period_and_threshold),
 	};
 
 	return cmocka_run_group_tests_name("args", tests, NULL, NULL);
