@@ -324,7 +324,7 @@ static int find_moved(struct fs_handles *f, const union fh_buf *fh, struct entry
 		err = set_str(&e->path, e->captured, " (moved or deleted)");
 	} else if (!st.st_nlink) {
 		/* Unlinked but open somewhere: the kernel's name for it, if it has one. */
-		n = strlen(link) - strlen(FSPATH_DELETED);
+		n = (ssize_t)strlen(link) - (ssize_t)strlen(FSPATH_DELETED);
 		if (link[0] == '/' && n > 1 && !strcmp(link + n, FSPATH_DELETED))
 			err = set_str(&e->path, link, NULL);
 		else
