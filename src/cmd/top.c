@@ -1603,7 +1603,7 @@ static int group_files(struct top_ctx *c, const struct report *rep, struct by_gr
 	struct by_group *v = NULL, *g = NULL;
 	const struct row **rows;
 	const char *path;
-	size_t i, n = 0, k = 0;
+	size_t i, j, n = 0, k = 0;
 	int err = -ENOMEM;
 
 	rows = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*rows));
@@ -1616,12 +1616,14 @@ static int group_files(struct top_ctx *c, const struct report *rep, struct by_gr
 	qsort(rows, k, sizeof(*rows), file_key_cmp);
 	for (i = 0; i < k; i++) {
 		if (!g || file_key_cmp(&rows[i], &rows[i - 1])) {
+			for (j = i + 1; j < k && !file_key_cmp(&rows[i], &rows[j]); j++)
+				;
 			g = &v[n++];
 			g->sum.key = rows[i]->key;
 			g->sum.key.pid = TOP_PID_NONE;
 			g->sum.gen = rows[i]->gen;
 			g->nr_files = !ino_special(rows[i]->key.ino);
-			g->pids = calloc(k - i, sizeof(*g->pids));
+			g->pids = calloc(j - i, sizeof(*g->pids));
 			path = g->nr_files ? file_path(c, rows[i]) : NULL;
 			g->name = path ? strdup(path) : NULL;
 			if (!g->pids || (path && !g->name))

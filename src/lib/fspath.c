@@ -35,6 +35,7 @@ enum fh_layout {
 /* A file system's handle layout, found from its mount point's own handle. */
 struct fs_handles {
 	uint32_t dev;
+	bool local; /* names may be checked: no call can hang on a server */
 	enum fh_layout layout;
 	int type;
 	uint64_t root; /* btrfs: the subvolume of the mount (files of others are not told) */
@@ -192,6 +193,26 @@ static enum fh_layout layout_of(const struct file_handle *h, uint64_t *root)
 	return FH_NONE;
 }
 
+/*
+ * Whether a file system keeps its names locally: a stat(2) on a network or FUSE file
+ * system can wait for a server for ever, and a report must not.
+ */
+static bool local_fs(const char *fstype)
+{
+	static const char *const local[] = {
+		"ext2",	   "ext3",     "ext4",	 "xfs",	  "btrfs",     "tmpfs",
+		"f2fs",	   "vfat",     "msdos",	 "exfat", "ntfs3",     "jfs",
+		"overlay", "bcachefs", "zfs",	 "udf",	  "iso9660",   "squashfs",
+		"erofs",   "hfsplus",  "nilfs2", "ramfs", "hugetlbfs",
+	};
+	size_t i;
+
+	for (i = 0; fstype && i < sizeof(local) / sizeof(local[0]); i++)
+		if (!strcmp(fstype, local[i]))
+			return true;
+	return false;
+}
+
 /* The handle layout of the file system on @dev (looked at once). */
 static struct fs_handles *fs_handles_of(struct fspath_cache *c, uint32_t dev)
 {
@@ -215,9 +236,10 @@ static struct fs_handles *fs_handles_of(struct fspath_cache *c, uint32_t dev)
 		if (!m || !strcmp(c->mounts.v[i].root, "/"))
 			m = &c->mounts.v[i];
 	}
+	f->local = m && local_fs(m->fstype);
 	fh.h.handle_bytes = MAX_HANDLE_SZ;
 	/* The mount point must be that mount, not one mounted over it. */
-	if (m && !name_to_handle_at(AT_FDCWD, m->mnt, &fh.h, &mnt_id, AT_SYMLINK_FOLLOW) &&
+	if (f->local && !name_to_handle_at(AT_FDCWD, m->mnt, &fh.h, &mnt_id, AT_SYMLINK_FOLLOW) &&
 	    (unsigned int)mnt_id == m->id) {
 		f->layout = layout_of(&fh.h, &f->root);
 		f->type = fh.h.handle_type;
@@ -324,7 +346,7 @@ static int find_moved(struct fs_handles *f, const union fh_buf *fh, struct entry
 		err = set_str(&e->path, e->captured, " (moved or deleted)");
 	} else if (!st.st_nlink) {
 		/* Unlinked but open somewhere: the kernel's name for it, if it has one. */
-		n = strlen(link) - strlen(FSPATH_DELETED);
+		n = (ssize_t)strlen(link) - (ssize_t)strlen(FSPATH_DELETED);
 		if (link[0] == '/' && n > 1 && !strcmp(link + n, FSPATH_DELETED))
 			err = set_str(&e->path, link, NULL);
 		else
@@ -347,10 +369,11 @@ static int check_entry(struct fspath_cache *c, struct entry *e)
 	struct fs_handles *f;
 	union fh_buf fh;
 
-	if (e->captured[0] != '/') /* not mounted here: as captured */
+	f = fs_handles_of(c, e->dev);
+	/* Not mounted here, or on a network or FUSE file system: as captured. */
+	if (e->captured[0] != '/' || !f || !f->local)
 		return set_str(&e->path, e->captured,
 			       e->flags & TOP_PATH_DELETED ? FSPATH_DELETED : NULL);
-	f = fs_handles_of(c, e->dev);
 	if (f && fh_build(f, e->ino, e->gen, &fh)) {
 		if (names_handle(e->captured, &fh))
 			return set_str(&e->path, e->captured, NULL);

@@ -356,6 +356,16 @@ def test_top_direct_writes_exact(case):
 
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_process_cmdline(case):
+    """A workload gone before the report is named by its command line, which only the
+    kernel's capture of its argument area (at its I/O) can give by then."""
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-dio-write")
+    want = "iowork pwrite %s -b 1048576 -n 8 --direct" % w["path"]
+    assert p["cmdline"] == want, (case, p["cmdline"], want)
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
 def test_top_direct_reads_exact(case):
     g = guest(case[0])
     w, p = top_process(g, case[1], "w-dio-read")
@@ -499,6 +509,18 @@ def test_trace_direct_reads_exact_with_bios(case):
         assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
         assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
         assert bio_bytes(r) == w["bs"], (case, r["bios"])
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_process_cmdline_and_path(case):
+    """Each request names its process by its command line (captured in the kernel when
+    the request is reported) and its file by the path it was opened by."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-dio-read")
+    want = "iowork pread %s -b 65536 -n 16 --direct --random" % w["path"]
+    assert reqs, (case, w)
+    for r in reqs:
+        assert r["cmdline"] == want and r["path"] == w["path"], (case, r["cmdline"], r["path"])
 
 
 @pytest.mark.parametrize("case", [c for c in FS_CASES if c[1] == "raw"], ids=case_id)
