@@ -89,6 +89,33 @@ def popen_iospan(*args, **kwargs):
     return subprocess.Popen([iospan_bin()] + [str(a) for a in args], **kwargs)
 
 
+def popen_together(cmds, **kwargs):
+    """Starts each argv of @cmds (Popen with @kwargs) and lets them all exec at the same
+    instant: each waits in a shell for a line on its own stdin pipe until every one is
+    spawned.
+    Two samplers compared interval by interval must start together, or what happens in
+    the gap between their starts is in one tool's interval and not the other's."""
+    procs, gates = [], []
+    try:
+        for argv in cmds:
+            r, w = os.pipe()
+            gates.append(w)
+            wrapped = ["sh", "-c", 'read _ && exec "$@"', "sh"] + [str(a) for a in argv]
+            procs.append(subprocess.Popen(wrapped, stdin=r, **kwargs))
+            os.close(r)
+        for w in gates:
+            os.write(w, b"\n")
+    except BaseException:
+        for p in procs:
+            p.kill()
+            p.wait()
+        raise
+    finally:
+        for w in gates:
+            os.close(w)
+    return procs
+
+
 def start_tracing(*args, timeout=30):
     """Starts a BPF command (`iospan ARGS`) and returns its Popen once it says on stderr
     that it is tracing (its hooks are attached). Raises AssertionError if it never does."""
