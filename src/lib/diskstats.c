@@ -456,6 +456,22 @@ static int parse_snapshot_line(struct ds_reader *r, const char *line, struct ds_
 	return 0;
 }
 
+/* "partition MAJ MIN", the numbers decimal as in /proc/diskstats. */
+static int parse_partition_line(const char *line, unsigned int *major, unsigned int *minor)
+{
+	unsigned long long maj, min;
+	const char *p = line;
+	char tok[24];
+
+	if (!next_token(&p, tok, sizeof(tok)) || !next_token(&p, tok, sizeof(tok)) ||
+	    !parse_counter(tok, &maj) || maj > UINT32_MAX || !next_token(&p, tok, sizeof(tok)) ||
+	    !parse_counter(tok, &min) || min > UINT32_MAX || next_token(&p, tok, sizeof(tok)))
+		return -EINVAL;
+	*major = maj;
+	*minor = min;
+	return 0;
+}
+
 /* The first word of @line is @word, followed by a blank or the end. */
 static bool keyword(const char *line, const char *word)
 {
@@ -469,7 +485,7 @@ int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 	unsigned int major, minor;
 	bool in_snapshot = false;
 	struct ds_dev dev;
-	char tail[2], *line;
+	char *line;
 	int ret;
 
 	ds_snapshot_clear(s);
@@ -508,7 +524,7 @@ int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 			continue;
 		}
 		if (keyword(line, "partition")) {
-			if (sscanf(line, "partition %u %u %1s", &major, &minor, tail) != 2)
+			if (parse_partition_line(line, &major, &minor))
 				return reader_error(r, "expected 'partition MAJ MIN'");
 			ret = reader_add_partition(r, major, minor);
 			if (ret)

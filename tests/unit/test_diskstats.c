@@ -274,6 +274,9 @@ static void test_recording_malformed(void **state)
 	expect_malformed("iospan-diskstats 1\nsnapshot x\n", "snapshot UPTIME");
 	expect_malformed("iospan-diskstats 1\nsnapshot 1 2\n8 0 sda 1 2\n", "line 3");
 	expect_malformed("iospan-diskstats 1\npartition 8\n", "partition MAJ MIN");
+	expect_malformed("iospan-diskstats 1\npartition -1 0\n", "partition MAJ MIN");
+	expect_malformed("iospan-diskstats 1\npartition 8 1 2\n", "partition MAJ MIN");
+	expect_malformed("iospan-diskstats 1\npartition 8 0x1\n", "partition MAJ MIN");
 	/* Times are decimal seconds: nan, inf, signs, exponents and hex are refused. */
 	expect_malformed("iospan-diskstats 1\nsnapshot nan 1\n", "line 2: expected 'snapshot");
 	expect_malformed("iospan-diskstats 1\nsnapshot 1 inf\n", "decimal");
