@@ -174,6 +174,7 @@ static const char *const drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_UNMATCHED] = "unmatched_bios",  [TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
 	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full", [TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
 	[TOP_DROP_MAP_BUSY] = "map_insert_busy", [TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
+	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed",
 };
 
 /* Informational counters: they do not mean anything was lost. */
@@ -572,7 +573,10 @@ static int read_wb(struct top_ctx *c, struct wbrow **out, size_t *nr)
 
 static int read_drops(struct top_ctx *c, uint64_t *out)
 {
-	return bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.drops), TOP_DROP_NR, out);
+	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.drops), TOP_DROP_NR, out);
+
+	out[TOP_DROP_HOOK_MISSED] = bpfobj_missed_runs(c->skel->obj);
+	return err;
 }
 
 static uint64_t sub0(uint64_t a, uint64_t b)

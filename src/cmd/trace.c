@@ -138,6 +138,7 @@ static const char *const cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_FAULTS_CACHED] = "faults_without_io",
 	[TRACE_CNT_WB_SWEPT] = "writeback_given_up",
 	[TRACE_CNT_PATHS_FULL] = "paths_map_full",
+	[TRACE_CNT_HOOK_MISSED] = "hook_runs_missed",
 };
 
 /* Requests lost: counted in "lost" (the others are informational). */
@@ -1280,7 +1281,10 @@ static int summary(struct trace_ctx *c, double seconds, bool final)
 
 static int read_counters(struct trace_ctx *c, uint64_t *out)
 {
-	return bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
+	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
+
+	out[TRACE_CNT_HOOK_MISSED] = bpfobj_missed_runs(c->skel->obj);
+	return err;
 }
 
 /*
@@ -1378,7 +1382,10 @@ static void print_accounts(struct trace_ctx *c)
 		if (i <= TRACE_CNT_EMITTED || !cnt[i])
 			continue;
 		printf("  %-24s %" PRIu64 "%s\n", cnt_names[i], cnt[i],
-		       cnt_is_loss(i) ? " (lost)" : "");
+		       cnt_is_loss(i)		     ? " (lost)" :
+		       i == TRACE_CNT_HOOK_MISSED ? " (events skipped by the kernel: some requests "
+						    "may lack a stage or be missing)" :
+						    "");
 	}
 	if (c->lanes_full)
 		printf("  %-24s %" PRIu64 "\n", "perfetto_spans_dropped", c->lanes_full);

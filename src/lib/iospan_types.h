@@ -176,6 +176,7 @@ enum top_drop {
 	TOP_DROP_IOWAIT_FULL,	/* iowait start not recorded */
 	TOP_DROP_MAP_BUSY,	/* a map insert failed on a bucket held on this CPU (-EBUSY) */
 	TOP_DROP_DIO_SLOT_BUSY,	/* async direct I/O's FS bytes lost: its slot held another */
+	TOP_DROP_HOOK_MISSED,	/* user space: program runs the kernel skipped (nesting) */
 	TOP_DROP_NR,
 };
 
@@ -400,6 +401,7 @@ enum trace_cnt {
 	TRACE_CNT_FAULTS_CACHED, /* faults that did no I/O (not requests, see docs) */
 	TRACE_CNT_WB_SWEPT,	/* writeback requests whose bios never all completed */
 	TRACE_CNT_PATHS_FULL,	/* path not captured */
+	TRACE_CNT_HOOK_MISSED,	/* user space: program runs the kernel skipped (nesting) */
 	TRACE_CNT_NR,
 };
 
