@@ -344,9 +344,19 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
         fio_ios = tl.fio_clat_log(lat_log)
         assert len(fio_ios) == len(preads)
         assert [r["offset"] for r in preads] == [io[3] for io in fio_ios]
-        gaps, d2c_ratio, outside = [], [], []
+        # Exact, unless iospan says it missed something: a hook run the kernel skipped
+        # (an interrupt's completion over the same program in a task, on a busy
+        # machine) or a bio that ended after its request. Each miss is counted.
+        cnt = totals["counters"]
+        declared = (cnt["hook_runs_missed"] + cnt["bios_after_request_end"]
+                    + cnt["bios_unmatched"])
+        gaps, d2c_ratio, outside, missed = [], [], [], []
         for r, (clat_ns, ddir, nbytes, offset) in zip(preads, fio_ios):
             assert ddir == 0 and r["bytes"] == nbytes == 4096
+            assert r["bios_queued"] == 1, r
+            if not r["bios"] and "bios_in_flight_at_end" in r["flags"]:
+                missed.append(offset)
+                continue
             assert len(r["bios"]) == 1, r
             clat_us = clat_ns / 1000.0
             d2c = r["bios"][0]["d2c_us"]
@@ -360,6 +370,7 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
             d2c_ratio.append(d2c / clat_us)
         assert not outside, "%d of %d: (offset, d2c, traced, fio clat) %s" % (
             len(outside), len(preads), outside[:5])
+        assert len(missed) <= declared and len(missed) <= 0.02 * len(preads), (missed, cnt)
         gap, ratio = statistics.median(gaps), statistics.median(d2c_ratio)
         clat_p50 = job["clat_ns"]["percentile"]["50.000000"] / 1000.0
         print("fio clat p50 %.1f us; median fio-minus-traced %.1f us; median d2c/clat %.2f"
@@ -374,7 +385,8 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
         aios = [r for r in reqs if r["op"] == "aio_read" and r["path"] == path]
         n = aio["jobs"][0]["read"]["total_ios"]
         collided = totals["counters"]["async_slot_collisions"]
-        assert len(aios) + collided == n and len(aios) >= 0.95 * n, (len(aios), n, collided)
+        assert len(aios) + collided <= n <= len(aios) + collided + declared, (len(aios), n, cnt)
+        assert len(aios) >= 0.95 * n, (len(aios), n, cnt)
         assert all(len(r["bios"]) == 1 and r["bios"][0]["bytes"] == 4096 for r in aios)
         for r in aios:
             check_stages(r)
@@ -576,15 +588,24 @@ def test_writeback_of_pages_dirtied_before_tracing(iospan, fstype):
     """Writeback of pages dirtied before trace started has no known owner: it is still
     traced, with the right file and bytes, and its owner is null (not pid 0)."""
     tl.require_root("creates a loop device")
+    pages = 4 * MiB // os.sysconf("SC_PAGE_SIZE")
     with tl.scratch_fs(fstype, 320) as fs:
-        path = os.path.join(fs.mnt, "early.dat")
-        with open(path, "wb") as f:
-            f.write(b"\x5a" * (4 * MiB))  # dirty, not flushed
-        proc = start_trace("-t", "0", "--ops", "writeback")
-        try:
-            subprocess.run(["sync", "-f", path], check=True, timeout=60)
-        finally:
-            reqs, _, totals = stop_trace(proc)
+        # The test's premise is checked, not assumed: the pages are still dirty once
+        # tracing runs. A busy machine's flusher may write them early (over its dirty
+        # thresholds); then the run says nothing and is repeated with a new file.
+        for attempt in range(3):
+            path = os.path.join(fs.mnt, "early%d.dat" % attempt)
+            with open(path, "wb") as f:
+                f.write(b"\x5a" * (4 * MiB))  # dirty, not flushed
+            proc = start_trace("-t", "0", "--ops", "writeback")
+            try:
+                cache = tl.page_cache_state(path)
+                subprocess.run(["sync", "-f", path], check=True, timeout=60)
+            finally:
+                reqs, _, totals = stop_trace(proc)
+            if cache["nr_dirty"] == pages:
+                break
+        assert cache["nr_dirty"] == pages, ("written back before tracing, 3 times", cache)
         mine = [r for r in reqs if r["op"] == "writeback" and r["path"] == path]
         assert mine, reqs
         assert sum(r["bytes"] for r in mine) == 4 * MiB, mine

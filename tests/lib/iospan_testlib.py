@@ -737,6 +737,31 @@ def dd(of, if_="/dev/zero", bs="1M", count=None, oflag=None, iflag=None, conv=No
     return p
 
 
+def page_cache_state(path):
+    """cachestat(2) (Linux 6.5+) of the whole file at @path: a dict with nr_cache,
+    nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted (pages)."""
+    import ctypes
+
+    class Range(ctypes.Structure):
+        _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+    names = ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")
+
+    class CacheStat(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint64) for n in names]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    rng, cs = Range(0, 0), CacheStat()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if libc.syscall(451, fd, ctypes.byref(rng), ctypes.byref(cs), 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "cachestat: %s" % os.strerror(err))
+    finally:
+        os.close(fd)
+    return {n: getattr(cs, n) for n in names}
+
+
 def drop_caches():
     """sync, then drop the page cache, dentries and inodes."""
     os.sync()
