@@ -1233,10 +1233,18 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	if (t)
 		t->dio_tag = tag;
 	if (as->rec.state == TRACE_S_ACTIVE) {
-		/* iomap may start the same kiocb again (fallback after a short write). */
-		if (as->tag == tag)
+		__u64 pos = KR(struct kiocb, iocb, ki_pos);
+
+		/*
+		 * iomap may start the same kiocb again for the rest of its range (a retry
+		 * after a short or unaligned write): the same request. A kiocb reused for
+		 * another range means the end of its last I/O was not seen (a completion
+		 * run the kernel skipped): that one is abandoned, this one starts.
+		 */
+		if (as->tag == tag && pos >= as->rec.offset &&
+		    pos + bytes == as->rec.offset + as->rec.bytes)
 			return 0;
-		count(TRACE_CNT_ASYNC_COLLIDED);
+		count(as->tag == tag ? TRACE_CNT_ABANDONED : TRACE_CNT_ASYNC_COLLIDED);
 	}
 	as->tag = tag;
 	r = &as->rec;

@@ -370,7 +370,7 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
             d2c_ratio.append(d2c / clat_us)
         assert not outside, "%d of %d: (offset, d2c, traced, fio clat) %s" % (
             len(outside), len(preads), outside[:5])
-        assert len(missed) <= declared and len(missed) <= 0.02 * len(preads), (missed, cnt)
+        assert len(missed) <= declared and len(missed) <= 0.05 * len(preads), (missed, cnt)
         gap, ratio = statistics.median(gaps), statistics.median(d2c_ratio)
         clat_p50 = job["clat_ns"]["percentile"]["50.000000"] / 1000.0
         print("fio clat p50 %.1f us; median fio-minus-traced %.1f us; median d2c/clat %.2f"
@@ -384,8 +384,12 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
         # Async direct I/O: one request per I/O, each with its bio.
         aios = [r for r in reqs if r["op"] == "aio_read" and r["path"] == path]
         n = aio["jobs"][0]["read"]["total_ios"]
-        collided = totals["counters"]["async_slot_collisions"]
-        assert len(aios) + collided <= n <= len(aios) + collided + declared, (len(aios), n, cnt)
+        # Each one printed, or counted: lost in its slot, or never seen to end (its
+        # kiocb reused: abandoned; or not: in flight at exit), which needs a declared miss.
+        unseen = (cnt["async_slot_collisions"] + cnt["abandoned"]
+                  + totals["in_flight_at_exit"])
+        assert len(aios) <= n <= len(aios) + unseen, (len(aios), n, totals)
+        assert len(aios) == n or declared, (len(aios), n, cnt)
         assert len(aios) >= 0.95 * n, (len(aios), n, cnt)
         assert all(len(r["bios"]) == 1 and r["bios"][0]["bytes"] == 4096 for r in aios)
         for r in aios:
