@@ -65,6 +65,12 @@ static __always_inline void *slot_find(void *map, const void *ptr, __u32 nr)
 #define REQ_OP_DISCARD	    3
 #define REQ_OP_SECURE_ERASE 5
 
+/* Swap I/O (anonymous pages, like a user buffer's, but no process's file I/O). */
+static __always_inline bool swap_bio(struct bio *bio)
+{
+	return bio->bi_opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SWAP));
+}
+
 /*
  * The iomap direct I/O a bio belongs to, or NULL: its bi_end_io is
  * iomap_dio_bio_end_io (@end_io_addr, from kallsyms; 0 if unknown) and bi_private the
@@ -109,6 +115,23 @@ static __always_inline struct task_struct *dio_waiter(struct iomap_dio *dio)
 	if (dio_async(dio))
 		return NULL;
 	return KR(struct iomap_dio, dio, submit.waiter);
+}
+
+/*
+ * Whether @task is blk-throttle's worker, queuing bios the throttle held: a workqueue
+ * worker running @dispatch_fn (blk_throtl_dispatch_work_fn, from kallsyms; 0 if
+ * unknown). A kthread's worker_private is its struct kthread, whose data is the worker.
+ */
+static __always_inline bool throttle_worker(struct task_struct *task, __u64 dispatch_fn)
+{
+	__u64 k, w;
+
+	if (!dispatch_fn || !(task->flags & PF_WQ_WORKER))
+		return false;
+	k = (__u64)task->worker_private;
+	w = k ? (__u64)KR(struct kthread, KPTR_AS(struct kthread, k), data) : 0;
+	return w &&
+	       (__u64)KR(struct worker, KPTR_AS(struct worker, w), current_func) == dispatch_fn;
 }
 
 /*

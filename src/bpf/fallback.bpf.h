@@ -52,6 +52,34 @@
 	}
 
 /*
+ * An iomap direct I/O ends: handler(struct kiocb *, long result), the result being the
+ * error, else the bytes done. The fallbacks enter iomap_dio_complete(), which frees the
+ * dio before it returns (a read that ran past the end of the file is cut there by the
+ * kernel only after: shown uncut).
+ */
+#define DIO_COMPLETE_PROGS(name, handler)                                                \
+	SEC("tp_btf/iomap_dio_complete")                                                 \
+	int BPF_PROG(name, struct kiocb *iocb, int error, ssize_t ret)                   \
+	{                                                                                \
+		return handler(iocb, error ? error : ret);                               \
+	}                                                                                \
+	SEC("fentry/iomap_dio_complete")                                                 \
+	int BPF_PROG(name##_fentry, struct iomap_dio *dio)                               \
+	{                                                                                \
+		int error = dio->error;                                                  \
+                                                                                         \
+		return handler(dio->iocb, error ? error : (long)dio->size);              \
+	}                                                                                \
+	SEC("kprobe/iomap_dio_complete")                                                 \
+	int BPF_KPROBE(name##_kprobe, struct iomap_dio *dio)                             \
+	{                                                                                \
+		int error = BPF_CORE_READ(dio, error);                                   \
+                                                                                         \
+		return handler(KPTR_AS(struct kiocb, BPF_CORE_READ(dio, iocb)),          \
+			       error ? error : (long)BPF_CORE_READ(dio, size));          \
+	}
+
+/*
  * The fallbacks of mm_filemap_get_pages (whose tp_btf program differs per command):
  * filemap_read(), once per buffered read: handler(struct kiocb *, struct iov_iter *).
  */

@@ -15,6 +15,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
@@ -53,12 +54,21 @@ const volatile bool filter_dev = false;
 const volatile bool per_thread = false;
 const volatile bool track_unattributed = true;
 const volatile __u64 stall_ns = 0;
-const volatile __u64 iomap_dio_end_io = 0; /* address of iomap_dio_bio_end_io, 0 if unknown */
+/* Async direct I/O's FS bytes at its completion (else at its start: see top.c). */
+const volatile bool dio_fs_at_complete = false;
+const volatile __u64 iomap_dio_end_io = 0;   /* address of iomap_dio_bio_end_io, 0 if unknown */
+const volatile __u64 throtl_dispatch_fn = 0; /* blk_throtl_dispatch_work_fn, 0 if unknown */
 const volatile __u32 page_size = 4096;
 const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not news */
 
 /* Report generation, advanced by user space at each report (selects the max slot). */
 __u32 max_gen;
+/*
+ * Path epoch, advanced by user space every second (from 1): each CPU's copy of a row
+ * checks its file's path once per epoch, so renames and unlinks show within a second
+ * of the next I/O to the file.
+ */
+__u32 path_epoch;
 
 /* Per-thread state: the traced syscall in progress, identity already recorded, iowait. */
 struct top_task {
@@ -67,7 +77,7 @@ struct top_task {
 	__u8 op; /* SYS_READ/SYS_WRITE while inside a traced syscall on a file */
 	__u8 direct;
 	__u8 blk;
-	__u8 pad;
+	__u8 syncing; /* in fsync-family: registered in syncers under (dev, ino) */
 	__u64 file; /* struct file * of that syscall */
 	__u64 seen_exec;
 	__u64 seen_cgid;
@@ -77,7 +87,39 @@ struct top_task {
 	/* Pages of one file mapped by this thread's recent faults, counted already */
 	__u64 mm_ino, mm_lo, mm_hi;
 	__u32 mm_dev, mm_pad;
+	/*
+	 * While an iomap direct I/O started outside a traced syscall is being submitted
+	 * (libaio, io_uring): its inode and iocb. File systems that complete the bios
+	 * through their own end_io (btrfs) leave no other trace of the file in the bio.
+	 */
+	__u64 dio_inode, dio_iocb;
 };
+
+/*
+ * An async direct I/O between its start and its completion: the row its FS bytes go to
+ * when it completes (the bytes done, as a syscall's return value counts them: a
+ * NOWAIT attempt that io_uring retries is not counted twice, a short one not in full).
+ * Indexed by the kiocb's address; a slot is taken over only once stale, after
+ * DIO_STALE_NS (a start that ended in an error before any I/O has no completion).
+ */
+struct dio_slot {
+	__u64 tag; /* pv_addr(iocb) */
+	__u64 start_ns;
+	struct top_key key;
+	__u64 file;
+	__u32 write;
+	__u32 pad;
+};
+
+#define NR_DIO_SLOTS 4096
+#define DIO_STALE_NS (30ULL * 1000000000)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_DIO_SLOTS);
+	__type(key, __u32);
+	__type(value, struct dio_slot);
+} dio_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -117,6 +159,7 @@ struct {
 } procs SEC(".maps");
 
 DEFINE_VFS_PATH_CACHE(8192);
+DEFINE_PROC_TITLES(8192);
 
 /*
  * Who dirtied each page cache page, for crediting its writeback: one record per file
@@ -210,6 +253,15 @@ static __always_inline void drop(__u32 what)
 	drop_add(what, 1);
 }
 
+/*
+ * A failed map insert: a hash bucket held elsewhere on this CPU (-EBUSY: a program
+ * preempted under PREEMPT_RT, or re-entered from a nested hook) is not a full map.
+ */
+static __always_inline void drop_insert(long err, __u32 full)
+{
+	drop(err == -EBUSY ? TOP_DROP_MAP_BUSY : full);
+}
+
 static __always_inline bool dev_ok(__u32 dev)
 {
 	return !filter_dev || bpf_map_lookup_elem(&filter_devs, &dev);
@@ -244,6 +296,7 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 	struct top_proc p = {};
 	__u64 exec = KR(struct task_struct, task, self_exec_id) + 1;
 	struct task_struct *named = task;
+	long err;
 
 	if (t && t->seen_exec == exec && t->seen_cgid == cgid)
 		return;
@@ -254,8 +307,9 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 	if (!per_thread)
 		named = KR(struct task_struct, task, group_leader);
 	bpf_probe_read_kernel_str(p.comm, sizeof(p.comm), named->comm);
-	if (bpf_map_update_elem(&procs, &owner, &p, BPF_ANY)) {
-		drop(TOP_DROP_PROCS_FULL);
+	err = bpf_map_update_elem(&procs, &owner, &p, BPF_ANY);
+	if (err) {
+		drop_insert(err, TOP_DROP_PROCS_FULL);
 		return;
 	}
 	if (t) {
@@ -278,7 +332,7 @@ static __always_inline struct top_stat *stat_get(struct top_key *k, bool *create
 		return s;
 	err = bpf_map_update_elem(&stats, k, &stat_zero, BPF_NOEXIST);
 	if (err && err != -EEXIST /* created meanwhile on another CPU */) {
-		drop(TOP_DROP_STATS_FULL);
+		drop_insert(err, TOP_DROP_STATS_FULL);
 		return NULL;
 	}
 	*created = !err;
@@ -298,12 +352,17 @@ static __always_inline void add_fs(struct top_key *k, bool write, __u64 bytes, _
 	else
 		s->fs_read += bytes;
 	/*
-	 * The path is captured once per file; a row made at completion may have had no
-	 * way to name its file, so each CPU's copy of a row checks once.
+	 * Each CPU's copy of a row checks its file's path once per epoch (a row made at
+	 * completion may have had no way to name its file).
 	 */
-	if (!(s->flags & TOP_F_PATH_SEEN)) {
-		flags |= TOP_F_PATH_SEEN;
-		vfs_path_capture(k->dev, k->ino, ptr, from);
+	if (s->path_epoch != path_epoch) {
+		__u64 id;
+
+		s->path_epoch = path_epoch;
+		vfs_path_capture(k->dev, k->ino, ptr, from, &id);
+		s->gen = id;
+		/* FS events run in the process: its title as it is now (titles change). */
+		proc_title_note();
 	}
 	s->flags |= flags;
 }
@@ -395,6 +454,88 @@ SYSCALL_PAIR(pwrite64, SYS_WRITE)
 SYSCALL_PAIR(writev, SYS_WRITE)
 SYSCALL_PAIR(pwritev, SYS_WRITE)
 SYSCALL_PAIR(pwritev2, SYS_WRITE)
+
+/*
+ * Who is syncing which file (fsync, fdatasync, sync_file_range): blk-throttle holds the
+ * bios they submit and its worker queues them later, in a kernel thread; they are
+ * still flushed by the process that synced.
+ */
+struct syncer {
+	__u32 owner, tgid, tid, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct top_file_key);
+	__type(value, struct syncer);
+} syncers SEC(".maps");
+
+static __always_inline int sync_enter(long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct syncer sy = {};
+	struct inode *inode;
+	struct file *file;
+	struct top_task *t;
+
+	if (!throtl_dispatch_fn || task->tgid == self_tgid)
+		return 0;
+	file = fd_file(task, fd);
+	inode = file ? KR(struct file, file, f_inode) : NULL;
+	if (!inode || (KR(struct inode, inode, i_mode) & S_IFMT) != S_IFREG)
+		return 0;
+	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	fk.dev = KR(struct super_block, INODE_SB(inode), s_dev);
+	fk.ino = KR(struct inode, inode, i_ino);
+	sy.owner = owner_of(task);
+	sy.tgid = task->tgid;
+	sy.tid = task->pid;
+	t->dev = fk.dev;
+	t->ino = fk.ino;
+	t->syncing = 1;
+	bpf_map_update_elem(&syncers, &fk, &sy, BPF_ANY);
+	note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id()); /* as a flusher */
+	return 0;
+}
+
+static __always_inline int sync_exit(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct top_task *t;
+	struct syncer *sy;
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (!t || !t->syncing)
+		return 0;
+	t->syncing = 0;
+	fk.dev = t->dev;
+	fk.ino = t->ino;
+	sy = bpf_map_lookup_elem(&syncers, &fk);
+	if (sy && sy->tid == task->pid)
+		bpf_map_delete_elem(&syncers, &fk);
+	return 0;
+}
+
+#define SYNC_PAIR(name)                                             \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                 \
+	int top_enter_##name(struct syscall_trace_enter *ctx) \
+	{                                                           \
+		return sync_enter(ctx->args[0]);                    \
+	}                                                           \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                  \
+	int top_exit_##name(struct syscall_trace_exit *ctx)   \
+	{                                                           \
+		return sync_exit();                                 \
+	}
+
+SYNC_PAIR(fsync)
+SYNC_PAIR(fdatasync)
+SYNC_PAIR(sync_file_range)
 
 /* ------------------------------------------------------ FS: mmap, dirtying, async DIO */
 
@@ -684,10 +825,11 @@ static __noinline int mark_chunk(struct dirty_key *k, __u64 first, __u64 end, __
 		return 0;
 	c = bpf_map_lookup_elem(&dirtiers, k);
 	if (!c) {
-		bpf_map_update_elem(&dirtiers, k, &zero, BPF_NOEXIST);
+		long err = bpf_map_update_elem(&dirtiers, k, &zero, BPF_NOEXIST);
+
 		c = bpf_map_lookup_elem(&dirtiers, k);
 		if (!c) {
-			drop(TOP_DROP_DIRTIER_FULL);
+			drop_insert(err, TOP_DROP_DIRTIER_FULL);
 			return 0;
 		}
 	}
@@ -771,10 +913,12 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct dio_slot *ds;
 	struct top_task *t;
 	struct inode *inode;
 	struct file *file;
 	struct top_key k;
+	__u64 tag, now;
 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->op)
@@ -790,13 +934,75 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	if (!fs_event_ok(task, k.dev, &t))
 		return 0;
 	k.pid = owner_of(task);
-	add_fs(&k, KR(struct iov_iter, iter, data_source), KR(struct iov_iter, iter, count),
-	       TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file, VFS_FROM_FILE);
+	tag = pv_addr((__u64)iocb);
+	if (t) {
+		t->dio_inode = (__u64)inode;
+		t->dio_iocb = tag;
+	}
+	if (!dio_fs_at_complete) {
+		add_fs(&k, KR(struct iov_iter, iter, data_source), KR(struct iov_iter, iter, count),
+		       TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file, VFS_FROM_FILE);
+		return 0;
+	}
+	ds = slot_at_tag(&dio_slots, tag, NR_DIO_SLOTS);
+	if (!ds)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (ds->tag && ds->tag != tag && now - ds->start_ns < DIO_STALE_NS) {
+		drop(TOP_DROP_DIO_SLOT_BUSY);
+		return 0;
+	}
+	ds->tag = tag;
+	ds->start_ns = now;
+	ds->key = k;
+	ds->file = (__u64)file;
+	ds->write = KR(struct iov_iter, iter, data_source);
 	return 0;
 }
 
 /* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
 DIO_BEGIN_PROGS(top_dio_begin, dio_begin)
+
+/* The submission of an async direct I/O ends with -EIOCBQUEUED (this task). */
+SEC("tp_btf/iomap_dio_rw_queued")
+int BPF_PROG(top_dio_queued)
+{
+	struct top_task *t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+
+	if (t)
+		t->dio_inode = 0;
+	return 0;
+}
+
+/* A direct I/O ends: an async one's FS bytes are the bytes it did. */
+static __always_inline int dio_complete(struct kiocb *iocb, long result)
+{
+	__u64 tag = pv_addr((__u64)iocb);
+	struct dio_slot *ds;
+	struct top_task *t;
+	struct top_key k;
+
+	/* Completed inline, in the submitting task: its submission is over. */
+	t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (t && t->dio_iocb == tag)
+		t->dio_inode = 0;
+	ds = slot_find_tag(&dio_slots, tag, NR_DIO_SLOTS);
+	if (!ds)
+		return 0;
+	ds->tag = 0;
+	if (result <= 0)
+		return 0;
+	k = ds->key;
+	add_fs(&k, ds->write, result, TOP_F_DIRECT | TOP_F_ASYNC_DIO, ds->file, VFS_FROM_FILE);
+	return 0;
+}
+
+/*
+ * Without the tracepoint (before 6.5): entering iomap_dio_complete(). Where neither
+ * iomap_dio_rw_queued nor this exists, a task's submission window ends at its next
+ * direct I/O or traced syscall.
+ */
+DIO_COMPLETE_PROGS(top_dio_complete, dio_complete)
 
 /* ----------------------------------------------------------------- DISK: queue */
 
@@ -1068,6 +1274,10 @@ static __always_inline int queue_bio(struct bio *bio)
 					inode = KR(struct file, KPTR_AS(struct file, t->file),
 						   f_inode);
 				}
+			} else if (t && !t->op && t->dio_inode && !swap_bio(bio)) {
+				/* Async iomap direct I/O being submitted (btrfs): its file. */
+				o.flags |= TOP_F_DIRECT;
+				inode = KPTR_AS(struct inode, t->dio_inode);
 			}
 		}
 	}
@@ -1082,23 +1292,57 @@ owner:
 
 	/* A page cache write: credit each page to the process that dirtied it. */
 	if (inode && write && !(o.flags & TOP_F_DIRECT)) {
-		__u32 self = owner_of(task), mixed = 0, dirtier;
+		__u32 self = owner_of(task), flusher = task->pid, mixed = 0, dirtier;
+		bool worker = kthread && throttle_worker(task, throtl_dispatch_fn);
+		struct syncer *sy = NULL;
+		struct top_proc *p;
 
 		dirtier = bio_dirtier(bio, o.key.dev, o.key.ino, &mixed);
+		if (worker) {
+			/*
+			 * Held by blk-throttle and queued by its worker: flushed by the
+			 * process syncing the file, never by the worker; without one, the
+			 * dirtier's own write.
+			 */
+			struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
+
+			sy = bpf_map_lookup_elem(&syncers, &fk);
+			if (sy) {
+				self = sy->owner;
+				flusher = sy->tid;
+			} else if (dirtier && !mixed) {
+				self = dirtier;
+			}
+		}
 		if (mixed) {
 			/* Split at completion; pages without a dirtier stay the submitter's. */
 			o.flags |= SLOT_MIXED;
-			o.flusher = task->pid;
-			note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id());
+			o.flusher = flusher;
+			if (!sy)
+				note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id());
 		} else if (!dirtier) {
 			o.flags |= SLOT_NO_DIRTIER;
 		} else if (dirtier != self) {
 			/* Dirtiers were recorded only if they passed the filters. */
 			o.key.pid = dirtier;
 			o.flags |= TOP_F_WRITEBACK;
-			o.flusher = task->pid;
-			/* The flusher is named in the writeback section. */
-			note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id());
+			o.flusher = flusher;
+			/* The flusher is named in the writeback section (a syncer already is). */
+			if (!sy)
+				note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id());
+			goto claim;
+		} else if (worker) {
+			o.key.pid = dirtier;
+			goto claim;
+		}
+		if (sy) {
+			/* The syncer's bytes, or the pages without a dirtier on record. */
+			o.key.pid = sy->owner;
+			if (filter_pid && sy->tgid != filter_pid)
+				goto filtered;
+			p = filter_cgroup ? bpf_map_lookup_elem(&procs, &o.key.pid) : NULL;
+			if (filter_cgroup && (!p || !cgroup_ok(p->cgid)))
+				goto filtered;
 			goto claim;
 		}
 	}
@@ -1174,6 +1418,49 @@ SEC("raw_tp/block_split")
 int BPF_PROG(top_bio_split_raw, void *bio)
 {
 	return split_bio(AS_BIO(bio));
+}
+
+/* ------------------------------------------------------------------ DISK: issue */
+
+/*
+ * Issue times of requests, direct-mapped by request address: rq->io_start_time_ns can
+ * be a time the submitter's plug cached before the request was even inserted
+ * (blk_time_get_ns()), which would put the scheduler's time into d2c.
+ */
+#define NR_RQ_SLOTS (1U << 14)
+
+struct rq_issue {
+	__u64 tag;
+	__u64 d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_RQ_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rq_issue);
+} rq_issues SEC(".maps");
+
+static __always_inline int issue_rq(struct request *rq)
+{
+	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
+	struct rq_issue *s = slot_claim(&rq_issues, rq, NR_RQ_SLOTS);
+
+	if (s)
+		s->d = now;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(top_rq_issue, struct request *rq)
+{
+	return issue_rq(rq);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(top_rq_issue_raw, void *rq)
+{
+	return issue_rq(AS_RQ(rq));
 }
 
 /* -------------------------------------------------------------- DISK: complete */
@@ -1273,10 +1560,12 @@ static __noinline bool account_run(struct run *r, struct rq_info *ri)
 		k.wk.pad = 0;
 		w = bpf_map_lookup_elem(&wb, &k.wk);
 		if (!w) {
-			if (bpf_map_update_elem(&wb, &k.wk, &wb_zero, BPF_NOEXIST) == 0)
-				w = bpf_map_lookup_elem(&wb, &k.wk);
+			long err = bpf_map_update_elem(&wb, &k.wk, &wb_zero, BPF_NOEXIST);
+
+			/* -EEXIST: created meanwhile on another CPU. */
+			w = bpf_map_lookup_elem(&wb, &k.wk);
 			if (!w) {
-				drop(TOP_DROP_WB_FULL);
+				drop_insert(err, TOP_DROP_WB_FULL);
 				return created;
 			}
 		}
@@ -1289,14 +1578,22 @@ static __noinline bool account_run(struct run *r, struct rq_info *ri)
 /* account_run(), and the path of the file of a row it created, from the run's pages. */
 static __always_inline void account_run_named(struct run *r, struct rq_info *ri)
 {
-	__u64 inode;
+	struct top_stat *s;
+	__u64 inode, id;
 
 	if (!account_run(r, ri) || !r->bio || r->key.ino >= TOP_INO_SPECIAL)
 		return;
 	inode = bio_inode(r->bio, r->key.dev, r->key.ino);
 	/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
-	if (inode)
-		vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE);
+	if (!inode)
+		return;
+	vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE, &id);
+	/* The row just created: which file (generation) its path is of. */
+	s = bpf_map_lookup_elem(&stats, &r->key);
+	if (s) {
+		s->gen = id;
+		s->path_epoch = path_epoch;
+	}
 }
 
 /* State of one request's bio-chain walk (bpf_loop callback context). */
@@ -1505,6 +1802,7 @@ static __noinline void account_dev_flush(struct request *rq, __u64 ns)
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
 	struct walk w = {};
+	struct rq_issue *is;
 	__u64 now, t0;
 	__u32 op;
 
@@ -1522,7 +1820,8 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	t0 = rq->start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.q2c = now - t0;
-	t0 = rq->io_start_time_ns;
+	is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
+	t0 = is && is->d >= rq->start_time_ns ? is->d : rq->io_start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.d2c = now - t0;
 	if (op == REQ_OP_FLUSH) {
@@ -1600,6 +1899,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	struct top_stall *e;
 	__u64 now, start = 0, *st;
 	__u32 tid;
+	long err;
 
 	if (!preempt && BPF_CORE_READ_BITFIELD(prev, in_iowait)) {
 		if (filter_pid && prev->tgid != filter_pid)
@@ -1611,8 +1911,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			t->iowait_ts = now;
 		} else {
 			tid = prev->pid;
-			if (bpf_map_update_elem(&iowait_start, &tid, &now, BPF_ANY))
-				drop(TOP_DROP_IOWAIT_FULL);
+			err = bpf_map_update_elem(&iowait_start, &tid, &now, BPF_ANY);
+			if (err)
+				drop_insert(err, TOP_DROP_IOWAIT_FULL);
 		}
 	}
 next:

@@ -35,7 +35,9 @@
 #include "iospan_types.h"
 #include "json.h"
 #include "ksyms.h"
+#include "mapmem.h"
 #include "probe.h"
+#include "procinfo.h"
 #include "units.h"
 #include "top.skel.h"
 #include "top_compat.skel.h"
@@ -43,8 +45,17 @@
 
 #define NSEC_PER_SEC 1000000000ULL
 #define MAX_STALLS   512
+/*
+ * Largest --max-entries: about 0.8 GiB of kernel memory at load (paths and procs are
+ * preallocated), more per CPU as rows fill; mapmem_check() refuses what the machine
+ * cannot give below that.
+ */
+#define TOP_MAX_ENTRIES (1U << 20)
 
 enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
+
+/* What the main table's rows are: processes, files, or directories (--by). */
+enum top_by { BY_PROCESS, BY_FILE, BY_DIR };
 
 static const char *const sort_names[] = {"disk", "fs", "read", "write", "latency"};
 
@@ -62,8 +73,10 @@ struct top_opts {
 	uint64_t max_procs, max_files, max_entries;
 	enum sort_key sort;
 	bool threads;
-	bool no_syscalls;  /* FS bytes without syscall tracepoints */
-	uint64_t stall_ns; /* 0: stalls not traced */
+	bool no_syscalls; /* FS bytes without syscall tracepoints */
+	enum top_by by;
+	uint64_t dir_depth; /* --by dir: path components the directories keep */
+	uint64_t stall_ns;  /* 0: stalls not traced */
 };
 
 /* One (owner, device, inode) row of the stats map, summed over CPUs. */
@@ -73,6 +86,7 @@ struct row {
 	uint64_t q2c_sum, d2c_sum, q2c_max, d2c_max;
 	uint64_t nr_q2c, nr_d2c;
 	uint32_t flags, bdev;
+	uint32_t gen, path_epoch; /* the file's generation as last seen (paths map key) */
 };
 
 struct wbrow {
@@ -131,6 +145,7 @@ struct top_ctx {
 	struct ksyms *ksyms;
 	struct cgroup_map *cgmap;
 	struct fspath_cache *fspaths;
+	struct procinfo *procinfo;
 	/* Cumulative values at the previous report (periodic mode). */
 	struct row *prev;
 	size_t nr_prev;
@@ -167,6 +182,8 @@ struct report {
 	size_t nr_devs;
 	struct dev_flush_row *flushes; /* per disk, in the window */
 	size_t nr_flushes;
+	struct by_group *groups; /* --by file / dir: the rows of the main table */
+	size_t nr_groups;
 	uint64_t drops[TOP_DROP_NR];
 };
 
@@ -177,6 +194,7 @@ static const char *const drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full", [TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
 	[TOP_DROP_DIRTIER_FULL] = "dirtier_map_full",
 	[TOP_DROP_WB_UNKNOWN_BYTES] = "writeback_dirtier_unknown_bytes",
+	[TOP_DROP_MAP_BUSY] = "map_insert_busy", [TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
 };
 
 /* Informational counters: they do not mean anything was lost. */
@@ -208,25 +226,33 @@ static const char top_usage[] =
 	"      --max-files N         files shown per process (default 5)\n"
 	"      --sort KEY            disk (default), fs, read, write or latency\n"
 	"      --threads             one row per thread instead of per process\n"
+	"      --by file             rows are files, busiest first, across all processes\n"
+	"      --by dir DEPTH        rows are directories: files rolled up by the first\n"
+	"                            DEPTH components of their paths\n"
 	"      --stall-threshold D   report threads waiting for I/O longer than D (default\n"
 	"                            100ms; 0 turns stall tracing off)\n"
 	"      --duration S          length of the one-shot report (default 8 s)\n"
-	"      --max-entries N       rows of the stats map (default 16384); overflow is\n"
-	"                            counted and shown\n"
+	"      --max-entries N       rows of the stats map (default 16384, at most 1048576);\n"
+	"                            each costs about 0.8 KiB of kernel memory at start\n"
+	"                            and 0.1 KiB more per CPU once used (-v shows the\n"
+	"                            total); overflow is counted and shown\n"
 	"      --no-syscalls         cheaper: no read/write syscall tracepoints (which put\n"
 	"                            every syscall of every task on the slow path); FS\n"
 	"                            reads then count whole pages looked up in the page\n"
 	"                            cache, FS writes newly dirtied pages\n"
 	"      --json                one JSON document (one object per line when periodic)\n"
-	"  -v                        attach plan and libbpf messages on stderr\n"
+	"  -v, --verbose             attach plan and libbpf messages on stderr\n"
 	"  -h, --help                this help\n"
+	"Durations are decimal numbers with a unit (ns, us, ms, s, m, h); --duration and\n"
+	"the interval are at least 1ms.\n"
 	"\n"
 	"Examples:\n"
 	"  iospan top                      8 s of totals\n"
 	"  iospan top -d sda 2 5           five 2-second reports for sda\n"
 	"  iospan top --cgroup /docker --json --duration 30\n"
+	"  iospan top --by dir 6 2         which database directory, every 2 s\n"
 	"\n"
-	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n";
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-top(8).\n";
 
 /* ------------------------------------------------------------------ options */
 
@@ -239,6 +265,7 @@ enum {
 	OPT_DURATION,
 	OPT_MAX_ENTRIES,
 	OPT_NO_SYSCALLS,
+	OPT_BY,
 };
 
 static int parse_pid(const char *arg, uint32_t *pid)
@@ -255,20 +282,25 @@ static int parse_pid(const char *arg, uint32_t *pid)
 	return 0;
 }
 
-static int parse_cgroup(struct top_opts *o, const char *arg)
+/* --by process|file|dir DEPTH: DEPTH is the word after "dir". */
+static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
 {
-	char root[PATH_MAX];
-	int err;
-
-	err = probe_cgroup2_mount(root, sizeof(root));
-	if (err)
-		return fail_usage(
-			"--cgroup needs cgroup v2, and no cgroup2 file system is mounted");
-	err = cgroup_resolve(root, arg, o->cgroup_dir, sizeof(o->cgroup_dir), o->cgroup_rel,
-			     sizeof(o->cgroup_rel));
-	if (err)
-		return fail_usage("unknown cgroup '%s': give a cgroup v2 path below %s", arg, root);
-	o->have_cgroup = true;
+	if (!strcmp(arg, "process")) {
+		o->by = BY_PROCESS;
+	} else if (!strcmp(arg, "file")) {
+		o->by = BY_FILE;
+	} else if (!strcmp(arg, "dir")) {
+		if (optind >= argc ||
+		    parse_u64_range(argv[optind], 1, TOP_PATH_DEPTH, &o->dir_depth))
+			return fail_usage("--by dir needs a DEPTH after it: how many path "
+					  "components the directories keep, 1 to %d (e.g. --by "
+					  "dir 3)",
+					  TOP_PATH_DEPTH);
+		optind++;
+		o->by = BY_DIR;
+	} else {
+		return fail_usage("invalid --by '%s': use process, file or dir DEPTH", arg);
+	}
 	return 0;
 }
 
@@ -286,9 +318,11 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		{"duration", required_argument, NULL, OPT_DURATION},
 		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
 		{"no-syscalls", no_argument, NULL, OPT_NO_SYSCALLS},
+		{"by", required_argument, NULL, OPT_BY},
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
+	bool have_pid = false;
 	int opt, err;
 	size_t i;
 
@@ -305,20 +339,18 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 			fputs(top_usage, stdout);
 			return 1;
 		case 'd':
-			err = disk_lookup(optarg, &o->disk);
+			err = args_disk("top", optarg, &o->disk, &o->have_disk);
 			if (err)
-				return fail_usage("unknown disk '%s': give a block device such as "
-						  "sda, /dev/loop0 or 7:0 (see /proc/diskstats)",
-						  optarg);
-			o->have_disk = true;
+				return err;
 			break;
 		case 'p':
-			err = parse_pid(optarg, &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?: parse_pid(optarg, &o->pid);
 			if (err)
 				return err;
 			break;
 		case OPT_CGROUP:
-			err = parse_cgroup(o, optarg);
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
 			if (err)
 				return err;
 			break;
@@ -349,25 +381,27 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		case OPT_NO_SYSCALLS:
 			o->no_syscalls = true;
 			break;
+		case OPT_BY:
+			err = parse_by(o, optarg, argc, argv);
+			if (err)
+				return err;
+			break;
 		case OPT_STALL:
-			if (parse_duration_ns(optarg, 1000000ULL, &o->stall_ns))
-				return fail_usage("invalid --stall-threshold '%s': give a duration "
-						  "such as 100ms or 1s (a bare number is ms)",
-						  optarg);
+			err = args_threshold("--stall-threshold", optarg, &o->stall_ns);
+			if (err)
+				return err;
 			break;
 		case OPT_DURATION:
-			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->duration_ns) ||
-			    !o->duration_ns)
-				return fail_usage(
-					"invalid --duration '%s': give a positive number of "
-					"seconds (e.g. 8, 0.5, 250ms)",
-					optarg);
+			err = args_period("--duration", optarg, &o->duration_ns);
+			if (err)
+				return err;
 			o->duration_set = true;
 			break;
 		case OPT_MAX_ENTRIES:
-			if (parse_u64_range(optarg, 64, 1U << 24, &o->max_entries))
-				return fail_usage("invalid --max-entries '%s': give 64 to 16777216",
-						  optarg);
+			if (parse_u64_range(optarg, 64, TOP_MAX_ENTRIES, &o->max_entries))
+				return fail_usage("invalid --max-entries '%s': give 64 to %u (each "
+						  "costs about 0.8 KiB of kernel memory)",
+						  optarg, TOP_MAX_ENTRIES);
 			break;
 		default:
 			return args_bad_option("top", argv);
@@ -384,19 +418,17 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 
 /* ------------------------------------------------------------------ paths */
 
-/* The user-visible path of a file, resolved once and cached; NULL if not captured. */
-static const char *file_path(struct top_ctx *c, uint32_t dev, uint64_t ino)
+static int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
 {
-	struct top_file_key fk = {.dev = dev, .ino = ino};
-	const char *path;
-	struct top_path p;
+	struct top_ctx *c = arg;
 
-	path = fspath_cache_get(c->fspaths, dev, ino);
-	if (path)
-		return path;
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), &fk, &p))
-		return NULL;
-	return fspath_cache_put(c->fspaths, dev, ino, &p);
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), key, p) ? -errno : 0;
+}
+
+/* The user-visible path of a row's file as it is now; NULL if not captured. */
+static const char *file_path(struct top_ctx *c, const struct row *r)
+{
+	return fspath_current(c->fspaths, r->key.dev, r->gen, r->key.ino);
 }
 
 static bool ino_special(uint64_t ino)
@@ -506,6 +538,11 @@ static void fold_stat(void *row, const void *key, const void *vals, int ncpus, v
 		r->flags |= v->flags;
 		if (v->bdev)
 			r->bdev = v->bdev;
+		/* The generation the file had when a CPU last looked (a reused inode). */
+		if (v->path_epoch > r->path_epoch) {
+			r->path_epoch = v->path_epoch;
+			r->gen = v->gen;
+		}
 		if (v->max_gen[ms->slot] == ms->gen) {
 			if (v->q2c_max[ms->slot] > r->q2c_max)
 				r->q2c_max = v->q2c_max[ms->slot];
@@ -1051,16 +1088,32 @@ static const char *trunc_left(const char *s, size_t width, char *buf, size_t len
 	return buf;
 }
 
-/* The CGROUP/CONTAINER cell: a container's short id, else the cgroup path's tail. */
-static const char *cgroup_cell(struct top_ctx *c, uint64_t cgid, size_t width, char *buf,
-			       size_t len)
+static int lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
 {
+	struct top_ctx *c = arg;
+
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.titles), &tgid, t) ? -errno : 0;
+}
+
+/*
+ * The CGROUP/CONTAINER cell of process @pid (a tgid) named @comm: a container's short
+ * id, else the cgroup path's tail; for a process in the cgroup v2 root, its cgroup v1
+ * blkio group if it is in one (that is where blk-throttle limits it).
+ */
+static const char *cgroup_cell(struct top_ctx *c, uint32_t pid, const char *comm, uint64_t cgid,
+			       size_t width, char *buf, size_t len)
+{
+	struct proc_ident id;
 	char tmp[64];
 	struct cg_desc d;
 
 	describe_cgroup(c, cgid, &d);
+	procinfo_get(c->procinfo, pid, comm, &id);
 	if (d.has_ct)
 		snprintf(buf, len, "%s", d.ct.id);
+	else if (id.blkio && (!d.path || !strcmp(d.path, "/")))
+		snprintf(buf, len, "blkio:%.57s",
+			 trunc_left(id.blkio, width - 6, tmp, sizeof(tmp)));
 	else if (!d.path)
 		snprintf(buf, len, "cgid:%" PRIu64, cgid);
 	else
@@ -1100,6 +1153,9 @@ static const char *lat_cell(uint64_t sum, uint64_t nr, uint64_t max, char *buf, 
 	snprintf(buf, len, "%s/%s", a, m);
 	return buf;
 }
+
+/* A byte column's header: periodic reports show rates, and say so ("/s"). */
+#define BYTES_HDR(rep, total, rate) ((rep)->rates ? (rate) : (total))
 
 static const char *bytes_cell(const struct report *rep, uint64_t v, char *buf, size_t len)
 {
@@ -1182,7 +1238,7 @@ static void print_file_row(struct top_ctx *c, const struct report *rep, const st
 	if (ino_special(r->key.ino))
 		path = kind_label(r->key.ino);
 	else
-		path = file_path(c, r->key.dev, r->key.ino);
+		path = file_path(c, r);
 	if (!path)
 		path = "(path not captured)";
 	printf("      %s\n", trunc_left(path, 93, pbuf, sizeof(pbuf)));
@@ -1202,6 +1258,22 @@ static void print_flush_row(struct top_ctx *c, const struct report *rep, const s
 	printf("      %s\n", kind_label(r->key.ino));
 }
 
+/* The process of owner @pid (a thread with --threads). */
+static uint32_t proc_tgid(uint32_t pid, const struct top_proc *info)
+{
+	return info->tgid ? info->tgid : pid;
+}
+
+/* A title the process set ("postgres: checkpointer"), on a line of its own. */
+static void print_title(struct top_ctx *c, uint32_t pid, const char *comm)
+{
+	struct proc_ident id;
+
+	procinfo_get(c->procinfo, pid, comm, &id);
+	if (id.title && id.cmdline)
+		printf("  \"%.91s\"\n", id.cmdline);
+}
+
 static void render_processes(struct top_ctx *c, const struct report *rep)
 {
 	const struct top_opts *o = c->o;
@@ -1210,8 +1282,9 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 	size_t i;
 
 	printf("%-7s %-12s %-16s %7s %8s %9s %10s %5s %8s %8s\n", o->threads ? "TID" : "PID",
-	       "COMMAND", "CGROUP/CONTAINER", "FS_READ", "FS_WRITE", "DISK_READ", "DISK_WRITE",
-	       "FILES", "Q2C_MS", "D2C_MS");
+	       "COMMAND", "CGROUP/CONTAINER", BYTES_HDR(rep, "FS_READ", "FS_RD/s"),
+	       BYTES_HDR(rep, "FS_WRITE", "FS_WR/s"), BYTES_HDR(rep, "DISK_READ", "DISK_RD/s"),
+	       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"), "FILES", "Q2C_MS", "D2C_MS");
 	for (i = 0; i < rep->nr_procs && shown < o->max_procs; i++) {
 		const struct proc_agg *p = &rep->procs[i];
 
@@ -1219,13 +1292,15 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 			continue;
 		shown++;
 		printf("%-7u %-12.12s %-16s %7s %8s %9s %10s %5u %8s %8s\n", p->pid, p->info.comm,
-		       cgroup_cell(c, p->info.cgid, 16, cg, sizeof(cg)),
+		       cgroup_cell(c, proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid, 16,
+				   cg, sizeof(cg)),
 		       bytes_cell(rep, p->sum.fs_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, p->sum.fs_write, b[1], UNITS_BUF),
 		       bytes_cell(rep, p->sum.disk_read, b[2], UNITS_BUF),
 		       bytes_cell(rep, p->sum.disk_write, b[3], UNITS_BUF), p->nr_files,
 		       lat_cell(p->sum.q2c_sum, p->sum.nr_q2c, p->sum.q2c_max, q, sizeof(q)),
 		       lat_cell(p->sum.d2c_sum, p->sum.nr_d2c, p->sum.d2c_max, d, sizeof(d)));
+		print_title(c, proc_tgid(p->pid, &p->info), p->info.comm);
 		for (j = 0; j < p->nr_flush_rows; j++)
 			print_flush_row(c, rep, p->flushes[j]);
 		for (j = 0; j < p->nr_rows && j < o->max_files; j++)
@@ -1246,6 +1321,15 @@ static int wb_bytes_cmp(const void *a, const void *b)
 	return wb_cmp_key(a, b);
 }
 
+/* The path of a writeback row's file: the one its dirtier's row of the file names. */
+static const char *wb_path(struct top_ctx *c, const struct report *rep, const struct wbrow *w)
+{
+	struct row k = {.key = {.pid = w->key.pid, .dev = w->key.dev, .ino = w->key.ino}};
+	const struct row *r = bsearch(&k, rep->rows, rep->nr_rows, sizeof(k), row_cmp_key);
+
+	return r ? file_path(c, r) : fspath_current(c->fspaths, w->key.dev, 0, w->key.ino);
+}
+
 static void render_writeback(struct top_ctx *c, const struct report *rep, struct wbrow *wb,
 			     size_t nr)
 {
@@ -1262,7 +1346,7 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 	printf("\nWRITEBACK: pages written by another thread, credited to the process that "
 	       "dirtied them\n");
 	printf("%-7s %-12s %-16s %-24s %10s\n", "PID", "COMMAND", "CGROUP/CONTAINER", "FLUSHED BY",
-	       "DISK_WRITE");
+	       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"));
 	for (i = 0, shown = 0; i < nr && shown < 2 * c->o->max_procs; i++) {
 		if (!wb[i].bytes)
 			continue;
@@ -1271,9 +1355,10 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 		proc_info(c, wb[i].key.flusher, &flusher);
 		snprintf(fl, sizeof(fl), "%s (%u)", flusher.comm, wb[i].key.flusher);
 		printf("%-7u %-12.12s %-16s %-24.24s %10s\n", wb[i].key.pid, src.comm,
-		       cgroup_cell(c, src.cgid, 16, cg, sizeof(cg)), fl,
-		       bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
-		path = file_path(c, wb[i].key.dev, wb[i].key.ino);
+		       cgroup_cell(c, proc_tgid(wb[i].key.pid, &src), src.comm, src.cgid, 16, cg,
+				   sizeof(cg)),
+		       fl, bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
+		path = wb_path(c, rep, &wb[i]);
 		printf("      %s\n",
 		       trunc_left(path ? path : "(path not captured)", 93, pbuf, sizeof(pbuf)));
 	}
@@ -1307,7 +1392,8 @@ static int render_nofile(struct top_ctx *c, const struct report *rep)
 		qsort(v, n, sizeof(*v), nofile_cmp);
 		printf("\nNO FILE: I/O that belongs to no file (kept, never dropped)\n");
 		printf("%-7s %-14s %-8s %-13s %9s %10s %8s %8s\n", "PID", "COMMAND", "DEVICE",
-		       "KIND", "DISK_READ", "DISK_WRITE", "Q2C_MS", "D2C_MS");
+		       "KIND", BYTES_HDR(rep, "DISK_READ", "DISK_RD/s"),
+		       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"), "Q2C_MS", "D2C_MS");
 	}
 	for (i = 0; i < n && i < 2 * c->o->max_procs; i++) {
 		const struct row *r = v[i];
@@ -1350,7 +1436,7 @@ static void render_stalls(struct top_ctx *c)
 		const struct stall_agg *a = &c->stalls[i];
 
 		printf("%-7u %-7u %-15.15s %-16s %5" PRIu64 " %8s %8s\n", a->tid, a->tgid, a->comm,
-		       cgroup_cell(c, a->cgid, 16, cg, sizeof(cg)), a->count,
+		       cgroup_cell(c, a->tgid, a->comm, a->cgid, 16, cg, sizeof(cg)), a->count,
 		       fmt_ns(a->total_ns, tot, sizeof(tot)), fmt_ns(a->max_ns, max, sizeof(max)));
 		for (j = 0; j < a->nr_ips; j++)
 			printf("        %s\n", ksyms_format(c->ksyms, a->ips[j], sym, sizeof(sym)));
@@ -1381,8 +1467,10 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 		return;
 	printf("\nCOVERAGE: bytes iospan counted vs /proc/diskstats in the same window; the\n"
 	       "disk's cache flushes\n");
-	printf("%-8s %10s %11s %9s %10s %8s %10s %7s %8s\n", "DISK", "DS_READ", "DS_WRITE",
-	       "SEEN_READ", "SEEN_WRITE", "COVERAGE", "ATTRIBUTED", "FLUSHES", "FLUSH_MS");
+	printf("%-8s %10s %11s %9s %10s %8s %10s %7s %8s\n", "DISK", BYTES_HDR(rep, "DS_READ", "DS_RD/s"),
+	       BYTES_HDR(rep, "DS_WRITE", "DS_WR/s"), BYTES_HDR(rep, "SEEN_READ", "SEEN_RD/s"),
+	       BYTES_HDR(rep, "SEEN_WRITE", "SEEN_WR/s"), "COVERAGE", "ATTRIBUTED",
+	       BYTES_HDR(rep, "FLUSHES", "FLUSH/s"), "FLUSH_MS");
 	for (i = 0; i < rep->nr_devs; i++) {
 		const struct dev_cov *d = &rep->devs[i];
 		uint64_t ds = d->ds_read + d->ds_write, seen = d->seen_read + d->seen_write;
@@ -1451,6 +1539,8 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 	       "column), their time (Q2C).\n");
 }
 
+static void render_by(struct top_ctx *c, const struct report *rep);
+
 static void render_text(struct top_ctx *c, struct report *rep)
 {
 	char when[64];
@@ -1464,7 +1554,10 @@ static void render_text(struct top_ctx *c, struct report *rep)
 	printf("iospan top  %s  %.1f s%s%s\n\n", when, rep->seconds,
 	       rep->rates ? ", rates per second" : ", totals",
 	       rep->stopped ? " (stopped early)" : "");
-	render_processes(c, rep);
+	if (c->o->by == BY_PROCESS)
+		render_processes(c, rep);
+	else
+		render_by(c, rep);
 	render_writeback(c, rep, rep->wb, rep->nr_wb);
 	render_nofile(c, rep);
 	render_stalls(c);
@@ -1475,10 +1568,22 @@ static void render_text(struct top_ctx *c, struct report *rep)
 	fflush(stdout);
 }
 
-static void json_cgroup(struct top_ctx *c, struct jw *jw, uint64_t cgid)
+/* cgroup, container and who process @pid (a tgid) named @comm is beyond its comm. */
+static void json_cgroup(struct top_ctx *c, struct jw *jw, uint32_t pid, const char *comm,
+			uint64_t cgid)
 {
+	struct proc_ident id;
 	struct cg_desc d;
 
+	procinfo_get(c->procinfo, pid, comm, &id);
+	if (id.cmdline)
+		jw_kv_string(jw, "cmdline", id.cmdline);
+	else
+		jw_kv_null(jw, "cmdline");
+	if (id.blkio)
+		jw_kv_string(jw, "blkio_cgroup", id.blkio);
+	else
+		jw_kv_null(jw, "blkio_cgroup");
 	describe_cgroup(c, cgid, &d);
 	if (d.path)
 		jw_kv_string(jw, "cgroup", d.path);
@@ -1533,7 +1638,7 @@ static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
 		jw_kv_null(jw, "path");
 	} else {
 		jw_kv_uint(jw, "inode", r->key.ino);
-		path = file_path(c, r->key.dev, r->key.ino);
+		path = file_path(c, r);
 		if (path)
 			jw_kv_string(jw, "path", path);
 		else
@@ -1576,6 +1681,335 @@ static void json_flushes(struct top_ctx *c, struct jw *jw, const struct proc_agg
 	jw_end_array(jw);
 }
 
+/* ------------------------------------------------------------------ --by file / dir */
+
+static const char *const by_names[] = {"process", "file", "dir"};
+
+/* A row of the file or directory table: the sum of its files' rows. */
+struct by_group {
+	struct row sum; /* key.dev, key.ino, gen: the file's, or a no-file kind's */
+	char *name;	/* the file's path or the directory; NULL: none (a kind, uncaptured) */
+	uint32_t nr_files;
+	uint32_t *pids; /* the processes whose rows it sums, distinct */
+	size_t nr_pids;
+};
+
+static int file_key_cmp(const void *a, const void *b)
+{
+	const struct row *x = *(struct row *const *)a, *y = *(struct row *const *)b;
+
+	if (x->key.dev != y->key.dev)
+		return x->key.dev < y->key.dev ? -1 : 1;
+	if (x->key.ino != y->key.ino)
+		return x->key.ino < y->key.ino ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	return 0;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct by_group *x = a, *y = b;
+
+	return row_ptr_cmp(&(const struct row *){&x->sum}, &(const struct row *){&y->sum});
+}
+
+static int pid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The directory of @path cut to its first @depth components ("/a/b" of "/a/b/c/f" at
+ * depth 2, "/a/b/c" at 3 and more; "MAJ:MIN:" and "..." heads kept), into @out.
+ */
+static void dir_prefix(const char *path, unsigned int depth, char *out, size_t len)
+{
+	const char *slash = strchr(path, '/'), *last = strrchr(path, '/'), *q, *next;
+	unsigned int n = 0;
+
+	if (!slash) {
+		snprintf(out, len, "%s", path);
+		return;
+	}
+	for (q = slash; q < last && n < depth; n++) {
+		next = strchr(q + 1, '/');
+		q = next && next < last ? next : last;
+	}
+	if (q == slash)
+		snprintf(out, len, "%.*s/", (int)(slash - path), path); /* the root */
+	else
+		snprintf(out, len, "%.*s", (int)(q - path), path);
+}
+
+/* Adds @g's processes and sums to @into. */
+static int group_merge(struct by_group *into, const struct by_group *g)
+{
+	uint32_t *grown = realloc(into->pids, (into->nr_pids + g->nr_pids) * sizeof(*grown));
+
+	if (!grown && into->nr_pids + g->nr_pids)
+		return -ENOMEM;
+	into->pids = grown;
+	memcpy(into->pids + into->nr_pids, g->pids, g->nr_pids * sizeof(*grown));
+	into->nr_pids += g->nr_pids;
+	into->nr_files += g->nr_files;
+	row_add(&into->sum, &g->sum);
+	return 0;
+}
+
+static void groups_free(struct by_group *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].pids);
+	}
+	free(v);
+}
+
+/* The active rows summed per file (device, generation, inode), or per no-file kind. */
+static int group_files(struct top_ctx *c, const struct report *rep, struct by_group **out,
+		       size_t *nr)
+{
+	struct by_group *v = NULL, *g = NULL;
+	const struct row **rows;
+	const char *path;
+	size_t i, j, n = 0, k = 0;
+	int err = -ENOMEM;
+
+	rows = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*rows));
+	v = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*v));
+	if (!rows || !v)
+		goto cleanup;
+	for (i = 0; i < rep->nr_rows; i++)
+		if (row_active(&rep->rows[i]))
+			rows[k++] = &rep->rows[i];
+	qsort(rows, k, sizeof(*rows), file_key_cmp);
+	for (i = 0; i < k; i++) {
+		if (!g || file_key_cmp(&rows[i], &rows[i - 1])) {
+			for (j = i + 1; j < k && !file_key_cmp(&rows[i], &rows[j]); j++)
+				;
+			g = &v[n++];
+			g->sum.key = rows[i]->key;
+			g->sum.key.pid = TOP_PID_NONE;
+			g->sum.gen = rows[i]->gen;
+			g->nr_files = !ino_special(rows[i]->key.ino);
+			g->pids = calloc(j - i, sizeof(*g->pids));
+			path = g->nr_files ? file_path(c, rows[i]) : NULL;
+			g->name = path ? strdup(path) : NULL;
+			if (!g->pids || (path && !g->name))
+				goto cleanup;
+		}
+		row_add(&g->sum, rows[i]);
+		g->sum.bdev = rows[i]->bdev ? rows[i]->bdev : g->sum.bdev;
+		if (rows[i]->key.pid != TOP_PID_NONE)
+			g->pids[g->nr_pids++] = rows[i]->key.pid;
+	}
+	*out = v;
+	*nr = n;
+	v = NULL;
+	err = 0;
+cleanup:
+	if (v)
+		groups_free(v, n);
+	free(rows);
+	return err;
+}
+
+/* Directories by name, then uncaptured paths (one bucket), then no-file kinds. */
+static int dir_key_cmp(const void *a, const void *b)
+{
+	const struct by_group *x = a, *y = b;
+	int cx = x->name ? 0 : x->nr_files ? 1 : 2, cy = y->name ? 0 : y->nr_files ? 1 : 2;
+
+	if (cx != cy)
+		return cx < cy ? -1 : 1;
+	if (cx == 0)
+		return strcmp(x->name, y->name);
+	if (cx == 1)
+		return 0;
+	return file_key_cmp(&(const struct row *){&x->sum}, &(const struct row *){&y->sum});
+}
+
+/* File groups rolled up by directory (--by dir); no-file kinds stay as they are. */
+static int group_dirs(struct top_ctx *c, struct by_group *files, size_t nr_files,
+		      struct by_group **out, size_t *nr)
+{
+	struct by_group *v, *g = NULL;
+	char dir[PATH_MAX], *d;
+	size_t i, j, k, n = 0;
+	int err = 0;
+
+	for (i = 0; i < nr_files; i++) {
+		if (!files[i].name)
+			continue;
+		dir_prefix(files[i].name, c->o->dir_depth, dir, sizeof(dir));
+		d = strdup(dir);
+		if (!d)
+			return -ENOMEM;
+		free(files[i].name);
+		files[i].name = d;
+	}
+	qsort(files, nr_files, sizeof(*files), dir_key_cmp);
+	v = calloc(nr_files ? nr_files : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < nr_files && !err; i++) {
+		if (!g || dir_key_cmp(g, &files[i])) {
+			g = &v[n++];
+			g->sum.key = files[i].sum.key;
+			g->sum.gen = files[i].sum.gen;
+			g->sum.bdev = files[i].sum.bdev;
+			g->name = files[i].name;
+			files[i].name = NULL;
+		}
+		err = group_merge(g, &files[i]);
+	}
+	for (i = 0; i < n; i++) {
+		/* A process writing several files of a directory counts once. */
+		qsort(v[i].pids, v[i].nr_pids, sizeof(*v[i].pids), pid_cmp);
+		for (j = k = 0; j < v[i].nr_pids; j++)
+			if (!k || v[i].pids[j] != v[i].pids[k - 1])
+				v[i].pids[k++] = v[i].pids[j];
+		v[i].nr_pids = k;
+	}
+	if (err) {
+		groups_free(v, n);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+/* The rows of the main table for --by file or dir, busiest first (rep->groups). */
+static int group_by(struct top_ctx *c, struct report *rep)
+{
+	struct by_group *files, *dirs;
+	size_t nr_files, nr_dirs;
+	int err;
+
+	err = group_files(c, rep, &files, &nr_files);
+	if (err)
+		return err;
+	if (c->o->by == BY_DIR) {
+		err = group_dirs(c, files, nr_files, &dirs, &nr_dirs);
+		groups_free(files, nr_files);
+		if (err)
+			return err;
+		files = dirs;
+		nr_files = nr_dirs;
+	}
+	qsort(files, nr_files, sizeof(*files), group_cmp);
+	rep->groups = files;
+	rep->nr_groups = nr_files;
+	return 0;
+}
+
+/* The first cell of a file or directory row: where it is, or how many files. */
+static const char *group_id(struct top_ctx *c, const struct by_group *g, char *buf, size_t len)
+{
+	char dname[DISK_NAME_LEN];
+
+	row_disk_name(c, &g->sum, dname, sizeof(dname));
+	if (ino_special(g->sum.key.ino))
+		snprintf(buf, len, "%s %s", dname, kind_name(g->sum.key.ino));
+	else if (c->o->by == BY_FILE)
+		snprintf(buf, len, "%s ino %" PRIu64, dname, (uint64_t)g->sum.key.ino);
+	else
+		snprintf(buf, len, "%u file%s", g->nr_files, g->nr_files == 1 ? "" : "s");
+	return buf;
+}
+
+static const char *group_name(const struct by_group *g)
+{
+	if (ino_special(g->sum.key.ino))
+		return kind_label(g->sum.key.ino);
+	return g->name ? g->name : "(path not captured)";
+}
+
+/* The file or directory table (text). */
+static void render_by(struct top_ctx *c, const struct report *rep)
+{
+	char b[4][UNITS_BUF], q[40], d[40], id[112], mk[8], pbuf[PATH_MAX], head[40];
+	const struct top_opts *o = c->o;
+	size_t i;
+
+	if (o->by == BY_FILE)
+		snprintf(head, sizeof(head), "FILE");
+	else
+		snprintf(head, sizeof(head), "DIRECTORY (depth %" PRIu64 ")", o->dir_depth);
+	printf("%-31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", head, "MK", "FS_READ", "FS_WRITE",
+	       "DISK_READ", "DISK_WRITE", "PROCS", "Q2C_MS", "D2C_MS");
+	for (i = 0; i < rep->nr_groups && i < o->max_procs; i++) {
+		const struct by_group *g = &rep->groups[i];
+
+		marks(g->sum.flags, mk);
+		printf("%-31.31s %-3s %7s %8s %9s %10s %5zu %8s %8s\n",
+		       group_id(c, g, id, sizeof(id)), mk,
+		       bytes_cell(rep, g->sum.fs_read, b[0], UNITS_BUF),
+		       bytes_cell(rep, g->sum.fs_write, b[1], UNITS_BUF),
+		       bytes_cell(rep, g->sum.disk_read, b[2], UNITS_BUF),
+		       bytes_cell(rep, g->sum.disk_write, b[3], UNITS_BUF), g->nr_pids,
+		       lat_cell(g->sum.q2c_sum, g->sum.nr_q2c, g->sum.q2c_max, q, sizeof(q)),
+		       lat_cell(g->sum.d2c_sum, g->sum.nr_d2c, g->sum.d2c_max, d, sizeof(d)));
+		printf("      %s\n", trunc_left(group_name(g), 93, pbuf, sizeof(pbuf)));
+	}
+	if (rep->nr_groups > o->max_procs)
+		printf("... %zu more\n", rep->nr_groups - (size_t)o->max_procs);
+	if (!rep->nr_groups)
+		printf("(no I/O to any file)\n");
+}
+
+/* The file or directory table (JSON): "files" or "dirs". */
+static void json_by(struct top_ctx *c, struct jw *jw, const struct report *rep)
+{
+	char dname[DISK_NAME_LEN];
+	size_t i, j;
+
+	if (c->o->by == BY_DIR)
+		jw_kv_uint(jw, "dir_depth", c->o->dir_depth);
+	jw_kv_array(jw, c->o->by == BY_FILE ? "files" : "dirs");
+	for (i = 0; i < rep->nr_groups; i++) {
+		const struct by_group *g = &rep->groups[i];
+		bool special = ino_special(g->sum.key.ino);
+
+		jw_start_object(jw);
+		if (special)
+			jw_kv_string(jw, "kind", kind_name(g->sum.key.ino));
+		else
+			jw_kv_string(jw, "kind", c->o->by == BY_DIR ? "dir" : "file");
+		if (g->name)
+			jw_kv_string(jw, "path", g->name);
+		else
+			jw_kv_null(jw, "path");
+		/* A directory may span file systems: only files and kinds have a device. */
+		if (special || c->o->by == BY_FILE) {
+			json_dev(jw, "dev", g->sum.key.dev);
+			jw_kv_string(jw, "disk", row_disk_name(c, &g->sum, dname, sizeof(dname)));
+		}
+		if (c->o->by == BY_FILE && !special)
+			jw_kv_uint(jw, "inode", g->sum.key.ino);
+		if (c->o->by == BY_DIR)
+			jw_kv_uint(jw, "nr_files", g->nr_files);
+		json_bytes(jw, &g->sum);
+		json_latency(jw, &g->sum);
+		jw_kv_bool(jw, "direct", g->sum.flags & TOP_F_DIRECT);
+		jw_kv_bool(jw, "writeback", g->sum.flags & TOP_F_WRITEBACK);
+		jw_kv_bool(jw, "approximate", g->sum.flags & (TOP_F_APPROX | TOP_F_LOST));
+		jw_kv_uint(jw, "nr_processes", g->nr_pids);
+		jw_kv_array(jw, "pids");
+		for (j = 0; j < g->nr_pids; j++)
+			jw_uint(jw, g->pids[j]);
+		jw_end_array(jw);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+}
+
 static void render_json(struct top_ctx *c, struct report *rep)
 {
 	const struct top_opts *o = c->o;
@@ -1609,6 +2043,11 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_null(jw, "disk");
 	jw_end_object(jw);
 
+	/* --by file / dir: the files or directories, and the processes as always. */
+	jw_kv_string(jw, "by", by_names[o->by]);
+	if (o->by != BY_PROCESS)
+		json_by(c, jw, rep);
+
 	jw_kv_array(jw, "processes");
 	for (i = 0; i < rep->nr_procs; i++) {
 		const struct proc_agg *p = &rep->procs[i];
@@ -1624,7 +2063,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		}
 		jw_kv_string(jw, "comm", p->info.comm);
 		jw_kv_bool(jw, "kernel_thread", p->info.kthread);
-		json_cgroup(c, jw, p->info.cgid);
+		json_cgroup(c, jw, proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid);
 		json_bytes(jw, &p->sum);
 		jw_kv_uint(jw, "writeback_bytes", p->writeback_bytes);
 		jw_kv_uint(jw, "nr_files", p->nr_files);
@@ -1653,12 +2092,12 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_start_object(jw);
 		jw_kv_uint(jw, "pid", w->key.pid);
 		jw_kv_string(jw, "comm", info.comm);
-		json_cgroup(c, jw, info.cgid);
+		json_cgroup(c, jw, proc_tgid(w->key.pid, &info), info.comm, info.cgid);
 		jw_kv_uint(jw, "flusher_tid", w->key.flusher);
 		jw_kv_string(jw, "flusher_comm", fl.comm);
 		json_dev(jw, "dev", w->key.dev);
 		jw_kv_uint(jw, "inode", w->key.ino);
-		path = file_path(c, w->key.dev, w->key.ino);
+		path = wb_path(c, rep, w);
 		if (path)
 			jw_kv_string(jw, "path", path);
 		else
@@ -1699,7 +2138,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_uint(jw, "tid", a->tid);
 		jw_kv_uint(jw, "pid", a->tgid);
 		jw_kv_string(jw, "comm", a->comm);
-		json_cgroup(c, jw, a->cgid);
+		json_cgroup(c, jw, a->tgid, a->comm, a->cgid);
 		jw_kv_uint(jw, "count", a->count);
 		jw_kv_float(jw, "total_ms", a->total_ns / 1e6, 3);
 		jw_kv_float(jw, "max_ms", a->max_ns / 1e6, 3);
@@ -1784,6 +2223,7 @@ static void report_free(struct report *rep)
 	free(rep->procs);
 	free(rep->devs);
 	free(rep->flushes);
+	groups_free(rep->groups, rep->nr_groups);
 	memset(rep, 0, sizeof(*rep));
 }
 
@@ -1813,6 +2253,8 @@ static int top_report(struct top_ctx *c, bool stopped)
 	/* New samples go to the other max slot while this interval's is read. */
 	if (periodic)
 		c->skel->bss->max_gen = ++c->gen;
+	fspath_cache_round(c->fspaths);
+	procinfo_round(c->procinfo);
 	err = read_stats(c, slot, gen, &cur, &nr);
 	if (!err)
 		err = read_wb(c, &wb, &nr_wb);
@@ -1855,6 +2297,8 @@ static int top_report(struct top_ctx *c, bool stopped)
 	rep.nr_wb = nr_wb;
 	memcpy(rep.drops, drops, sizeof(drops));
 	err = group_procs(c, &rep);
+	if (!err && c->o->by != BY_PROCESS)
+		err = group_by(c, &rep);
 	if (!err)
 		err = compute_coverage(c, &rep);
 	if (err) {
@@ -1910,6 +2354,26 @@ cleanup:
 		.v = { {.prog = s->progs.top_exit_##nm} }                                         \
 	}
 
+/*
+ * Whether async direct I/O's FS bytes can wait for its completion: a kprobe on
+ * iomap_dio_complete() is skipped when the completion interrupts another kprobe or
+ * syscall program on its CPU (kprobes do not nest), so with one the bytes are counted
+ * when the I/O starts instead.
+ */
+static bool dio_complete_is_reliable(const struct top_ctx *c)
+{
+	const struct attach_hook *h;
+	int i;
+
+	for (i = 0; i < c->nr_hooks; i++) {
+		h = &c->hooks[i];
+		if (strcmp(h->name, "iomap_dio_complete"))
+			continue;
+		return h->chosen >= 0 && h->v[h->chosen].prog != c->skel->progs.top_dio_complete_kprobe;
+	}
+	return false;
+}
+
 /* The hooks this run needs (c->hooks), with their variants; not chosen yet. */
 static int build_hooks(struct top_ctx *c)
 {
@@ -1921,6 +2385,10 @@ static int build_hooks(struct top_ctx *c)
 		 .v = {{.prog = s->progs.top_bio_split}, {.prog = s->progs.top_bio_split_raw}}},
 		{.name = "block_rq_complete",
 		 .v = {{.prog = s->progs.top_rq_complete}, {.prog = s->progs.top_rq_complete_raw}}},
+		{.name = "block_rq_issue",
+		 .optional = true,
+		 .figure = "d2c from the issue (else from io_start_time_ns)",
+		 .v = {{.prog = s->progs.top_rq_issue}, {.prog = s->progs.top_rq_issue_raw}}},
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
 		 .figure = "writeback credit to dirtiers, FS bytes of mmap writes",
@@ -1931,6 +2399,12 @@ static int build_hooks(struct top_ctx *c)
 			      "mmap FS read bytes (fault-around)"),
 		FALLBACK_HOOK(s, "iomap_dio_rw_begin", top_dio_begin,
 			      "FS bytes of async direct I/O (libaio, io_uring)"),
+		FALLBACK_HOOK(s, "iomap_dio_complete", top_dio_complete,
+			      "FS bytes of async direct I/O (libaio, io_uring)"),
+		/* Where missing, a dio's submission window ends later (see top_dio_complete). */
+		{.name = "iomap_dio_rw_queued",
+		 .optional = true,
+		 .v = {{.prog = s->progs.top_dio_queued}}},
 		{.name = "sched_switch",
 		 .optional = true,
 		 .figure = "I/O stalls",
@@ -1945,6 +2419,10 @@ static int build_hooks(struct top_ctx *c)
 		SYSCALL_HOOKS(s, pwritev, false),
 		SYSCALL_HOOKS(s, preadv2, false),
 		SYSCALL_HOOKS(s, pwritev2, false),
+		/* Who syncs which file: the flusher of bios blk-throttle held. */
+		SYSCALL_HOOKS(s, fsync, false),
+		SYSCALL_HOOKS(s, fdatasync, false),
+		SYSCALL_HOOKS(s, sync_file_range, false),
 		{.name = NULL}, /* room for mm_filemap_get_pages */
 	};
 	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j;
@@ -2058,7 +2536,7 @@ static int top_setup(struct top_ctx *c)
 	const struct top_opts *o = c->o;
 	char root[PATH_MAX];
 	struct top_bpf *s;
-	uint64_t iomap_end_io = 0;
+	uint64_t throtl_fn = 0, iomap_end_io = 0;
 	int err;
 
 	probe_setup_libbpf_print();
@@ -2076,12 +2554,16 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		warn("kernel symbols unavailable (%s): stacks stay numeric, and direct I/O "
 		     "re-submitted by kernel threads is credited to them",
-		     strerror(-err));
+		     ksyms_strerror(err));
 	else
 		iomap_end_io = ksyms_addr(c->ksyms, "iomap_dio_bio_end_io");
+	if (c->ksyms)
+		throtl_fn = ksyms_addr(c->ksyms, "blk_throtl_dispatch_work_fn");
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
-	err = fspath_cache_new(&c->fspaths);
+	err = fspath_cache_new(lookup_path, c, &c->fspaths);
+	if (!err)
+		err = procinfo_new(lookup_title, c, 0, &c->procinfo);
 	if (err)
 		return fail(err, "out of memory");
 	err = ds_read("/proc/diskstats", &c->ds_start);
@@ -2099,24 +2581,32 @@ static int top_setup(struct top_ctx *c)
 	s->rodata->track_unattributed = !o->pid && !o->have_cgroup;
 	s->rodata->stall_ns = o->stall_ns;
 	s->rodata->iomap_dio_end_io = iomap_end_io;
+	s->rodata->throtl_dispatch_fn = throtl_fn;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->self_tgid = getpid();
 	bpf_map__set_max_entries(s->maps.stats, o->max_entries);
 	bpf_map__set_max_entries(s->maps.wb, o->max_entries / 4 > 1024 ? o->max_entries / 4 : 1024);
 	bpf_map__set_max_entries(s->maps.procs,
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
+	bpf_map__set_max_entries(s->maps.titles,
+				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
 	bpf_map__set_max_entries(s->maps.paths,
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
 	/* Dirtier records of 16 pages each: 4 GiB of dirty data by default. */
 	bpf_map__set_max_entries(s->maps.dirtiers, o->max_entries * 4 < 65536 ? 65536 :
-						   o->max_entries * 4 > (1U << 22) ? (1U << 22) :
+						   o->max_entries * 4 > (1U << 20) ? (1U << 20) :
 										     o->max_entries * 4);
 	if (!o->stall_ns)
 		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
 
+	/* Before anything is loaded: a size the machine cannot give is refused at once. */
+	err = mapmem_check(s->obj, "top", "give a smaller --max-entries");
+	if (err)
+		return err;
 	err = build_plan(c);
 	if (err)
 		return err == -ENOMEM ? fail(err, "out of memory") : err;
+	s->rodata->dio_fs_at_complete = dio_complete_is_reliable(c);
 	err = top_bpf__load(s);
 	if (err)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
@@ -2129,6 +2619,7 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		return err;
 	preinsert_unattributed(c);
+	s->bss->path_epoch = 1;
 	err = top_bpf__attach(s);
 	if (err)
 		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
@@ -2156,6 +2647,7 @@ static void refresh_cgroups(struct top_ctx *c)
 {
 	int fd = bpf_map__fd(c->skel->maps.procs);
 	uint32_t key, next, *prev = NULL;
+	struct proc_ident id;
 	struct top_proc info;
 
 	if (!c->cgmap)
@@ -2164,8 +2656,11 @@ static void refresh_cgroups(struct top_ctx *c)
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (!bpf_map_lookup_elem(fd, &key, &info))
-			cgroup_map_path(c->cgmap, info.cgid);
+		if (bpf_map_lookup_elem(fd, &key, &info))
+			continue;
+		cgroup_map_path(c->cgmap, info.cgid);
+		/* Read /proc while it lives, in case the kernel has no title for it. */
+		procinfo_get(c->procinfo, proc_tgid(key, &info), info.comm, &id);
 	}
 	cgroup_map_round(c->cgmap);
 }
@@ -2180,6 +2675,8 @@ static int wait_until(struct top_ctx *c, uint64_t deadline)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next_refresh) {
 			refresh_cgroups(c);
+			/* Rows check their files' paths again at their next I/O. */
+			c->skel->bss->path_epoch++;
 			next_refresh = now + NSEC_PER_SEC;
 		}
 		if (now >= deadline)
@@ -2247,6 +2744,7 @@ static void top_cleanup(struct top_ctx *c)
 	ksyms_free(c->ksyms);
 	cgroup_map_free(c->cgmap);
 	fspath_cache_free(c->fspaths);
+	procinfo_free(c->procinfo);
 	free(c->prev);
 	free(c->prev_wb);
 	free(c->prev_fl);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ksyms.h"
+#include "probe.h"
 
 struct ksyms {
 	struct ksym *syms;
@@ -65,6 +66,41 @@ void ksyms_free(struct ksyms *ks)
 	free(ks->chunks);
 	free(ks->syms);
 	free(ks);
+}
+
+int ksyms_readable(void)
+{
+	unsigned long long addr;
+	char line[512];
+	int n = 0, err = -ENOENT;
+	FILE *f;
+
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return -errno;
+	/* Hidden addresses read as zero; the first lines are enough to tell. */
+	while (n++ < 64 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx", &addr) != 1)
+			continue;
+		err = addr ? 0 : -EPERM;
+		if (!err)
+			break;
+	}
+	fclose(f);
+	return err;
+}
+
+const char *ksyms_strerror(int err)
+{
+	/*
+	 * kallsyms shows addresses to CAP_SYSLOG under kernel.kptr_restrict 0 and 1 (to
+	 * everyone under 0 when kernel.perf_event_paranoid <= 1), to no one under 2.
+	 */
+	if (err != -EPERM)
+		return strerror(-err);
+	if (read_int_file("/proc/sys/kernel/kptr_restrict") >= 2)
+		return "kernel.kptr_restrict=2 hides their addresses";
+	return "addresses hidden: needs " PRIV_KSYMS;
 }
 
 int ksyms_load(const char *path, struct ksyms **out)

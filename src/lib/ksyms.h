@@ -22,6 +22,10 @@ struct ksyms;
  * root, or kernel.kptr_restrict hides them), -ENOENT if the file has no symbols.
  */
 int ksyms_load(const char *path, struct ksyms **out);
+/* 0 if /proc/kallsyms shows this process real addresses, else why not (-EPERM...). */
+int ksyms_readable(void);
+/* Why ksyms_load() failed with @err, naming the privilege or sysctl when it is one. */
+const char *ksyms_strerror(int err);
 void ksyms_free(struct ksyms *ks);
 size_t ksyms_count(const struct ksyms *ks);
 

@@ -79,9 +79,7 @@ KERNEL_IDS = [name for name, _ in KERNELS] or ["no-kernels"]
 FS_CASES = [(k, fs) for k in KERNEL_IDS for fs in
             (filesystems(k) if k in PACKAGES else ("ext4",))]
 FILE_FS_CASES = [c for c in FS_CASES if c[1] != "raw"]
-# btrfs completes async direct I/O bios through its own end_io: iospan does not tie them
-# to their iocb and file yet (Known approximations in the docs); the guest skips it there.
-AIO_CASES = [c for c in FILE_FS_CASES if c[1] != "btrfs"]
+AIO_CASES = FILE_FS_CASES
 
 
 def known_defect(cases, match, reason, strict):
@@ -91,25 +89,20 @@ def known_defect(cases, match, reason, strict):
             if match(c) else c for c in cases]
 
 
-# Seen in the guest on 6.1 and 6.12 (not on this machine's 6.18): one trace request on
-# btrfs is counted as started and never as completed, lost or in flight.
-NOTHING_LOST_CASES = known_defect(
-    FS_CASES, lambda c: c[1] == "btrfs",
-    "btrfs in the guest: one request started but neither completed nor counted", True)
-# Seen once on 6.12-rt with the kprobe fallbacks: stats_map_full 1. Every failed insert
-# is counted as "map full"; on PREEMPT_RT a preempted program holding the bucket lock
-# makes another's insert fail with EBUSY (counted, not silent).
-TOP_LOST_CASES = known_defect(
-    FS_CASES, lambda c: suite_of(c[0]) == "smoke",
-    "kprobe fallbacks on PREEMPT_RT: a stats insert can fail (EBUSY), counted as a drop", False)
-# Seen once on 6.1.0-*-amd64 with the kprobe fallbacks: 31 of 32 async direct reads.
+# Seen once on 6.1.0-*-amd64 with the kprobe fallbacks: 31 of 32 async direct reads. A
+# kprobe program does not run while another kprobe or syscall-tracepoint program runs on
+# its CPU (one vCPU here): an iomap_dio_complete kprobe firing in the completion interrupt
+# on top of one is skipped, so that request stays in flight (counted at exit). top counts
+# async FS bytes at the start where that hook is a kprobe for the same reason.
 AIO_TRACE_CASES = known_defect(
     AIO_CASES, lambda c: suite_of(c[0]) == "smoke",
-    "kprobe fallbacks (smoke suite) once missed one of 32 aio requests", False)
+    "kprobes do not nest: an aio completion interrupting another program is missed",
+    False)
 
 
 def case_id(case):
-    return "%s-%s" % case
+    # An empty parameter list (IOSPAN_KERNELS without a full-suite kernel) is one NOTSET.
+    return "%s-%s" % case if isinstance(case, tuple) else str(case)
 
 
 # --------------------------------------------------------------------------- boots
@@ -363,6 +356,16 @@ def test_top_direct_writes_exact(case):
 
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_process_cmdline(case):
+    """A workload gone before the report is named by its command line, which only the
+    kernel's capture of its argument area (at its I/O) can give by then."""
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-dio-write")
+    want = "iowork pwrite %s -b 1048576 -n 8 --direct" % w["path"]
+    assert p["cmdline"] == want, (case, p["cmdline"], want)
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
 def test_top_direct_reads_exact(case):
     g = guest(case[0])
     w, p = top_process(g, case[1], "w-dio-read")
@@ -450,12 +453,17 @@ def test_top_flushes_match_diskstats(case):
     assert d["flush_requests"] == d["diskstats_flush_requests"], (case, d)
 
 
-@pytest.mark.parametrize("case", TOP_LOST_CASES, ids=case_id)
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
 def test_top_nothing_lost(case):
     g = guest(case[0])
     doc = top_doc(g, case[1])
     info = ("unmatched_bios", "idle_rows_pruned", "writeback_dirtier_unknown_bytes")
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
+    # Seen once on 6.12-rt with the kprobe fallbacks: one stats insert failed with EBUSY
+    # (a bucket held by a program preempted on the same CPU under PREEMPT_RT). Counted,
+    # kept on the device row; a known defect, reported as such only in exactly that form.
+    if "-rt-" in case[0] and set(lost) == {"map_insert_busy"}:
+        pytest.xfail("PREEMPT_RT: a map insert failed on a busy bucket (counted): %s" % lost)
     assert not lost, (case, lost)
 
 
@@ -494,7 +502,7 @@ def bio_bytes(r):
     return sum(b["bytes"] for b in r["bios"])
 
 
-@pytest.mark.parametrize("case", NOTHING_LOST_CASES, ids=case_id)
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
 def test_trace_nothing_lost(case):
     g = guest(case[0])
     reqs, totals = trace_docs(g, case[1])
@@ -513,6 +521,18 @@ def test_trace_direct_reads_exact_with_bios(case):
         assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
         assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
         assert bio_bytes(r) == w["bs"], (case, r["bios"])
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_process_cmdline_and_path(case):
+    """Each request names its process by its command line (captured in the kernel when
+    the request is reported) and its file by the path it was opened by."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-dio-read")
+    want = "iowork pread %s -b 65536 -n 16 --direct --random" % w["path"]
+    assert reqs, (case, w)
+    for r in reqs:
+        assert r["cmdline"] == want and r["path"] == w["path"], (case, r["cmdline"], r["path"])
 
 
 @pytest.mark.parametrize("case", [c for c in FS_CASES if c[1] == "raw"], ids=case_id)
@@ -611,7 +631,7 @@ def test_trace_stages_add_up(case):
     g = guest(case[0])
     reqs, _ = trace_docs(g, case[1])
     assert reqs, "%s: trace printed no requests" % (case,)
-    stages = ("pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
+    stages = ("pre_block", "throttle", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
     eps = 0.01 * 8
     for r in reqs:
         st = r["stages"]

@@ -130,10 +130,7 @@ top_scenario() {
 		drop_caches
 		step "$d" w-buf-read iowork pread "$dir/top-buffered" -b 1048576 -n 8
 		step "$d" w-mmap iowork mmap "$dir/top-direct"
-		# btrfs routes async direct I/O bios through its own completion: iospan does not
-		# tie them to their file yet (docs/iospan-top.md, Known approximations).
-		[ "${dir##*/}" = btrfs ] ||
-			step "$d" w-aio iowork aio "$dir/top-buffered" -b 65536 -n 128 -q 4
+		step "$d" w-aio iowork aio "$dir/top-buffered" -b 65536 -n 128 -q 4
 	fi
 	sync
 	stop_tracer "$d" top
@@ -161,8 +158,7 @@ trace_scenario() {
 		step "$d" w-warm-read iowork pread "$dir/trace-data" -b 65536 -n 32
 		step "$d" w-write-fsync iowork pwrite "$dir/trace-write" -b 65536 -n 16 --fsync
 		step "$d" w-mmap iowork mmap "$dir/trace-mmap"
-		[ "${dir##*/}" = btrfs ] ||
-			step "$d" w-aio iowork aio "$dir/trace-data" -b 65536 -n 32 -q 4
+		step "$d" w-aio iowork aio "$dir/trace-data" -b 65536 -n 32 -q 4
 	fi
 	stop_tracer "$d" trace
 	snap "$d" after
