@@ -591,8 +591,8 @@ static __always_inline struct inode *mapping_file(struct address_space *mapping,
  * false if there is none: a walk down the mapping's XArray (a large folio fills
  * several slots, the first of them holding it, the others pointing there).
  */
-static __noinline bool cache_folio_span(struct address_space *mapping, __u64 index,
-					 __u64 *first, __u64 *last)
+static __noinline bool cache_folio_span(struct address_space *mapping, __u64 index, __u64 *first,
+					__u64 *last)
 {
 	__u64 entry = (__u64)KR(struct address_space, mapping, i_pages.xa_head), slot, fi, nr;
 	__u32 off, shift, i;
@@ -607,14 +607,15 @@ static __noinline bool cache_folio_span(struct address_space *mapping, __u64 ind
 		off = (index >> shift) & XA_CHUNK_MASK;
 		slot = 0;
 		bpf_probe_read_kernel(&slot, sizeof(slot),
-				      (void *)(entry + bpf_core_field_offset(struct xa_node, slots) +
+				      (void *)(entry +
+					       bpf_core_field_offset(struct xa_node, slots) +
 					       off * sizeof(__u64)));
 		if (XA_IS_SIBLING(slot)) {
 			off = slot >> 2;
-			bpf_probe_read_kernel(&slot, sizeof(slot),
-					      (void *)(entry +
-						       bpf_core_field_offset(struct xa_node, slots) +
-						       off * sizeof(__u64)));
+			bpf_probe_read_kernel(
+				&slot, sizeof(slot),
+				(void *)(entry + bpf_core_field_offset(struct xa_node, slots) +
+					 off * sizeof(__u64)));
 		}
 		entry = slot;
 	}
@@ -1069,12 +1070,12 @@ struct walk;
  * process dirtied them all (@w NULL), at completion to split a mixed bio's bytes.
  */
 struct page_walk {
-	__u64 vec;	/* address of the next bio_vec */
-	__u64 page0;	/* first page of the current bio_vec (address) */
-	__u32 off;	/* byte offset from page0 */
-	__u32 vec_left; /* bytes left in the current bio_vec */
-	__u32 skip;	/* bytes of the first bio_vec already done (bi_bvec_done) */
-	__u32 left;	/* bytes still to walk */
+	__u64 vec;	     /* address of the next bio_vec */
+	__u64 page0;	     /* first page of the current bio_vec (address) */
+	__u32 off;	     /* byte offset from page0 */
+	__u32 vec_left;	     /* bytes left in the current bio_vec */
+	__u32 skip;	     /* bytes of the first bio_vec already done (bi_bvec_done) */
+	__u32 left;	     /* bytes still to walk */
 	struct dirty_key dk; /* the file (the chunk is set per lookup) */
 	/* Queue time: the first page's dirtier (0: unknown), and whether others differ. */
 	__u32 owner;
@@ -1609,9 +1610,8 @@ struct walk {
  * @bytes of @bio for @key: extends the current run, or accounts it (capturing paths if
  * @named) and starts anew.
  */
-static __always_inline void run_add(struct walk *w, struct top_key *key, __u32 flags,
-				    __u32 flusher, __u32 bdev, __u32 bytes, struct bio *bio,
-				    bool named)
+static __always_inline void run_add(struct walk *w, struct top_key *key, __u32 flags, __u32 flusher,
+				    __u32 bdev, __u32 bytes, struct bio *bio, bool named)
 {
 	if (w->r.valid && w->r.key.pid == key->pid && w->r.key.dev == key->dev &&
 	    w->r.key.ino == key->ino && w->r.flusher == flusher && w->r.bdev == bdev) {
@@ -1680,8 +1680,8 @@ static __always_inline void split_mixed_bio(struct walk *w, struct bio *bio, __u
 	/* Past the walk's bound: the submitter's, marked approximate. */
 	if (pw.left && o->key.pid != PID_FILTERED) {
 		key = o->key;
-		run_add(w, &key, (o->flags & ~SLOT_INTERNAL) | TOP_F_APPROX, 0, bdev, pw.left,
-			bio, true);
+		run_add(w, &key, (o->flags & ~SLOT_INTERNAL) | TOP_F_APPROX, 0, bdev, pw.left, bio,
+			true);
 	}
 }
 

@@ -97,7 +97,7 @@ struct wbrow {
 struct proc_agg {
 	uint32_t pid;
 	struct top_proc info;
-	struct row sum; /* totals over the process's rows but flushes (key unused) */
+	struct row sum;	  /* totals over the process's rows but flushes (key unused) */
 	struct row flush; /* its cache flushes: nr_q2c of them, q2c_* their latency */
 	uint64_t writeback_bytes;
 	uint32_t nr_files;
@@ -652,7 +652,6 @@ static int read_drops(struct top_ctx *c, uint64_t *out)
 {
 	return bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.drops), TOP_DROP_NR, out);
 }
-
 
 /* @cur minus the previous cumulative values; keeps @cur as the new previous. */
 static int rows_delta(struct top_ctx *c, struct row *cur, size_t nr, struct row **out)
@@ -1467,10 +1466,10 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 		return;
 	printf("\nCOVERAGE: bytes iospan counted vs /proc/diskstats in the same window; the\n"
 	       "disk's cache flushes\n");
-	printf("%-8s %10s %11s %9s %10s %8s %10s %7s %8s\n", "DISK", BYTES_HDR(rep, "DS_READ", "DS_RD/s"),
-	       BYTES_HDR(rep, "DS_WRITE", "DS_WR/s"), BYTES_HDR(rep, "SEEN_READ", "SEEN_RD/s"),
-	       BYTES_HDR(rep, "SEEN_WRITE", "SEEN_WR/s"), "COVERAGE", "ATTRIBUTED",
-	       BYTES_HDR(rep, "FLUSHES", "FLUSH/s"), "FLUSH_MS");
+	printf("%-8s %10s %11s %9s %10s %8s %10s %7s %8s\n", "DISK",
+	       BYTES_HDR(rep, "DS_READ", "DS_RD/s"), BYTES_HDR(rep, "DS_WRITE", "DS_WR/s"),
+	       BYTES_HDR(rep, "SEEN_READ", "SEEN_RD/s"), BYTES_HDR(rep, "SEEN_WRITE", "SEEN_WR/s"),
+	       "COVERAGE", "ATTRIBUTED", BYTES_HDR(rep, "FLUSHES", "FLUSH/s"), "FLUSH_MS");
 	for (i = 0; i < rep->nr_devs; i++) {
 		const struct dev_cov *d = &rep->devs[i];
 		uint64_t ds = d->ds_read + d->ds_write, seen = d->seen_read + d->seen_write;
