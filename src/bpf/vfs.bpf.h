@@ -176,9 +176,15 @@ static __always_inline struct inode *page_inode(struct page *page)
 	return mapping ? KR(struct address_space, mapping, host) : NULL;
 }
 
+/* 6.1 to 6.16 name the page count of a large folio _folio_nr_pages. */
+struct folio___nr_pages_old {
+	unsigned int _folio_nr_pages;
+} __attribute__((preserve_access_index));
+
 /* Size of a page cache folio in bytes. */
 static __always_inline __u64 folio_bytes(struct folio *folio, __u32 page_size)
 {
+	struct folio___nr_pages_old *old = (void *)folio;
 	unsigned long fl = 0, f1 = 0;
 
 	/*
@@ -191,6 +197,9 @@ static __always_inline __u64 folio_bytes(struct folio *folio, __u32 page_size)
 		return page_size;
 	if (bpf_core_field_exists(folio->_nr_pages))
 		return (__u64)BPF_CORE_READ(folio, _nr_pages) * page_size;
+	if (bpf_core_field_exists(old->_folio_nr_pages))
+		return (__u64)BPF_CORE_READ(old, _folio_nr_pages) * page_size;
+	/* Without either (32-bit kernels), the order is in the first tail page's flags. */
 	bpf_core_read(&f1, sizeof(f1), &folio->_flags_1);
 	return ((__u64)1 << (f1 & 0xff)) * page_size;
 }

@@ -46,7 +46,7 @@
 #define NSEC_PER_SEC 1000000000ULL
 #define MAX_STALLS   512
 /*
- * Largest --max-entries: about 0.5 GiB of kernel memory at load (paths and procs are
+ * Largest --max-entries: about 0.8 GiB of kernel memory at load (paths and procs are
  * preallocated), more per CPU as rows fill; mapmem_check() refuses what the machine
  * cannot give below that.
  */
@@ -97,11 +97,14 @@ struct wbrow {
 struct proc_agg {
 	uint32_t pid;
 	struct top_proc info;
-	struct row sum; /* totals over the process's rows (key unused) */
+	struct row sum;	  /* totals over the process's rows but flushes (key unused) */
+	struct row flush; /* its cache flushes: nr_q2c of them, q2c_* their latency */
 	uint64_t writeback_bytes;
 	uint32_t nr_files;
-	struct row **files; /* rows of this process, sorted */
+	struct row **files; /* rows of this process but flushes, sorted */
 	size_t nr_rows;
+	struct row **flushes; /* its flush rows, one per disk */
+	size_t nr_flush_rows;
 };
 
 struct stall_agg {
@@ -119,8 +122,17 @@ struct dev_cov {
 	uint64_t ds_read, ds_write;	/* /proc/diskstats sectors * 512 in the window */
 	uint64_t seen_read, seen_write; /* completed bytes iospan accounted */
 	uint64_t unattr_read, unattr_write;
+	uint64_t flushes, flush_ns;	  /* cache flushes the disk completed, their time */
+	uint64_t ds_flushes, ds_flush_ms; /* /proc/diskstats' flush fields in the window */
 	bool traced; /* request-based (blk-mq): bio-based devices are not counted */
 	bool ds_known;
+	bool ds_flush_known; /* the kernel prints flush fields (5.5+) */
+};
+
+/* The cache flushes of one disk, cumulative (dev_flushes map). */
+struct dev_flush_row {
+	uint32_t dev;
+	uint64_t nr, ns;
 };
 
 struct top_ctx {
@@ -139,6 +151,8 @@ struct top_ctx {
 	size_t nr_prev;
 	struct wbrow *prev_wb;
 	size_t nr_prev_wb;
+	struct dev_flush_row *prev_fl;
+	size_t nr_prev_fl;
 	uint64_t prev_drops[TOP_DROP_NR];
 	uint32_t gen;
 	struct ds_snapshot ds_start, ds_end;
@@ -148,11 +162,14 @@ struct top_ctx {
 	struct jw *jw;
 	uint64_t reports;
 	uint64_t pruned;
+	/* CLOCK_MONOTONIC of the last map read: where the next report's window starts. */
+	uint64_t window_start_ns;
 };
 
 /* What one report shows. */
 struct report {
-	double seconds;
+	double seconds;	  /* the window the numbers cover: from one map read to the next */
+	double timestamp; /* wall clock of this report's map read (the window's end) */
 	bool rates;
 	bool stopped;
 	struct row *rows;
@@ -163,6 +180,8 @@ struct report {
 	size_t nr_procs;
 	struct dev_cov *devs;
 	size_t nr_devs;
+	struct dev_flush_row *flushes; /* per disk, in the window */
+	size_t nr_flushes;
 	struct by_group *groups; /* --by file / dir: the rows of the main table */
 	size_t nr_groups;
 	uint64_t drops[TOP_DROP_NR];
@@ -173,6 +192,8 @@ static const char *const drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_PROCS_FULL] = "procs_map_full", [TOP_DROP_WB_FULL] = "writeback_map_full",
 	[TOP_DROP_UNMATCHED] = "unmatched_bios",  [TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
 	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full", [TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
+	[TOP_DROP_DIRTIER_FULL] = "dirtier_map_full",
+	[TOP_DROP_WB_UNKNOWN_BYTES] = "writeback_dirtier_unknown_bytes",
 	[TOP_DROP_MAP_BUSY] = "map_insert_busy", [TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
 	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed",
 };
@@ -180,7 +201,7 @@ static const char *const drop_names[TOP_DROP_NR] = {
 /* Informational counters: they do not mean anything was lost. */
 static bool drop_is_info(int i)
 {
-	return i == TOP_DROP_UNMATCHED;
+	return i == TOP_DROP_UNMATCHED || i == TOP_DROP_WB_UNKNOWN_BYTES;
 }
 
 static const char top_usage[] =
@@ -213,7 +234,7 @@ static const char top_usage[] =
 	"                            100ms; 0 turns stall tracing off)\n"
 	"      --duration S          length of the one-shot report (default 8 s)\n"
 	"      --max-entries N       rows of the stats map (default 16384, at most 1048576);\n"
-	"                            each costs about 0.5 KiB of kernel memory at start\n"
+	"                            each costs about 0.8 KiB of kernel memory at start\n"
 	"                            and 0.1 KiB more per CPU once used (-v shows the\n"
 	"                            total); overflow is counted and shown\n"
 	"      --no-syscalls         cheaper: no read/write syscall tracepoints (which put\n"
@@ -380,7 +401,7 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		case OPT_MAX_ENTRIES:
 			if (parse_u64_range(optarg, 64, TOP_MAX_ENTRIES, &o->max_entries))
 				return fail_usage("invalid --max-entries '%s': give 64 to %u (each "
-						  "costs about 0.5 KiB of kernel memory)",
+						  "costs about 0.8 KiB of kernel memory)",
 						  optarg, TOP_MAX_ENTRIES);
 			break;
 		default:
@@ -427,9 +448,16 @@ static const char *kind_name(uint64_t ino)
 		return "raw";
 	case TOP_INO_NOPAGE:
 		return "kernel-buffer";
+	case TOP_INO_FLUSH:
+		return "flush";
 	default:
 		return "unattributed";
 	}
+}
+
+static bool row_is_flush(const struct row *r)
+{
+	return r->key.ino == TOP_INO(TOP_INO_FLUSH);
 }
 
 static const char *kind_label(uint64_t ino)
@@ -441,6 +469,8 @@ static const char *kind_label(uint64_t ino)
 		return "[no file: direct I/O to the device, or swap]";
 	case TOP_INO_NOPAGE:
 		return "[no file: kernel buffers (fs metadata)]";
+	case TOP_INO_FLUSH:
+		return "[cache flushes it waited for (fsync, journal commits); Q2C: their time]";
 	default:
 		return "[unattributed: queued before tracing, or owner lost]";
 	}
@@ -585,6 +615,48 @@ static uint64_t sub0(uint64_t a, uint64_t b)
 	return a >= b ? a - b : a;
 }
 
+static void fold_dev_flush(void *row, const void *key, const void *vals, int ncpus, void *arg)
+{
+	const struct top_dev_flush *v = vals;
+	struct dev_flush_row *r = row;
+	int cpu;
+
+	r->dev = *(const uint32_t *)key;
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		r->nr += v[cpu].nr;
+		r->ns += v[cpu].ns;
+	}
+}
+
+/* The disks' cache flushes: cumulative in *@cum, in the window in *@out (periodic). */
+static int read_dev_flushes(struct top_ctx *c, struct dev_flush_row **cum, size_t *nr,
+			    struct dev_flush_row **out)
+{
+	struct dev_flush_row *d;
+	void *rows;
+	size_t i, j;
+	int err;
+
+	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.dev_flushes), sizeof(uint32_t),
+				    sizeof(struct top_dev_flush), sizeof(struct dev_flush_row),
+				    fold_dev_flush, NULL, &rows, nr);
+	if (err)
+		return err;
+	*cum = rows;
+	d = malloc((*nr ? *nr : 1) * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	memcpy(d, rows, *nr * sizeof(*d));
+	for (i = 0; i < *nr; i++)
+		for (j = 0; j < c->nr_prev_fl; j++)
+			if (c->prev_fl[j].dev == d[i].dev) {
+				d[i].nr = sub0(d[i].nr, c->prev_fl[j].nr);
+				d[i].ns = sub0(d[i].ns, c->prev_fl[j].ns);
+			}
+	*out = d;
+	return 0;
+}
+
 /* @cur minus the previous cumulative values; keeps @cur as the new previous. */
 static int rows_delta(struct top_ctx *c, struct row *cur, size_t nr, struct row **out)
 {
@@ -631,7 +703,8 @@ static int wb_delta(struct top_ctx *c, struct wbrow *cur, size_t nr)
 
 static bool row_active(const struct row *r)
 {
-	return r->fs_read || r->fs_write || r->disk_read || r->disk_write;
+	return r->fs_read || r->fs_write || r->disk_read || r->disk_write ||
+	       (row_is_flush(r) && r->nr_q2c);
 }
 
 /*
@@ -765,11 +838,18 @@ static int group_procs(struct top_ctx *c, struct report *rep)
 			p = &procs[n++];
 			p->pid = r->key.pid;
 			p->files = calloc(rep->nr_rows - i, sizeof(*p->files));
-			if (!p->files) {
+			p->flushes = calloc(rep->nr_rows - i, sizeof(*p->flushes));
+			if (!p->files || !p->flushes) {
 				err = -ENOMEM;
 				goto cleanup;
 			}
 			proc_info(c, p->pid, &p->info);
+		}
+		/* Flushes move no bytes: their latency is not the data requests'. */
+		if (row_is_flush(r)) {
+			p->flushes[p->nr_flush_rows++] = r;
+			row_add(&p->flush, r);
+			continue;
 		}
 		p->files[p->nr_rows++] = r;
 		row_add(&p->sum, r);
@@ -788,8 +868,10 @@ static int group_procs(struct top_ctx *c, struct report *rep)
 	procs = NULL;
 cleanup:
 	if (procs) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			free(procs[i].files);
+			free(procs[i].flushes);
+		}
 		free(procs);
 	}
 	return err;
@@ -865,9 +947,21 @@ static int compute_coverage(struct top_ctx *c, struct report *rep)
 			d->unattr_write += r->disk_write;
 		}
 	}
+	/* Flushes are the whole disk's: shown unless -d names a partition. */
+	for (i = 0; i < rep->nr_flushes; i++) {
+		const struct dev_flush_row *f = &rep->flushes[i];
+
+		if (!f->nr || !cov_selected(o, KDEV_MAJOR(f->dev), KDEV_MINOR(f->dev)))
+			continue;
+		d = cov_get(rep, KDEV_MAJOR(f->dev), KDEV_MINOR(f->dev));
+		if (!d)
+			return -ENOMEM;
+		d->flushes = f->nr;
+		d->flush_ns = f->ns;
+	}
 	for (i = 0; i < c->ds_end.nr; i++) {
 		const struct ds_dev *e = &c->ds_end.devs[i], *s;
-		uint64_t rd, wr;
+		uint64_t rd, wr, fl = 0, fl_ms = 0;
 		bool want;
 
 		want = o->have_disk ? cov_selected(o, e->major, e->minor) : !e->partition;
@@ -879,8 +973,12 @@ static int compute_coverage(struct top_ctx *c, struct report *rep)
 		if (s && (e->f[DS_RD_SECTORS] < s->f[DS_RD_SECTORS] ||
 			  e->f[DS_WR_SECTORS] < s->f[DS_WR_SECTORS]))
 			rd = wr = 0;
+		if (e->nr_fields > DS_FL_TICKS && s) {
+			fl = sub0(e->f[DS_FL_IOS], s->f[DS_FL_IOS]);
+			fl_ms = sub0(e->f[DS_FL_TICKS], s->f[DS_FL_TICKS]);
+		}
 		d = NULL;
-		if (rd || wr || o->have_disk) {
+		if (rd || wr || fl || o->have_disk) {
 			d = cov_get(rep, e->major, e->minor);
 		} else {
 			size_t j;
@@ -895,6 +993,9 @@ static int compute_coverage(struct top_ctx *c, struct report *rep)
 		d->ds_read = rd;
 		d->ds_write = wr;
 		d->ds_known = true;
+		d->ds_flushes = fl;
+		d->ds_flush_ms = fl_ms;
+		d->ds_flush_known = e->nr_fields > DS_FL_TICKS;
 		snprintf(d->name, sizeof(d->name), "%s", e->name);
 	}
 	for (i = 0; i < rep->nr_devs; i++) {
@@ -1064,6 +1165,22 @@ static const char *bytes_cell(const struct report *rep, uint64_t v, char *buf, s
 	return rep->rates ? fmt_rate(v, rep->seconds, buf, len) : fmt_bytes(v, buf, len);
 }
 
+/* A count (or its rate per second) in at most 5 characters: "12", "4.5", "1234", "56k". */
+static const char *count_cell(const struct report *rep, uint64_t n, char *buf, size_t len)
+{
+	double v = rep->rates && rep->seconds > 0 ? n / rep->seconds : n;
+
+	if (rep->rates && v < 9.95)
+		snprintf(buf, len, "%.1f", v);
+	else if (v < 99999.5)
+		snprintf(buf, len, "%.0f", v);
+	else if (v < 9999.5e3)
+		snprintf(buf, len, "%.0fk", v / 1e3);
+	else
+		snprintf(buf, len, "%.0fM", v / 1e6);
+	return buf;
+}
+
 static void marks(uint32_t flags, char *buf)
 {
 	char *p = buf;
@@ -1130,6 +1247,20 @@ static void print_file_row(struct top_ctx *c, const struct report *rep, const st
 	printf("      %s\n", trunc_left(path, 93, pbuf, sizeof(pbuf)));
 }
 
+/* A process's cache flushes on one disk: how many (FILES column) and how long (Q2C). */
+static void print_flush_row(struct top_ctx *c, const struct report *rep, const struct row *r)
+{
+	char n[UNITS_BUF], q[40], d[40], id[112], dname[DISK_NAME_LEN];
+
+	row_disk_name(c, r, dname, sizeof(dname));
+	snprintf(id, sizeof(id), "%s flush", dname);
+	printf("  %-31.31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", id, "", "-", "-", "-", "-",
+	       count_cell(rep, r->nr_q2c, n, sizeof(n)),
+	       lat_cell(r->q2c_sum, r->nr_q2c, r->q2c_max, q, sizeof(q)),
+	       lat_cell(r->d2c_sum, r->nr_d2c, r->d2c_max, d, sizeof(d)));
+	printf("      %s\n", kind_label(r->key.ino));
+}
+
 /* The process of owner @pid (a thread with --threads). */
 static uint32_t proc_tgid(uint32_t pid, const struct top_proc *info)
 {
@@ -1173,6 +1304,8 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 		       lat_cell(p->sum.q2c_sum, p->sum.nr_q2c, p->sum.q2c_max, q, sizeof(q)),
 		       lat_cell(p->sum.d2c_sum, p->sum.nr_d2c, p->sum.d2c_max, d, sizeof(d)));
 		print_title(c, proc_tgid(p->pid, &p->info), p->info.comm);
+		for (j = 0; j < p->nr_flush_rows; j++)
+			print_flush_row(c, rep, p->flushes[j]);
 		for (j = 0; j < p->nr_rows && j < o->max_files; j++)
 			print_file_row(c, rep, p->files[j]);
 		if (p->nr_rows > o->max_files && o->max_files)
@@ -1335,15 +1468,17 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 
 	if (!rep->nr_devs)
 		return;
-	printf("\nCOVERAGE: bytes iospan counted vs /proc/diskstats in the same window\n");
-	printf("%-8s %10s %11s %9s %10s %8s %10s\n", "DISK", BYTES_HDR(rep, "DS_READ", "DS_RD/s"),
-	       BYTES_HDR(rep, "DS_WRITE", "DS_WR/s"), BYTES_HDR(rep, "SEEN_READ", "SEEN_RD/s"),
-	       BYTES_HDR(rep, "SEEN_WRITE", "SEEN_WR/s"), "COVERAGE", "ATTRIBUTED");
+	printf("\nCOVERAGE: bytes iospan counted vs /proc/diskstats in the same window; the\n"
+	       "disk's cache flushes\n");
+	printf("%-8s %10s %11s %9s %10s %8s %10s %7s %8s\n", "DISK",
+	       BYTES_HDR(rep, "DS_READ", "DS_RD/s"), BYTES_HDR(rep, "DS_WRITE", "DS_WR/s"),
+	       BYTES_HDR(rep, "SEEN_READ", "SEEN_RD/s"), BYTES_HDR(rep, "SEEN_WRITE", "SEEN_WR/s"),
+	       "COVERAGE", "ATTRIBUTED", BYTES_HDR(rep, "FLUSHES", "FLUSH/s"), "FLUSH_MS");
 	for (i = 0; i < rep->nr_devs; i++) {
 		const struct dev_cov *d = &rep->devs[i];
 		uint64_t ds = d->ds_read + d->ds_write, seen = d->seen_read + d->seen_write;
 		uint64_t attr = seen - d->unattr_read - d->unattr_write;
-		char cov[16], att[16];
+		char cov[16], att[16], fl[UNITS_BUF], flms[40];
 
 		if (!d->traced) {
 			snprintf(cov, sizeof(cov), "untraced");
@@ -1358,11 +1493,16 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 			snprintf(cov, sizeof(cov), "%.1f%%", pct(seen, ds));
 			snprintf(att, sizeof(att), "%.1f%%", pct(attr, ds));
 		}
-		printf("%-8.8s %10s %11s %9s %10s %8s %10s\n", d->name,
+		if (d->flushes)
+			fmt_ms(d->flush_ns / 1e6 / d->flushes, flms, sizeof(flms));
+		else
+			snprintf(flms, sizeof(flms), "-");
+		printf("%-8.8s %10s %11s %9s %10s %8s %10s %7s %8s\n", d->name,
 		       bytes_cell(rep, d->ds_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, d->ds_write, b[1], UNITS_BUF),
 		       bytes_cell(rep, d->seen_read, b[2], UNITS_BUF),
-		       bytes_cell(rep, d->seen_write, b[3], UNITS_BUF), cov, att);
+		       bytes_cell(rep, d->seen_write, b[3], UNITS_BUF), cov, att,
+		       count_cell(rep, d->flushes, fl, sizeof(fl)), flms);
 	}
 }
 
@@ -1388,9 +1528,18 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 		printf("(bios completed without an owner record: %" PRIu64
 		       ", counted as unattributed)\n",
 		       rep->drops[TOP_DROP_UNMATCHED]);
+	if (rep->drops[TOP_DROP_WB_UNKNOWN_BYTES]) {
+		char b[UNITS_BUF];
+
+		printf("(page cache writes with no dirtier on record: %s, credited to the thread "
+		       "that wrote them:\n dirtied before tracing, by a kernel thread, or records "
+		       "recycled)\n",
+		       fmt_bytes(rep->drops[TOP_DROP_WB_UNKNOWN_BYTES], b, sizeof(b)));
+	}
 	printf("Marks: D direct I/O, W written back by another thread, M mmap faults, "
 	       "P dirtied pages,\n~ approximate. Q2C/D2C: avg/max ms (k = seconds), from request "
-	       "start / issue.\n");
+	       "start / issue.\nFlush rows: requests that waited for a cache flush (FILES "
+	       "column), their time (Q2C).\n");
 }
 
 static void render_by(struct top_ctx *c, const struct report *rep);
@@ -1509,6 +1658,30 @@ static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
 	jw_kv_bool(jw, "fs_bytes_in_pages", r->flags & (TOP_F_PAGEDIRTY | TOP_F_PAGE_GRANULAR));
 	jw_kv_bool(jw, "approximate", r->flags & (TOP_F_APPROX | TOP_F_LOST));
 	jw_end_object(jw);
+}
+
+/* A process's cache flushes: totals, and per disk. */
+static void json_flushes(struct top_ctx *c, struct jw *jw, const struct proc_agg *p)
+{
+	char dname[DISK_NAME_LEN];
+	size_t i;
+
+	jw_kv_uint(jw, "flush_requests", p->flush.nr_q2c);
+	jw_kv_float(jw, "flush_avg_us", avg_us(p->flush.q2c_sum, p->flush.nr_q2c), 1);
+	jw_kv_float(jw, "flush_max_us", p->flush.q2c_max / 1e3, 1);
+	jw_kv_array(jw, "flushes");
+	for (i = 0; i < p->nr_flush_rows; i++) {
+		const struct row *r = p->flushes[i];
+
+		jw_start_object(jw);
+		json_dev(jw, "dev", r->key.dev);
+		jw_kv_string(jw, "disk", row_disk_name(c, r, dname, sizeof(dname)));
+		jw_kv_uint(jw, "requests", r->nr_q2c);
+		jw_kv_float(jw, "avg_us", avg_us(r->q2c_sum, r->nr_q2c), 1);
+		jw_kv_float(jw, "max_us", r->q2c_max / 1e3, 1);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
 }
 
 /* ------------------------------------------------------------------ --by file / dir */
@@ -1853,7 +2026,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 	jw_start_object(jw);
 	jw_kv_string(jw, "mode", rep->rates ? "rate" : "total");
 	jw_kv_float(jw, "duration_s", rep->seconds, 3);
-	jw_kv_float(jw, "timestamp", now_ns(CLOCK_REALTIME) / 1e9, 3);
+	jw_kv_float(jw, "timestamp", rep->timestamp, 3);
 	jw_kv_bool(jw, "stopped_early", rep->stopped);
 	jw_kv_bool(jw, "threads", o->threads);
 	jw_kv_bool(jw, "syscalls_traced", !o->no_syscalls);
@@ -1898,6 +2071,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_uint(jw, "writeback_bytes", p->writeback_bytes);
 		jw_kv_uint(jw, "nr_files", p->nr_files);
 		json_latency(jw, &p->sum);
+		json_flushes(c, jw, p);
 		jw_kv_array(jw, "files");
 		for (j = 0; j < p->nr_rows && j < o->max_files; j++)
 			json_file(c, jw, p->files[j]);
@@ -1948,6 +2122,8 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_string(jw, "disk",
 			     disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname,
 					  sizeof(dname)));
+		/* "flush": cache flushes whose requester is unknown (requests, latency). */
+		jw_kv_string(jw, "kind", kind_name(r->key.ino));
 		jw_kv_uint(jw, "disk_read_bytes", r->disk_read);
 		jw_kv_uint(jw, "disk_write_bytes", r->disk_write);
 		json_latency(jw, r);
@@ -2003,6 +2179,15 @@ static void render_json(struct top_ctx *c, struct report *rep)
 			jw_kv_null(jw, "diskstats_read_bytes");
 			jw_kv_null(jw, "diskstats_write_bytes");
 		}
+		jw_kv_uint(jw, "flush_requests", d->flushes);
+		jw_kv_float(jw, "flush_time_ms", d->flush_ns / 1e6, 3);
+		if (d->ds_known && d->ds_flush_known) {
+			jw_kv_uint(jw, "diskstats_flush_requests", d->ds_flushes);
+			jw_kv_uint(jw, "diskstats_flush_ms", d->ds_flush_ms);
+		} else {
+			jw_kv_null(jw, "diskstats_flush_requests");
+			jw_kv_null(jw, "diskstats_flush_ms");
+		}
 		if (ds && d->traced && coverage_meaningful(o)) {
 			jw_kv_float(jw, "coverage_pct", pct(seen, ds), 2);
 			jw_kv_float(jw, "attributed_pct", pct(seen - unattr, ds), 2);
@@ -2034,28 +2219,40 @@ static void report_free(struct report *rep)
 {
 	size_t i;
 
-	for (i = 0; i < rep->nr_procs; i++)
+	for (i = 0; i < rep->nr_procs; i++) {
 		free(rep->procs[i].files);
+		free(rep->procs[i].flushes);
+	}
 	free(rep->procs);
 	free(rep->devs);
+	free(rep->flushes);
 	groups_free(rep->groups, rep->nr_groups);
 	memset(rep, 0, sizeof(*rep));
 }
 
-static int top_report(struct top_ctx *c, double seconds, bool stopped)
+static int top_report(struct top_ctx *c, bool stopped)
 {
 	bool periodic = c->o->interval_ns;
 	uint32_t gen = c->gen, slot = gen & 1;
 	struct row *cur = NULL, *delta = NULL;
 	struct wbrow *wb = NULL, *wb_cum = NULL;
+	struct dev_flush_row *fl_cum = NULL;
 	uint64_t drops[TOP_DROP_NR];
 	struct report rep = {};
-	size_t nr = 0, nr_wb = 0;
+	size_t nr = 0, nr_wb = 0, nr_fl = 0;
 	int err, i;
+
+	uint64_t read_ns;
 
 	err = ds_read("/proc/diskstats", &c->ds_end);
 	if (err)
 		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
+	/*
+	 * The window ends here, whenever the previous report finished printing (output
+	 * to a pipe nobody reads can block it for long): the numbers cover this span.
+	 */
+	read_ns = now_ns(CLOCK_MONOTONIC);
+	rep.timestamp = now_ns(CLOCK_REALTIME) / 1e9;
 	/* New samples go to the other max slot while this interval's is read. */
 	if (periodic)
 		c->skel->bss->max_gen = ++c->gen;
@@ -2065,12 +2262,14 @@ static int top_report(struct top_ctx *c, double seconds, bool stopped)
 	if (!err)
 		err = read_wb(c, &wb, &nr_wb);
 	if (!err)
+		err = read_dev_flushes(c, &fl_cum, &nr_fl, &rep.flushes);
+	if (!err)
 		err = read_drops(c, drops);
 	if (err) {
 		err = fail(err, "cannot read the BPF maps: %s", strerror(-err));
 		goto cleanup;
 	}
-	rep.seconds = seconds;
+	rep.seconds = (read_ns - c->window_start_ns) / 1e9;
 	rep.rates = periodic;
 	rep.stopped = stopped;
 	if (periodic) {
@@ -2096,6 +2295,7 @@ static int top_report(struct top_ctx *c, double seconds, bool stopped)
 		rep.rows = cur;
 	}
 	rep.nr_rows = nr;
+	rep.nr_flushes = nr_fl;
 	rep.wb = wb;
 	rep.nr_wb = nr_wb;
 	memcpy(rep.drops, drops, sizeof(drops));
@@ -2122,11 +2322,16 @@ static int top_report(struct top_ctx *c, double seconds, bool stopped)
 		c->prev_wb = wb_cum;
 		c->nr_prev_wb = nr_wb;
 		wb_cum = NULL;
+		free(c->prev_fl);
+		c->prev_fl = fl_cum;
+		c->nr_prev_fl = nr_fl;
+		fl_cum = NULL;
 	}
 	c->nr_stalls = 0;
 	c->stalls_dropped = 0;
 	cgroup_map_round(c->cgmap);
 	/* This window's end is the next one's start. */
+	c->window_start_ns = read_ns;
 	{
 		struct ds_snapshot t = c->ds_start;
 
@@ -2139,6 +2344,7 @@ cleanup:
 	free(delta);
 	free(wb);
 	free(wb_cum);
+	free(fl_cum);
 	return err;
 }
 
@@ -2389,6 +2595,10 @@ static int top_setup(struct top_ctx *c)
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
 	bpf_map__set_max_entries(s->maps.paths,
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
+	/* Dirtier records of 16 pages each: 4 GiB of dirty data by default. */
+	bpf_map__set_max_entries(s->maps.dirtiers, o->max_entries * 4 < 65536 ? 65536 :
+						   o->max_entries * 4 > (1U << 20) ? (1U << 20) :
+										     o->max_entries * 4);
 	if (!o->stall_ns)
 		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
 
@@ -2495,7 +2705,7 @@ static int wait_until(struct top_ctx *c, uint64_t deadline)
 static int top_run(struct top_ctx *c)
 {
 	const struct top_opts *o = c->o;
-	uint64_t start, deadline, step;
+	uint64_t now, deadline, step;
 	int stopped, err;
 
 	step = o->interval_ns ? o->interval_ns : o->duration_ns;
@@ -2503,8 +2713,8 @@ static int top_run(struct top_ctx *c)
 	err = ds_read("/proc/diskstats", &c->ds_start);
 	if (err)
 		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
-	start = now_ns(CLOCK_MONOTONIC);
-	deadline = start + step;
+	c->window_start_ns = now_ns(CLOCK_MONOTONIC);
+	deadline = c->window_start_ns + step;
 	if (o->interval_ns)
 		fprintf(stderr, "iospan top: tracing, a report every %.1f s; Ctrl-C to stop\n",
 			o->interval_ns / 1e9);
@@ -2515,16 +2725,16 @@ static int top_run(struct top_ctx *c)
 		stopped = wait_until(c, deadline);
 		if (stopped < 0)
 			return stopped;
-		err = top_report(c, (now_ns(CLOCK_MONOTONIC) - start) / 1e9, stopped);
+		err = top_report(c, stopped);
 		if (err)
 			return err;
 		c->reports++;
 		if (!o->interval_ns || stopped || (o->count && c->reports >= o->count))
 			return 0;
-		start = now_ns(CLOCK_MONOTONIC);
+		now = now_ns(CLOCK_MONOTONIC);
 		deadline += step;
-		if (deadline < start)
-			deadline = start + step; /* the report took longer than an interval */
+		if (deadline < now)
+			deadline = now + step; /* the report took longer than an interval */
 	}
 }
 
@@ -2540,6 +2750,7 @@ static void top_cleanup(struct top_ctx *c)
 	procinfo_free(c->procinfo);
 	free(c->prev);
 	free(c->prev_wb);
+	free(c->prev_fl);
 	free(c->stalls);
 	ds_snapshot_free(&c->ds_start);
 	ds_snapshot_free(&c->ds_end);

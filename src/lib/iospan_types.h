@@ -46,6 +46,12 @@ enum top_ino_kind {
 	TOP_INO_NOPAGE = 3,
 	/* Owner unknown: queued before tracing started, or the owner record was lost */
 	TOP_INO_UNATTR = 4,
+	/*
+	 * Cache flushes the owner waited for (empty preflush bios, and writes with
+	 * REQ_PREFLUSH or REQ_FUA that went through the block layer's flush sequence):
+	 * no bytes; nr_q2c counts them and q2c_* is their time from start to completion.
+	 */
+	TOP_INO_FLUSH = 5,
 };
 #define TOP_INO(kind) (TOP_INO_SPECIAL | (kind))
 
@@ -176,8 +182,21 @@ enum top_drop {
 	TOP_DROP_IOWAIT_FULL,	/* iowait start not recorded */
 	TOP_DROP_MAP_BUSY,	/* a map insert failed on a bucket held on this CPU (-EBUSY) */
 	TOP_DROP_DIO_SLOT_BUSY,	/* async direct I/O's FS bytes lost: its slot held another */
+	TOP_DROP_DIRTIER_FULL,	/* a page's dirtier not recorded (no room in the map) */
+	/*
+	 * Informational, in bytes: page cache writes whose pages had no dirtier record
+	 * (dirtied before tracing started, by a kernel thread, or their record was
+	 * recycled by the LRU map), credited to the thread that wrote them.
+	 */
+	TOP_DROP_WB_UNKNOWN_BYTES,
 	TOP_DROP_HOOK_MISSED,	/* user space: program runs the kernel skipped (nesting) */
 	TOP_DROP_NR,
+};
+
+/* Cache flushes a disk completed (what /proc/diskstats counts in its flush fields). */
+struct top_dev_flush {
+	__u64 nr;
+	__u64 ns; /* summed from each flush request's start to its completion */
 };
 
 /* -------------------------------------------------------------- iospan trace */
