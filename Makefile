@@ -7,6 +7,12 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 PYTHON ?= /usr/bin/python3
+PANDOC ?= pandoc
+# make install: PREFIX for the installed paths, DESTDIR to stage them (packaging).
+PREFIX ?= /usr/local
+DESTDIR ?=
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/mips.*/mips/;s/riscv64/riscv/;s/loongarch64/loongarch/')
@@ -20,6 +26,11 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 CFLAGS ?= -O2 -g
+# `make asan` builds in $(OUT)-asan with these (ASan + UBSan, every finding fatal).
+SAN_FLAGS ?=
+ASAN_OUT ?= $(OUT)-asan
+CFLAGS += $(SAN_FLAGS)
+LDFLAGS += $(SAN_FLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
 	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/lib -I$(OUT)
 LDLIBS += -lbpf -lelf -lz -lm
@@ -40,7 +51,12 @@ APP_OBJS := $(patsubst src/%.c,$(OUT)/%.o,src/main.c $(CMD_SRCS)) $(LIB_OBJS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all clean test unit e2e demo deps format bench test-kernels
+# Manual pages, section 8, from docs/iospan*.md (pandoc's markdown: definition lists, tables).
+MAN_SRCS := $(wildcard docs/iospan*.md)
+MAN_PAGES := $(patsubst docs/%.md,$(OUT)/man/%.8,$(MAN_SRCS))
+
+.PHONY: all clean test unit e2e demo deps format bench test-kernels man install uninstall asan \
+	fuzz
 # Keep skeletons and BPF objects: they are intermediates make would otherwise delete.
 .SECONDARY:
 all: $(OUT)/iospan
@@ -91,6 +107,37 @@ $(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 $(OUT):
 	$(Q)mkdir -p $(OUT)
 
+# The first heading, "iospan-stat(8)", becomes the title line (so comments before it, the
+# SPDX line, are left out); "## NAME" and the others become the page's sections.
+$(OUT)/man/%.8: docs/%.md VERSION Makefile | $(OUT)
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)command -v $(PANDOC) >/dev/null || \
+		{ echo "make: $(PANDOC) not found: run 'make deps' (Debian package pandoc)" >&2; exit 1; }
+	$(Q)sed '/^<!--.*-->$$/d' $< | $(PANDOC) -f markdown -t man -s --shift-heading-level-by=-1 \
+		-M section=8 -M footer="iospan $(VERSION)" -M header="System Administration" -o $@.tmp
+	$(Q)mv $@.tmp $@
+
+man: $(MAN_PAGES)
+
+# A sanitizer build of the binary (its own directory: objects differ), for the fuzzing pass
+# of the tests (tests/e2e/test_fuzz.py) and for debugging.
+asan:
+	$(Q)$(MAKE) --no-print-directory OUT=$(ASAN_OUT) \
+		SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		$(ASAN_OUT)/iospan
+
+install: $(OUT)/iospan $(MAN_PAGES)
+	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/iospan)
+	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8
+	$(Q)install -m 0755 $(OUT)/iospan $(DESTDIR)$(SBINDIR)/iospan
+	$(call msg,INSTALL,$(DESTDIR)$(MANDIR)/man8/iospan*.8)
+	$(Q)install -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man8/
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/iospan \
+		$(patsubst $(OUT)/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(MAN_PAGES))
+
 # Installs missing Debian packages (quiet when nothing is missing).
 deps:
 	$(Q)scripts/setup-deps.sh
@@ -98,14 +145,16 @@ deps:
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do $$t; done
 
-e2e: $(OUT)/iospan
-	$(Q)IOSPAN_BIN=$(abspath $(OUT))/iospan $(PYTHON) -m pytest -q -rs tests/e2e
+e2e: $(OUT)/iospan asan
+	$(Q)IOSPAN_BIN=$(abspath $(OUT))/iospan IOSPAN_ASAN_BIN=$(abspath $(ASAN_OUT))/iospan \
+		$(PYTHON) -m pytest -q -rs tests/e2e
 
-# The one test command: deps, build, unit tests (no root), end-to-end tests (root).
+# The one test command: deps, build, unit tests (no root), end-to-end tests (root), with
+# the fuzzing pass on the sanitizer build (asan).
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost \
-		$(OUT)/iowork
-	$(Q)OUT=$(OUT) scripts/run-tests.sh
+		$(OUT)/iowork asan
+	$(Q)OUT=$(OUT) IOSPAN_ASAN_BIN=$(abspath $(ASAN_OUT))/iospan scripts/run-tests.sh
 
 # Only the kernel matrix (tests/kernels): Debian's kernels under QEMU, the guest suite in
 # each; IOSPAN_KERNELS=name,name picks kernels (tests/kernels/matrix.py list).

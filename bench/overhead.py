@@ -88,7 +88,7 @@ def log(msg):
 def read_stat(pid):
     """(comm, ppid, flags, utime+stime, cutime+cstime) in ticks, or None."""
     try:
-        with open("/proc/%d/stat" % pid) as f:
+        with open("/proc/%d/stat" % pid, errors="replace") as f:  # comm: any bytes
             s = f.read()
     except OSError:
         return None

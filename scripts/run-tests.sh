@@ -1,12 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Runs every unit test binary in $OUT/tests/ (cmocka), then the end-to-end tests and
+# Runs every unit test binary in $OUT/tests/ (cmocka), then the end-to-end tests (with the
+# fuzzing pass on the sanitizer build, tests/e2e/test_fuzz.py) and
 # the kernel matrix in one pytest run (tests/e2e, tests/kernels; extra arguments are
 # passed to pytest). Exits non-zero if any part fails. The last line printed is
 # pytest's summary line.
 #   OUT=build           where `make` put the products (binaries, tests/)
 #   IOSPAN_BIN=...      binary under test (default $OUT/iospan)
 #   IOWORK_BIN=...      the kernel matrix's guest workload (default $OUT/iowork)
+#   IOSPAN_ASAN_BIN=... the sanitizer build the fuzzing pass runs (default $OUT-asan/iospan,
+#                       `make asan`); IOSPAN_FUZZ_SEED=N repeats a fuzzing pass
 #   PYTHON=/usr/bin/python3
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +20,8 @@ export IOSPAN_BIN=${IOSPAN_BIN:-$OUT/iospan}
 [[ $IOSPAN_BIN == /* ]] || IOSPAN_BIN=$PWD/$IOSPAN_BIN
 export IOWORK_BIN=${IOWORK_BIN:-$OUT/iowork}
 [[ $IOWORK_BIN == /* ]] || IOWORK_BIN=$PWD/$IOWORK_BIN
+export IOSPAN_ASAN_BIN=${IOSPAN_ASAN_BIN:-$OUT-asan/iospan}
+[[ $IOSPAN_ASAN_BIN == /* ]] || IOSPAN_ASAN_BIN=$PWD/$IOSPAN_ASAN_BIN
 
 status=0
 

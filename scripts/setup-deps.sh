@@ -9,6 +9,7 @@ PACKAGES=(
 	# build: C, BPF objects, skeletons
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
 	clang-format # make format
+	pandoc man-db # man pages (make man, make install) and the test that renders them
 	# unit tests
 	libcmocka-dev
 	# end-to-end tests: pytest, workloads, ground truth, scratch devices

@@ -2,6 +2,7 @@
 /* iospan: eBPF tracer for the Linux storage I/O path. Command dispatch (bpftool/perf style). */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,16 +28,20 @@ static void usage(FILE *out)
 	size_t i;
 
 	fprintf(out, "Usage: iospan [--json] [-v] COMMAND [OPTIONS] [ARGS]\n"
-		     "       iospan COMMAND --help\n"
+		     "       iospan COMMAND --help, iospan --help COMMAND, iospan help COMMAND\n"
 		     "       iospan --version\n\n"
-		     "Commands:\n");
+		     "Commands (a unique prefix is enough: 'iospan st' is stat):\n");
 	for (i = 0; i < N_COMMANDS; i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nGlobal options (also accepted after COMMAND):\n"
-		     "  --json      machine output: one JSON document, or one object per line\n"
-		     "  -v          verbose: attach plan and libbpf messages on stderr\n"
-		     "  --version   print the version\n\n"
-		     "Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n");
+		     "  --json         machine output: one JSON document, or one object per line\n"
+		     "  -v, --verbose  attach plan and libbpf messages on stderr\n"
+		     "  -h, --help     this help, or with COMMAND that command's help\n"
+		     "  -V, --version  print the version\n\n"
+		     "Numbers are decimal; durations take a unit (ns, us, ms, s, m, h).\n"
+		     "Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n"
+		     "Manual: iospan(8), iospan-stat(8), iospan-top(8), iospan-trace(8),\n"
+		     "iospan-doctor(8) ('man iospan-top'; in the source tree: docs/).\n");
 }
 
 const struct cmd *iospan_commands(size_t *n)
@@ -51,27 +56,55 @@ void cmd_reset_getopt(void)
 	opterr = 0;
 }
 
-/* Exact name, or an unambiguous prefix of one (as bpftool does). */
-static const struct cmd *find_cmd(const char *name)
+/*
+ * Exact name, or a unique prefix of one (as bpftool does); a usage error naming the
+ * candidates otherwise.
+ */
+static int find_cmd(const char *name, const struct cmd **out)
 {
 	const struct cmd *found = NULL;
-	size_t i, len = strlen(name);
+	size_t i, len = strlen(name), nr = 0;
+	char names[128] = "";
 
 	for (i = 0; i < N_COMMANDS; i++) {
-		if (!strcmp(commands[i].name, name))
-			return &commands[i];
+		if (!strcmp(commands[i].name, name)) {
+			*out = &commands[i];
+			return 0;
+		}
 		if (len && !strncmp(commands[i].name, name, len)) {
-			if (found)
-				return NULL;
 			found = &commands[i];
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 nr++ ? ", " : "", commands[i].name);
 		}
 	}
-	return found;
+	if (nr == 1) {
+		*out = found;
+		return 0;
+	}
+	if (nr > 1)
+		return fail_usage("ambiguous command '%s': %s", name, names);
+	return fail_usage("unknown command '%s': see 'iospan --help'", name);
+}
+
+/* A command's --help, as `iospan help COMMAND` and `iospan --help COMMAND` ask. */
+static int cmd_help(const char *name)
+{
+	char *help_argv[] = { NULL, "--help", NULL };
+	const struct cmd *cmd;
+	int ret;
+
+	ret = find_cmd(name, &cmd);
+	if (ret)
+		return err_exit_code(ret);
+	help_argv[0] = (char *)cmd->name;
+	cmd_reset_getopt();
+	return err_exit_code(cmd->func(2, help_argv));
 }
 
 int main(int argc, char **argv)
 {
 	const struct cmd *cmd;
+	bool help = false;
 	int i, ret;
 
 	/* Output a stop request can always get through (output.h); plain stdio otherwise. */
@@ -89,35 +122,35 @@ int main(int argc, char **argv)
 			printf("iospan %s\n", IOSPAN_VERSION);
 			return EXIT_OK;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return EXIT_OK;
+			help = true;
 		} else {
 			ret = fail_usage("unknown option '%s': see 'iospan --help'", argv[i]);
 			return err_exit_code(ret);
 		}
 	}
-	if (i >= argc) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (!strcmp(argv[i], "help")) {
-		if (i + 1 >= argc) {
+	if (help || (i < argc && !strcmp(argv[i], "help"))) {
+		if (!help)
+			i++;
+		if (i >= argc) {
 			usage(stdout);
 			return EXIT_OK;
 		}
-		cmd = find_cmd(argv[i + 1]);
-		if (!cmd)
-			return err_exit_code(fail_usage("unknown command '%s': see 'iospan --help'",
-							argv[i + 1]));
-		char *help_argv[] = { (char *)cmd->name, "--help", NULL };
-		cmd_reset_getopt();
-		return err_exit_code(cmd->func(2, help_argv));
+		if (i + 1 < argc)
+			return err_exit_code(fail_usage("unexpected argument '%s' after 'help %s'",
+							argv[i + 1], argv[i]));
+		return cmd_help(argv[i]);
 	}
-	cmd = find_cmd(argv[i]);
-	if (!cmd) {
-		ret = fail_usage("unknown command '%s': see 'iospan --help'", argv[i]);
+	if (i >= argc) {
+		if (gopts.json)
+			return err_exit_code(fail_usage("no command given: usage: iospan [--json] "
+							"[-v] COMMAND [OPTIONS] [ARGS] (see "
+							"'iospan --help')"));
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	ret = find_cmd(argv[i], &cmd);
+	if (ret)
 		return err_exit_code(ret);
-	}
 	cmd_reset_getopt();
 	ret = cmd->func(argc - i, argv + i);
 	if (ret < 0) {

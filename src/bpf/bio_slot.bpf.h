@@ -118,6 +118,23 @@ static __always_inline struct task_struct *dio_waiter(struct iomap_dio *dio)
 }
 
 /*
+ * Whether @task is blk-throttle's worker, queuing bios the throttle held: a workqueue
+ * worker running @dispatch_fn (blk_throtl_dispatch_work_fn, from kallsyms; 0 if
+ * unknown). A kthread's worker_private is its struct kthread, whose data is the worker.
+ */
+static __always_inline bool throttle_worker(struct task_struct *task, __u64 dispatch_fn)
+{
+	__u64 k, w;
+
+	if (!dispatch_fn || !(task->flags & PF_WQ_WORKER))
+		return false;
+	k = (__u64)task->worker_private;
+	w = k ? (__u64)KR(struct kthread, KPTR_AS(struct kthread, k), data) : 0;
+	return w &&
+	       (__u64)KR(struct worker, KPTR_AS(struct worker, w), current_func) == dispatch_fn;
+}
+
+/*
  * The tag (pv()) of the bio a split was cut from, or 0: bio_chain() has made it the
  * split's bi_private before block_split fires. A split has neither pages of its own to
  * look at nor the original's bi_end_io, so it inherits the original's owner.

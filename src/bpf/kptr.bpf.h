@@ -74,7 +74,8 @@ static __always_inline __u64 pv_addr(__u64 addr)
 #endif
 }
 
-#define PF_KTHREAD 0x00200000
+#define PF_KTHREAD   0x00200000
+#define PF_WQ_WORKER 0x00000020
 
 /* cgroup v2 id of a task (what bpf_get_current_cgroup_id() gives for current). */
 static __always_inline __u64 task_cgid(struct task_struct *task)

@@ -15,6 +15,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
@@ -40,6 +41,10 @@ char LICENSE[] SEC("license") = "GPL";
 /* Owner of bios that the filters (-p, --cgroup) exclude: their completion is skipped. */
 #define PID_FILTERED 0xffffffffU
 
+/* Request flags, by bit numbers that differ between kernels. */
+#define REQ_PREFLUSH ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))
+#define REQ_FUA	     ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA))
+
 /* Load-time configuration: features that are off cost nothing. */
 const volatile __u32 filter_pid = 0;
 const volatile bool filter_cgroup = false;
@@ -47,14 +52,23 @@ const volatile bool filter_dev = false;
 const volatile bool per_thread = false;
 const volatile bool track_unattributed = true;
 const volatile __u64 stall_ns = 0;
-const volatile __u64 iomap_dio_end_io = 0; /* address of iomap_dio_bio_end_io, 0 if unknown */
+/* Async direct I/O's FS bytes at its completion (else at its start: see top.c). */
+const volatile bool dio_fs_at_complete = false;
+const volatile __u64 iomap_dio_end_io = 0;   /* address of iomap_dio_bio_end_io, 0 if unknown */
+const volatile __u64 throtl_dispatch_fn = 0; /* blk_throtl_dispatch_work_fn, 0 if unknown */
 const volatile __u32 page_size = 4096;
 const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not news */
-/* By syscall number: SYS_READ or SYS_WRITE for the syscalls traced, SYS_NONE otherwise. */
+/* By syscall number: SYS_READ, SYS_WRITE or SYS_SYNC for the syscalls traced, else SYS_NONE. */
 const volatile __u8 sys_op[SYS_NR_TABLE] = {};
 
 /* Report generation, advanced by user space at each report (selects the max slot). */
 __u32 max_gen;
+/*
+ * Path epoch, advanced by user space every second (from 1): each CPU's copy of a row
+ * checks its file's path once per epoch, so renames and unlinks show within a second
+ * of the next I/O to the file.
+ */
+__u32 path_epoch;
 
 /* Per-thread state: the traced syscall in progress, identity already recorded, iowait. */
 struct top_task {
@@ -63,13 +77,16 @@ struct top_task {
 	__u8 op; /* SYS_READ/SYS_WRITE while inside a traced syscall on a file */
 	__u8 direct;
 	__u8 blk;
-	__u8 pad;
+	__u8 syncing; /* in fsync-family: registered in syncers under (dev, ino) */
 	__u64 file; /* struct file * of that syscall */
 	__u64 seen_exec;
 	__u64 seen_cgid;
 	__u64 iowait_ts;
 	/* The read --no-syscalls last counted: inode, first and last page of the request */
 	__u64 rd_ino, rd_index, rd_last;
+	/* Pages of one file mapped by this thread's recent faults, counted already */
+	__u64 mm_ino, mm_lo, mm_hi;
+	__u32 mm_dev, mm_pad;
 	/*
 	 * While an iomap direct I/O started outside a traced syscall is being submitted
 	 * (libaio, io_uring): its inode and iocb. File systems that complete the bios
@@ -142,19 +159,44 @@ struct {
 } procs SEC(".maps");
 
 DEFINE_VFS_PATH_CACHE(8192);
+DEFINE_PROC_TITLES(8192);
 
-struct dirtier {
-	__u32 owner;
-	__u32 tgid;
+/*
+ * Who dirtied each page cache page, for crediting its writeback: one record per file
+ * and run of DIRTY_CHUNK_PAGES pages, holding each page's dirtier (0: unknown), written
+ * in the dirtying task when a folio goes from clean to dirty (all its pages). Runs keep
+ * the cost per chunk, not per page: dirtying consecutive pages finds the record made
+ * for the first, and a writeback bio's pages are resolved with one lookup per chunk.
+ * LRU: the records of files deleted or truncated while dirty would otherwise stay.
+ */
+#define DIRTY_CHUNK_SHIFT 4
+#define DIRTY_CHUNK_PAGES (1U << DIRTY_CHUNK_SHIFT)
+
+struct dirty_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+	__u64 chunk; /* page index >> DIRTY_CHUNK_SHIFT */
 };
 
-/* Who last dirtied each file, for crediting its writeback. */
+struct dirty_chunk {
+	__u32 owner[DIRTY_CHUNK_PAGES];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct top_file_key);
-	__type(value, struct dirtier);
+	__uint(max_entries, 65536); /* from --max-entries */
+	__type(key, struct dirty_key);
+	__type(value, struct dirty_chunk);
 } dirtiers SEC(".maps");
+
+/* Cache flushes completed per disk (the flush request the block layer issues). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct top_dev_flush);
+} dev_flushes SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -198,12 +240,17 @@ struct {
 	__type(value, __u64);
 } iowait_start SEC(".maps");
 
-static __always_inline void drop(__u32 what)
+static __always_inline void drop_add(__u32 what, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&drops, &what);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void drop(__u32 what)
+{
+	drop_add(what, 1);
 }
 
 /*
@@ -271,16 +318,19 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 	}
 }
 
+/* A new stats row (read-only data: not on the stack of the deep completion path). */
+static const struct top_stat stat_zero;
+
 /* The stats row of @k, created if missing (*created then set). NULL if the map is full. */
 static __always_inline struct top_stat *stat_get(struct top_key *k, bool *created)
 {
-	struct top_stat zero = {}, *s;
+	struct top_stat *s;
 	long err;
 
 	s = bpf_map_lookup_elem(&stats, k);
 	if (s)
 		return s;
-	err = bpf_map_update_elem(&stats, k, &zero, BPF_NOEXIST);
+	err = bpf_map_update_elem(&stats, k, &stat_zero, BPF_NOEXIST);
 	if (err && err != -EEXIST /* created meanwhile on another CPU */) {
 		drop_insert(err, TOP_DROP_STATS_FULL);
 		return NULL;
@@ -302,12 +352,17 @@ static __always_inline void add_fs(struct top_key *k, bool write, __u64 bytes, _
 	else
 		s->fs_read += bytes;
 	/*
-	 * The path is captured once per file; a row made at completion may have had no
-	 * way to name its file, so each CPU's copy of a row checks once.
+	 * Each CPU's copy of a row checks its file's path once per epoch (a row made at
+	 * completion may have had no way to name its file).
 	 */
-	if (!(s->flags & TOP_F_PATH_SEEN)) {
-		flags |= TOP_F_PATH_SEEN;
-		vfs_path_capture(k->dev, k->ino, ptr, from);
+	if (s->path_epoch != path_epoch) {
+		__u64 id;
+
+		s->path_epoch = path_epoch;
+		vfs_path_capture(k->dev, k->ino, ptr, from, &id);
+		s->gen = id;
+		/* FS events run in the process: its title as it is now (titles change). */
+		proc_title_note();
 	}
 	s->flags |= flags;
 }
@@ -355,16 +410,12 @@ static __always_inline int sys_enter(long fd, __u8 op)
 	return 0;
 }
 
-static __always_inline int sys_exit(long ret)
+/* The end of a read or write sys_enter() took (@t->op set). */
+static __always_inline int rw_exit(struct task_struct *task, struct top_task *t, long ret)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct top_key k;
-	struct top_task *t;
 	__u8 op;
 
-	t = bpf_task_storage_get(&tasks, task, 0, 0);
-	if (!t || !t->op)
-		return 0;
 	op = t->op;
 	t->op = SYS_NONE;
 	/* FS bytes are file bytes: raw block device reads and writes show as DISK only. */
@@ -374,6 +425,68 @@ static __always_inline int sys_exit(long ret)
 	k.dev = t->dev;
 	k.ino = t->ino;
 	add_fs(&k, op == SYS_WRITE, ret, t->direct ? TOP_F_DIRECT : 0, t->file, VFS_FROM_FILE);
+	return 0;
+}
+
+/*
+ * Who is syncing which file (fsync, fdatasync, sync_file_range): blk-throttle holds the
+ * bios they submit and its worker queues them later, in a kernel thread; they are
+ * still flushed by the process that synced.
+ */
+struct syncer {
+	__u32 owner, tgid, tid, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct top_file_key);
+	__type(value, struct syncer);
+} syncers SEC(".maps");
+
+static __always_inline int sync_enter(long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct syncer sy = {};
+	struct inode *inode;
+	struct file *file;
+	struct top_task *t;
+
+	if (!throtl_dispatch_fn || task->tgid == self_tgid)
+		return 0;
+	file = fd_file(task, fd);
+	inode = file ? KR(struct file, file, f_inode) : NULL;
+	if (!inode || (KR(struct inode, inode, i_mode) & S_IFMT) != S_IFREG)
+		return 0;
+	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	fk.dev = KR(struct super_block, INODE_SB(inode), s_dev);
+	fk.ino = KR(struct inode, inode, i_ino);
+	sy.owner = owner_of(task);
+	sy.tgid = task->tgid;
+	sy.tid = task->pid;
+	t->dev = fk.dev;
+	t->ino = fk.ino;
+	t->syncing = 1;
+	bpf_map_update_elem(&syncers, &fk, &sy, BPF_ANY);
+	note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id()); /* as a flusher */
+	return 0;
+}
+
+/* The end of a sync sync_enter() registered (@t->syncing set). */
+static __always_inline int sync_exit(struct task_struct *task, struct top_task *t)
+{
+	struct top_file_key fk = {};
+	struct syncer *sy;
+
+	t->syncing = 0;
+	fk.dev = t->dev;
+	fk.ino = t->ino;
+	sy = bpf_map_lookup_elem(&syncers, &fk);
+	if (sy && sy->tid == task->pid)
+		bpf_map_delete_elem(&syncers, &fk);
 	return 0;
 }
 
@@ -390,13 +503,24 @@ int top_sys_enter(struct syscall_trace_enter *ctx)
 	if (nr < 0 || nr >= SYS_NR_TABLE)
 		return 0;
 	op = sys_op[nr];
+	if (op == SYS_SYNC)
+		return sync_enter(ctx->args[0]);
 	return op ? sys_enter(ctx->args[0], op) : 0;
 }
 
+/* The thread's storage says what its enter began: a read or write, or a sync. */
 SEC("tracepoint")
 int top_sys_exit(struct syscall_trace_exit *ctx)
 {
-	return sys_exit(ctx->ret);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_task *t;
+
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (!t)
+		return 0;
+	if (t->op)
+		return rw_exit(task, t, ctx->ret);
+	return t->syncing ? sync_exit(task, t) : 0;
 }
 
 /* ------------------------------------------------------ FS: mmap, dirtying, async DIO */
@@ -441,10 +565,73 @@ static __always_inline struct inode *mapping_file(struct address_space *mapping,
 	return host;
 }
 
-/* Pages @first..@last of @mapping mapped by a fault, within the file size. */
-static __always_inline int mmap_read(struct address_space *mapping, __u64 first, __u64 last)
+/* XArray internals (include/linux/xarray.h), as stable as the page cache itself. */
+#define XA_CHUNK_SHIFT 6
+#define XA_CHUNK_MASK  ((1U << XA_CHUNK_SHIFT) - 1)
+#define XA_MAX_DEPTH   8
+#define XA_IS_NODE(e)  (((e) & 3) == 2 && (e) > 4096)
+#define XA_IS_SIBLING(e) (((e) & 3) == 2 && (e) < (((XA_CHUNK_MASK) << 2) | 2))
+
+/*
+ * The first and last page of the page cache folio holding page @index of @mapping, or
+ * false if there is none: a walk down the mapping's XArray (a large folio fills
+ * several slots, the first of them holding it, the others pointing there).
+ */
+static __noinline bool cache_folio_span(struct address_space *mapping, __u64 index, __u64 *first,
+					__u64 *last)
+{
+	__u64 entry = (__u64)KR(struct address_space, mapping, i_pages.xa_head), slot, fi, nr;
+	__u32 off, shift, i;
+
+	if (!XA_IS_NODE(entry))
+		return false; /* empty, or one page at index 0 */
+	for (i = 0; i < XA_MAX_DEPTH && XA_IS_NODE(entry); i++) {
+		entry -= 2;
+		shift = BPF_CORE_READ((struct xa_node *)entry, shift);
+		if (shift > 58 || (!i && (index >> shift) > XA_CHUNK_MASK))
+			return false;
+		off = (index >> shift) & XA_CHUNK_MASK;
+		slot = 0;
+		bpf_probe_read_kernel(&slot, sizeof(slot),
+				      (void *)(entry +
+					       bpf_core_field_offset(struct xa_node, slots) +
+					       off * sizeof(__u64)));
+		if (XA_IS_SIBLING(slot)) {
+			off = slot >> 2;
+			bpf_probe_read_kernel(
+				&slot, sizeof(slot),
+				(void *)(entry + bpf_core_field_offset(struct xa_node, slots) +
+					 off * sizeof(__u64)));
+		}
+		entry = slot;
+	}
+	/* Value entries (shadows of evicted pages) and internal ones are no folio. */
+	if (!entry || (entry & 3))
+		return false;
+	fi = BPF_CORE_READ((struct folio *)entry, index);
+	nr = folio_bytes((struct folio *)entry, page_size) / page_size;
+	if (fi > index || fi + nr <= index)
+		return false; /* freed and reused meanwhile */
+	*first = fi;
+	*last = fi + nr - 1;
+	return true;
+}
+
+/* Pages a thread's recent faults in one file may map again: counted once. */
+#define MMAP_RECENT_PAGES 1024
+
+/*
+ * Pages @first..@last of @mapping were mapped by a fault: the faulting page, or a
+ * fault-around range (@around). FS read bytes are the pages mapped, each counted once
+ * while the thread keeps faulting nearby in the same file: a fault-around range and the
+ * fault after it can cover the same pages. Newer kernels map whole large folios around
+ * the range they report: the range is widened to the folios at its ends.
+ */
+static __always_inline int mmap_read(struct address_space *mapping, __u64 first, __u64 last,
+				     bool around)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 eof, f_first, f_last, lo, hi, pages;
 	struct top_task *t;
 	struct inode *host;
 	struct top_key k;
@@ -455,21 +642,55 @@ static __always_inline int mmap_read(struct address_space *mapping, __u64 first,
 		return 0;
 	/* The fallbacks see the range asked for, the tracepoint the one mapped. */
 	size = KR(struct inode, host, i_size);
-	if (size <= 0 || first > (size - 1) / page_size)
+	if (size <= 0)
 		return 0;
-	if (last > (size - 1) / page_size)
-		last = (size - 1) / page_size;
+	eof = (size - 1) / page_size;
+	if (first > eof)
+		return 0;
 	if (!fs_event_ok(task, k.dev, &t))
 		return 0;
+	if (around) {
+		if (cache_folio_span(mapping, first, &f_first, &f_last) && f_first < first)
+			first = f_first;
+		if (cache_folio_span(mapping, last, &f_first, &f_last) && f_last > last)
+			last = f_last;
+	}
+	if (last > eof)
+		last = eof;
+	pages = last - first + 1;
+	if (t && t->mm_ino == k.ino && t->mm_dev == k.dev && first <= t->mm_hi + 1 &&
+	    last + 1 >= t->mm_lo) {
+		lo = first > t->mm_lo ? first : t->mm_lo;
+		hi = last < t->mm_hi ? last : t->mm_hi;
+		if (hi >= lo)
+			pages -= hi - lo + 1;
+		/* The union, kept to the most recent pages. */
+		lo = first < t->mm_lo ? first : t->mm_lo;
+		hi = last > t->mm_hi ? last : t->mm_hi;
+		if (hi - lo >= MMAP_RECENT_PAGES) {
+			if (last >= t->mm_hi)
+				lo = hi - MMAP_RECENT_PAGES + 1;
+			else
+				hi = lo + MMAP_RECENT_PAGES - 1;
+		}
+		t->mm_lo = lo;
+		t->mm_hi = hi;
+	} else if (t) {
+		t->mm_ino = k.ino;
+		t->mm_dev = k.dev;
+		t->mm_lo = first;
+		t->mm_hi = last;
+	}
+	if (!pages)
+		return 0;
 	k.pid = owner_of(task);
-	add_fs(&k, false, (last - first + 1) * page_size, TOP_F_MMAP_READ, (__u64)host,
-	       VFS_FROM_INODE);
+	add_fs(&k, false, pages * page_size, TOP_F_MMAP_READ, (__u64)host, VFS_FROM_INODE);
 	return 0;
 }
 
 static __always_inline int mmap_fault(struct address_space *mapping, __u64 index)
 {
-	return mmap_read(mapping, index, index);
+	return mmap_read(mapping, index, index, false);
 }
 
 FILEMAP_FAULT_PROGS(top_filemap_fault, mmap_fault)
@@ -478,28 +699,39 @@ SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(top_filemap_map_pages, struct address_space *mapping, unsigned long start,
 	     unsigned long last)
 {
-	return mmap_read(mapping, start, last);
+	return mmap_read(mapping, start, last, true);
 }
 
 /*
- * The tracepoint fires only when an up-to-date folio was found in the range; on the way
- * out, VM_FAULT_NOPAGE says the faulting page itself was mapped, which comes closest.
- * The kprobe counts every range asked for.
+ * The fallbacks (before 6.5): filemap_map_pages() runs on every read fault, even with
+ * nothing cached around it, while the tracepoint fires only when it found a cached
+ * folio. Counted as the tracepoint would be: if the faulting page is in the page cache
+ * (after a cold fault it is not, and the range maps nothing).
  */
+static __always_inline int map_pages_fallback(struct address_space *mapping, __u64 pgoff,
+					      __u64 start, __u64 last)
+{
+	__u64 f_first, f_last;
+
+	if (!mapping || !cache_folio_span(mapping, pgoff, &f_first, &f_last))
+		return 0;
+	return mmap_read(mapping, start, last, true);
+}
+
 SEC("fexit/filemap_map_pages")
 int BPF_PROG(top_filemap_map_pages_fentry, struct vm_fault *vmf, unsigned long start,
 	     unsigned long last, vm_fault_t ret)
 {
-	if (!(ret & VM_FAULT_NOPAGE))
-		return 0;
-	return mmap_read(vmf->vma->vm_file->f_mapping, start, last);
+	return map_pages_fallback(vmf->vma->vm_file->f_mapping, vmf->pgoff, start, last);
 }
 
 SEC("kprobe/filemap_map_pages")
 int BPF_KPROBE(top_filemap_map_pages_kprobe, struct vm_fault *vmf, unsigned long start,
 	       unsigned long last)
 {
-	return mmap_read(KPTR_AS(struct address_space, BPF_CORE_READ(vmf, vma, vm_file, f_mapping)), start, last);
+	return map_pages_fallback(
+		KPTR_AS(struct address_space, BPF_CORE_READ(vmf, vma, vm_file, f_mapping)),
+		BPF_CORE_READ(vmf, pgoff), start, last);
 }
 
 /*
@@ -569,20 +801,66 @@ static __always_inline int filemap_read_pages(struct kiocb *iocb, struct iov_ite
 
 FILEMAP_READ_PROGS(top_filemap_read, filemap_read_pages)
 
+/* Pages @first..@end - 1 of the chunk @k->chunk were dirtied by @owner. */
+static __noinline int mark_chunk(struct dirty_key *k, __u64 first, __u64 end, __u32 owner)
+{
+	struct dirty_chunk *c, zero = {};
+	__u64 base;
+	__u32 i, lo, hi;
+
+	if (!k)
+		return 0;
+	c = bpf_map_lookup_elem(&dirtiers, k);
+	if (!c) {
+		long err = bpf_map_update_elem(&dirtiers, k, &zero, BPF_NOEXIST);
+
+		c = bpf_map_lookup_elem(&dirtiers, k);
+		if (!c) {
+			drop_insert(err, TOP_DROP_DIRTIER_FULL);
+			return 0;
+		}
+	}
+	base = k->chunk << DIRTY_CHUNK_SHIFT;
+	lo = first > base ? first - base : 0;
+	hi = end - base < DIRTY_CHUNK_PAGES ? end - base : DIRTY_CHUNK_PAGES;
+#pragma unroll
+	for (i = 0; i < DIRTY_CHUNK_PAGES; i++) {
+		/* Stores only when it changes: the line stays shared with readers. */
+		if (i >= lo && i < hi && c->owner[i] != owner)
+			c->owner[i] = owner;
+	}
+	return 0;
+}
+
+struct mark_folio {
+	struct dirty_key k;
+	__u64 first, end;
+	__u32 owner;
+};
+
+static int mark_chunk_cb(__u32 i, void *ctx)
+{
+	struct mark_folio *m = ctx;
+
+	mark_chunk(&m->k, m->first, m->end, m->owner);
+	m->k.chunk++;
+	return 0;
+}
+
 /*
- * Runs in the task that dirties a page cache folio: remember it as the file's dirtier
- * (its writeback is credited to it), and count pages dirtied outside a traced write
- * syscall (mmap stores, io_uring or splice writes) as FS write bytes.
+ * Runs in the task that dirties a page cache folio: records it as the dirtier of the
+ * folio's pages (their writeback is credited to it), and counts pages dirtied outside
+ * a traced write syscall (mmap stores, io_uring or splice writes) as FS write bytes.
  */
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct top_file_key fk = {};
-	struct dirtier *d, nd;
+	struct mark_folio m = {};
 	struct top_task *t;
 	struct inode *host;
 	struct top_key k;
+	__u64 bytes, nr;
 
 	/* Kernel threads re-dirty pages during writeback: they are never the source. */
 	if (task->flags & PF_KTHREAD || !mapping)
@@ -590,24 +868,28 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 	host = mapping->host;
 	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
 		return 0;
-	fk.dev = host->i_sb->s_dev;
-	fk.ino = host->i_ino;
-	if (!fs_event_ok(task, fk.dev, &t))
+	k.dev = host->i_sb->s_dev;
+	k.ino = host->i_ino;
+	if (!fs_event_ok(task, k.dev, &t))
 		return 0;
 	k.pid = owner_of(task);
 
-	d = bpf_map_lookup_elem(&dirtiers, &fk);
-	if (!d || d->owner != k.pid) {
-		nd.owner = k.pid;
-		nd.tgid = task->tgid;
-		bpf_map_update_elem(&dirtiers, &fk, &nd, BPF_ANY);
-	}
+	bytes = folio_bytes(folio, page_size);
+	nr = bytes / page_size;
+	m.k.dev = k.dev;
+	m.k.ino = k.ino;
+	m.first = folio->index;
+	m.end = m.first + nr;
+	m.owner = k.pid;
+	m.k.chunk = m.first >> DIRTY_CHUNK_SHIFT;
+	if (((m.end - 1) >> DIRTY_CHUNK_SHIFT) == m.k.chunk)
+		mark_chunk(&m.k, m.first, m.end, m.owner);
+	else
+		bpf_loop(((m.end - 1) >> DIRTY_CHUNK_SHIFT) - m.k.chunk + 1, mark_chunk_cb, &m, 0);
+
 	if (t && t->op == SYS_WRITE)
 		return 0;
-	k.dev = fk.dev;
-	k.ino = fk.ino;
-	add_fs(&k, true, folio_bytes(folio, page_size), TOP_F_PAGEDIRTY, (__u64)host,
-	       VFS_FROM_INODE);
+	add_fs(&k, true, bytes, TOP_F_PAGEDIRTY, (__u64)host, VFS_FROM_INODE);
 	return 0;
 }
 
@@ -643,6 +925,11 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	if (t) {
 		t->dio_inode = (__u64)inode;
 		t->dio_iocb = tag;
+	}
+	if (!dio_fs_at_complete) {
+		add_fs(&k, KR(struct iov_iter, iter, data_source), KR(struct iov_iter, iter, count),
+		       TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file, VFS_FROM_FILE);
+		return 0;
 	}
 	ds = slot_at_tag(&dio_slots, tag, NR_DIO_SLOTS);
 	if (!ds)
@@ -749,6 +1036,143 @@ static __noinline __u64 bio_inode(struct bio *bio, __u32 dev, __u64 ino)
 	return (__u64)inode;
 }
 
+/*
+ * Slot flags of page cache writes, never shown: SLOT_MIXED, pages dirtied by several
+ * processes (the completion splits the bio's bytes by page); SLOT_NO_DIRTIER, pages
+ * without a dirtier record (credited to the submitter, counted in bytes).
+ */
+#define SLOT_MIXED	(1U << 30)
+#define SLOT_NO_DIRTIER (1U << 31)
+#define SLOT_INTERNAL	(SLOT_MIXED | SLOT_NO_DIRTIER)
+
+/* Folios (bvec segments) walked per bio: 32 MiB of 4 KiB pages. */
+#define MAX_SEGMENTS 8192
+
+struct walk;
+
+/*
+ * A walk over the pages of a page cache write bio, one folio (or the part of it in one
+ * bio_vec) per step, finding each page's dirtier: at queue time to tell whether one
+ * process dirtied them all (@w NULL), at completion to split a mixed bio's bytes.
+ */
+struct page_walk {
+	__u64 vec;	     /* address of the next bio_vec */
+	__u64 page0;	     /* first page of the current bio_vec (address) */
+	__u32 off;	     /* byte offset from page0 */
+	__u32 vec_left;	     /* bytes left in the current bio_vec */
+	__u32 skip;	     /* bytes of the first bio_vec already done (bi_bvec_done) */
+	__u32 left;	     /* bytes still to walk */
+	struct dirty_key dk; /* the file (the chunk is set per lookup) */
+	/* Queue time: the first page's dirtier (0: unknown), and whether others differ. */
+	__u32 owner;
+	__u32 mixed;
+	/* Completion: the request's walk, the bio's record, its bio and device. */
+	struct walk *w;
+	struct bio_slot *slot;
+	struct bio *bio;
+	__u32 bdev;
+};
+
+static __always_inline void page_walk_init(struct page_walk *pw, struct bio *bio, __u32 bytes,
+					   __u32 dev, __u64 ino)
+{
+	__u32 idx = BPF_CORE_READ(bio, bi_iter.bi_idx);
+
+	pw->vec = (__u64)BPF_CORE_READ(bio, bi_io_vec) + idx * bpf_core_type_size(struct bio_vec);
+	pw->skip = BPF_CORE_READ(bio, bi_iter.bi_bvec_done);
+	pw->left = bytes;
+	pw->dk.dev = dev;
+	pw->dk.ino = ino;
+}
+
+/*
+ * The dirtier of page @index of the walk's file, 0 if unknown. One lookup per folio:
+ * remembering a chunk across steps makes the loop's states too many to verify.
+ */
+static __always_inline __u32 page_dirtier(struct page_walk *pw, __u64 index)
+{
+	struct dirty_chunk *c;
+
+	pw->dk.chunk = index >> DIRTY_CHUNK_SHIFT;
+	c = bpf_map_lookup_elem(&dirtiers, &pw->dk);
+	return c ? c->owner[index & (DIRTY_CHUNK_PAGES - 1)] : 0;
+}
+
+static __always_inline void split_segment(struct page_walk *pw, __u32 dirtier, __u32 bytes);
+
+/* The folio of the page struct at @page (an address), and the page's place in it. */
+static __always_inline struct folio *page_folio_pos(__u64 page, __u64 *pos)
+{
+	__u64 head = BPF_CORE_READ((struct page *)page, compound_head);
+
+	/* A number in both builds: the page is known by its address. */
+	head = head & 1 ? head - 1 : page;
+	*pos = (page - head) / bpf_core_type_size(struct page);
+	return KPTR_AS(struct folio, head);
+}
+
+/* One step: the next folio segment of the bio, its dirtier. */
+static int page_walk_step(__u32 i, void *ctx)
+{
+	struct page_walk *pw = ctx;
+	__u64 page, index, nr, pos, room;
+	struct folio *folio;
+	struct bio_vec *bv;
+	__u32 n, dirtier, psz = bpf_core_type_size(struct page);
+
+	if (!pw->left)
+		return 1;
+	if (!pw->vec_left) {
+		bv = (struct bio_vec *)pw->vec;
+		pw->page0 = (__u64)BPF_CORE_READ(bv, bv_page);
+		pw->off = BPF_CORE_READ(bv, bv_offset) + pw->skip;
+		pw->vec_left = BPF_CORE_READ(bv, bv_len);
+		if (!pw->page0 || pw->vec_left <= pw->skip)
+			return 1;
+		pw->vec_left -= pw->skip;
+		pw->skip = 0;
+		pw->vec += bpf_core_type_size(struct bio_vec);
+	}
+	/* Multi-page bio_vecs: page structs are contiguous (vmemmap). */
+	page = pw->page0 + (__u64)(pw->off / page_size) * psz;
+	folio = page_folio_pos(page, &pos);
+	index = KR(struct folio, folio, index) + pos;
+	nr = folio_bytes(folio, page_size) / page_size;
+	room = nr > pos ? (nr - pos) * page_size - pw->off % page_size : page_size;
+	n = pw->vec_left < pw->left ? pw->vec_left : pw->left;
+	if (room < n)
+		n = room;
+	dirtier = page_dirtier(pw, index);
+	if (pw->w) {
+		split_segment(pw, dirtier, n);
+	} else if (!i) {
+		pw->owner = dirtier;
+	} else if (dirtier != pw->owner) {
+		pw->mixed = 1;
+		return 1;
+	}
+	pw->off += n;
+	pw->vec_left -= n;
+	pw->left -= n;
+	return 0;
+}
+
+/*
+ * The process that dirtied every page of a page cache write @bio of file (@dev, @ino),
+ * 0 if none is on record; *@mixed set if the pages have several dirtiers.
+ */
+static __noinline __u32 bio_dirtier(struct bio *bio, __u32 dev, __u64 ino, __u32 *mixed)
+{
+	struct page_walk pw = {};
+
+	if (!bio || !mixed)
+		return 0;
+	page_walk_init(&pw, bio, BPF_CORE_READ(bio, bi_iter.bi_size), dev, ino);
+	bpf_loop(MAX_SEGMENTS, page_walk_step, &pw, 0);
+	*mixed = pw.mixed;
+	return pw.owner;
+}
+
 /* Owner of a bio that is about to be queued, from the submitting context. */
 static __always_inline int queue_bio(struct bio *bio)
 {
@@ -765,8 +1189,9 @@ static __always_inline int queue_bio(struct bio *bio)
 	__u64 cgid = 0;
 	bool kthread, write;
 
-	if (!bio->bi_iter.bi_size)
-		return 0; /* flushes and other empty bios carry no bytes */
+	/* Empty bios carry no bytes; an empty preflush is a cache flush: its owner counts. */
+	if (!bio->bi_iter.bi_size && !(bio->bi_opf & REQ_PREFLUSH))
+		return 0;
 	bdev = bio->bi_bdev;
 	if (!bdev)
 		return 0;
@@ -852,25 +1277,59 @@ owner:
 		o.key.ino = TOP_INO(kind);
 	}
 
-	/* Writeback of a file some other process dirtied: credit the dirtier. */
+	/* A page cache write: credit each page to the process that dirtied it. */
 	if (inode && write && !(o.flags & TOP_F_DIRECT)) {
-		struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
-		struct dirtier *d = bpf_map_lookup_elem(&dirtiers, &fk);
+		__u32 self = owner_of(task), flusher = task->pid, mixed = 0, dirtier;
+		bool worker = kthread && throttle_worker(task, throtl_dispatch_fn);
+		struct syncer *sy = NULL;
+		struct top_proc *p;
 
-		if (d && d->owner != owner_of(task)) {
-			if (filter_pid && d->tgid != filter_pid)
-				goto filtered;
-			if (filter_cgroup) {
-				struct top_proc *p = bpf_map_lookup_elem(&procs, &d->owner);
+		dirtier = bio_dirtier(bio, o.key.dev, o.key.ino, &mixed);
+		if (worker) {
+			/*
+			 * Held by blk-throttle and queued by its worker: flushed by the
+			 * process syncing the file, never by the worker; without one, the
+			 * dirtier's own write.
+			 */
+			struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
 
-				if (!p || !cgroup_ok(p->cgid))
-					goto filtered;
+			sy = bpf_map_lookup_elem(&syncers, &fk);
+			if (sy) {
+				self = sy->owner;
+				flusher = sy->tid;
+			} else if (dirtier && !mixed) {
+				self = dirtier;
 			}
-			o.key.pid = d->owner;
+		}
+		if (mixed) {
+			/* Split at completion; pages without a dirtier stay the submitter's. */
+			o.flags |= SLOT_MIXED;
+			o.flusher = flusher;
+			if (!sy)
+				note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id());
+		} else if (!dirtier) {
+			o.flags |= SLOT_NO_DIRTIER;
+		} else if (dirtier != self) {
+			/* Dirtiers were recorded only if they passed the filters. */
+			o.key.pid = dirtier;
 			o.flags |= TOP_F_WRITEBACK;
-			o.flusher = task->pid;
-			/* The flusher is named in the writeback section. */
-			note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id());
+			o.flusher = flusher;
+			/* The flusher is named in the writeback section (a syncer already is). */
+			if (!sy)
+				note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id());
+			goto claim;
+		} else if (worker) {
+			o.key.pid = dirtier;
+			goto claim;
+		}
+		if (sy) {
+			/* The syncer's bytes, or the pages without a dirtier on record. */
+			o.key.pid = sy->owner;
+			if (filter_pid && sy->tgid != filter_pid)
+				goto filtered;
+			p = filter_cgroup ? bpf_map_lookup_elem(&procs, &o.key.pid) : NULL;
+			if (filter_cgroup && (!p || !cgroup_ok(p->cgid)))
+				goto filtered;
 			goto claim;
 		}
 	}
@@ -948,6 +1407,49 @@ int BPF_PROG(top_bio_split_raw, void *bio)
 	return split_bio(AS_BIO(bio));
 }
 
+/* ------------------------------------------------------------------ DISK: issue */
+
+/*
+ * Issue times of requests, direct-mapped by request address: rq->io_start_time_ns can
+ * be a time the submitter's plug cached before the request was even inserted
+ * (blk_time_get_ns()), which would put the scheduler's time into d2c.
+ */
+#define NR_RQ_SLOTS (1U << 14)
+
+struct rq_issue {
+	__u64 tag;
+	__u64 d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_RQ_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rq_issue);
+} rq_issues SEC(".maps");
+
+static __always_inline int issue_rq(struct request *rq)
+{
+	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
+	struct rq_issue *s = slot_claim(&rq_issues, rq, NR_RQ_SLOTS);
+
+	if (s)
+		s->d = now;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(top_rq_issue, struct request *rq)
+{
+	return issue_rq(rq);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(top_rq_issue_raw, void *rq)
+{
+	return issue_rq(AS_RQ(rq));
+}
+
 /* -------------------------------------------------------------- DISK: complete */
 
 /* Consecutive bios of one request with the same owner, accounted together. */
@@ -966,36 +1468,11 @@ struct rq_info {
 	bool write;
 };
 
-static __noinline void account_run(struct run *r, struct rq_info *ri)
+/* One request's q2c and d2c on a stats row, with this interval's maxima. */
+static __always_inline void add_latency(struct top_stat *s, struct rq_info *ri)
 {
-	struct top_stat *s;
-	bool created = false;
-	__u32 g, sl;
+	__u32 g = max_gen, sl = g & 1;
 
-	if (!r->valid)
-		return;
-	s = stat_get(&r->key, &created);
-	if (!s) {
-		/* No room: keep the bytes on the device's unattributed row (made at start). */
-		struct top_key ua = {
-			.pid = TOP_PID_NONE, .dev = r->bdev, .ino = TOP_INO(TOP_INO_UNATTR)};
-
-		s = bpf_map_lookup_elem(&stats, &ua);
-		if (!s) {
-			drop(TOP_DROP_LOST_BYTES);
-			return;
-		}
-		s->flags |= TOP_F_LOST;
-		created = false;
-	}
-	if (ri->write)
-		s->disk_write += r->bytes;
-	else
-		s->disk_read += r->bytes;
-	s->flags |= r->flags;
-	s->bdev = r->bdev;
-	g = max_gen;
-	sl = g & 1;
 	if (s->max_gen[sl] != g) {
 		s->max_gen[sl] = g;
 		s->q2c_max[sl] = 0;
@@ -1013,32 +1490,96 @@ static __noinline void account_run(struct run *r, struct rq_info *ri)
 		if (ri->d2c > s->d2c_max[sl])
 			s->d2c_max[sl] = ri->d2c;
 	}
-	if (created && r->bio && r->key.ino < TOP_INO_SPECIAL) {
-		__u64 inode = bio_inode(r->bio, r->key.dev, r->key.ino);
+}
 
-		/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
-		if (inode)
-			vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE);
+static const struct top_wb_val wb_zero;
+
+static __always_inline void add_bytes(struct top_stat *s, struct run *r, struct rq_info *ri,
+				      __u32 flags)
+{
+	if (ri->write)
+		s->disk_write += r->bytes;
+	else
+		s->disk_read += r->bytes;
+	s->flags |= r->flags | flags;
+	s->bdev = r->bdev;
+	add_latency(s, ri);
+}
+
+/*
+ * Adds run @r to its owner's rows; true if it created the owner's stats row. No path
+ * capture here: called from the page walk too, whose call chain is as deep as 6.1's
+ * verifier allows (it counts bpf_loop callbacks as calls).
+ */
+static __noinline bool account_run(struct run *r, struct rq_info *ri)
+{
+	bool created = false;
+	union {
+		struct top_key ua;
+		struct top_wb_key wk;
+	} k;
+	struct top_wb_val *w;
+	struct top_stat *s;
+
+	if (!r || !ri || !r->valid)
+		return false;
+	s = stat_get(&r->key, &created);
+	if (!s) {
+		/* No room: keep the bytes on the device's unattributed row (made at start). */
+		k.ua.pid = TOP_PID_NONE;
+		k.ua.dev = r->bdev;
+		k.ua.ino = TOP_INO(TOP_INO_UNATTR);
+		s = bpf_map_lookup_elem(&stats, &k.ua);
+		if (!s) {
+			drop(TOP_DROP_LOST_BYTES);
+			return false;
+		}
+		/* There only: no path, no writeback detail of an owner without a row. */
+		add_bytes(s, r, ri, TOP_F_LOST);
+		return false;
 	}
+	add_bytes(s, r, ri, 0);
 	if (r->flags & TOP_F_WRITEBACK) {
-		struct top_wb_key wk = {.pid = r->key.pid,
-					.dev = r->key.dev,
-					.ino = r->key.ino,
-					.flusher = r->flusher};
-		struct top_wb_val *w = bpf_map_lookup_elem(&wb, &wk), zero = {};
-
+		k.wk.pid = r->key.pid;
+		k.wk.dev = r->key.dev;
+		k.wk.ino = r->key.ino;
+		k.wk.flusher = r->flusher;
+		k.wk.pad = 0;
+		w = bpf_map_lookup_elem(&wb, &k.wk);
 		if (!w) {
-			long err = bpf_map_update_elem(&wb, &wk, &zero, BPF_NOEXIST);
+			long err = bpf_map_update_elem(&wb, &k.wk, &wb_zero, BPF_NOEXIST);
 
 			/* -EEXIST: created meanwhile on another CPU. */
-			w = bpf_map_lookup_elem(&wb, &wk);
+			w = bpf_map_lookup_elem(&wb, &k.wk);
 			if (!w) {
 				drop_insert(err, TOP_DROP_WB_FULL);
-				return;
+				return created;
 			}
 		}
 		w->bytes += r->bytes;
 		w->nr++;
+	}
+	return created;
+}
+
+/* account_run(), and the path of the file of a row it created, from the run's pages. */
+static __always_inline void account_run_named(struct run *r, struct rq_info *ri)
+{
+	struct top_stat *s;
+	__u64 inode, id;
+
+	if (!account_run(r, ri) || !r->bio || r->key.ino >= TOP_INO_SPECIAL)
+		return;
+	inode = bio_inode(r->bio, r->key.dev, r->key.ino);
+	/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
+	if (!inode)
+		return;
+	vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE, &id);
+	/* The row just created: which file (generation) its path is of. */
+	s = bpf_map_lookup_elem(&stats, &r->key);
+	if (s) {
+		s->gen = id;
+		s->path_epoch = path_epoch;
 	}
 }
 
@@ -1051,7 +1592,86 @@ struct walk {
 	bool counted;
 };
 
-/* One bio of the chain: find its owner, release its record, extend or flush the run. */
+/*
+ * @bytes of @bio for @key: extends the current run, or accounts it (capturing paths if
+ * @named) and starts anew.
+ */
+static __always_inline void run_add(struct walk *w, struct top_key *key, __u32 flags, __u32 flusher,
+				    __u32 bdev, __u32 bytes, struct bio *bio, bool named)
+{
+	if (w->r.valid && w->r.key.pid == key->pid && w->r.key.dev == key->dev &&
+	    w->r.key.ino == key->ino && w->r.flusher == flusher && w->r.bdev == bdev) {
+		w->r.bytes += bytes;
+		w->r.flags |= flags;
+		return;
+	}
+	if (named)
+		account_run_named(&w->r, &w->ri);
+	else
+		account_run(&w->r, &w->ri);
+	w->r.key = *key;
+	w->r.bytes = bytes;
+	w->r.bio = bio;
+	w->r.flags = flags;
+	w->r.flusher = flusher;
+	w->r.bdev = bdev;
+	w->r.valid = 1;
+}
+
+/*
+ * One folio segment of a bio whose pages several processes dirtied: its bytes go to
+ * the page's dirtier, or to the submitter if unknown (counted).
+ */
+static __always_inline void split_segment(struct page_walk *pw, __u32 dirtier, __u32 bytes)
+{
+	struct bio_slot *o;
+	struct top_key key;
+	__u32 flags, flusher = 0;
+
+	if (!pw || !pw->w || !pw->slot)
+		return;
+	o = pw->slot;
+	key = o->key; /* the submitter */
+	flags = o->flags & ~SLOT_INTERNAL;
+	if (!dirtier) {
+		drop_add(TOP_DROP_WB_UNKNOWN_BYTES, bytes);
+	} else if (dirtier != key.pid) {
+		key.pid = dirtier;
+		flags |= TOP_F_WRITEBACK;
+		flusher = o->flusher;
+	}
+	if (key.pid == PID_FILTERED)
+		return;
+	run_add(pw->w, &key, flags, flusher, pw->bdev, bytes, pw->bio, false);
+}
+
+/*
+ * The @bytes of @bio (record @o) completing now, the first ones left in it, split by
+ * the pages' dirtiers.
+ */
+static __always_inline void split_mixed_bio(struct walk *w, struct bio *bio, __u32 bytes,
+					    struct bio_slot *o, __u32 bdev)
+{
+	struct page_walk pw = {};
+	struct top_key key;
+
+	if (!w || !bio || !o)
+		return;
+	page_walk_init(&pw, bio, bytes, o->key.dev, o->key.ino);
+	pw.w = w;
+	pw.slot = o;
+	pw.bio = bio;
+	pw.bdev = bdev;
+	bpf_loop(MAX_SEGMENTS, page_walk_step, &pw, 0);
+	/* Past the walk's bound: the submitter's, marked approximate. */
+	if (pw.left && o->key.pid != PID_FILTERED) {
+		key = o->key;
+		run_add(w, &key, (o->flags & ~SLOT_INTERNAL) | TOP_F_APPROX, 0, bdev, pw.left, bio,
+			true);
+	}
+}
+
+/* One bio of the chain: find its owner, extend or flush the run. */
 static int walk_bio(__u32 i, void *ctx)
 {
 	struct walk *w = ctx;
@@ -1080,8 +1700,16 @@ static int walk_bio(__u32 i, void *ctx)
 	s = find_slot(bio);
 	if (s) {
 		cur = *s;
+		if (cur.flags & SLOT_MIXED) {
+			if (w->counted)
+				split_mixed_bio(w, bio, sz, &cur, bdev);
+			return 0;
+		}
 		if (cur.key.pid == PID_FILTERED)
 			return 0;
+		if ((cur.flags & SLOT_NO_DIRTIER) && w->counted)
+			drop_add(TOP_DROP_WB_UNKNOWN_BYTES, sz);
+		cur.flags &= ~SLOT_INTERNAL;
 	} else {
 		/* Queued before tracing started, or its record was overwritten. */
 		if (!track_unattributed)
@@ -1095,26 +1723,72 @@ static int walk_bio(__u32 i, void *ctx)
 	}
 	if (!w->counted)
 		return 0;
-	if (w->r.valid && w->r.key.pid == cur.key.pid && w->r.key.dev == cur.key.dev &&
-	    w->r.key.ino == cur.key.ino && w->r.flusher == cur.flusher && w->r.bdev == bdev) {
-		w->r.bytes += sz;
-		w->r.flags |= cur.flags;
-		return 0;
-	}
-	account_run(&w->r, &w->ri);
-	w->r.key = cur.key;
-	w->r.bytes = sz;
-	w->r.bio = bio;
-	w->r.flags = cur.flags;
-	w->r.flusher = cur.flusher;
-	w->r.bdev = bdev;
-	w->r.valid = 1;
+	run_add(w, &cur.key, cur.flags, cur.flusher, bdev, sz, bio, true);
 	return 0;
+}
+
+/*
+ * A request that waited for a cache flush has completed: one flush for the owner of
+ * its (last) bio, timed from the request's start.
+ */
+static __noinline void account_flush(struct request *rq, struct rq_info *ri)
+{
+	struct bio *bio = rq->bio;
+	struct top_stat *s;
+	struct bio_slot *o;
+	struct top_key key;
+	bool created = false;
+
+	if (!bio || !ri)
+		return;
+	key.dev = bio->bi_bdev ? bio->bi_bdev->bd_dev : 0;
+	if (filter_dev && !dev_ok(key.dev))
+		return;
+	o = find_slot(bio);
+	if (o) {
+		if (o->key.pid == PID_FILTERED)
+			return;
+		/* A page cache write's dirtier did not ask for the flush: its submitter did. */
+		key.pid = (o->flags & TOP_F_WRITEBACK) ? o->flusher : o->key.pid;
+	} else {
+		if (!track_unattributed)
+			return;
+		drop(TOP_DROP_UNMATCHED);
+		key.pid = TOP_PID_NONE;
+	}
+	key.ino = TOP_INO(TOP_INO_FLUSH);
+	s = stat_get(&key, &created);
+	if (!s)
+		return;
+	s->bdev = key.dev;
+	add_latency(s, ri);
+}
+
+/* A disk's own cache flush (the flush request the block layer issued) completed. */
+static __noinline void account_dev_flush(struct request *rq, __u64 ns)
+{
+	struct top_dev_flush *f, zero = {};
+	struct gendisk *disk = rq->q->disk;
+	__u32 dev;
+
+	if (!disk)
+		return;
+	dev = ((__u32)disk->major << 20) | disk->first_minor;
+	f = bpf_map_lookup_elem(&dev_flushes, &dev);
+	if (!f) {
+		bpf_map_update_elem(&dev_flushes, &dev, &zero, BPF_NOEXIST);
+		f = bpf_map_lookup_elem(&dev_flushes, &dev);
+		if (!f)
+			return;
+	}
+	f->nr++;
+	f->ns += ns;
 }
 
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
 	struct walk w = {};
+	struct rq_issue *is;
 	__u64 now, t0;
 	__u32 op;
 
@@ -1132,9 +1806,23 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	t0 = rq->start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.q2c = now - t0;
-	t0 = rq->io_start_time_ns;
+	is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
+	t0 = is && is->d >= rq->start_time_ns ? is->d : rq->io_start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.d2c = now - t0;
+	if (op == REQ_OP_FLUSH) {
+		/* The flush the block layer sends the disk for the requests waiting on it. */
+		account_dev_flush(rq, w.ri.q2c);
+		return 0;
+	}
+	/*
+	 * The end of a flush sequence: an empty preflush, or a write whose data completed
+	 * before. The block layer took the flags off the request, not off its bio.
+	 */
+	if (!nr_bytes && rq->bio && (rq->bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))) {
+		account_flush(rq, &w.ri);
+		return 0;
+	}
 	w.left = nr_bytes;
 	w.bio = rq->bio;
 	/*
@@ -1167,7 +1855,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 			w.r.valid = 1;
 		}
 	}
-	account_run(&w.r, &w.ri);
+	account_run_named(&w.r, &w.ri);
 	return 0;
 }
 

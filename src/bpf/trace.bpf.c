@@ -17,6 +17,7 @@
 #include "lib/iospan_types.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
+#include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 
@@ -56,6 +57,9 @@ const volatile bool trace_writeback = false;
 const volatile bool trace_aio = false;
 const volatile __u32 aio_ops = 0; /* bit 0 aio_read, bit 1 aio_write */
 const volatile __u64 iomap_dio_end_io = 0;
+/* blk_throtl_dispatch_work_fn and submit_bio_wait_endio (kallsyms), 0 if unknown. */
+const volatile __u64 throtl_dispatch_fn = 0;
+const volatile __u64 submit_bio_wait_end_io = 0;
 const volatile __u32 page_size = 4096;
 /* By syscall number: TRACE_OP_* + 1 for the syscalls traced, 0 otherwise. */
 const volatile __u8 sys_op[SYS_NR_TABLE] = {};
@@ -63,6 +67,13 @@ const volatile __u8 sys_op[SYS_NR_TABLE] = {};
 const volatile bool offcpu_periods = false;
 /* kernel.task_delayacct is on: the thread's delays->blkio_delay is kept up to date. */
 const volatile bool delayacct_on = false;
+
+/*
+ * Set by user space when a stop is requested: nothing is sent after it, so what was
+ * sent can be read to the end and the report printed without waiting for the
+ * detaching (which takes a grace period per tracepoint).
+ */
+bool emit_stopped;
 
 /* Per-thread state: the cheap "is this thread in a traced request" check. */
 enum { TK_NONE, TK_SYNC, TK_FAULT };
@@ -102,7 +113,9 @@ struct task_state {
 	__u8 fault_waited; /* the fault slept waiting for I/O */
 	__u8 nr_off;	   /* off-CPU periods seen (off[] holds the first ones) */
 	__u8 pad;
-	__u64 wb_key;  /* a flusher inside writeback_single_inode: that request */
+	__u64 wb_key; /* a flusher inside writeback_single_inode: that request */
+	/* The inode its request registered in inode_owners (once per request). */
+	__u64 pend_inode;
 	/*
 	 * While it submits an async direct I/O (libaio, io_uring): the kiocb's tag. File
 	 * systems that complete the bios through their own end_io (btrfs) leave no other
@@ -176,6 +189,7 @@ struct bio_slot {
 	__u64 tag;
 	__u64 key;
 	__u64 q;
+	__u64 h; /* held by blk-throttle from about then, or 0 */
 	__u32 seq;
 	__u16 flags; /* enum trace_bio_flags known at queue time */
 	__u16 pad;
@@ -221,12 +235,14 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* Slow requests; sized by user space (--buffer-size). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024);
+	__uint(max_entries, 16 * 1024 * 1024);
 } events SEC(".maps");
 
 DEFINE_VFS_PATH_CACHE(8192);
+DEFINE_PROC_TITLES(4096);
 
 /* Who last dirtied each file: its writeback is that process's request. */
 struct dirtier {
@@ -241,6 +257,24 @@ struct {
 	__type(key, struct top_file_key);
 	__type(value, struct dirtier);
 } dirtiers SEC(".maps");
+
+/*
+ * The request that waits for the page cache I/O of an inode it started (fsync, a
+ * O_DSYNC write, a read that missed), by inode address: blk-throttle holds such bios
+ * and its worker queues them later, in a kernel thread that knows nothing of them.
+ */
+struct inode_owner {
+	__u64 key;
+	__u32 seq;
+	__u32 tid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct inode_owner);
+} inode_owners SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -344,6 +378,9 @@ static __always_inline void rec_reset(struct trace_rec *r, __u32 op, __u64 now)
 	r->end = 0;
 	r->first_q = 0;
 	r->last_c = 0;
+	r->crit_h = 0;
+	r->held_q = 0;
+	r->held_h = 0;
 	r->offcpu_ns = 0;
 	r->iowait_ns = 0;
 	r->runq_ns = 0;
@@ -437,6 +474,22 @@ static __always_inline struct trace_rec *thread_rec_active(__u32 tid, __u64 *key
 	return r && r->state == TRACE_S_ACTIVE ? r : NULL;
 }
 
+/*
+ * Makes the request of thread @tid (record @key, @seq) the waiter for the page cache
+ * I/O of @inode, once per request: blk-throttle may hold its bios and queue them from
+ * its worker. Nothing to do on kernels without blk-throttle.
+ */
+static __always_inline void own_inode(struct task_state *t, __u64 inode, __u64 key, __u32 seq,
+				      __u32 tid)
+{
+	struct inode_owner o = {.key = key, .seq = seq, .tid = tid};
+
+	if (!throtl_dispatch_fn || !inode || t->pend_inode == inode)
+		return;
+	t->pend_inode = inode;
+	bpf_map_update_elem(&inode_owners, &inode, &o, BPF_ANY);
+}
+
 static __always_inline void hist_put(struct hist *h, __u64 v)
 {
 	__u32 s = hist_slot(v);
@@ -454,18 +507,63 @@ static __always_inline void hist_put(struct hist *h, __u64 v)
 		h->slots[s]++;
 }
 
-/* Captures the path of the request's file once (slow requests only). */
+/*
+ * Captures the path of the request's file as it is now (slow requests only). From here
+ * on r->file is the path's id (vfs_path_capture()), for user space to find it.
+ */
 static __noinline int capture_path(struct trace_rec *r)
 {
 	/* Syscalls and async I/O hold a struct file; faults and writeback an inode. */
 	__u32 from = r->op == TRACE_OP_FAULT || r->op == TRACE_OP_WRITEBACK ? VFS_FROM_INODE :
 									      VFS_FROM_FILE;
-	int err = vfs_path_capture(r->dev, r->ino, r->file, from);
+	__u64 id;
+	int err = vfs_path_capture(r->dev, r->ino, r->file, from, &id);
 
+	r->file = id;
+	/* The process's title as it is now, where this runs in it (not in a flusher). */
+	if (r->pid == (__u32)(bpf_get_current_pid_tgid() >> 32))
+		proc_title_note();
 	if (!err)
 		r->flags |= TRACE_F_PATH;
 	else if (err == -ENOSPC)
 		count(TRACE_CNT_PATHS_FULL);
+	return 0;
+}
+
+/*
+ * Sends a record as its header followed by the bios and events it has, not the whole
+ * struct (a read with one bio is a fifth of it): the ring buffer holds five times as
+ * many requests while the output catches up.
+ */
+static __noinline int emit(struct trace_rec *r)
+{
+	const __u32 hdr = offsetof(struct trace_rec, bios);
+	__u32 nb = r->nr_bios, ne = r->nr_events, lb, le;
+	struct bpf_dynptr p;
+	long err;
+
+	if (emit_stopped)
+		return 0;
+	if (nb > TRACE_MAX_BIOS)
+		nb = TRACE_MAX_BIOS;
+	if (ne > TRACE_MAX_EVENTS)
+		ne = TRACE_MAX_EVENTS;
+	lb = nb * sizeof(struct trace_bio);
+	le = ne * sizeof(struct trace_evt);
+	err = bpf_ringbuf_reserve_dynptr(&events, hdr + lb + le, 0, &p);
+	if (!err)
+		err = bpf_dynptr_write(&p, 0, r, hdr, 0);
+	if (!err && lb)
+		err = bpf_dynptr_write(&p, hdr, r->bios, lb, 0);
+	if (!err && le)
+		err = bpf_dynptr_write(&p, hdr + lb, r->events, le, 0);
+	if (err) {
+		bpf_ringbuf_discard_dynptr(&p, 0);
+		count(TRACE_CNT_RINGBUF_FULL);
+		return 0;
+	}
+	bpf_ringbuf_submit_dynptr(&p, 0);
+	count(TRACE_CNT_EMITTED);
 	return 0;
 }
 
@@ -489,9 +587,18 @@ static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 	st[TRACE_ST_TOTAL] = end > r->start ? end - r->start : 0;
 	if (r->nr_done && r->first_q >= r->start && r->crit_q >= r->first_q &&
 	    r->last_c >= r->crit_d && r->last_c <= end) {
+		__u64 held_first = 0, held_crit = 0;
+
 		blk = true;
-		st[TRACE_ST_PRE_BLOCK] = r->first_q - r->start;
-		st[TRACE_ST_Q2Q] = r->crit_q - r->first_q;
+		/* Throttled time of the first and of the critical bio (see enum trace_stage). */
+		if (r->held_q && r->held_q == r->first_q && r->held_h >= r->start &&
+		    r->held_h <= r->first_q)
+			held_first = r->first_q - r->held_h;
+		if (r->crit_h && r->crit_q > r->first_q && r->crit_h <= r->crit_q)
+			held_crit = r->crit_q - (r->crit_h > r->first_q ? r->crit_h : r->first_q);
+		st[TRACE_ST_PRE_BLOCK] = r->first_q - r->start - held_first;
+		st[TRACE_ST_THROTTLE] = held_first + held_crit;
+		st[TRACE_ST_Q2Q] = r->crit_q - r->first_q - held_crit;
 		st[TRACE_ST_Q2G] = r->crit_g - r->crit_q;
 		st[TRACE_ST_G2I] = r->crit_i - r->crit_g;
 		st[TRACE_ST_I2D] = r->crit_d - r->crit_i;
@@ -512,6 +619,8 @@ static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 		hist_put(&h->st[TRACE_ST_TOTAL], st[TRACE_ST_TOTAL]);
 		hist_put(&h->st[TRACE_ST_PRE_BLOCK], st[TRACE_ST_PRE_BLOCK]);
 		if (blk) {
+			if (st[TRACE_ST_THROTTLE])
+				hist_put(&h->st[TRACE_ST_THROTTLE], st[TRACE_ST_THROTTLE]);
 			hist_put(&h->st[TRACE_ST_Q2Q], st[TRACE_ST_Q2Q]);
 			hist_put(&h->st[TRACE_ST_Q2G], st[TRACE_ST_Q2G]);
 			hist_put(&h->st[TRACE_ST_G2I], st[TRACE_ST_G2I]);
@@ -528,11 +637,7 @@ static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 	if (st[TRACE_ST_TOTAL] < threshold_ns)
 		return 0;
 	capture_path(r);
-	if (bpf_ringbuf_output(&events, r, sizeof(*r), 0))
-		count(TRACE_CNT_RINGBUF_FULL);
-	else
-		count(TRACE_CNT_EMITTED);
-	return 0;
+	return emit(r);
 }
 
 static __always_inline void sched_counts_read(struct task_struct *task, struct sched_counts *c)
@@ -645,6 +750,7 @@ static __always_inline void thread_begin(struct task_state *t, struct trace_rec 
 	t->seq = r->seq;
 	t->nr_queued = 0;
 	t->first_q = 0;
+	t->pend_inode = 0;
 	t->nr_off = 0;
 	t->off_ts = 0;
 	t->offcpu = 0;
@@ -743,6 +849,10 @@ static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 byte
 		r->flags |= TRACE_F_BLKDEV;
 	thread_begin(t, r, key, task);
 	t->kind = TK_SYNC;
+	/* It writes back and waits for the file's pages: blk-throttle may hold them. */
+	if (op == TRACE_OP_FSYNC || op == TRACE_OP_FDATASYNC || op == TRACE_OP_SYNC_FILE_RANGE ||
+	    (trace_op_writes(op) && KR(struct file, file, f_flags) & O_DSYNC))
+		own_inode(t, (__u64)inode, key, r->seq, task->pid);
 	count(TRACE_CNT_STARTED);
 	return 0;
 }
@@ -930,6 +1040,10 @@ static __always_inline int pc_add(struct folio *folio)
 	pages = folio_bytes(folio, page_size) / page_size;
 	r->pc_added += pages;
 	t->fault_io = 1;
+	/* A miss: its read bios may be held by blk-throttle. */
+	if (folio->mapping)
+		own_inode(t, (__u64)KR(struct address_space, folio->mapping, host), t->rec_key,
+			  t->seq, r->tid);
 	ev_add(r, TRACE_EV_PC_ADD, bpf_ktime_get_ns(), folio->index, pages);
 	return 0;
 }
@@ -1189,10 +1303,18 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	if (t)
 		t->dio_tag = tag;
 	if (as->rec.state == TRACE_S_ACTIVE) {
-		/* iomap may start the same kiocb again (fallback after a short write). */
-		if (as->tag == tag)
+		__u64 pos = KR(struct kiocb, iocb, ki_pos);
+
+		/*
+		 * iomap may start the same kiocb again for the rest of its range (a retry
+		 * after a short or unaligned write): the same request. A kiocb reused for
+		 * another range means the end of its last I/O was not seen (a completion
+		 * run the kernel skipped): that one is abandoned, this one starts.
+		 */
+		if (as->tag == tag && pos >= as->rec.offset &&
+		    pos + bytes == as->rec.offset + as->rec.bytes)
 			return 0;
-		count(TRACE_CNT_ASYNC_COLLIDED);
+		count(as->tag == tag ? TRACE_CNT_ABANDONED : TRACE_CNT_ASYNC_COLLIDED);
 	}
 	as->tag = tag;
 	r = &as->rec;
@@ -1279,9 +1401,15 @@ int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mappi
 	return 0;
 }
 
+/* The key of the writeback request of the inode whose pv() is @tag. */
+static __always_inline __u64 wb_key_of(__u64 tag)
+{
+	return KEY_WB | ((tag >> 4) & ((1ULL << 56) - 1));
+}
+
 static __always_inline __u64 wb_key(struct inode *inode)
 {
-	return KEY_WB | ((pv(inode) >> 4) & ((1ULL << 56) - 1));
+	return wb_key_of(pv(inode));
 }
 
 /* Whether the (absent or known) dirtier passes the process filters. */
@@ -1340,9 +1468,17 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	key = wb_key(inode);
 	r = bpf_map_lookup_elem(&reqs, &key);
 	if (r && r->state != TRACE_S_IDLE) {
-		/* An earlier pass still has bios in flight: it is given up, and counted. */
-		count(TRACE_CNT_WB_SWEPT);
-	} else if (!r) {
+		/*
+		 * An earlier pass still has bios in flight: the flusher writes a big file
+		 * in chunks, pass after pass, without waiting. This pass goes on with the
+		 * same request, which ends with the last bio of the last pass.
+		 */
+		r->state = TRACE_S_ACTIVE;
+		r->flusher = task->pid;
+		t->wb_key = key;
+		return 0;
+	}
+	if (!r) {
 		r = bpf_map_lookup_elem(&rec_zero, &zero);
 		if (!r)
 			return 0;
@@ -1394,7 +1530,7 @@ int BPF_PROG(trace_wb_end, struct inode *inode, struct writeback_control *wbc,
 		return 0;
 	now = bpf_ktime_get_ns();
 	wrote = nr_to_write > (unsigned long)wbc->nr_to_write ? nr_to_write - wbc->nr_to_write : 0;
-	r->bytes = wrote * page_size;
+	r->bytes += wrote * page_size; /* over all its passes */
 	ev_add(r, TRACE_EV_WB_DONE, now, wrote, 0);
 	r->state = TRACE_S_SUBMITTED;
 	/* Ends with its last bio; at once if it wrote nothing or all is done already. */
@@ -1407,6 +1543,75 @@ int BPF_PROG(trace_wb_end, struct inode *inode, struct writeback_control *wbc,
 
 /* ------------------------------------------------------------------ block: queue */
 
+/*
+ * The request a bio held by blk-throttle belongs to, and its key in *@key, or NULL: a
+ * bio submitted with submit_bio_wait() (a flush) has its waiter on the wait list of
+ * the completion in bi_private; a page cache bio, the request registered as waiting
+ * for its inode (own_inode()), else the writeback of that inode in progress.
+ */
+static __noinline struct trace_rec *throttled_owner(struct bio *bio, __u64 *key)
+{
+	struct inode_owner *o;
+	struct trace_rec *r;
+	struct inode *inode;
+	__u64 ino;
+
+	if (submit_bio_wait_end_io && (__u64)bio->bi_end_io == submit_bio_wait_end_io) {
+		struct completion *done = KPTR_AS(struct completion, bio->bi_private);
+		struct list_head *first;
+		__u64 w = 0;
+
+		if (!done)
+			return NULL;
+		first = KR(struct completion, done, wait.task_list.next);
+		if (!first || (__u64)first == (__u64)&done->wait.task_list)
+			return NULL; /* nobody waits (yet) */
+		/* The swait_queue entry holding @first, on the waiter's stack. */
+		bpf_probe_read_kernel(&w, sizeof(w),
+				      (void *)first -
+					      bpf_core_field_offset(struct swait_queue, task_list) +
+					      bpf_core_field_offset(struct swait_queue, task));
+		return w ? thread_rec_active(
+				   KR(struct task_struct, KPTR_AS(struct task_struct, w), pid),
+				   key) :
+			   NULL;
+	}
+	inode = bio_page_inode(bio);
+	if (!inode)
+		return NULL;
+	ino = (__u64)inode;
+	o = bpf_map_lookup_elem(&inode_owners, &ino);
+	if (o) {
+		r = rec_of(o->key);
+		if (r && r->seq == o->seq && r->tid == o->tid && r->state == TRACE_S_ACTIVE) {
+			*key = o->key;
+			return r;
+		}
+	}
+	*key = wb_key_of(pv_addr(ino)); /* (a number without bpf_rdonly_cast) */
+	r = bpf_map_lookup_elem(&reqs, key);
+	return r && r->state == TRACE_S_ACTIVE ? r : NULL;
+}
+
+/*
+ * When a throttled bio of @r was held from, about: the last thing the request was
+ * seen doing before, its start, its last timeline event or its last bio completion.
+ */
+static __always_inline __u64 hold_start(struct trace_rec *r)
+{
+	__u32 n = r->nr_events;
+	__u64 h = r->start, ts;
+
+	if (n > TRACE_MAX_EVENTS)
+		n = TRACE_MAX_EVENTS;
+	if (n) {
+		ts = r->events[(n - 1) & (TRACE_MAX_EVENTS - 1)].ts;
+		if (ts > h)
+			h = ts;
+	}
+	return r->last_c > h ? r->last_c : h;
+}
+
 static __always_inline int queue_bio(struct bio *bio)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -1415,7 +1620,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	struct bio_slot *s;
 	struct iomap_dio *dio;
 	struct block_device *bdev;
-	__u64 key = 0, now;
+	__u64 key = 0, now, held = 0;
 	__u16 flags = 0;
 	__u32 op, seq;
 
@@ -1447,13 +1652,13 @@ static __always_inline int queue_bio(struct bio *bio)
 				return 0;
 			flags |= TRACE_BIO_KTHREAD;
 			r->flags |= TRACE_F_KTHREAD_BIO;
+			if (throttle_worker(task, throtl_dispatch_fn))
+				flags |= TRACE_BIO_THROTTLED;
 		}
 	}
 	if (!key) {
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
-		if (!t)
-			return 0;
-		if (t->dio_tag && t->kind != TK_SYNC && !swap_bio(bio)) {
+		if (t && t->dio_tag && t->kind != TK_SYNC && !swap_bio(bio)) {
 			/* Submitting an async direct I/O whose bios iomap does not end (btrfs). */
 			struct async_slot *as = slot_find_tag(&async_slots, t->dio_tag,
 							      NR_ASYNC_SLOTS);
@@ -1461,8 +1666,19 @@ static __always_inline int queue_bio(struct bio *bio)
 			if (as && as->rec.state == TRACE_S_ACTIVE) {
 				key = KEY_ASYNC | slot_index(as->tag, NR_ASYNC_SLOTS);
 				r = &as->rec;
-				goto found;
+				goto owned;
 			}
+		}
+		if (!t || (!t->kind && !t->wb_key)) {
+			/* Held by blk-throttle, queued by its worker: whose it is. */
+			if (!throttle_worker(task, throtl_dispatch_fn))
+				return 0;
+			r = throttled_owner(bio, &key);
+			if (!r)
+				return 0;
+			flags |= TRACE_BIO_KTHREAD | TRACE_BIO_THROTTLED;
+			r->flags |= TRACE_F_KTHREAD_BIO;
+			goto owned;
 		}
 		if (t->kind) {
 			/* The thread's own request: counted in its storage, no record lookup. */
@@ -1483,7 +1699,7 @@ static __always_inline int queue_bio(struct bio *bio)
 		if (!r || r->state != TRACE_S_ACTIVE)
 			return 0;
 	}
-found:
+owned:
 	if (!r)
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -1491,6 +1707,13 @@ found:
 	r->nr_queued++;
 	if (!r->first_q)
 		r->first_q = now;
+	if (flags & TRACE_BIO_THROTTLED) {
+		held = hold_start(r);
+		if (!r->held_q) {
+			r->held_q = now;
+			r->held_h = held;
+		}
+	}
 claim:
 	op = bio->bi_opf & REQ_OP_MASK;
 	if (op & 1)
@@ -1503,6 +1726,7 @@ claim:
 	s->key = key;
 	s->seq = seq;
 	s->q = now;
+	s->h = held;
 	s->flags = flags;
 	return 0;
 }
@@ -1543,6 +1767,7 @@ static __always_inline int split_bio(struct bio *split)
 	n->key = o.key;
 	n->seq = o.seq;
 	n->q = o.q;
+	n->h = o.h;
 	n->flags = o.flags | TRACE_BIO_SPLIT;
 	return 0;
 }
@@ -1599,8 +1824,8 @@ enum { RQ_INSERT, RQ_ISSUE, RQ_REQUEUE };
 /* Blind stores: the completion checks them against the request's start time. */
 static __always_inline int rq_event(struct request *rq, int what)
 {
+	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
 	struct rq_slot *s = slot_claim(&rq_slots, rq, NR_RQ_SLOTS);
-	__u64 now = bpf_ktime_get_ns();
 
 	if (!s)
 		return 0;
@@ -1685,6 +1910,7 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 		r->crit_g = g;
 		r->crit_i = i;
 		r->crit_d = d;
+		r->crit_h = o.h;
 	}
 	n = r->nr_bios;
 	if (n >= TRACE_MAX_BIOS) {
@@ -1699,6 +1925,7 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 		b->i = i;
 		b->d = d;
 		b->c = dn->now;
+		b->h = o.h;
 		b->flags = o.flags | dn->flags;
 		b->error = dn->error;
 		b->requeues = dn->requeues;
@@ -1755,18 +1982,24 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	dn.now = bpf_ktime_get_ns();
 	start = rq->start_time_ns;
 	dn.g = start;
-	dn.d = rq->io_start_time_ns;
 	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
 	if (s) {
 		if (s->i >= start)
 			dn.i = s->i;
-		if (!dn.d && s->d >= start)
+		/*
+		 * D is our own stamp: rq->io_start_time_ns can be a time the submitter's
+		 * plug cached before the insert (blk_time_get_ns()), which would put the
+		 * scheduler's time into d2c. An issue before this insert is an earlier life's.
+		 */
+		if (s->d >= start && s->d >= dn.i)
 			dn.d = s->d;
 		if (s->rq_ts >= start && s->requeues) {
 			dn.requeues = s->requeues;
 			dn.flags |= TRACE_BIO_REQUEUED;
 		}
 	}
+	if (!dn.d)
+		dn.d = rq->io_start_time_ns; /* its slot was taken by another request */
 	if (!dn.d)
 		dn.flags |= TRACE_BIO_NO_ISSUE;
 	if (error) {

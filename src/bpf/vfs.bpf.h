@@ -13,6 +13,7 @@
 #define S_IFDIR	 0040000
 #define S_IFBLK	 0060000
 #define O_DIRECT 00040000
+#define O_DSYNC	 00010000
 
 /* Path walk bounds; an includer may define its own before including this header. */
 #ifndef VFS_PATH_BUF
@@ -175,9 +176,15 @@ static __always_inline struct inode *page_inode(struct page *page)
 	return mapping ? KR(struct address_space, mapping, host) : NULL;
 }
 
+/* 6.1 to 6.16 name the page count of a large folio _folio_nr_pages. */
+struct folio___nr_pages_old {
+	unsigned int _folio_nr_pages;
+} __attribute__((preserve_access_index));
+
 /* Size of a page cache folio in bytes. */
 static __always_inline __u64 folio_bytes(struct folio *folio, __u32 page_size)
 {
+	struct folio___nr_pages_old *old = (void *)folio;
 	unsigned long fl = 0, f1 = 0;
 
 	/*
@@ -190,6 +197,9 @@ static __always_inline __u64 folio_bytes(struct folio *folio, __u32 page_size)
 		return page_size;
 	if (bpf_core_field_exists(folio->_nr_pages))
 		return (__u64)BPF_CORE_READ(folio, _nr_pages) * page_size;
+	if (bpf_core_field_exists(old->_folio_nr_pages))
+		return (__u64)BPF_CORE_READ(old, _folio_nr_pages) * page_size;
+	/* Without either (32-bit kernels), the order is in the first tail page's flags. */
 	bpf_core_read(&f1, sizeof(f1), &folio->_flags_1);
 	return ((__u64)1 << (f1 & 0xff)) * page_size;
 }
@@ -213,6 +223,45 @@ static __always_inline struct dentry *vfs_dentry(__u64 ptr, __u32 from)
 		return (struct dentry *)(first - bpf_core_field_offset(struct dentry, d_u.d_alias));
 	}
 	return (struct dentry *)ptr;
+}
+
+/* The generation of the inode found from @ptr (it tells a reused inode number apart). */
+static __always_inline __u32 vfs_generation(__u64 ptr, __u32 from)
+{
+	struct inode *inode;
+
+	if (from == VFS_FROM_FILE)
+		inode = BPF_CORE_READ((struct file *)ptr, f_inode);
+	else if (from == VFS_FROM_INODE)
+		inode = (struct inode *)ptr;
+	else
+		inode = BPF_CORE_READ((struct dentry *)ptr, d_inode);
+	return inode ? BPF_CORE_READ(inode, i_generation) : 0;
+}
+
+/*
+ * A stamp of the dentries from @d up to its fs root: each one's address and sequence
+ * count (d_seq), which the kernel bumps when it moves a dentry (rename) and when it
+ * drops one or takes its inode away (unlink). A rename or unlink of the file or of any
+ * directory above it changes the stamp; read before the names, so a rename during a
+ * capture shows at the next check.
+ */
+static __always_inline __u64 vfs_path_stamp(struct dentry *d)
+{
+	struct dentry *parent;
+	__u64 stamp = 0;
+	int i;
+
+	for (i = 0; i < VFS_PATH_DEPTH; i++) {
+		stamp ^= (__u64)d + BPF_CORE_READ(d, d_seq.seqcount.sequence);
+		stamp *= 0x9e3779b97f4a7c15ULL;
+		stamp ^= stamp >> 29;
+		parent = BPF_CORE_READ(d, d_parent);
+		if (!parent || parent == d)
+			break;
+		d = parent;
+	}
+	return stamp;
 }
 
 /*
@@ -284,8 +333,8 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 }
 
 /*
- * The per-file path cache of a BPF command: (dev, ino) -> struct top_path, filled once
- * per file by vfs_path_capture(). Expand once per .bpf.c (maps live in each object).
+ * The per-file path cache of a BPF command: (dev, generation, ino) -> struct top_path,
+ * filled by vfs_path_capture(). Expand once per .bpf.c (maps live in each object).
  * Scratch buffers are per nesting level: a capture in process context can be
  * interrupted by a completion that captures another path on the same CPU.
  */
@@ -310,32 +359,57 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 		__type(value, __u32);                                                      \
 	} path_nest SEC(".maps");                                                          \
                                                                                            \
-	/* 0 if the path of (dev, ino) is cached (now or before), -ENOSPC if the cache  \
-	 * refused it, -ENOENT if there was nothing to walk. */                            \
-	static __noinline int vfs_path_capture(__u32 dev, __u64 ino, __u64 ptr, __u32 from) \
+	/*                                                                                 \
+	 * Makes sure the paths map holds the path of file (@dev, @ino) as it is now: a   \
+	 * cached path is checked against the dentries' stamp and captured again if the   \
+	 * file or a directory above it was renamed or unlinked since. *@id gets the      \
+	 * key's generation (low 32 bits) and the low 32 bits of the stamp of the path    \
+	 * cached (high 32 bits: 0 if none), which tells user space when it changed.       \
+	 * Returns 0 if a path is cached, -ENOSPC if the map refused it, -ENOENT if there  \
+	 * was nothing to walk.                                                           \
+	 */                                                                                \
+	static __noinline int vfs_path_capture(__u32 dev, __u64 ino, __u64 ptr, __u32 from, \
+					       __u64 *id)                                  \
 	{                                                                                  \
 		struct top_file_key fk = { .dev = dev, .ino = ino };                       \
+		struct top_path *p, *cached;                                               \
 		__u32 zero = 0, lvl;                                                       \
-		struct top_path *p;                                                        \
+		struct dentry *d;                                                          \
 		int ret = -ENOENT;                                                         \
+		__u64 stamp;                                                               \
 		__u32 *nest;                                                               \
-		long err;                                                                  \
                                                                                            \
-		if (bpf_map_lookup_elem(&paths, &fk))                                      \
-			return 0;                                                          \
-		nest = bpf_map_lookup_elem(&path_nest, &zero);                             \
-		if (!ptr || !nest || *nest >= VFS_PATH_NEST)                               \
+		*id = 0;                                                                   \
+		if (!ptr)                                                                  \
 			return -ENOENT;                                                    \
+		fk.gen = vfs_generation(ptr, from);                                        \
+		*id = fk.gen;                                                              \
+		cached = bpf_map_lookup_elem(&paths, &fk);                                 \
+		d = vfs_dentry(ptr, from);                                                 \
+		if (!d)                                                                    \
+			return cached ? 0 : -ENOENT;                                       \
+		stamp = vfs_path_stamp(d);                                                 \
+		if (cached && cached->stamp == stamp) {                                    \
+			*id |= stamp << 32;                                                \
+			return 0;                                                          \
+		}                                                                          \
+		nest = bpf_map_lookup_elem(&path_nest, &zero);                             \
+		if (!nest || *nest >= VFS_PATH_NEST)                                       \
+			return cached ? 0 : -ENOENT;                                       \
 		lvl = *nest;                                                               \
 		*nest = lvl + 1;                                                           \
 		p = bpf_map_lookup_elem(&path_scratch, &lvl);                              \
 		/* A file is never its fs root: a walk of no component found nothing. */ \
 		if (p && !vfs_path_walk(p->buf, &p->depth, &p->flags, ptr, from) &&       \
 		    p->depth) {                                                            \
-			err = bpf_map_update_elem(&paths, &fk, p, BPF_NOEXIST);            \
-			ret = !err || err == -EEXIST /* another CPU was first */           \
-				      ? 0                                                  \
-				      : -ENOSPC;                                           \
+			p->stamp = stamp;                                                  \
+			/* Several CPUs may capture at once: they write the same. */       \
+			if (bpf_map_update_elem(&paths, &fk, p, BPF_ANY)) {                \
+				ret = -ENOSPC;                                             \
+			} else {                                                           \
+				*id |= stamp << 32;                                        \
+				ret = 0;                                                   \
+			}                                                                  \
 		}                                                                          \
 		*nest = lvl;                                                               \
 		return ret;                                                                \

@@ -18,6 +18,7 @@
 #include "args.h"
 #include "err.h"
 #include "json.h"
+#include "ksyms.h"
 #include "printable.h"
 #include "probe.h"
 
@@ -93,6 +94,7 @@ struct cmd_check {
 	char cmd[16];
 	bool loaded;
 	char error[256];
+	const char *needs; /* the privilege it lacks, when that is why it fails (PRIV_*) */
 };
 
 struct doctor_report {
@@ -106,6 +108,7 @@ struct doctor_report {
 	int cgroup2_err;
 	struct probe_privs privs;
 	int privs_err;
+	int ksyms_err; /* 0 if kernel symbol addresses are readable */
 	struct plan_row plans[MAX_PLAN_ROWS];
 	int n_plans;
 	struct cmd_check checks[MAX_CHECKS]; /* each BPF command set up for real */
@@ -126,14 +129,14 @@ static void usage(FILE *out)
 		"process's BPF privileges; and the attach mode each tracing hook would use here.\n"
 		"Mounts tracefs at /sys/kernel/tracing if it is not mounted.\n\n"
 		"Options:\n"
-		"  --json      one JSON document\n"
-		"  -v          also show each probe and libbpf's messages on stderr\n"
-		"  -h, --help  this help\n\n"
+		"  --json         one JSON document\n"
+		"  -v, --verbose  also show each probe and libbpf's messages on stderr\n"
+		"  -h, --help     this help\n\n"
 		"Example:\n"
 		"  iospan doctor                 # tables\n"
 		"  iospan doctor --json | jq '.features.fentry'\n\n"
 		"Exit codes: 0 report written (even if features are missing), 1 runtime\n"
-		"failure, 2 bad usage.\n");
+		"failure, 2 bad usage. Manual: iospan-doctor(8).\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -191,26 +194,26 @@ static void collect_plan(const char *cmd, struct attach_hook *hooks, int n, cons
 			 void *arg)
 {
 	struct doctor_report *r = arg;
-	bool required[MAX_PLAN_ROWS];
 	const struct attach_variant *v;
-	struct cmd_check *check;
+	const char *needs = NULL;
 	struct plan_row *row;
 	int i;
 
 	if (n > MAX_PLAN_ROWS)
 		n = MAX_PLAN_ROWS;
+	if (load_err) {
+		/* Why it failed, by the command's own rules: privileges first, then hooks. */
+		attach_plan_evaluate(hooks, n, &needs);
+		if (probe_bpf_caps_missing())
+			needs = PRIV_BPF;
+	}
 	if (r->n_checks < MAX_CHECKS) {
-		check = &r->checks[r->n_checks++];
+		struct cmd_check *check = &r->checks[r->n_checks++];
+
 		snprintf(check->cmd, sizeof(check->cmd), "%s", cmd);
 		check->loaded = !load_err;
 		snprintf(check->error, sizeof(check->error), "%s", load_err ? load_err : "");
-	}
-	for (i = 0; i < n; i++)
-		required[i] = !hooks[i].optional;
-	if (load_err) {
-		for (i = 0; i < n; i++)
-			hooks[i].optional = true;
-		attach_plan_choose(hooks, n);
+		check->needs = needs;
 	}
 	info("attach plan of '%s':", cmd);
 	attach_plan_print(hooks, n, NULL);
@@ -219,7 +222,7 @@ static void collect_plan(const char *cmd, struct attach_hook *hooks, int n, cons
 		memset(row, 0, sizeof(*row));
 		snprintf(row->cmd, sizeof(row->cmd), "%s", cmd);
 		snprintf(row->hook, sizeof(row->hook), "%s", hooks[i].name);
-		row->optional = !required[i];
+		row->optional = hooks[i].optional;
 		if (hooks[i].chosen < 0)
 			continue;
 		v = &hooks[i].v[hooks[i].chosen];
@@ -234,7 +237,6 @@ static int gather(struct doctor_report *r)
 {
 	const struct cmd *cmds;
 	size_t n_cmds;
-	char events[PATH_MAX];
 	size_t i;
 	int err;
 
@@ -242,12 +244,9 @@ static int gather(struct doctor_report *r)
 
 	r->tracefs_err = tracefs_ensure_mounted();
 	r->tracefs = tracefs_path();
-	if (r->tracefs && !r->tracefs_err) {
-		/* Mounted is not enough: without root its events/ directory is closed. */
-		snprintf(events, sizeof(events), "%s/events", r->tracefs);
-		if (access(events, R_OK | X_OK))
-			r->tracefs_err = -errno;
-	}
+	/* Mounted is not enough: without root its events/ directory is closed. */
+	if (r->tracefs && !r->tracefs_err)
+		r->tracefs_err = tracefs_events_access();
 
 	for (i = 0; i < PROBE_NR; i++) {
 		err = probe_feature(i, &r->feat[i]);
@@ -260,6 +259,7 @@ static int gather(struct doctor_report *r)
 
 	r->cgroup2_err = probe_cgroup2_mount(r->cgroup2, sizeof(r->cgroup2));
 	r->privs_err = probe_privileges(&r->privs);
+	r->ksyms_err = ksyms_readable();
 
 	/* The real default plan of every BPF command, from its own skeleton. */
 	cmds = iospan_commands(&n_cmds);
@@ -289,16 +289,66 @@ static const char *yesno(bool v)
 	return v ? "yes" : "no";
 }
 
-/* Appends @word to a line wrapped under 100 columns, continuing at column 15. */
-static void wrap_word(int *col, const char *word)
+/* Appends @word to a line wrapped under 100 columns, continuing at column @indent + 1. */
+static void wrap_word(int *col, const char *word, int indent)
 {
 	int len = strlen(word);
 
 	if (*col + 1 + len > 99) {
-		printf("\n%14s", "");
-		*col = 14;
+		printf("\n%*s", indent, "");
+		*col = indent;
 	}
 	*col += printf(" %s", word);
+}
+
+/*
+ * The verdict after "Ready: ": yes only if every command loads and attaches here;
+ * when commands fail for lack of a privilege, which one, as the commands say it.
+ */
+static void verdict(const struct doctor_report *r, char *buf, size_t len)
+{
+	const char *needs = NULL;
+	char cmds[64] = "";
+	int i, n_failed = 0;
+	bool all_privs = true;
+
+	if (r->ready) {
+		snprintf(buf, len, "yes, every command loads and attaches here");
+		return;
+	}
+	for (i = 0; i < r->n_checks; i++) {
+		const struct cmd_check *c = &r->checks[i];
+		size_t used = strlen(cmds);
+
+		if (c->loaded)
+			continue;
+		snprintf(cmds + used, sizeof(cmds) - used, "%s%s", n_failed ? " and " : "", c->cmd);
+		n_failed++;
+		if (!c->needs)
+			all_privs = false;
+		else if (!needs)
+			needs = c->needs;
+	}
+	if (n_failed && all_privs)
+		snprintf(buf, len, "no, %s need%s %s", cmds, n_failed > 1 ? "" : "s", needs);
+	else
+		snprintf(buf, len, "no, see the features and plans above");
+}
+
+/* Each privilege some feature lacks, with the features it blocks: one entry per PRIV_*. */
+static int missing_privileges(const struct doctor_report *r, const char *needs[PROBE_NR])
+{
+	int i, j, n = 0;
+
+	for (i = 0; i < PROBE_NR; i++) {
+		if (!r->feat[i].needs)
+			continue;
+		for (j = 0; j < n && strcmp(needs[j], r->feat[i].needs); j++)
+			;
+		if (j == n)
+			needs[n++] = r->feat[i].needs;
+	}
+	return n;
 }
 
 static void render_plans_text(const struct doctor_report *r)
@@ -326,7 +376,7 @@ static void render_plans_text(const struct doctor_report *r)
 				/* A required hook that cannot attach is marked with '!'. */
 				snprintf(word, sizeof(word), "%s%s", r->plans[k].hook,
 					 !modes[m][0] && !r->plans[k].optional ? "!" : "");
-				wrap_word(&col, word);
+				wrap_word(&col, word, 14);
 			}
 			if (any)
 				putchar('\n');
@@ -336,6 +386,9 @@ static void render_plans_text(const struct doctor_report *r)
 
 static void render_text(const struct doctor_report *r)
 {
+	const char *needs[PROBE_NR];
+	int n_needs, col, j;
+	char line[256];
 	size_t i;
 
 	printf("Kernel %s %s\n", printable(r->uts.release), printable(r->uts.machine));
@@ -388,9 +441,31 @@ static void render_text(const struct doctor_report *r)
 		printf("  %-32s %s\n", "CAP_BPF", yesno(r->privs.cap_bpf));
 		printf("  %-32s %s\n", "CAP_PERFMON", yesno(r->privs.cap_perfmon));
 		printf("  %-32s %s\n", "CAP_SYS_RESOURCE", yesno(r->privs.cap_sys_resource));
+		printf("  %-32s %s\n", "CAP_DAC_READ_SEARCH", yesno(r->privs.cap_dac_read_search));
+		printf("  %-32s %s\n", "CAP_SYSLOG", yesno(r->privs.cap_syslog));
 		printf("  %-32s %d\n", "kernel.unprivileged_bpf_disabled",
 		       r->privs.unprivileged_bpf_disabled);
 		printf("  %-32s %d\n", "kernel.perf_event_paranoid", r->privs.perf_event_paranoid);
+		printf("  %-32s %d\n", "kernel.kptr_restrict", r->privs.kptr_restrict);
+	}
+	if (r->tracefs_err)
+		printf("  %-32s no   %s\n", "tracefs events readable",
+		       probe_errname(r->tracefs_err));
+	else
+		printf("  %-32s yes\n", "tracefs events readable");
+	if (r->ksyms_err)
+		printf("  %-32s no   %s\n", "kernel symbol addresses",
+		       ksyms_strerror(r->ksyms_err));
+	else
+		printf("  %-32s yes\n", "kernel symbol addresses");
+	n_needs = missing_privileges(r, needs);
+	for (i = 0; i < (size_t)n_needs; i++) {
+		printf("  %-32s %s\n", i ? "" : "missing", needs[i]);
+		col = printf("%34s for", "");
+		for (j = 0; j < PROBE_NR; j++)
+			if (r->feat[j].needs && !strcmp(r->feat[j].needs, needs[i]))
+				wrap_word(&col, probe_feature_name(j), 38);
+		putchar('\n');
 	}
 
 	printf("\nAttach plans (each command's default hooks, by the mode they use here)\n");
@@ -399,17 +474,16 @@ static void render_text(const struct doctor_report *r)
 	for (i = 0; i < (size_t)r->n_checks; i++)
 		printf("  %-8s %s%s\n", r->checks[i].cmd,
 		       r->checks[i].loaded ? "works" : "FAILS: ", r->checks[i].error);
-	if (r->ready)
-		printf("\nReady: yes, every command loads and attaches here\n");
-	else if (!r->privs_err && !r->privs.cap_sys_admin && !r->privs.cap_bpf)
-		printf("\nReady: no, run as root (or with CAP_BPF and CAP_PERFMON)\n");
-	else
-		printf("\nReady: no, see the features and plans above\n");
+	verdict(r, line, sizeof(line));
+	printf("\nReady: %s\n", line);
 }
 
 static void render_json(const struct doctor_report *r)
 {
 	struct jw *jw = jw_new(stdout);
+	const char *needs[PROBE_NR];
+	char line[256];
+	int n_needs, j;
 	size_t i;
 
 	jw_start_object(jw);
@@ -425,6 +499,10 @@ static void render_json(const struct doctor_report *r)
 		jw_kv_object(jw, probe_feature_name(i));
 		jw_kv_bool(jw, "ok", r->feat[i].ok);
 		jw_kv_string(jw, "detail", r->feat[i].detail);
+		if (r->feat[i].needs)
+			jw_kv_string(jw, "needs", r->feat[i].needs);
+		else
+			jw_kv_null(jw, "needs");
 		jw_end_object(jw);
 	}
 	jw_end_object(jw);
@@ -464,9 +542,29 @@ static void render_json(const struct doctor_report *r)
 		jw_kv_bool(jw, "cap_bpf", r->privs.cap_bpf);
 		jw_kv_bool(jw, "cap_perfmon", r->privs.cap_perfmon);
 		jw_kv_bool(jw, "cap_sys_resource", r->privs.cap_sys_resource);
+		jw_kv_bool(jw, "cap_dac_read_search", r->privs.cap_dac_read_search);
+		jw_kv_bool(jw, "cap_syslog", r->privs.cap_syslog);
 		jw_kv_int(jw, "unprivileged_bpf_disabled", r->privs.unprivileged_bpf_disabled);
 		jw_kv_int(jw, "perf_event_paranoid", r->privs.perf_event_paranoid);
+		jw_kv_int(jw, "kptr_restrict", r->privs.kptr_restrict);
 	}
+	jw_kv_bool(jw, "tracefs_readable", !r->tracefs_err);
+	jw_kv_bool(jw, "kernel_symbols", !r->ksyms_err);
+	if (r->ksyms_err)
+		jw_kv_string(jw, "kernel_symbols_detail", ksyms_strerror(r->ksyms_err));
+	else
+		jw_kv_null(jw, "kernel_symbols_detail");
+	/* {"<privilege>": ["<feature>", ...]}: what each missing privilege blocks. */
+	jw_kv_object(jw, "missing");
+	n_needs = missing_privileges(r, needs);
+	for (i = 0; i < (size_t)n_needs; i++) {
+		jw_kv_array(jw, needs[i]);
+		for (j = 0; j < PROBE_NR; j++)
+			if (r->feat[j].needs && !strcmp(r->feat[j].needs, needs[i]))
+				jw_string(jw, probe_feature_name(j));
+		jw_end_array(jw);
+	}
+	jw_end_object(jw);
 	jw_end_object(jw);
 
 	jw_kv_object(jw, "bpf_stats");
@@ -512,10 +610,16 @@ static void render_json(const struct doctor_report *r)
 			jw_kv_null(jw, "error");
 		else
 			jw_kv_string(jw, "error", r->checks[i].error);
+		if (r->checks[i].needs)
+			jw_kv_string(jw, "needs", r->checks[i].needs);
+		else
+			jw_kv_null(jw, "needs");
 		jw_end_object(jw);
 	}
 	jw_end_object(jw);
 	jw_kv_bool(jw, "ready", r->ready);
+	verdict(r, line, sizeof(line));
+	jw_kv_string(jw, "verdict", line);
 	jw_end_object(jw);
 	jw_free(jw);
 }

@@ -54,7 +54,10 @@ static const char stat_usage[] =
 	"      --replay FILE   compute the reports from a recording instead of this machine;\n"
 	"                      an interval then selects snapshots at least that far apart\n"
 	"      --json          one JSON object per report\n"
+	"  -v, --verbose       (accepted; stat has nothing more to say)\n"
 	"  -h, --help          this help\n"
+	"The interval is a decimal number of seconds (or with a unit: 250ms, 2m), at least\n"
+	"1ms; the count a decimal integer.\n"
 	"\n"
 	"Per device and operation (read, write; discard and flush when they occur):\n"
 	"  ops/s  kB/s  rqm/s (merged requests)  %rqm  await (ms)  areq-sz (kB)\n"
@@ -64,7 +67,9 @@ static const char stat_usage[] =
 	"  iospan stat -y -d sda 1 5          five one-second reports for sda\n"
 	"  iospan stat -z --json 2            every 2 s, busy devices only, JSON lines\n"
 	"  iospan stat --record incident.rec 1   record while watching\n"
-	"  iospan stat --replay incident.rec 10  the same recording in 10 s steps\n";
+	"  iospan stat --replay incident.rec 10  the same recording in 10 s steps\n"
+	"\n"
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-stat(8).\n";
 
 /* Which devices a report shows. @named is set when the device was asked for with -d. */
 static bool stat_selects(const struct stat_opts *o, const struct ds_dev *d, int *order)
@@ -131,6 +136,8 @@ static void json_device(struct jw *jw, const struct ds_dev *d, const struct ds_m
 	jw_kv_float(jw, "aqu_sz", m->aqu_sz, 3);
 	jw_kv_float(jw, "util", m->util, 2);
 	jw_kv_uint(jw, "in_flight", m->in_flight);
+	if (m->restarted)
+		jw_kv_bool(jw, "restarted", true);
 	jw_end_object(jw);
 }
 
@@ -163,11 +170,23 @@ static void text_device(const struct ds_dev *d, const struct ds_metrics *m)
 		printf("%-12s %-7s %9.2f %10s %8s %6s %8.2f %8s\n", "", "flush", m->f_s, "-", "-",
 		       "-", m->f_await, "-");
 	}
+	if (m->restarted)
+		printf("%-12s (counters restarted: the device was registered again; this "
+		       "interval counts from zero)\n",
+		       "");
 }
+
+/* What a report says about the times it covers, besides the interval. */
+enum report_note {
+	NOTE_NONE,
+	NOTE_PARTIAL,	/* interrupted before the interval ended */
+	NOTE_REBOOT,	/* since boot, after a reboot within the recording */
+	NOTE_CLOCK_BACK /* the wall clock was set back during the interval */
+};
 
 /* One report: @cur against @prev (NULL: since boot). */
 static int stat_report(struct stat_ctx *ctx, const struct ds_snapshot *prev,
-		       const struct ds_snapshot *cur, bool partial)
+		       const struct ds_snapshot *cur, enum report_note note)
 {
 	const struct stat_opts *o = ctx->opts;
 	double interval_s = prev ? cur->uptime_s - prev->uptime_s : cur->uptime_s;
@@ -186,17 +205,25 @@ static int stat_report(struct stat_ctx *ctx, const struct ds_snapshot *prev,
 		jw_kv_float(ctx->jw, "time", cur->epoch_s, 3);
 		jw_kv_float(ctx->jw, "interval_s", interval_s, 3);
 		jw_kv_bool(ctx->jw, "since_boot", prev == NULL);
-		if (partial)
+		if (note == NOTE_PARTIAL)
 			jw_kv_bool(ctx->jw, "partial", true);
+		if (note == NOTE_REBOOT)
+			jw_kv_bool(ctx->jw, "reboot", true);
+		if (note == NOTE_CLOCK_BACK)
+			jw_kv_bool(ctx->jw, "clock_set_back", true);
 		jw_kv_array(ctx->jw, "devices");
 	} else {
 		if (ctx->reports > 1)
 			putchar('\n');
 		if (prev)
 			printf("%s  interval %.2f s%s\n", when, interval_s,
-			       partial ? " (partial: interrupted)" : "");
+			       note == NOTE_PARTIAL    ? " (partial: interrupted)" :
+			       note == NOTE_CLOCK_BACK ? " (the wall clock was set back)" :
+							 "");
 		else
-			printf("%s  since boot (%.0f s)\n", when, interval_s);
+			printf("%s  since boot (%.0f s)%s\n", when, interval_s,
+			       note == NOTE_REBOOT ? ": the system rebooted, reports start again" :
+						     "");
 		printf("%-12s %-7s %9s %10s %8s %6s %8s %8s %7s %6s %8s\n", "Device", "op", "ops/s",
 		       "kB/s", "rqm/s", "%rqm", "await", "areq-sz", "aqu-sz", "%util", "inflight");
 	}
@@ -319,7 +346,7 @@ static int stat_replay(struct stat_ctx *ctx)
 	struct ds_snapshot snaps[2], *prev = &snaps[0], *cur = &snaps[1], *tmp;
 	double min_gap = o->interval_ns / 1e9;
 	struct ds_reader r;
-	bool have_prev = false;
+	bool have_prev = false, clock_set_back = false;
 	uint64_t emitted = 0;
 	int ret;
 
@@ -336,22 +363,28 @@ static int stat_replay(struct stat_ctx *ctx)
 			if (ret)
 				goto cleanup;
 			if (!o->skip_boot) {
-				stat_report(ctx, NULL, cur, false);
+				stat_report(ctx, NULL, cur, NOTE_NONE);
 				emitted++;
 			}
+		} else if (r.rebooted) {
+			/*
+			 * Uptime went back while the wall clock went on (ds_reader_next): the
+			 * counters restarted with the new boot, and its since-boot report is
+			 * the only one that covers the gap, so -y does not skip it.
+			 */
+			stat_report(ctx, NULL, cur, NOTE_REBOOT);
+			emitted++;
 		} else {
+			/* A snapshot skipped below may be the one that saw the clock set back. */
+			clock_set_back |= r.clock_set_back;
 			/* With an interval, skip snapshots closer than it to the last one used
 			 * (1% slack for sampling jitter). */
 			if (cur->uptime_s - prev->uptime_s < min_gap * 0.99)
 				continue;
-			if (cur->uptime_s < prev->uptime_s) {
-				ret = fail_usage("%s: snapshot times go backwards at line %u",
-						 o->replay_path, r.line_no);
-				goto cleanup;
-			}
-			stat_report(ctx, prev, cur, false);
+			stat_report(ctx, prev, cur, clock_set_back ? NOTE_CLOCK_BACK : NOTE_NONE);
 			emitted++;
 		}
+		clock_set_back = false;
 		if (o->count && emitted >= o->count)
 			break;
 		tmp = prev;
@@ -409,7 +442,7 @@ static int stat_live(struct stat_ctx *ctx)
 	if (ret)
 		goto cleanup;
 	if (!o->interval_ns || !o->skip_boot) {
-		stat_report(ctx, NULL, prev, false);
+		stat_report(ctx, NULL, prev, NOTE_NONE);
 		emitted++;
 	}
 	if (!o->interval_ns)
@@ -426,7 +459,7 @@ static int stat_live(struct stat_ctx *ctx)
 		/* Interrupted: report the part of the interval that passed, if any. */
 		if (stopped && cur->uptime_s - prev->uptime_s < 0.01)
 			break;
-		stat_report(ctx, prev, cur, stopped);
+		stat_report(ctx, prev, cur, stopped ? NOTE_PARTIAL : NOTE_NONE);
 		emitted++;
 		if (stopped)
 			break;

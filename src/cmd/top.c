@@ -35,9 +35,11 @@
 #include "iospan_types.h"
 #include "json.h"
 #include "ksyms.h"
+#include "mapmem.h"
 #include "ops.h"
 #include "printable.h"
 #include "probe.h"
+#include "procinfo.h"
 #include "units.h"
 #include "top.skel.h"
 #include "top_compat.skel.h"
@@ -45,8 +47,17 @@
 
 #define NSEC_PER_SEC 1000000000ULL
 #define MAX_STALLS   512
+/*
+ * Largest --max-entries: about 0.8 GiB of kernel memory at load (paths and procs are
+ * preallocated), more per CPU as rows fill; mapmem_check() refuses what the machine
+ * cannot give below that.
+ */
+#define TOP_MAX_ENTRIES (1U << 20)
 
 enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
+
+/* What the main table's rows are: processes, files, or directories (--by). */
+enum top_by { BY_PROCESS, BY_FILE, BY_DIR };
 
 static const char *const sort_names[] = {"disk", "fs", "read", "write", "latency"};
 
@@ -64,8 +75,10 @@ struct top_opts {
 	uint64_t max_procs, max_files, max_entries;
 	enum sort_key sort;
 	bool threads;
-	bool no_syscalls;  /* FS bytes without syscall tracepoints */
-	uint64_t stall_ns; /* 0: stalls not traced */
+	bool no_syscalls; /* FS bytes without syscall tracepoints */
+	enum top_by by;
+	uint64_t dir_depth; /* --by dir: path components the directories keep */
+	uint64_t stall_ns;  /* 0: stalls not traced */
 };
 
 /* One (owner, device, inode) row of the stats map, summed over CPUs. */
@@ -75,6 +88,7 @@ struct row {
 	uint64_t q2c_sum, d2c_sum, q2c_max, d2c_max;
 	uint64_t nr_q2c, nr_d2c;
 	uint32_t flags, bdev;
+	uint32_t gen, path_epoch; /* the file's generation as last seen (paths map key) */
 };
 
 struct wbrow {
@@ -85,11 +99,14 @@ struct wbrow {
 struct proc_agg {
 	uint32_t pid;
 	struct top_proc info;
-	struct row sum; /* totals over the process's rows (key unused) */
+	struct row sum;	  /* totals over the process's rows but flushes (key unused) */
+	struct row flush; /* its cache flushes: nr_q2c of them, q2c_* their latency */
 	uint64_t writeback_bytes;
 	uint32_t nr_files;
-	struct row **files; /* rows of this process, sorted */
+	struct row **files; /* rows of this process but flushes, sorted */
 	size_t nr_rows;
+	struct row **flushes; /* its flush rows, one per disk */
+	size_t nr_flush_rows;
 };
 
 struct stall_agg {
@@ -107,8 +124,17 @@ struct dev_cov {
 	uint64_t ds_read, ds_write;	/* /proc/diskstats sectors * 512 in the window */
 	uint64_t seen_read, seen_write; /* completed bytes iospan accounted */
 	uint64_t unattr_read, unattr_write;
+	uint64_t flushes, flush_ns;	  /* cache flushes the disk completed, their time */
+	uint64_t ds_flushes, ds_flush_ms; /* /proc/diskstats' flush fields in the window */
 	bool traced; /* request-based (blk-mq): bio-based devices are not counted */
 	bool ds_known;
+	bool ds_flush_known; /* the kernel prints flush fields (5.5+) */
+};
+
+/* The cache flushes of one disk, cumulative (dev_flushes map). */
+struct dev_flush_row {
+	uint32_t dev;
+	uint64_t nr, ns;
 };
 
 struct top_ctx {
@@ -121,11 +147,14 @@ struct top_ctx {
 	struct ksyms *ksyms;
 	struct cgroup_map *cgmap;
 	struct fspath_cache *fspaths;
+	struct procinfo *procinfo;
 	/* Cumulative values at the previous report (periodic mode). */
 	struct row *prev;
 	size_t nr_prev;
 	struct wbrow *prev_wb;
 	size_t nr_prev_wb;
+	struct dev_flush_row *prev_fl;
+	size_t nr_prev_fl;
 	uint64_t prev_drops[TOP_DROP_NR];
 	uint32_t gen;
 	struct ds_snapshot ds_start, ds_end;
@@ -135,11 +164,14 @@ struct top_ctx {
 	struct jw *jw;
 	uint64_t reports;
 	uint64_t pruned;
+	/* CLOCK_MONOTONIC of the last map read: where the next report's window starts. */
+	uint64_t window_start_ns;
 };
 
 /* What one report shows. */
 struct report {
-	double seconds;
+	double seconds;	  /* the window the numbers cover: from one map read to the next */
+	double timestamp; /* wall clock of this report's map read (the window's end) */
 	bool rates;
 	bool stopped;
 	struct row *rows;
@@ -150,6 +182,10 @@ struct report {
 	size_t nr_procs;
 	struct dev_cov *devs;
 	size_t nr_devs;
+	struct dev_flush_row *flushes; /* per disk, in the window */
+	size_t nr_flushes;
+	struct by_group *groups; /* --by file / dir: the rows of the main table */
+	size_t nr_groups;
 	uint64_t drops[TOP_DROP_NR];
 };
 
@@ -158,13 +194,16 @@ static const char *const drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_PROCS_FULL] = "procs_map_full", [TOP_DROP_WB_FULL] = "writeback_map_full",
 	[TOP_DROP_UNMATCHED] = "unmatched_bios",  [TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
 	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full", [TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
+	[TOP_DROP_DIRTIER_FULL] = "dirtier_map_full",
+	[TOP_DROP_WB_UNKNOWN_BYTES] = "writeback_dirtier_unknown_bytes",
 	[TOP_DROP_MAP_BUSY] = "map_insert_busy", [TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
+	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed",
 };
 
 /* Informational counters: they do not mean anything was lost. */
 static bool drop_is_info(int i)
 {
-	return i == TOP_DROP_UNMATCHED;
+	return i == TOP_DROP_UNMATCHED || i == TOP_DROP_WB_UNKNOWN_BYTES;
 }
 
 static const char top_usage[] =
@@ -190,25 +229,33 @@ static const char top_usage[] =
 	"      --max-files N         files shown per process (default 5)\n"
 	"      --sort KEY            disk (default), fs, read, write or latency\n"
 	"      --threads             one row per thread instead of per process\n"
+	"      --by file             rows are files, busiest first, across all processes\n"
+	"      --by dir DEPTH        rows are directories: files rolled up by the first\n"
+	"                            DEPTH components of their paths\n"
 	"      --stall-threshold D   report threads waiting for I/O longer than D (default\n"
 	"                            100ms; 0 turns stall tracing off)\n"
 	"      --duration S          length of the one-shot report (default 8 s)\n"
-	"      --max-entries N       rows of the stats map (default 16384); overflow is\n"
-	"                            counted and shown\n"
+	"      --max-entries N       rows of the stats map (default 16384, at most 1048576);\n"
+	"                            each costs about 0.8 KiB of kernel memory at start\n"
+	"                            and 0.1 KiB more per CPU once used (-v shows the\n"
+	"                            total); overflow is counted and shown\n"
 	"      --no-syscalls         cheaper: no read/write syscall tracepoints (which put\n"
 	"                            every syscall of every task on the slow path); FS\n"
 	"                            reads then count whole pages looked up in the page\n"
 	"                            cache, FS writes newly dirtied pages\n"
 	"      --json                one JSON document (one object per line when periodic)\n"
-	"  -v                        attach plan and libbpf messages on stderr\n"
+	"  -v, --verbose             attach plan and libbpf messages on stderr\n"
 	"  -h, --help                this help\n"
+	"Durations are decimal numbers with a unit (ns, us, ms, s, m, h); --duration and\n"
+	"the interval are at least 1ms.\n"
 	"\n"
 	"Examples:\n"
 	"  iospan top                      8 s of totals\n"
 	"  iospan top -d sda 2 5           five 2-second reports for sda\n"
 	"  iospan top --cgroup /docker --json --duration 30\n"
+	"  iospan top --by dir 6 2         which database directory, every 2 s\n"
 	"\n"
-	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n";
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-top(8).\n";
 
 /* ------------------------------------------------------------------ options */
 
@@ -221,6 +268,7 @@ enum {
 	OPT_DURATION,
 	OPT_MAX_ENTRIES,
 	OPT_NO_SYSCALLS,
+	OPT_BY,
 };
 
 static int parse_pid(const char *arg, uint32_t *pid)
@@ -237,20 +285,25 @@ static int parse_pid(const char *arg, uint32_t *pid)
 	return 0;
 }
 
-static int parse_cgroup(struct top_opts *o, const char *arg)
+/* --by process|file|dir DEPTH: DEPTH is the word after "dir". */
+static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
 {
-	char root[PATH_MAX];
-	int err;
-
-	err = probe_cgroup2_mount(root, sizeof(root));
-	if (err)
-		return fail_usage(
-			"--cgroup needs cgroup v2, and no cgroup2 file system is mounted");
-	err = cgroup_resolve(root, arg, o->cgroup_dir, sizeof(o->cgroup_dir), o->cgroup_rel,
-			     sizeof(o->cgroup_rel));
-	if (err)
-		return fail_usage("unknown cgroup '%s': give a cgroup v2 path below %s", arg, root);
-	o->have_cgroup = true;
+	if (!strcmp(arg, "process")) {
+		o->by = BY_PROCESS;
+	} else if (!strcmp(arg, "file")) {
+		o->by = BY_FILE;
+	} else if (!strcmp(arg, "dir")) {
+		if (optind >= argc ||
+		    parse_u64_range(argv[optind], 1, TOP_PATH_DEPTH, &o->dir_depth))
+			return fail_usage("--by dir needs a DEPTH after it: how many path "
+					  "components the directories keep, 1 to %d (e.g. --by "
+					  "dir 3)",
+					  TOP_PATH_DEPTH);
+		optind++;
+		o->by = BY_DIR;
+	} else {
+		return fail_usage("invalid --by '%s': use process, file or dir DEPTH", arg);
+	}
 	return 0;
 }
 
@@ -268,9 +321,11 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		{"duration", required_argument, NULL, OPT_DURATION},
 		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
 		{"no-syscalls", no_argument, NULL, OPT_NO_SYSCALLS},
+		{"by", required_argument, NULL, OPT_BY},
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
+	bool have_pid = false;
 	int opt, err;
 	size_t i;
 
@@ -287,20 +342,18 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 			fputs(top_usage, stdout);
 			return 1;
 		case 'd':
-			err = disk_lookup(optarg, &o->disk);
+			err = args_disk("top", optarg, &o->disk, &o->have_disk);
 			if (err)
-				return fail_usage("unknown disk '%s': give a block device such as "
-						  "sda, /dev/loop0 or 7:0 (see /proc/diskstats)",
-						  optarg);
-			o->have_disk = true;
+				return err;
 			break;
 		case 'p':
-			err = parse_pid(optarg, &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?: parse_pid(optarg, &o->pid);
 			if (err)
 				return err;
 			break;
 		case OPT_CGROUP:
-			err = parse_cgroup(o, optarg);
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
 			if (err)
 				return err;
 			break;
@@ -331,25 +384,27 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		case OPT_NO_SYSCALLS:
 			o->no_syscalls = true;
 			break;
+		case OPT_BY:
+			err = parse_by(o, optarg, argc, argv);
+			if (err)
+				return err;
+			break;
 		case OPT_STALL:
-			if (parse_duration_ns(optarg, 1000000ULL, &o->stall_ns))
-				return fail_usage("invalid --stall-threshold '%s': give a duration "
-						  "such as 100ms or 1s (a bare number is ms)",
-						  optarg);
+			err = args_threshold("--stall-threshold", optarg, &o->stall_ns);
+			if (err)
+				return err;
 			break;
 		case OPT_DURATION:
-			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->duration_ns) ||
-			    !o->duration_ns)
-				return fail_usage(
-					"invalid --duration '%s': give a positive number of "
-					"seconds (e.g. 8, 0.5, 250ms)",
-					optarg);
+			err = args_period("--duration", optarg, &o->duration_ns);
+			if (err)
+				return err;
 			o->duration_set = true;
 			break;
 		case OPT_MAX_ENTRIES:
-			if (parse_u64_range(optarg, 64, 1U << 24, &o->max_entries))
-				return fail_usage("invalid --max-entries '%s': give 64 to 16777216",
-						  optarg);
+			if (parse_u64_range(optarg, 64, TOP_MAX_ENTRIES, &o->max_entries))
+				return fail_usage("invalid --max-entries '%s': give 64 to %u (each "
+						  "costs about 0.8 KiB of kernel memory)",
+						  optarg, TOP_MAX_ENTRIES);
 			break;
 		default:
 			return args_bad_option("top", argv);
@@ -366,19 +421,17 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 
 /* ------------------------------------------------------------------ paths */
 
-/* The user-visible path of a file, resolved once and cached; NULL if not captured. */
-static const char *file_path(struct top_ctx *c, uint32_t dev, uint64_t ino)
+static int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
 {
-	struct top_file_key fk = {.dev = dev, .ino = ino};
-	const char *path;
-	struct top_path p;
+	struct top_ctx *c = arg;
 
-	path = fspath_cache_get(c->fspaths, dev, ino);
-	if (path)
-		return path;
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), &fk, &p))
-		return NULL;
-	return fspath_cache_put(c->fspaths, dev, ino, &p);
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), key, p) ? -errno : 0;
+}
+
+/* The user-visible path of a row's file as it is now; NULL if not captured. */
+static const char *file_path(struct top_ctx *c, const struct row *r)
+{
+	return fspath_current(c->fspaths, r->key.dev, r->gen, r->key.ino);
 }
 
 static bool ino_special(uint64_t ino)
@@ -397,9 +450,16 @@ static const char *kind_name(uint64_t ino)
 		return "raw";
 	case TOP_INO_NOPAGE:
 		return "kernel-buffer";
+	case TOP_INO_FLUSH:
+		return "flush";
 	default:
 		return "unattributed";
 	}
+}
+
+static bool row_is_flush(const struct row *r)
+{
+	return r->key.ino == TOP_INO(TOP_INO_FLUSH);
 }
 
 static const char *kind_label(uint64_t ino)
@@ -411,6 +471,8 @@ static const char *kind_label(uint64_t ino)
 		return "[no file: direct I/O to the device, or swap]";
 	case TOP_INO_NOPAGE:
 		return "[no file: kernel buffers (fs metadata)]";
+	case TOP_INO_FLUSH:
+		return "[cache flushes it waited for (fsync, journal commits); Q2C: their time]";
 	default:
 		return "[unattributed: queued before tracing, or owner lost]";
 	}
@@ -479,6 +541,11 @@ static void fold_stat(void *row, const void *key, const void *vals, int ncpus, v
 		r->flags |= v->flags;
 		if (v->bdev)
 			r->bdev = v->bdev;
+		/* The generation the file had when a CPU last looked (a reused inode). */
+		if (v->path_epoch > r->path_epoch) {
+			r->path_epoch = v->path_epoch;
+			r->gen = v->gen;
+		}
 		if (v->max_gen[ms->slot] == ms->gen) {
 			if (v->q2c_max[ms->slot] > r->q2c_max)
 				r->q2c_max = v->q2c_max[ms->slot];
@@ -538,13 +605,58 @@ static int read_wb(struct top_ctx *c, struct wbrow **out, size_t *nr)
 
 static int read_drops(struct top_ctx *c, uint64_t *out)
 {
-	return bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.drops), TOP_DROP_NR, out);
+	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.drops), TOP_DROP_NR, out);
+
+	out[TOP_DROP_HOOK_MISSED] = bpfobj_missed_runs(c->skel->obj);
+	return err;
 }
 
 static uint64_t sub0(uint64_t a, uint64_t b)
 {
 	/* A counter that went backwards (row deleted and re-created) counts from zero. */
 	return a >= b ? a - b : a;
+}
+
+static void fold_dev_flush(void *row, const void *key, const void *vals, int ncpus, void *arg)
+{
+	const struct top_dev_flush *v = vals;
+	struct dev_flush_row *r = row;
+	int cpu;
+
+	r->dev = *(const uint32_t *)key;
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		r->nr += v[cpu].nr;
+		r->ns += v[cpu].ns;
+	}
+}
+
+/* The disks' cache flushes: cumulative in *@cum, in the window in *@out (periodic). */
+static int read_dev_flushes(struct top_ctx *c, struct dev_flush_row **cum, size_t *nr,
+			    struct dev_flush_row **out)
+{
+	struct dev_flush_row *d;
+	void *rows;
+	size_t i, j;
+	int err;
+
+	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.dev_flushes), sizeof(uint32_t),
+				    sizeof(struct top_dev_flush), sizeof(struct dev_flush_row),
+				    fold_dev_flush, NULL, &rows, nr);
+	if (err)
+		return err;
+	*cum = rows;
+	d = malloc((*nr ? *nr : 1) * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	memcpy(d, rows, *nr * sizeof(*d));
+	for (i = 0; i < *nr; i++)
+		for (j = 0; j < c->nr_prev_fl; j++)
+			if (c->prev_fl[j].dev == d[i].dev) {
+				d[i].nr = sub0(d[i].nr, c->prev_fl[j].nr);
+				d[i].ns = sub0(d[i].ns, c->prev_fl[j].ns);
+			}
+	*out = d;
+	return 0;
 }
 
 /* @cur minus the previous cumulative values; keeps @cur as the new previous. */
@@ -593,7 +705,8 @@ static int wb_delta(struct top_ctx *c, struct wbrow *cur, size_t nr)
 
 static bool row_active(const struct row *r)
 {
-	return r->fs_read || r->fs_write || r->disk_read || r->disk_write;
+	return r->fs_read || r->fs_write || r->disk_read || r->disk_write ||
+	       (row_is_flush(r) && r->nr_q2c);
 }
 
 /*
@@ -727,11 +840,18 @@ static int group_procs(struct top_ctx *c, struct report *rep)
 			p = &procs[n++];
 			p->pid = r->key.pid;
 			p->files = calloc(rep->nr_rows - i, sizeof(*p->files));
-			if (!p->files) {
+			p->flushes = calloc(rep->nr_rows - i, sizeof(*p->flushes));
+			if (!p->files || !p->flushes) {
 				err = -ENOMEM;
 				goto cleanup;
 			}
 			proc_info(c, p->pid, &p->info);
+		}
+		/* Flushes move no bytes: their latency is not the data requests'. */
+		if (row_is_flush(r)) {
+			p->flushes[p->nr_flush_rows++] = r;
+			row_add(&p->flush, r);
+			continue;
 		}
 		p->files[p->nr_rows++] = r;
 		row_add(&p->sum, r);
@@ -750,8 +870,10 @@ static int group_procs(struct top_ctx *c, struct report *rep)
 	procs = NULL;
 cleanup:
 	if (procs) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			free(procs[i].files);
+			free(procs[i].flushes);
+		}
 		free(procs);
 	}
 	return err;
@@ -827,9 +949,21 @@ static int compute_coverage(struct top_ctx *c, struct report *rep)
 			d->unattr_write += r->disk_write;
 		}
 	}
+	/* Flushes are the whole disk's: shown unless -d names a partition. */
+	for (i = 0; i < rep->nr_flushes; i++) {
+		const struct dev_flush_row *f = &rep->flushes[i];
+
+		if (!f->nr || !cov_selected(o, KDEV_MAJOR(f->dev), KDEV_MINOR(f->dev)))
+			continue;
+		d = cov_get(rep, KDEV_MAJOR(f->dev), KDEV_MINOR(f->dev));
+		if (!d)
+			return -ENOMEM;
+		d->flushes = f->nr;
+		d->flush_ns = f->ns;
+	}
 	for (i = 0; i < c->ds_end.nr; i++) {
 		const struct ds_dev *e = &c->ds_end.devs[i], *s;
-		uint64_t rd, wr;
+		uint64_t rd, wr, fl = 0, fl_ms = 0;
 		bool want;
 
 		want = o->have_disk ? cov_selected(o, e->major, e->minor) : !e->partition;
@@ -841,8 +975,12 @@ static int compute_coverage(struct top_ctx *c, struct report *rep)
 		if (s && (e->f[DS_RD_SECTORS] < s->f[DS_RD_SECTORS] ||
 			  e->f[DS_WR_SECTORS] < s->f[DS_WR_SECTORS]))
 			rd = wr = 0;
+		if (e->nr_fields > DS_FL_TICKS && s) {
+			fl = sub0(e->f[DS_FL_IOS], s->f[DS_FL_IOS]);
+			fl_ms = sub0(e->f[DS_FL_TICKS], s->f[DS_FL_TICKS]);
+		}
 		d = NULL;
-		if (rd || wr || o->have_disk) {
+		if (rd || wr || fl || o->have_disk) {
 			d = cov_get(rep, e->major, e->minor);
 		} else {
 			size_t j;
@@ -857,6 +995,9 @@ static int compute_coverage(struct top_ctx *c, struct report *rep)
 		d->ds_read = rd;
 		d->ds_write = wr;
 		d->ds_known = true;
+		d->ds_flushes = fl;
+		d->ds_flush_ms = fl_ms;
+		d->ds_flush_known = e->nr_fields > DS_FL_TICKS;
 		snprintf(d->name, sizeof(d->name), "%s", e->name);
 	}
 	for (i = 0; i < rep->nr_devs; i++) {
@@ -952,16 +1093,32 @@ static const char *trunc_left(const char *s, size_t width, char *buf, size_t len
 	return buf;
 }
 
-/* The CGROUP/CONTAINER cell: a container's short id, else the cgroup path's tail. */
-static const char *cgroup_cell(struct top_ctx *c, uint64_t cgid, size_t width, char *buf,
-			       size_t len)
+static int lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
 {
+	struct top_ctx *c = arg;
+
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.titles), &tgid, t) ? -errno : 0;
+}
+
+/*
+ * The CGROUP/CONTAINER cell of process @pid (a tgid) named @comm: a container's short
+ * id, else the cgroup path's tail; for a process in the cgroup v2 root, its cgroup v1
+ * blkio group if it is in one (that is where blk-throttle limits it).
+ */
+static const char *cgroup_cell(struct top_ctx *c, uint32_t pid, const char *comm, uint64_t cgid,
+			       size_t width, char *buf, size_t len)
+{
+	struct proc_ident id;
 	char tmp[64];
 	struct cg_desc d;
 
 	describe_cgroup(c, cgid, &d);
+	procinfo_get(c->procinfo, pid, comm, &id);
 	if (d.has_ct)
 		snprintf(buf, len, "%s", printable(d.ct.id));
+	else if (id.blkio && (!d.path || !strcmp(d.path, "/")))
+		snprintf(buf, len, "blkio:%.57s",
+			 trunc_left(printable(id.blkio), width - 6, tmp, sizeof(tmp)));
 	else if (!d.path)
 		snprintf(buf, len, "cgid:%" PRIu64, cgid);
 	else
@@ -1002,9 +1159,28 @@ static const char *lat_cell(uint64_t sum, uint64_t nr, uint64_t max, char *buf, 
 	return buf;
 }
 
+/* A byte column's header: periodic reports show rates, and say so ("/s"). */
+#define BYTES_HDR(rep, total, rate) ((rep)->rates ? (rate) : (total))
+
 static const char *bytes_cell(const struct report *rep, uint64_t v, char *buf, size_t len)
 {
 	return rep->rates ? fmt_rate(v, rep->seconds, buf, len) : fmt_bytes(v, buf, len);
+}
+
+/* A count (or its rate per second) in at most 5 characters: "12", "4.5", "1234", "56k". */
+static const char *count_cell(const struct report *rep, uint64_t n, char *buf, size_t len)
+{
+	double v = rep->rates && rep->seconds > 0 ? n / rep->seconds : n;
+
+	if (rep->rates && v < 9.95)
+		snprintf(buf, len, "%.1f", v);
+	else if (v < 99999.5)
+		snprintf(buf, len, "%.0f", v);
+	else if (v < 9999.5e3)
+		snprintf(buf, len, "%.0fk", v / 1e3);
+	else
+		snprintf(buf, len, "%.0fM", v / 1e6);
+	return buf;
 }
 
 static void marks(uint32_t flags, char *buf)
@@ -1067,10 +1243,40 @@ static void print_file_row(struct top_ctx *c, const struct report *rep, const st
 	if (ino_special(r->key.ino))
 		path = kind_label(r->key.ino);
 	else
-		path = file_path(c, r->key.dev, r->key.ino);
+		path = file_path(c, r);
 	if (!path)
 		path = "(path not captured)";
 	printf("      %s\n", trunc_left(printable(path), 93, pbuf, sizeof(pbuf)));
+}
+
+/* A process's cache flushes on one disk: how many (FILES column) and how long (Q2C). */
+static void print_flush_row(struct top_ctx *c, const struct report *rep, const struct row *r)
+{
+	char n[UNITS_BUF], q[40], d[40], id[112], dname[DISK_NAME_LEN];
+
+	row_disk_name(c, r, dname, sizeof(dname));
+	snprintf(id, sizeof(id), "%s flush", dname);
+	printf("  %-31.31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", id, "", "-", "-", "-", "-",
+	       count_cell(rep, r->nr_q2c, n, sizeof(n)),
+	       lat_cell(r->q2c_sum, r->nr_q2c, r->q2c_max, q, sizeof(q)),
+	       lat_cell(r->d2c_sum, r->nr_d2c, r->d2c_max, d, sizeof(d)));
+	printf("      %s\n", kind_label(r->key.ino));
+}
+
+/* The process of owner @pid (a thread with --threads). */
+static uint32_t proc_tgid(uint32_t pid, const struct top_proc *info)
+{
+	return info->tgid ? info->tgid : pid;
+}
+
+/* A title the process set ("postgres: checkpointer"), on a line of its own. */
+static void print_title(struct top_ctx *c, uint32_t pid, const char *comm)
+{
+	struct proc_ident id;
+
+	procinfo_get(c->procinfo, pid, comm, &id);
+	if (id.title && id.cmdline)
+		printf("  \"%.91s\"\n", printable(id.cmdline));
 }
 
 static void render_processes(struct top_ctx *c, const struct report *rep)
@@ -1081,8 +1287,9 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 	size_t i;
 
 	printf("%-7s %-12s %-16s %7s %8s %9s %10s %5s %8s %8s\n", o->threads ? "TID" : "PID",
-	       "COMMAND", "CGROUP/CONTAINER", "FS_READ", "FS_WRITE", "DISK_READ", "DISK_WRITE",
-	       "FILES", "Q2C_MS", "D2C_MS");
+	       "COMMAND", "CGROUP/CONTAINER", BYTES_HDR(rep, "FS_READ", "FS_RD/s"),
+	       BYTES_HDR(rep, "FS_WRITE", "FS_WR/s"), BYTES_HDR(rep, "DISK_READ", "DISK_RD/s"),
+	       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"), "FILES", "Q2C_MS", "D2C_MS");
 	for (i = 0; i < rep->nr_procs && shown < o->max_procs; i++) {
 		const struct proc_agg *p = &rep->procs[i];
 
@@ -1091,13 +1298,17 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 		shown++;
 		printf("%-7u %-12.12s %-16s %7s %8s %9s %10s %5u %8s %8s\n", p->pid,
 		       printable(p->info.comm),
-		       cgroup_cell(c, p->info.cgid, 16, cg, sizeof(cg)),
+		       cgroup_cell(c, proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid, 16,
+				   cg, sizeof(cg)),
 		       bytes_cell(rep, p->sum.fs_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, p->sum.fs_write, b[1], UNITS_BUF),
 		       bytes_cell(rep, p->sum.disk_read, b[2], UNITS_BUF),
 		       bytes_cell(rep, p->sum.disk_write, b[3], UNITS_BUF), p->nr_files,
 		       lat_cell(p->sum.q2c_sum, p->sum.nr_q2c, p->sum.q2c_max, q, sizeof(q)),
 		       lat_cell(p->sum.d2c_sum, p->sum.nr_d2c, p->sum.d2c_max, d, sizeof(d)));
+		print_title(c, proc_tgid(p->pid, &p->info), p->info.comm);
+		for (j = 0; j < p->nr_flush_rows; j++)
+			print_flush_row(c, rep, p->flushes[j]);
 		for (j = 0; j < p->nr_rows && j < o->max_files; j++)
 			print_file_row(c, rep, p->files[j]);
 		if (p->nr_rows > o->max_files && o->max_files)
@@ -1116,6 +1327,15 @@ static int wb_bytes_cmp(const void *a, const void *b)
 	return wb_cmp_key(a, b);
 }
 
+/* The path of a writeback row's file: the one its dirtier's row of the file names. */
+static const char *wb_path(struct top_ctx *c, const struct report *rep, const struct wbrow *w)
+{
+	struct row k = {.key = {.pid = w->key.pid, .dev = w->key.dev, .ino = w->key.ino}};
+	const struct row *r = bsearch(&k, rep->rows, rep->nr_rows, sizeof(k), row_cmp_key);
+
+	return r ? file_path(c, r) : fspath_current(c->fspaths, w->key.dev, 0, w->key.ino);
+}
+
 static void render_writeback(struct top_ctx *c, const struct report *rep, struct wbrow *wb,
 			     size_t nr)
 {
@@ -1132,7 +1352,7 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 	printf("\nWRITEBACK: pages written by another thread, credited to the process that "
 	       "dirtied them\n");
 	printf("%-7s %-12s %-16s %-24s %10s\n", "PID", "COMMAND", "CGROUP/CONTAINER", "FLUSHED BY",
-	       "DISK_WRITE");
+	       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"));
 	for (i = 0, shown = 0; i < nr && shown < 2 * c->o->max_procs; i++) {
 		if (!wb[i].bytes)
 			continue;
@@ -1141,9 +1361,10 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 		proc_info(c, wb[i].key.flusher, &flusher);
 		snprintf(fl, sizeof(fl), "%s (%u)", printable(flusher.comm), wb[i].key.flusher);
 		printf("%-7u %-12.12s %-16s %-24.24s %10s\n", wb[i].key.pid, printable(src.comm),
-		       cgroup_cell(c, src.cgid, 16, cg, sizeof(cg)), fl,
-		       bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
-		path = file_path(c, wb[i].key.dev, wb[i].key.ino);
+		       cgroup_cell(c, proc_tgid(wb[i].key.pid, &src), src.comm, src.cgid, 16, cg,
+				   sizeof(cg)),
+		       fl, bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
+		path = wb_path(c, rep, &wb[i]);
 		printf("      %s\n",
 		       trunc_left(path ? printable(path) : "(path not captured)", 93, pbuf,
 				  sizeof(pbuf)));
@@ -1178,7 +1399,8 @@ static int render_nofile(struct top_ctx *c, const struct report *rep)
 		qsort(v, n, sizeof(*v), nofile_cmp);
 		printf("\nNO FILE: I/O that belongs to no file (kept, never dropped)\n");
 		printf("%-7s %-14s %-8s %-13s %9s %10s %8s %8s\n", "PID", "COMMAND", "DEVICE",
-		       "KIND", "DISK_READ", "DISK_WRITE", "Q2C_MS", "D2C_MS");
+		       "KIND", BYTES_HDR(rep, "DISK_READ", "DISK_RD/s"),
+		       BYTES_HDR(rep, "DISK_WRITE", "DISK_WR/s"), "Q2C_MS", "D2C_MS");
 	}
 	for (i = 0; i < n && i < 2 * c->o->max_procs; i++) {
 		const struct row *r = v[i];
@@ -1223,7 +1445,7 @@ static void render_stalls(struct top_ctx *c)
 
 		printf("%-7u %-7u %-15.15s %-16s %5" PRIu64 " %8s %8s\n", a->tid, a->tgid,
 		       printable(a->comm),
-		       cgroup_cell(c, a->cgid, 16, cg, sizeof(cg)), a->count,
+		       cgroup_cell(c, a->tgid, a->comm, a->cgid, 16, cg, sizeof(cg)), a->count,
 		       fmt_ns(a->total_ns, tot, sizeof(tot)), fmt_ns(a->max_ns, max, sizeof(max)));
 		for (j = 0; j < a->nr_ips; j++)
 			printf("        %s\n", ksyms_format(c->ksyms, a->ips[j], sym, sizeof(sym)));
@@ -1252,14 +1474,17 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 
 	if (!rep->nr_devs)
 		return;
-	printf("\nCOVERAGE: bytes iospan counted vs /proc/diskstats in the same window\n");
-	printf("%-8s %10s %11s %9s %10s %8s %10s\n", "DISK", "DS_READ", "DS_WRITE", "SEEN_READ",
-	       "SEEN_WRITE", "COVERAGE", "ATTRIBUTED");
+	printf("\nCOVERAGE: bytes iospan counted vs /proc/diskstats in the same window; the\n"
+	       "disk's cache flushes\n");
+	printf("%-8s %10s %11s %9s %10s %8s %10s %7s %8s\n", "DISK",
+	       BYTES_HDR(rep, "DS_READ", "DS_RD/s"), BYTES_HDR(rep, "DS_WRITE", "DS_WR/s"),
+	       BYTES_HDR(rep, "SEEN_READ", "SEEN_RD/s"), BYTES_HDR(rep, "SEEN_WRITE", "SEEN_WR/s"),
+	       "COVERAGE", "ATTRIBUTED", BYTES_HDR(rep, "FLUSHES", "FLUSH/s"), "FLUSH_MS");
 	for (i = 0; i < rep->nr_devs; i++) {
 		const struct dev_cov *d = &rep->devs[i];
 		uint64_t ds = d->ds_read + d->ds_write, seen = d->seen_read + d->seen_write;
 		uint64_t attr = seen - d->unattr_read - d->unattr_write;
-		char cov[16], att[16];
+		char cov[16], att[16], fl[UNITS_BUF], flms[40];
 
 		if (!d->traced) {
 			snprintf(cov, sizeof(cov), "untraced");
@@ -1274,11 +1499,16 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 			snprintf(cov, sizeof(cov), "%.1f%%", pct(seen, ds));
 			snprintf(att, sizeof(att), "%.1f%%", pct(attr, ds));
 		}
-		printf("%-8.8s %10s %11s %9s %10s %8s %10s\n", printable(d->name),
+		if (d->flushes)
+			fmt_ms(d->flush_ns / 1e6 / d->flushes, flms, sizeof(flms));
+		else
+			snprintf(flms, sizeof(flms), "-");
+		printf("%-8.8s %10s %11s %9s %10s %8s %10s %7s %8s\n", printable(d->name),
 		       bytes_cell(rep, d->ds_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, d->ds_write, b[1], UNITS_BUF),
 		       bytes_cell(rep, d->seen_read, b[2], UNITS_BUF),
-		       bytes_cell(rep, d->seen_write, b[3], UNITS_BUF), cov, att);
+		       bytes_cell(rep, d->seen_write, b[3], UNITS_BUF), cov, att,
+		       count_cell(rep, d->flushes, fl, sizeof(fl)), flms);
 	}
 }
 
@@ -1304,10 +1534,21 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 		printf("(bios completed without an owner record: %" PRIu64
 		       ", counted as unattributed)\n",
 		       rep->drops[TOP_DROP_UNMATCHED]);
+	if (rep->drops[TOP_DROP_WB_UNKNOWN_BYTES]) {
+		char b[UNITS_BUF];
+
+		printf("(page cache writes with no dirtier on record: %s, credited to the thread "
+		       "that wrote them:\n dirtied before tracing, by a kernel thread, or records "
+		       "recycled)\n",
+		       fmt_bytes(rep->drops[TOP_DROP_WB_UNKNOWN_BYTES], b, sizeof(b)));
+	}
 	printf("Marks: D direct I/O, W written back by another thread, M mmap faults, "
 	       "P dirtied pages,\n~ approximate. Q2C/D2C: avg/max ms (k = seconds), from request "
-	       "start / issue.\n");
+	       "start / issue.\nFlush rows: requests that waited for a cache flush (FILES "
+	       "column), their time (Q2C).\n");
 }
+
+static void render_by(struct top_ctx *c, const struct report *rep);
 
 static void render_text(struct top_ctx *c, struct report *rep)
 {
@@ -1322,7 +1563,10 @@ static void render_text(struct top_ctx *c, struct report *rep)
 	printf("iospan top  %s  %.1f s%s%s\n\n", when, rep->seconds,
 	       rep->rates ? ", rates per second" : ", totals",
 	       rep->stopped ? " (stopped early)" : "");
-	render_processes(c, rep);
+	if (c->o->by == BY_PROCESS)
+		render_processes(c, rep);
+	else
+		render_by(c, rep);
 	render_writeback(c, rep, rep->wb, rep->nr_wb);
 	render_nofile(c, rep);
 	render_stalls(c);
@@ -1333,10 +1577,22 @@ static void render_text(struct top_ctx *c, struct report *rep)
 	fflush(stdout);
 }
 
-static void json_cgroup(struct top_ctx *c, struct jw *jw, uint64_t cgid)
+/* cgroup, container and who process @pid (a tgid) named @comm is beyond its comm. */
+static void json_cgroup(struct top_ctx *c, struct jw *jw, uint32_t pid, const char *comm,
+			uint64_t cgid)
 {
+	struct proc_ident id;
 	struct cg_desc d;
 
+	procinfo_get(c->procinfo, pid, comm, &id);
+	if (id.cmdline)
+		jw_kv_string(jw, "cmdline", id.cmdline);
+	else
+		jw_kv_null(jw, "cmdline");
+	if (id.blkio)
+		jw_kv_string(jw, "blkio_cgroup", id.blkio);
+	else
+		jw_kv_null(jw, "blkio_cgroup");
 	describe_cgroup(c, cgid, &d);
 	if (d.path)
 		jw_kv_string(jw, "cgroup", d.path);
@@ -1391,7 +1647,7 @@ static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
 		jw_kv_null(jw, "path");
 	} else {
 		jw_kv_uint(jw, "inode", r->key.ino);
-		path = file_path(c, r->key.dev, r->key.ino);
+		path = file_path(c, r);
 		if (path)
 			jw_kv_string(jw, "path", path);
 		else
@@ -1410,6 +1666,359 @@ static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
 	jw_end_object(jw);
 }
 
+/* A process's cache flushes: totals, and per disk. */
+static void json_flushes(struct top_ctx *c, struct jw *jw, const struct proc_agg *p)
+{
+	char dname[DISK_NAME_LEN];
+	size_t i;
+
+	jw_kv_uint(jw, "flush_requests", p->flush.nr_q2c);
+	jw_kv_float(jw, "flush_avg_us", avg_us(p->flush.q2c_sum, p->flush.nr_q2c), 1);
+	jw_kv_float(jw, "flush_max_us", p->flush.q2c_max / 1e3, 1);
+	jw_kv_array(jw, "flushes");
+	for (i = 0; i < p->nr_flush_rows; i++) {
+		const struct row *r = p->flushes[i];
+
+		jw_start_object(jw);
+		json_dev(jw, "dev", r->key.dev);
+		jw_kv_string(jw, "disk", row_disk_name(c, r, dname, sizeof(dname)));
+		jw_kv_uint(jw, "requests", r->nr_q2c);
+		jw_kv_float(jw, "avg_us", avg_us(r->q2c_sum, r->nr_q2c), 1);
+		jw_kv_float(jw, "max_us", r->q2c_max / 1e3, 1);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+}
+
+/* ------------------------------------------------------------------ --by file / dir */
+
+static const char *const by_names[] = {"process", "file", "dir"};
+
+/* A row of the file or directory table: the sum of its files' rows. */
+struct by_group {
+	struct row sum; /* key.dev, key.ino, gen: the file's, or a no-file kind's */
+	char *name;	/* the file's path or the directory; NULL: none (a kind, uncaptured) */
+	uint32_t nr_files;
+	uint32_t *pids; /* the processes whose rows it sums, distinct */
+	size_t nr_pids;
+};
+
+static int file_key_cmp(const void *a, const void *b)
+{
+	const struct row *x = *(struct row *const *)a, *y = *(struct row *const *)b;
+
+	if (x->key.dev != y->key.dev)
+		return x->key.dev < y->key.dev ? -1 : 1;
+	if (x->key.ino != y->key.ino)
+		return x->key.ino < y->key.ino ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	return 0;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct by_group *x = a, *y = b;
+
+	return row_ptr_cmp(&(const struct row *){&x->sum}, &(const struct row *){&y->sum});
+}
+
+static int pid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The directory of @path cut to its first @depth components ("/a/b" of "/a/b/c/f" at
+ * depth 2, "/a/b/c" at 3 and more; "MAJ:MIN:" and "..." heads kept), into @out.
+ */
+static void dir_prefix(const char *path, unsigned int depth, char *out, size_t len)
+{
+	const char *slash = strchr(path, '/'), *last = strrchr(path, '/'), *q, *next;
+	unsigned int n = 0;
+
+	if (!slash) {
+		snprintf(out, len, "%s", path);
+		return;
+	}
+	for (q = slash; q < last && n < depth; n++) {
+		next = strchr(q + 1, '/');
+		q = next && next < last ? next : last;
+	}
+	if (q == slash)
+		snprintf(out, len, "%.*s/", (int)(slash - path), path); /* the root */
+	else
+		snprintf(out, len, "%.*s", (int)(q - path), path);
+}
+
+/* Adds @g's processes and sums to @into. */
+static int group_merge(struct by_group *into, const struct by_group *g)
+{
+	uint32_t *grown = realloc(into->pids, (into->nr_pids + g->nr_pids) * sizeof(*grown));
+
+	if (!grown && into->nr_pids + g->nr_pids)
+		return -ENOMEM;
+	into->pids = grown;
+	memcpy(into->pids + into->nr_pids, g->pids, g->nr_pids * sizeof(*grown));
+	into->nr_pids += g->nr_pids;
+	into->nr_files += g->nr_files;
+	row_add(&into->sum, &g->sum);
+	return 0;
+}
+
+static void groups_free(struct by_group *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].pids);
+	}
+	free(v);
+}
+
+/* The active rows summed per file (device, generation, inode), or per no-file kind. */
+static int group_files(struct top_ctx *c, const struct report *rep, struct by_group **out,
+		       size_t *nr)
+{
+	struct by_group *v = NULL, *g = NULL;
+	const struct row **rows;
+	const char *path;
+	size_t i, j, n = 0, k = 0;
+	int err = -ENOMEM;
+
+	rows = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*rows));
+	v = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*v));
+	if (!rows || !v)
+		goto cleanup;
+	for (i = 0; i < rep->nr_rows; i++)
+		if (row_active(&rep->rows[i]))
+			rows[k++] = &rep->rows[i];
+	qsort(rows, k, sizeof(*rows), file_key_cmp);
+	for (i = 0; i < k; i++) {
+		if (!g || file_key_cmp(&rows[i], &rows[i - 1])) {
+			for (j = i + 1; j < k && !file_key_cmp(&rows[i], &rows[j]); j++)
+				;
+			g = &v[n++];
+			g->sum.key = rows[i]->key;
+			g->sum.key.pid = TOP_PID_NONE;
+			g->sum.gen = rows[i]->gen;
+			g->nr_files = !ino_special(rows[i]->key.ino);
+			g->pids = calloc(j - i, sizeof(*g->pids));
+			path = g->nr_files ? file_path(c, rows[i]) : NULL;
+			g->name = path ? strdup(path) : NULL;
+			if (!g->pids || (path && !g->name))
+				goto cleanup;
+		}
+		row_add(&g->sum, rows[i]);
+		g->sum.bdev = rows[i]->bdev ? rows[i]->bdev : g->sum.bdev;
+		if (rows[i]->key.pid != TOP_PID_NONE)
+			g->pids[g->nr_pids++] = rows[i]->key.pid;
+	}
+	*out = v;
+	*nr = n;
+	v = NULL;
+	err = 0;
+cleanup:
+	if (v)
+		groups_free(v, n);
+	free(rows);
+	return err;
+}
+
+/* Directories by name, then uncaptured paths (one bucket), then no-file kinds. */
+static int dir_key_cmp(const void *a, const void *b)
+{
+	const struct by_group *x = a, *y = b;
+	int cx = x->name ? 0 : x->nr_files ? 1 : 2, cy = y->name ? 0 : y->nr_files ? 1 : 2;
+
+	if (cx != cy)
+		return cx < cy ? -1 : 1;
+	if (cx == 0)
+		return strcmp(x->name, y->name);
+	if (cx == 1)
+		return 0;
+	return file_key_cmp(&(const struct row *){&x->sum}, &(const struct row *){&y->sum});
+}
+
+/* File groups rolled up by directory (--by dir); no-file kinds stay as they are. */
+static int group_dirs(struct top_ctx *c, struct by_group *files, size_t nr_files,
+		      struct by_group **out, size_t *nr)
+{
+	struct by_group *v, *g = NULL;
+	char dir[PATH_MAX], *d;
+	size_t i, j, k, n = 0;
+	int err = 0;
+
+	for (i = 0; i < nr_files; i++) {
+		if (!files[i].name)
+			continue;
+		dir_prefix(files[i].name, c->o->dir_depth, dir, sizeof(dir));
+		d = strdup(dir);
+		if (!d)
+			return -ENOMEM;
+		free(files[i].name);
+		files[i].name = d;
+	}
+	qsort(files, nr_files, sizeof(*files), dir_key_cmp);
+	v = calloc(nr_files ? nr_files : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < nr_files && !err; i++) {
+		if (!g || dir_key_cmp(g, &files[i])) {
+			g = &v[n++];
+			g->sum.key = files[i].sum.key;
+			g->sum.gen = files[i].sum.gen;
+			g->sum.bdev = files[i].sum.bdev;
+			g->name = files[i].name;
+			files[i].name = NULL;
+		}
+		err = group_merge(g, &files[i]);
+	}
+	for (i = 0; i < n; i++) {
+		/* A process writing several files of a directory counts once. */
+		qsort(v[i].pids, v[i].nr_pids, sizeof(*v[i].pids), pid_cmp);
+		for (j = k = 0; j < v[i].nr_pids; j++)
+			if (!k || v[i].pids[j] != v[i].pids[k - 1])
+				v[i].pids[k++] = v[i].pids[j];
+		v[i].nr_pids = k;
+	}
+	if (err) {
+		groups_free(v, n);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+/* The rows of the main table for --by file or dir, busiest first (rep->groups). */
+static int group_by(struct top_ctx *c, struct report *rep)
+{
+	struct by_group *files, *dirs;
+	size_t nr_files, nr_dirs;
+	int err;
+
+	err = group_files(c, rep, &files, &nr_files);
+	if (err)
+		return err;
+	if (c->o->by == BY_DIR) {
+		err = group_dirs(c, files, nr_files, &dirs, &nr_dirs);
+		groups_free(files, nr_files);
+		if (err)
+			return err;
+		files = dirs;
+		nr_files = nr_dirs;
+	}
+	qsort(files, nr_files, sizeof(*files), group_cmp);
+	rep->groups = files;
+	rep->nr_groups = nr_files;
+	return 0;
+}
+
+/* The first cell of a file or directory row: where it is, or how many files. */
+static const char *group_id(struct top_ctx *c, const struct by_group *g, char *buf, size_t len)
+{
+	char dname[DISK_NAME_LEN];
+
+	row_disk_name(c, &g->sum, dname, sizeof(dname));
+	if (ino_special(g->sum.key.ino))
+		snprintf(buf, len, "%s %s", dname, kind_name(g->sum.key.ino));
+	else if (c->o->by == BY_FILE)
+		snprintf(buf, len, "%s ino %" PRIu64, dname, (uint64_t)g->sum.key.ino);
+	else
+		snprintf(buf, len, "%u file%s", g->nr_files, g->nr_files == 1 ? "" : "s");
+	return buf;
+}
+
+static const char *group_name(const struct by_group *g)
+{
+	if (ino_special(g->sum.key.ino))
+		return kind_label(g->sum.key.ino);
+	return g->name ? g->name : "(path not captured)";
+}
+
+/* The file or directory table (text). */
+static void render_by(struct top_ctx *c, const struct report *rep)
+{
+	char b[4][UNITS_BUF], q[40], d[40], id[112], mk[8], pbuf[PATH_MAX], head[40];
+	const struct top_opts *o = c->o;
+	size_t i;
+
+	if (o->by == BY_FILE)
+		snprintf(head, sizeof(head), "FILE");
+	else
+		snprintf(head, sizeof(head), "DIRECTORY (depth %" PRIu64 ")", o->dir_depth);
+	printf("%-31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", head, "MK", "FS_READ", "FS_WRITE",
+	       "DISK_READ", "DISK_WRITE", "PROCS", "Q2C_MS", "D2C_MS");
+	for (i = 0; i < rep->nr_groups && i < o->max_procs; i++) {
+		const struct by_group *g = &rep->groups[i];
+
+		marks(g->sum.flags, mk);
+		printf("%-31.31s %-3s %7s %8s %9s %10s %5zu %8s %8s\n",
+		       group_id(c, g, id, sizeof(id)), mk,
+		       bytes_cell(rep, g->sum.fs_read, b[0], UNITS_BUF),
+		       bytes_cell(rep, g->sum.fs_write, b[1], UNITS_BUF),
+		       bytes_cell(rep, g->sum.disk_read, b[2], UNITS_BUF),
+		       bytes_cell(rep, g->sum.disk_write, b[3], UNITS_BUF), g->nr_pids,
+		       lat_cell(g->sum.q2c_sum, g->sum.nr_q2c, g->sum.q2c_max, q, sizeof(q)),
+		       lat_cell(g->sum.d2c_sum, g->sum.nr_d2c, g->sum.d2c_max, d, sizeof(d)));
+		printf("      %s\n", trunc_left(group_name(g), 93, pbuf, sizeof(pbuf)));
+	}
+	if (rep->nr_groups > o->max_procs)
+		printf("... %zu more\n", rep->nr_groups - (size_t)o->max_procs);
+	if (!rep->nr_groups)
+		printf("(no I/O to any file)\n");
+}
+
+/* The file or directory table (JSON): "files" or "dirs". */
+static void json_by(struct top_ctx *c, struct jw *jw, const struct report *rep)
+{
+	char dname[DISK_NAME_LEN];
+	size_t i, j;
+
+	if (c->o->by == BY_DIR)
+		jw_kv_uint(jw, "dir_depth", c->o->dir_depth);
+	jw_kv_array(jw, c->o->by == BY_FILE ? "files" : "dirs");
+	for (i = 0; i < rep->nr_groups; i++) {
+		const struct by_group *g = &rep->groups[i];
+		bool special = ino_special(g->sum.key.ino);
+
+		jw_start_object(jw);
+		if (special)
+			jw_kv_string(jw, "kind", kind_name(g->sum.key.ino));
+		else
+			jw_kv_string(jw, "kind", c->o->by == BY_DIR ? "dir" : "file");
+		if (g->name)
+			jw_kv_string(jw, "path", g->name);
+		else
+			jw_kv_null(jw, "path");
+		/* A directory may span file systems: only files and kinds have a device. */
+		if (special || c->o->by == BY_FILE) {
+			json_dev(jw, "dev", g->sum.key.dev);
+			jw_kv_string(jw, "disk", row_disk_name(c, &g->sum, dname, sizeof(dname)));
+		}
+		if (c->o->by == BY_FILE && !special)
+			jw_kv_uint(jw, "inode", g->sum.key.ino);
+		if (c->o->by == BY_DIR)
+			jw_kv_uint(jw, "nr_files", g->nr_files);
+		json_bytes(jw, &g->sum);
+		json_latency(jw, &g->sum);
+		jw_kv_bool(jw, "direct", g->sum.flags & TOP_F_DIRECT);
+		jw_kv_bool(jw, "writeback", g->sum.flags & TOP_F_WRITEBACK);
+		jw_kv_bool(jw, "approximate", g->sum.flags & (TOP_F_APPROX | TOP_F_LOST));
+		jw_kv_uint(jw, "nr_processes", g->nr_pids);
+		jw_kv_array(jw, "pids");
+		for (j = 0; j < g->nr_pids; j++)
+			jw_uint(jw, g->pids[j]);
+		jw_end_array(jw);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+}
+
 static void render_json(struct top_ctx *c, struct report *rep)
 {
 	const struct top_opts *o = c->o;
@@ -1423,7 +2032,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 	jw_start_object(jw);
 	jw_kv_string(jw, "mode", rep->rates ? "rate" : "total");
 	jw_kv_float(jw, "duration_s", rep->seconds, 3);
-	jw_kv_float(jw, "timestamp", now_ns(CLOCK_REALTIME) / 1e9, 3);
+	jw_kv_float(jw, "timestamp", rep->timestamp, 3);
 	jw_kv_bool(jw, "stopped_early", rep->stopped);
 	jw_kv_bool(jw, "threads", o->threads);
 	jw_kv_bool(jw, "syscalls_traced", !o->no_syscalls);
@@ -1443,6 +2052,11 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_null(jw, "disk");
 	jw_end_object(jw);
 
+	/* --by file / dir: the files or directories, and the processes as always. */
+	jw_kv_string(jw, "by", by_names[o->by]);
+	if (o->by != BY_PROCESS)
+		json_by(c, jw, rep);
+
 	jw_kv_array(jw, "processes");
 	for (i = 0; i < rep->nr_procs; i++) {
 		const struct proc_agg *p = &rep->procs[i];
@@ -1458,11 +2072,12 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		}
 		jw_kv_string(jw, "comm", p->info.comm);
 		jw_kv_bool(jw, "kernel_thread", p->info.kthread);
-		json_cgroup(c, jw, p->info.cgid);
+		json_cgroup(c, jw, proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid);
 		json_bytes(jw, &p->sum);
 		jw_kv_uint(jw, "writeback_bytes", p->writeback_bytes);
 		jw_kv_uint(jw, "nr_files", p->nr_files);
 		json_latency(jw, &p->sum);
+		json_flushes(c, jw, p);
 		jw_kv_array(jw, "files");
 		for (j = 0; j < p->nr_rows && j < o->max_files; j++)
 			json_file(c, jw, p->files[j]);
@@ -1486,12 +2101,12 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_start_object(jw);
 		jw_kv_uint(jw, "pid", w->key.pid);
 		jw_kv_string(jw, "comm", info.comm);
-		json_cgroup(c, jw, info.cgid);
+		json_cgroup(c, jw, proc_tgid(w->key.pid, &info), info.comm, info.cgid);
 		jw_kv_uint(jw, "flusher_tid", w->key.flusher);
 		jw_kv_string(jw, "flusher_comm", fl.comm);
 		json_dev(jw, "dev", w->key.dev);
 		jw_kv_uint(jw, "inode", w->key.ino);
-		path = file_path(c, w->key.dev, w->key.ino);
+		path = wb_path(c, rep, w);
 		if (path)
 			jw_kv_string(jw, "path", path);
 		else
@@ -1513,6 +2128,8 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_string(jw, "disk",
 			     disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname,
 					  sizeof(dname)));
+		/* "flush": cache flushes whose requester is unknown (requests, latency). */
+		jw_kv_string(jw, "kind", kind_name(r->key.ino));
 		jw_kv_uint(jw, "disk_read_bytes", r->disk_read);
 		jw_kv_uint(jw, "disk_write_bytes", r->disk_write);
 		json_latency(jw, r);
@@ -1530,7 +2147,7 @@ static void render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_uint(jw, "tid", a->tid);
 		jw_kv_uint(jw, "pid", a->tgid);
 		jw_kv_string(jw, "comm", a->comm);
-		json_cgroup(c, jw, a->cgid);
+		json_cgroup(c, jw, a->tgid, a->comm, a->cgid);
 		jw_kv_uint(jw, "count", a->count);
 		jw_kv_float(jw, "total_ms", a->total_ns / 1e6, 3);
 		jw_kv_float(jw, "max_ms", a->max_ns / 1e6, 3);
@@ -1568,6 +2185,15 @@ static void render_json(struct top_ctx *c, struct report *rep)
 			jw_kv_null(jw, "diskstats_read_bytes");
 			jw_kv_null(jw, "diskstats_write_bytes");
 		}
+		jw_kv_uint(jw, "flush_requests", d->flushes);
+		jw_kv_float(jw, "flush_time_ms", d->flush_ns / 1e6, 3);
+		if (d->ds_known && d->ds_flush_known) {
+			jw_kv_uint(jw, "diskstats_flush_requests", d->ds_flushes);
+			jw_kv_uint(jw, "diskstats_flush_ms", d->ds_flush_ms);
+		} else {
+			jw_kv_null(jw, "diskstats_flush_requests");
+			jw_kv_null(jw, "diskstats_flush_ms");
+		}
 		if (ds && d->traced && coverage_meaningful(o)) {
 			jw_kv_float(jw, "coverage_pct", pct(seen, ds), 2);
 			jw_kv_float(jw, "attributed_pct", pct(seen - unattr, ds), 2);
@@ -1599,40 +2225,57 @@ static void report_free(struct report *rep)
 {
 	size_t i;
 
-	for (i = 0; i < rep->nr_procs; i++)
+	for (i = 0; i < rep->nr_procs; i++) {
 		free(rep->procs[i].files);
+		free(rep->procs[i].flushes);
+	}
 	free(rep->procs);
 	free(rep->devs);
+	free(rep->flushes);
+	groups_free(rep->groups, rep->nr_groups);
 	memset(rep, 0, sizeof(*rep));
 }
 
-static int top_report(struct top_ctx *c, double seconds, bool stopped)
+static int top_report(struct top_ctx *c, bool stopped)
 {
 	bool periodic = c->o->interval_ns;
 	uint32_t gen = c->gen, slot = gen & 1;
 	struct row *cur = NULL, *delta = NULL;
 	struct wbrow *wb = NULL, *wb_cum = NULL;
+	struct dev_flush_row *fl_cum = NULL;
 	uint64_t drops[TOP_DROP_NR];
 	struct report rep = {};
-	size_t nr = 0, nr_wb = 0;
+	size_t nr = 0, nr_wb = 0, nr_fl = 0;
 	int err, i;
+
+	uint64_t read_ns;
 
 	err = ds_read("/proc/diskstats", &c->ds_end);
 	if (err)
 		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
+	/*
+	 * The window ends here, whenever the previous report finished printing (output
+	 * to a pipe nobody reads can block it for long): the numbers cover this span.
+	 */
+	read_ns = now_ns(CLOCK_MONOTONIC);
+	rep.timestamp = now_ns(CLOCK_REALTIME) / 1e9;
 	/* New samples go to the other max slot while this interval's is read. */
 	if (periodic)
 		c->skel->bss->max_gen = ++c->gen;
+	fspath_cache_round(c->fspaths);
+	procinfo_round(c->procinfo);
 	err = read_stats(c, slot, gen, &cur, &nr);
 	if (!err)
 		err = read_wb(c, &wb, &nr_wb);
+	if (!err)
+		err = read_dev_flushes(c, &fl_cum, &nr_fl, &rep.flushes);
 	if (!err)
 		err = read_drops(c, drops);
 	if (err) {
 		err = fail(err, "cannot read the BPF maps: %s", strerror(-err));
 		goto cleanup;
 	}
-	rep.seconds = seconds;
+	rep.seconds = (read_ns - c->window_start_ns) / 1e9;
 	rep.rates = periodic;
 	rep.stopped = stopped;
 	if (periodic) {
@@ -1658,10 +2301,13 @@ static int top_report(struct top_ctx *c, double seconds, bool stopped)
 		rep.rows = cur;
 	}
 	rep.nr_rows = nr;
+	rep.nr_flushes = nr_fl;
 	rep.wb = wb;
 	rep.nr_wb = nr_wb;
 	memcpy(rep.drops, drops, sizeof(drops));
 	err = group_procs(c, &rep);
+	if (!err && c->o->by != BY_PROCESS)
+		err = group_by(c, &rep);
 	if (!err)
 		err = compute_coverage(c, &rep);
 	if (err) {
@@ -1682,11 +2328,16 @@ static int top_report(struct top_ctx *c, double seconds, bool stopped)
 		c->prev_wb = wb_cum;
 		c->nr_prev_wb = nr_wb;
 		wb_cum = NULL;
+		free(c->prev_fl);
+		c->prev_fl = fl_cum;
+		c->nr_prev_fl = nr_fl;
+		fl_cum = NULL;
 	}
 	c->nr_stalls = 0;
 	c->stalls_dropped = 0;
 	cgroup_map_round(c->cgmap);
 	/* This window's end is the next one's start. */
+	c->window_start_ns = read_ns;
 	{
 		struct ds_snapshot t = c->ds_start;
 
@@ -1699,6 +2350,7 @@ cleanup:
 	free(delta);
 	free(wb);
 	free(wb_cum);
+	free(fl_cum);
 	return err;
 }
 
@@ -1718,21 +2370,47 @@ cleanup:
 			.target = "syscalls/sys_exit_" #nm} }                    \
 	}
 
-/* The syscall programs' table (top.bpf.c): which syscall reads, which writes. */
+/* The syscall programs' table (top.bpf.c): which syscall reads, writes or syncs. */
 static void fill_sys_ops(struct top_bpf *s)
 {
-	static const char *const reads[] = {"read", "pread64", "readv", "preadv", "preadv2"};
-	static const char *const writes[] = {"write", "pwrite64", "writev", "pwritev",
-					     "pwritev2"};
+	static const struct {
+		const char *name;
+		enum top_sys_op op;
+	} ops[] = {
+		{"read", SYS_READ},	 {"pread64", SYS_READ},	   {"readv", SYS_READ},
+		{"preadv", SYS_READ},	 {"preadv2", SYS_READ},	   {"write", SYS_WRITE},
+		{"pwrite64", SYS_WRITE}, {"writev", SYS_WRITE},	   {"pwritev", SYS_WRITE},
+		{"pwritev2", SYS_WRITE}, {"fsync", SYS_SYNC},	   {"fdatasync", SYS_SYNC},
+		{"sync_file_range", SYS_SYNC},
+	};
 	size_t i;
 	int nr;
 
-	for (i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
-		if ((nr = syscall_nr(reads[i])) >= 0)
-			s->rodata->sys_op[nr] = SYS_READ;
-	for (i = 0; i < sizeof(writes) / sizeof(writes[0]); i++)
-		if ((nr = syscall_nr(writes[i])) >= 0)
-			s->rodata->sys_op[nr] = SYS_WRITE;
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		nr = syscall_nr(ops[i].name);
+		if (nr >= 0)
+			s->rodata->sys_op[nr] = ops[i].op;
+	}
+}
+
+/*
+ * Whether async direct I/O's FS bytes can wait for its completion: a kprobe on
+ * iomap_dio_complete() is skipped when the completion interrupts another kprobe or
+ * syscall program on its CPU (kprobes do not nest), so with one the bytes are counted
+ * when the I/O starts instead.
+ */
+static bool dio_complete_is_reliable(const struct top_ctx *c)
+{
+	const struct attach_hook *h;
+	int i;
+
+	for (i = 0; i < c->nr_hooks; i++) {
+		h = &c->hooks[i];
+		if (strcmp(h->name, "iomap_dio_complete"))
+			continue;
+		return h->chosen >= 0 && h->v[h->chosen].prog != c->skel->progs.top_dio_complete_kprobe;
+	}
+	return false;
 }
 
 /* The hooks this run needs (c->hooks), with their variants; not chosen yet. */
@@ -1746,6 +2424,10 @@ static int build_hooks(struct top_ctx *c)
 		 .v = {{.prog = s->progs.top_bio_split}, {.prog = s->progs.top_bio_split_raw}}},
 		{.name = "block_rq_complete",
 		 .v = {{.prog = s->progs.top_rq_complete}, {.prog = s->progs.top_rq_complete_raw}}},
+		{.name = "block_rq_issue",
+		 .optional = true,
+		 .figure = "d2c from the issue (else from io_start_time_ns)",
+		 .v = {{.prog = s->progs.top_rq_issue}, {.prog = s->progs.top_rq_issue_raw}}},
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
 		 .figure = "writeback credit to dirtiers, FS bytes of mmap writes",
@@ -1776,6 +2458,10 @@ static int build_hooks(struct top_ctx *c)
 		SYSCALL_HOOKS(s, pwritev, false),
 		SYSCALL_HOOKS(s, preadv2, false),
 		SYSCALL_HOOKS(s, pwritev2, false),
+		/* Who syncs which file: the flusher of bios blk-throttle held. */
+		SYSCALL_HOOKS(s, fsync, false),
+		SYSCALL_HOOKS(s, fdatasync, false),
+		SYSCALL_HOOKS(s, sync_file_range, false),
 		{.name = NULL}, /* room for mm_filemap_get_pages */
 	};
 	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j;
@@ -1886,10 +2572,12 @@ static void preinsert_unattributed(struct top_ctx *c)
 
 static int top_setup(struct top_ctx *c)
 {
+	/* Async direct I/O's end, and blk-throttle's worker (the bios it held). */
+	static const char *const syms[] = {"iomap_dio_bio_end_io", "blk_throtl_dispatch_work_fn"};
 	const struct top_opts *o = c->o;
 	char root[PATH_MAX];
 	struct top_bpf *s;
-	uint64_t iomap_end_io = 0;
+	uint64_t addrs[2];
 	int err;
 
 	probe_setup_libbpf_print();
@@ -1904,17 +2592,19 @@ static int top_setup(struct top_ctx *c)
 	c->stalls = calloc(MAX_STALLS, sizeof(*c->stalls));
 	if (!c->stalls)
 		return fail(-ENOMEM, "out of memory");
-	/* One address now; the symbols for stacks are read meanwhile, for the report. */
-	err = ksyms_lookup(NULL, "iomap_dio_bio_end_io", &iomap_end_io);
+	/* Two addresses now; the symbols for stacks are read meanwhile, for the report. */
+	err = ksyms_lookup(NULL, syms, addrs, 2);
 	if (err)
 		warn("kernel symbols unavailable (%s): stacks stay numeric, and direct I/O "
 		     "re-submitted by kernel threads is credited to them",
-		     strerror(-err));
+		     ksyms_strerror(err));
 	else if (o->stall_ns)
 		ksyms_load_async(NULL, &c->ksyms);
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
-	err = fspath_cache_new(&c->fspaths);
+	err = fspath_cache_new(lookup_path, c, &c->fspaths);
+	if (!err)
+		err = procinfo_new(lookup_title, c, 0, &c->procinfo);
 	if (err)
 		return fail(err, "out of memory");
 	err = ds_read("/proc/diskstats", &c->ds_start);
@@ -1931,7 +2621,8 @@ static int top_setup(struct top_ctx *c)
 	s->rodata->per_thread = o->threads;
 	s->rodata->track_unattributed = !o->pid && !o->have_cgroup;
 	s->rodata->stall_ns = o->stall_ns;
-	s->rodata->iomap_dio_end_io = iomap_end_io;
+	s->rodata->iomap_dio_end_io = addrs[0];
+	s->rodata->throtl_dispatch_fn = addrs[1];
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->self_tgid = getpid();
 	fill_sys_ops(s);
@@ -1939,14 +2630,25 @@ static int top_setup(struct top_ctx *c)
 	bpf_map__set_max_entries(s->maps.wb, o->max_entries / 4 > 1024 ? o->max_entries / 4 : 1024);
 	bpf_map__set_max_entries(s->maps.procs,
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
+	bpf_map__set_max_entries(s->maps.titles,
+				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
 	bpf_map__set_max_entries(s->maps.paths,
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
+	/* Dirtier records of 16 pages each: 4 GiB of dirty data by default. */
+	bpf_map__set_max_entries(s->maps.dirtiers, o->max_entries * 4 < 65536 ? 65536 :
+						   o->max_entries * 4 > (1U << 20) ? (1U << 20) :
+										     o->max_entries * 4);
 	if (!o->stall_ns)
 		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
 
+	/* Before anything is loaded: a size the machine cannot give is refused at once. */
+	err = mapmem_check(s->obj, "top", "give a smaller --max-entries");
+	if (err)
+		return err;
 	err = build_plan(c);
 	if (err)
 		return err == -ENOMEM ? fail(err, "out of memory") : err;
+	s->rodata->dio_fs_at_complete = dio_complete_is_reliable(c);
 	err = top_bpf__load(s);
 	if (err)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
@@ -1959,6 +2661,7 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		return err;
 	preinsert_unattributed(c);
+	s->bss->path_epoch = 1;
 	err = top_bpf__attach(s);
 	if (err)
 		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
@@ -1986,6 +2689,7 @@ static void refresh_cgroups(struct top_ctx *c)
 {
 	int fd = bpf_map__fd(c->skel->maps.procs);
 	uint32_t key, next, *prev = NULL;
+	struct proc_ident id;
 	struct top_proc info;
 
 	if (!c->cgmap)
@@ -1994,8 +2698,11 @@ static void refresh_cgroups(struct top_ctx *c)
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (!bpf_map_lookup_elem(fd, &key, &info))
-			cgroup_map_path(c->cgmap, info.cgid);
+		if (bpf_map_lookup_elem(fd, &key, &info))
+			continue;
+		cgroup_map_path(c->cgmap, info.cgid);
+		/* Read /proc while it lives, in case the kernel has no title for it. */
+		procinfo_get(c->procinfo, proc_tgid(key, &info), info.comm, &id);
 	}
 	cgroup_map_round(c->cgmap);
 }
@@ -2010,6 +2717,8 @@ static int wait_until(struct top_ctx *c, uint64_t deadline)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next_refresh) {
 			refresh_cgroups(c);
+			/* Rows check their files' paths again at their next I/O. */
+			c->skel->bss->path_epoch++;
 			next_refresh = now + NSEC_PER_SEC;
 		}
 		if (now >= deadline)
@@ -2035,7 +2744,7 @@ static int wait_until(struct top_ctx *c, uint64_t deadline)
 static int top_run(struct top_ctx *c)
 {
 	const struct top_opts *o = c->o;
-	uint64_t start, deadline, step;
+	uint64_t now, deadline, step;
 	int stopped, err;
 
 	step = o->interval_ns ? o->interval_ns : o->duration_ns;
@@ -2043,8 +2752,8 @@ static int top_run(struct top_ctx *c)
 	err = ds_read("/proc/diskstats", &c->ds_start);
 	if (err)
 		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
-	start = now_ns(CLOCK_MONOTONIC);
-	deadline = start + step;
+	c->window_start_ns = now_ns(CLOCK_MONOTONIC);
+	deadline = c->window_start_ns + step;
 	if (o->interval_ns)
 		fprintf(stderr, "iospan top: tracing, a report every %.1f s; Ctrl-C to stop\n",
 			o->interval_ns / 1e9);
@@ -2055,16 +2764,16 @@ static int top_run(struct top_ctx *c)
 		stopped = wait_until(c, deadline);
 		if (stopped < 0)
 			return stopped;
-		err = top_report(c, (now_ns(CLOCK_MONOTONIC) - start) / 1e9, stopped);
+		err = top_report(c, stopped);
 		if (err)
 			return err;
 		c->reports++;
 		if (!o->interval_ns || stopped || (o->count && c->reports >= o->count))
 			return 0;
-		start = now_ns(CLOCK_MONOTONIC);
+		now = now_ns(CLOCK_MONOTONIC);
 		deadline += step;
-		if (deadline < start)
-			deadline = start + step; /* the report took longer than an interval */
+		if (deadline < now)
+			deadline = now + step; /* the report took longer than an interval */
 	}
 }
 
@@ -2078,8 +2787,10 @@ static void top_cleanup(struct top_ctx *c)
 	ksyms_free(c->ksyms);
 	cgroup_map_free(c->cgmap);
 	fspath_cache_free(c->fspaths);
+	procinfo_free(c->procinfo);
 	free(c->prev);
 	free(c->prev_wb);
+	free(c->prev_fl);
 	free(c->stalls);
 	ds_snapshot_free(&c->ds_start);
 	ds_snapshot_free(&c->ds_end);

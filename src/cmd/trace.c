@@ -35,10 +35,12 @@
 #include "err.h"
 #include "filters.h"
 #include "fspath.h"
+#include "procinfo.h"
 #include "hist.h"
 #include "iospan_types.h"
 #include "json.h"
 #include "ksyms.h"
+#include "mapmem.h"
 #include "ops.h"
 #include "perfetto.h"
 #include "printable.h"
@@ -57,6 +59,13 @@
 #define LANE_OFFCPU 0x20000000U
 /* Writeback requests older than this with bios still missing are given up. */
 #define WB_SWEEP_NS (60 * NSEC_PER_SEC)
+/* Ring buffer for slow requests: bounds, and defaults with and without -t 0. */
+#define RB_MIN	       (1ULL << 20)
+#define RB_MAX	       (1ULL << 30)
+#define RB_DEFAULT     (16ULL << 20)
+#define RB_DEFAULT_ALL (64ULL << 20)
+/* Bytes of a typical record in the ring buffer: the header, one bio, its 8-byte header. */
+#define RB_TYPICAL_REC (offsetof(struct trace_rec, bios) + sizeof(struct trace_bio) + 8)
 
 struct trace_opts {
 	uint64_t threshold_ns;
@@ -76,6 +85,7 @@ struct trace_opts {
 	const char *perfetto_path;
 	bool offcpu_periods; /* sched_switch: time each off-CPU period */
 	bool delayacct;	     /* kernel.task_delayacct on: exact iowait from counters */
+	uint64_t rb_bytes;   /* ring buffer size (a power of two) */
 };
 
 /* Perfetto lanes of one (pid, kind): the end of the last span on each. */
@@ -94,6 +104,7 @@ struct trace_ctx {
 	int nr_hooks;
 	int ncpus;
 	struct fspath_cache *paths;
+	struct procinfo *procinfo;
 	struct cgroup_map *cgmap;
 	struct jw *jw;
 	struct perfetto *pf;
@@ -102,9 +113,14 @@ struct trace_ctx {
 	int64_t mono_to_real;	     /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
 	struct trace_op_hists *pcpu; /* one map value per CPU, for reading */
 	struct trace_op_hists *prev; /* cumulative histograms at the previous summary */
-	uint64_t received, printed;
+	uint64_t received, printed, malformed;
 	uint64_t wb_swept, in_flight;
 	uint64_t last_summary;
+	/* Counts at the previous summary: the output's rate and the drops per interval. */
+	uint64_t prev_printed, prev_emitted, prev_dropped;
+	uint64_t yield_at; /* the loop's next deadline, checked while reading records */
+	unsigned int since_yield;
+	bool draining; /* programs stopped emitting: read everything */
 };
 
 static const char *const cnt_names[TRACE_CNT_NR] = {
@@ -123,6 +139,7 @@ static const char *const cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_FAULTS_CACHED] = "faults_without_io",
 	[TRACE_CNT_WB_SWEPT] = "writeback_given_up",
 	[TRACE_CNT_PATHS_FULL] = "paths_map_full",
+	[TRACE_CNT_HOOK_MISSED] = "hook_runs_missed",
 };
 
 /* Requests lost: counted in "lost" (the others are informational). */
@@ -162,6 +179,10 @@ static const char trace_usage[] =
 	"                        pwritev2, fsync, fdatasync, sync_file_range, fault,\n"
 	"                        writeback, aio_read, aio_write; or pread, pwrite, aio,\n"
 	"                        sync, reads, writes, all (default all)\n"
+	"      --buffer-size N   ring buffer for slow requests while the output catches\n"
+	"                        up (1M to 1G, rounded up to a power of two; a bare\n"
+	"                        number is MiB; default 16M, 64M with -t 0). Requests\n"
+	"                        that find it full are counted as ringbuf_full (lost)\n"
 	"      --perfetto FILE   also write the slow requests as a Chrome Trace Event file\n"
 	"                        (open it in ui.perfetto.dev)\n"
 	"      --offcpu-periods  time each off-CPU period on sched_switch (timeline entries,\n"
@@ -169,18 +190,21 @@ static const char trace_usage[] =
 	"                        default off-CPU comes from the thread's scheduler\n"
 	"                        counters, which costs far less on busy machines\n"
 	"      --json            one JSON object per slow request and per summary\n"
-	"  -v                    attach plan and libbpf messages on stderr\n"
+	"  -v, --verbose         attach plan and libbpf messages on stderr\n"
 	"  -h, --help            this help\n"
+	"Durations are decimal numbers with a unit (ns, us, ms, s, m, h); --interval and\n"
+	"--duration are at least 1ms, the threshold may be anything from 0.\n"
 	"\n"
-	"Stages (us): total = pre_block + q2q + q2g + g2i + i2d + d2c + post_block for a\n"
-	"request with bios; see 'man' page docs/iospan-trace.md.\n"
+	"Stages (us): total = pre_block + throttle + q2q + q2g + g2i + i2d + d2c +\n"
+	"post_block for a request with bios (throttle: bios blk-throttle held); see\n"
+	"iospan-trace(8) ('man iospan-trace').\n"
 	"\n"
 	"Examples:\n"
 	"  iospan trace -t 50ms                 requests slower than 50 ms, system wide\n"
 	"  iospan trace -p 1234 --ops read,fsync -t 0 --duration 10\n"
 	"  iospan trace --dir /var/lib/mysql --perfetto slow.json\n"
 	"\n"
-	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n";
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-trace(8).\n";
 
 /* ------------------------------------------------------------------ options */
 
@@ -194,6 +218,7 @@ enum {
 	OPT_PERFETTO,
 	OPT_DURATION,
 	OPT_OFFCPU_PERIODS,
+	OPT_BUFFER_SIZE,
 };
 
 static int parse_id(const char *arg, const char *what, uint32_t *out)
@@ -248,10 +273,11 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		{"ops", required_argument, NULL, OPT_OPS},
 		{"perfetto", required_argument, NULL, OPT_PERFETTO},
 		{"offcpu-periods", no_argument, NULL, OPT_OFFCPU_PERIODS},
+		{"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
-	char root[PATH_MAX];
+	bool have_pid = false, have_tid = false, have_file = false, have_dir = false;
 	const char *bad;
 	size_t bad_len;
 	int opt, err;
@@ -269,74 +295,65 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 			fputs(trace_usage, stdout);
 			return 1;
 		case 't':
-			if (parse_duration_ns(optarg, 1000000ULL, &o->threshold_ns))
-				return fail_usage(
-					"invalid --threshold '%s': give a duration such as "
-					"10ms, 500us or 0 (a bare number is ms)",
-					optarg);
+			err = args_threshold("--threshold", optarg, &o->threshold_ns);
+			if (err)
+				return err;
 			break;
 		case 'i':
-			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->interval_ns) ||
-			    o->interval_ns < 1000000)
-				return fail_usage(
-					"invalid --interval '%s': give a number of seconds "
-					"(at least 1ms), e.g. 5 or 0.5",
-					optarg);
+			err = args_period("--interval", optarg, &o->interval_ns);
+			if (err)
+				return err;
 			break;
 		case OPT_DURATION:
-			if (parse_duration_ns(optarg, NSEC_PER_SEC, &o->duration_ns) ||
-			    !o->duration_ns)
-				return fail_usage(
-					"invalid --duration '%s': give a positive number of "
-					"seconds (e.g. 10, 0.5, 250ms)",
-					optarg);
+			err = args_period("--duration", optarg, &o->duration_ns);
+			if (err)
+				return err;
 			break;
 		case 'p':
-			err = parse_id(optarg, "pid", &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?: parse_id(optarg, "pid", &o->pid);
 			if (err)
 				return err;
 			break;
 		case OPT_TID:
-			err = parse_id(optarg, "tid", &o->tid);
+			err = args_once("--tid", &have_tid) ?: parse_id(optarg, "tid", &o->tid);
 			if (err)
 				return err;
 			break;
 		case OPT_COMM:
+			err = args_once("--comm", &o->have_comm);
+			if (err)
+				return err;
 			if (!*optarg || strlen(optarg) >= TOP_COMM_LEN)
 				return fail_usage(
 					"invalid --comm '%s': give a thread name of 1 to %d "
 					"characters",
 					optarg, TOP_COMM_LEN - 1);
 			strcpy(o->comm, optarg);
-			o->have_comm = true;
 			break;
 		case OPT_CGROUP:
-			if (probe_cgroup2_mount(root, sizeof(root)))
-				return fail_usage("--cgroup needs cgroup v2, and no cgroup2 file "
-						  "system is mounted");
-			if (cgroup_resolve(root, optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
-					   o->cgroup_rel, sizeof(o->cgroup_rel)))
-				return fail_usage(
-					"unknown cgroup '%s': give a cgroup v2 path below %s",
-					optarg, root);
-			o->have_cgroup = true;
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
+			if (err)
+				return err;
 			break;
 		case OPT_FILE:
-			err = parse_fs_object("--file", optarg, false, &o->file_dev, &o->file_ino);
+			err = args_once("--file", &have_file) ?:
+				      parse_fs_object("--file", optarg, false, &o->file_dev,
+						      &o->file_ino);
 			if (err)
 				return err;
 			break;
 		case OPT_DIR:
-			err = parse_fs_object("--dir", optarg, true, &o->dir_dev, &o->dir_ino);
+			err = args_once("--dir", &have_dir) ?:
+				      parse_fs_object("--dir", optarg, true, &o->dir_dev,
+						      &o->dir_ino);
 			if (err)
 				return err;
 			break;
 		case 'd':
-			if (disk_lookup(optarg, &o->disk))
-				return fail_usage("unknown disk '%s': give a block device such as "
-						  "sda, /dev/loop0 or 7:0 (see /proc/diskstats)",
-						  optarg);
-			o->have_disk = true;
+			err = args_disk("trace", optarg, &o->disk, &o->have_disk);
+			if (err)
+				return err;
 			break;
 		case OPT_OPS:
 			if (trace_ops_parse(optarg, &o->ops, &bad, &bad_len))
@@ -351,6 +368,13 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		case OPT_OFFCPU_PERIODS:
 			o->offcpu_periods = true;
 			break;
+		case OPT_BUFFER_SIZE:
+			if (parse_size_bytes(optarg, 1ULL << 20, &o->rb_bytes) ||
+			    o->rb_bytes < RB_MIN || o->rb_bytes > RB_MAX)
+				return fail_usage("invalid --buffer-size '%s': give a size from 1M "
+						  "to 1G (e.g. 64M; a bare number is MiB)",
+						  optarg);
+			break;
 		case OPT_PERFETTO:
 			if (!*optarg)
 				return fail_usage("--perfetto needs a file name");
@@ -364,6 +388,11 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		return fail_usage("unexpected argument '%s': iospan trace takes options only "
 				  "(see 'iospan trace --help')",
 				  argv[optind]);
+	if (!o->rb_bytes)
+		o->rb_bytes = o->threshold_ns ? RB_DEFAULT : RB_DEFAULT_ALL;
+	/* The kernel wants a power of two. */
+	while (o->rb_bytes & (o->rb_bytes - 1))
+		o->rb_bytes += o->rb_bytes & -o->rb_bytes;
 	return 0;
 }
 
@@ -391,6 +420,30 @@ static const char *cgroup_name(struct trace_ctx *c, uint64_t cgid)
 	return p ? p : "?";
 }
 
+static int lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
+{
+	struct trace_ctx *c = arg;
+
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.titles), &tgid, t) ? -errno : 0;
+}
+
+/*
+ * Who the request's process is: *name its title if it set one ("postgres:
+ * checkpointer"), else its comm; *cgroup its cgroup v2 path, or its cgroup v1 blkio
+ * group for a process in the v2 root (blk-throttle limits it there).
+ */
+static void rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
+		      const char **name, const char **cgroup, char *buf, size_t len)
+{
+	procinfo_get(c->procinfo, r->pid, r->comm, id);
+	*name = id->title && id->cmdline ? id->cmdline : r->comm[0] ? r->comm : "?";
+	*cgroup = cgroup_name(c, r->cgid);
+	if (id->blkio && (!strcmp(*cgroup, "/") || !strcmp(*cgroup, "?"))) {
+		snprintf(buf, len, "blkio:%s", id->blkio);
+		*cgroup = buf;
+	}
+}
+
 /* Where a request's off-CPU accounts come from: JSON "offcpu_from". */
 static const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
 {
@@ -401,24 +454,26 @@ static const char *offcpu_source(const struct trace_ctx *c, const struct trace_r
 	return c->o->delayacct ? "counters_delayacct" : "counters";
 }
 
-/* The user-visible path of the request's file, or NULL if it was not captured. */
+static int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
+{
+	struct trace_ctx *c = arg;
+
+	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), key, p) ? -errno : 0;
+}
+
+/*
+ * The user-visible path of the request's file as it was when the request ended, or
+ * NULL if it was not captured (r->file: the capture's id).
+ */
 static const char *rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len)
 {
-	struct top_file_key fk = {.dev = r->dev, .ino = r->ino};
-	const char *p;
-	struct top_path tp;
 	char name[DISK_NAME_LEN];
 
 	if (r->flags & TRACE_F_BLKDEV) {
 		snprintf(buf, len, "/dev/%s", dev_name(r->dev, name, sizeof(name)));
 		return buf;
 	}
-	p = fspath_cache_get(c->paths, r->dev, r->ino);
-	if (p)
-		return p;
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.paths), &fk, &tp))
-		return NULL;
-	return fspath_cache_put(c->paths, r->dev, r->ino, &tp);
+	return fspath_of_id(c->paths, r->dev, r->ino, r->file);
 }
 
 static const char *const ev_names[TRACE_EV_NR] = {
@@ -445,6 +500,7 @@ static const struct {
 	{TRACE_BIO_REQUEUED, "requeued"},      {TRACE_BIO_ERROR, "error"},
 	{TRACE_BIO_KTHREAD, "kthread"},	       {TRACE_BIO_FLUSH, "flush"},
 	{TRACE_BIO_NO_ISSUE, "no_issue_time"}, {TRACE_BIO_PARTIAL, "partial"},
+	{TRACE_BIO_THROTTLED, "throttled"},
 };
 
 static const struct {
@@ -587,6 +643,8 @@ static int build_timeline(const struct trace_rec *r, struct tl_item *v)
 			tl_add(v, &n, b->g, "M bio#%u merged into a request", i);
 		else
 			tl_add(v, &n, b->g, "G bio#%u request allocated", i);
+		if (b->h && b->q > b->h)
+			tl_add(v, &n, b->h, "bio#%u held by blk-throttle from about here", i);
 		if (b->i > b->g)
 			tl_add(v, &n, b->i, "I bio#%u inserted", i);
 		if (!(b->flags & TRACE_BIO_NO_ISSUE))
@@ -603,10 +661,11 @@ static int build_timeline(const struct trace_rec *r, struct tl_item *v)
 
 static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 {
-	char b[8][UNITS_BUF], tbuf[32], pbuf[PATH_MAX], dn[DISK_NAME_LEN];
+	char b[8][UNITS_BUF], tbuf[32], pbuf[PATH_MAX], dn[DISK_NAME_LEN], cgbuf[PATH_MAX];
 	static struct tl_item tl[TL_MAX];
 	const __u64 *st = r->stages;
-	const char *path;
+	const char *path, *name, *cgroup;
+	struct proc_ident id;
 	struct tm tm;
 	time_t secs;
 	uint64_t real;
@@ -621,9 +680,11 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 	if (r->op == TRACE_OP_WRITEBACK && !r->pid)
 		/* The pages were dirtied before tracing started: nobody to credit. */
 		printf("(dirtier unknown: pages dirtied before tracing began)");
-	else
-		printf("%s pid %u tid %u cgroup %s", r->comm[0] ? printable(r->comm) : "?", r->pid,
-		       r->tid, printable(cgroup_name(c, r->cgid)));
+	else {
+		rec_ident(c, r, &id, &name, &cgroup, cgbuf, sizeof(cgbuf));
+		printf("%s pid %u tid %u cgroup %s", printable(name), r->pid, r->tid,
+		       printable(cgroup));
+	}
 	printf(" total %s ret %" PRId64 "\n", fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])),
 	       (int64_t)r->ret);
 	path = rec_path(c, r, pbuf, sizeof(pbuf));
@@ -639,14 +700,21 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		printf(" flusher %u", r->flusher);
 	printf("\n");
 	if (r->nr_done)
-		printf("  stages pre_block %s q2q %s q2g %s g2i %s i2d %s d2c %s post_block %s\n",
+		printf("  stages pre_block %s%s%s q2q %s q2g %s g2i %s i2d %s d2c %s post_block "
+		       "%s\n",
 		       fmt_dur(st[TRACE_ST_PRE_BLOCK], b[0], sizeof(b[0])),
+		       st[TRACE_ST_THROTTLE] ? " throttle " : "",
+		       st[TRACE_ST_THROTTLE] ? fmt_dur(st[TRACE_ST_THROTTLE], b[7], sizeof(b[7])) :
+					       "",
 		       fmt_dur(st[TRACE_ST_Q2Q], b[1], sizeof(b[1])),
 		       fmt_dur(st[TRACE_ST_Q2G], b[2], sizeof(b[2])),
 		       fmt_dur(st[TRACE_ST_G2I], b[3], sizeof(b[3])),
 		       fmt_dur(st[TRACE_ST_I2D], b[4], sizeof(b[4])),
 		       fmt_dur(st[TRACE_ST_D2C], b[5], sizeof(b[5])),
 		       fmt_dur(st[TRACE_ST_POST_BLOCK], b[6], sizeof(b[6])));
+	else if (r->nr_queued)
+		/* sync_file_range(WRITE), readahead: it did not wait for its bios. */
+		printf("  stages none: no bio completed before it ended (pre_block = total)\n");
 	else
 		printf("  stages no block I/O (pre_block = total)\n");
 	if (r->flags & TRACE_F_NO_OFFCPU)
@@ -678,6 +746,8 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		for (k = 0; k < sizeof(bio_flag_names) / sizeof(bio_flag_names[0]); k++)
 			if (bi->flags & bio_flag_names[k].bit)
 				printf(" %s", bio_flag_names[k].name);
+		if (bi->h && bi->q >= bi->h)
+			printf(" (held %s)", fmt_dur(bi->q - bi->h, b[5], sizeof(b[5])));
 		printf("\n");
 	}
 	n = build_timeline(r, tl);
@@ -727,6 +797,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 {
 	char pbuf[PATH_MAX], dn[DISK_NAME_LEN], dirs[2] = {0};
 	struct jw *jw = c->jw;
+	struct proc_ident id;
 	const char *path;
 	unsigned int i;
 
@@ -742,12 +813,23 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		jw_kv_null(jw, "comm");
 		jw_kv_null(jw, "cgroup_id");
 		jw_kv_null(jw, "cgroup");
+		jw_kv_null(jw, "cmdline");
+		jw_kv_null(jw, "blkio_cgroup");
 	} else {
 		jw_kv_uint(jw, "pid", r->pid);
 		jw_kv_uint(jw, "tid", r->tid);
 		jw_kv_string(jw, "comm", r->comm);
 		jw_kv_uint(jw, "cgroup_id", r->cgid);
 		jw_kv_string(jw, "cgroup", cgroup_name(c, r->cgid));
+		procinfo_get(c->procinfo, r->pid, r->comm, &id);
+		if (id.cmdline)
+			jw_kv_string(jw, "cmdline", id.cmdline);
+		else
+			jw_kv_null(jw, "cmdline");
+		if (id.blkio)
+			jw_kv_string(jw, "blkio_cgroup", id.blkio);
+		else
+			jw_kv_null(jw, "blkio_cgroup");
 	}
 	if (r->op == TRACE_OP_WRITEBACK)
 		jw_kv_uint(jw, "flusher_tid", r->flusher);
@@ -792,6 +874,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		jw_kv_uint(jw, "bytes", b->bytes);
 		dirs[0] = bio_dir(b);
 		jw_kv_string(jw, "op", dirs);
+		jw_kv_float(jw, "held_us", b->h && b->q >= b->h ? us(b->q - b->h) : 0.0, 3);
 		jw_kv_float(jw, "q_us", rel_us(r, b->q), 3);
 		jw_kv_float(jw, "g_us", rel_us(r, b->g), 3);
 		jw_kv_float(jw, "i_us", rel_us(r, b->i), 3);
@@ -898,14 +981,17 @@ static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_
 
 static void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 {
-	char name[64], pbuf[PATH_MAX];
-	const char *path;
+	char name[64], pbuf[PATH_MAX], cgbuf[PATH_MAX];
+	const char *path, *pname = "(unknown dirtier)", *cgroup;
 	uint32_t pid = r->pid, tid = r->tid;
+	struct proc_ident id;
 	struct jw *jw;
 	unsigned int i;
 	int lane = 0;
 
-	perfetto_process(c->pf, pid, pid ? r->comm : "(unknown dirtier)");
+	if (pid)
+		rec_ident(c, r, &id, &pname, &cgroup, cgbuf, sizeof(cgbuf));
+	perfetto_process(c->pf, pid, pname);
 	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
 	    r->op == TRACE_OP_AIO_WRITE) {
 		/* Several may be in flight at once: each on a lane of its own. */
@@ -933,7 +1019,11 @@ static void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 	perfetto_end(c->pf);
 	if (r->nr_done) {
 		/* Children in time order; the block span holds the critical bio's stages. */
-		pf_span(c, "pre_block", "stage", pid, tid, r->start, r->first_q);
+		uint64_t thr_first = r->held_q && r->held_q == r->first_q ? r->held_h : 0;
+
+		pf_span(c, "pre_block", "stage", pid, tid, r->start, thr_first ?: r->first_q);
+		if (thr_first)
+			pf_span(c, "throttle", "stage", pid, tid, thr_first, r->first_q);
 		pf_span(c, "block (q2c)", "stage", pid, tid, r->first_q, r->last_c);
 		pf_span(c, "q2q", "stage", pid, tid, r->first_q, r->crit_q);
 		pf_span(c, "q2g", "stage", pid, tid, r->crit_q, r->crit_g);
@@ -965,14 +1055,39 @@ static void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 		perfetto_bio(c, r, pid, &r->bios[i], i);
 }
 
+/*
+ * A record as sent (the header, then only the bios and events it has) into @r; the
+ * unused tail of @r is left as is (nr_bios and nr_events bound every reader).
+ */
+static int rec_unpack(const void *data, size_t size, struct trace_rec *r)
+{
+	const size_t hdr = offsetof(struct trace_rec, bios);
+	size_t lb, le;
+
+	if (size < hdr)
+		return -EINVAL;
+	memcpy(r, data, hdr);
+	lb = (r->nr_bios < TRACE_MAX_BIOS ? r->nr_bios : TRACE_MAX_BIOS) * sizeof(r->bios[0]);
+	le = (r->nr_events < TRACE_MAX_EVENTS ? r->nr_events : TRACE_MAX_EVENTS) *
+	     sizeof(r->events[0]);
+	if (size != hdr + lb + le)
+		return -EINVAL;
+	memcpy(r->bios, (const char *)data + hdr, lb);
+	memcpy(r->events, (const char *)data + hdr + lb, le);
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
+	static struct trace_rec rec;
 	struct trace_ctx *c = ctx;
-	const struct trace_rec *r = data;
+	const struct trace_rec *r = &rec;
 
-	if (size < sizeof(*r))
-		return 0;
 	c->received++;
+	if (rec_unpack(data, size, &rec)) {
+		c->malformed++; /* counted as lost */
+		return 0;
+	}
 	if (c->jw)
 		print_json(c, r);
 	else
@@ -980,7 +1095,15 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (c->pf)
 		write_perfetto(c, r);
 	c->printed++;
-	return 0;
+	/*
+	 * A ring buffer read returns only once the buffer is empty: while requests come
+	 * as fast as they are printed, give the loop its turn now and then (summaries,
+	 * --duration, Ctrl-C). A negative return ends the read after this record.
+	 */
+	if (c->draining || ++c->since_yield < 64)
+		return 0;
+	c->since_yield = 0;
+	return stop_requested || now_ns(CLOCK_MONOTONIC) >= c->yield_at ? -EINTR : 0;
 }
 
 /* ------------------------------------------------------------------ summaries */
@@ -1019,20 +1142,72 @@ static void hist_delta(struct hist *out, const struct hist *cur, const struct hi
 		out->slots[k] = cur->slots[k] - prev->slots[k];
 }
 
+static int read_counters(struct trace_ctx *c, uint64_t *out);
+
+/* Slow requests of the interval: sent, printed, and dropped because the buffer was full. */
+struct output_counts {
+	uint64_t emitted, printed, dropped;
+};
+
+static int output_counts(struct trace_ctx *c, struct output_counts *oc)
+{
+	uint64_t cnt[TRACE_CNT_NR];
+	int err = read_counters(c, cnt);
+
+	if (err)
+		return fail(err, "cannot read the counters map: %s", strerror(-err));
+	oc->emitted = cnt[TRACE_CNT_EMITTED] - c->prev_emitted;
+	oc->printed = c->printed - c->prev_printed;
+	oc->dropped = cnt[TRACE_CNT_RINGBUF_FULL] - c->prev_dropped;
+	c->prev_emitted = cnt[TRACE_CNT_EMITTED];
+	c->prev_printed = c->printed;
+	c->prev_dropped = cnt[TRACE_CNT_RINGBUF_FULL];
+	return 0;
+}
+
+/*
+ * Says loudly that slow requests were dropped in the interval, with the rate the
+ * output kept up with (it was busy all along: the buffer filled) and the rate they
+ * came at.
+ */
+static void print_drops(struct trace_ctx *c, const struct output_counts *oc, double seconds)
+{
+	char size[UNITS_BUF];
+
+	if (!oc->dropped || c->jw)
+		return;
+	fmt_bytes(c->o->rb_bytes, size, sizeof(size));
+	printf("!! %" PRIu64 " slow requests dropped: the output printed %.0f/s, they came at "
+	       "%.0f/s and the %s ring buffer filled (raise -t, filter, write to a file, or "
+	       "use --buffer-size)\n",
+	       oc->dropped, oc->printed / seconds, (oc->emitted + oc->dropped) / seconds, size);
+	warn("%" PRIu64 " of %" PRIu64 " slow requests in the last %.1f s were dropped: the "
+	     "output printed %.0f/s, they came at %.0f/s (ring buffer %s full)",
+	     oc->dropped, oc->emitted + oc->dropped, seconds, oc->printed / seconds,
+	     (oc->emitted + oc->dropped) / seconds, size);
+}
+
 static int summary(struct trace_ctx *c, double seconds, bool final)
 {
 	static struct trace_op_hists cur, delta;
+	struct output_counts oc = {0};
 	char b[3][UNITS_BUF];
 	uint64_t total = 0;
 	bool header = false;
 	unsigned int op, s;
 	int err;
 
+	err = output_counts(c, &oc);
+	if (err)
+		return err;
 	if (c->jw) {
 		jw_start_object(c->jw);
 		jw_kv_string(c->jw, "type", "summary");
 		jw_kv_float(c->jw, "interval_s", seconds, 3);
 		jw_kv_bool(c->jw, "final", final);
+		jw_kv_uint(c->jw, "emitted", oc.emitted);
+		jw_kv_uint(c->jw, "printed", oc.printed);
+		jw_kv_uint(c->jw, "dropped", oc.dropped);
 		jw_kv_object(c->jw, "ops");
 	}
 	for (op = 0; op < TRACE_OP_NR; op++) {
@@ -1099,6 +1274,7 @@ static int summary(struct trace_ctx *c, double seconds, bool final)
 	} else {
 		printf("\n");
 	}
+	print_drops(c, &oc, seconds);
 	fflush(stdout);
 	return 0;
 }
@@ -1107,7 +1283,10 @@ static int summary(struct trace_ctx *c, double seconds, bool final)
 
 static int read_counters(struct trace_ctx *c, uint64_t *out)
 {
-	return bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
+	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
+
+	out[TRACE_CNT_HOOK_MISSED] = bpfobj_missed_runs(c->skel->obj);
+	return err;
 }
 
 /*
@@ -1169,6 +1348,15 @@ static void print_accounts(struct trace_ctx *c)
 			lost += cnt[i];
 	/* A fault served from the page cache turned out not to be a request. */
 	traced = cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED];
+	lost += c->malformed;
+	if (cnt[TRACE_CNT_RINGBUF_FULL])
+		warn("%" PRIu64 " of %" PRIu64 " slow requests (%.1f%%) were dropped because the "
+		     "output did not keep up: see the '!!' lines, raise -t, filter, or use "
+		     "--buffer-size",
+		     cnt[TRACE_CNT_RINGBUF_FULL],
+		     cnt[TRACE_CNT_RINGBUF_FULL] + cnt[TRACE_CNT_EMITTED],
+		     100.0 * cnt[TRACE_CNT_RINGBUF_FULL] /
+			     (cnt[TRACE_CNT_RINGBUF_FULL] + cnt[TRACE_CNT_EMITTED]));
 	if (c->jw) {
 		jw_start_object(c->jw);
 		jw_kv_string(c->jw, "type", "totals");
@@ -1182,6 +1370,7 @@ static void print_accounts(struct trace_ctx *c)
 		for (i = 0; i < TRACE_CNT_NR; i++)
 			jw_kv_uint(c->jw, cnt_names[i], cnt[i]);
 		jw_kv_uint(c->jw, "perfetto_lanes_full", c->lanes_full);
+		jw_kv_uint(c->jw, "records_malformed", c->malformed);
 		jw_end_object(c->jw);
 		attach_plan_unavailable(c->hooks, c->nr_hooks, c->jw, "unavailable", NULL, NULL);
 		jw_end_object(c->jw);
@@ -1195,10 +1384,15 @@ static void print_accounts(struct trace_ctx *c)
 		if (i <= TRACE_CNT_EMITTED || !cnt[i])
 			continue;
 		printf("  %-24s %" PRIu64 "%s\n", cnt_names[i], cnt[i],
-		       cnt_is_loss(i) ? " (lost)" : "");
+		       cnt_is_loss(i)		     ? " (lost)" :
+		       i == TRACE_CNT_HOOK_MISSED ? " (events skipped by the kernel: some requests "
+						    "may lack a stage or be missing)" :
+						    "");
 	}
 	if (c->lanes_full)
 		printf("  %-24s %" PRIu64 "\n", "perfetto_spans_dropped", c->lanes_full);
+	if (c->malformed)
+		printf("  %-24s %" PRIu64 " (lost)\n", "records_malformed", c->malformed);
 	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stdout, "  ");
 }
 
@@ -1241,40 +1435,6 @@ static void plan_drop(struct attach_hook *hooks, int *n, const char *name)
 		bpf_program__set_autoload(hooks[i].v[k].prog, false);
 	memmove(&hooks[i], &hooks[i + 1], (*n - i - 1) * sizeof(hooks[0]));
 	(*n)--;
-}
-
-/* Whether the request timestamps of every disk in scope come with rq->io_start_time_ns. */
-static bool need_issue_hook(const struct trace_opts *o)
-{
-	char path[PATH_MAX];
-	struct ds_snapshot ds;
-	bool need = false;
-	size_t i;
-
-	/*
-	 * blk-wbt keeps block statistics on (QUEUE_FLAG_STATS), which makes the block layer
-	 * stamp io_start_time_ns at issue: then no issue hook is needed. Without wbt on
-	 * some disk, block_rq_issue is traced.
-	 */
-	if (o->have_disk) {
-		snprintf(path, sizeof(path), "/sys/block/%s/queue/wbt_lat_usec", o->disk.disk_name);
-		return access(path, F_OK) != 0;
-	}
-	ds_snapshot_init(&ds);
-	if (ds_read("/proc/diskstats", &ds))
-		return true;
-	for (i = 0; i < ds.nr && !need; i++) {
-		const struct ds_dev *d = &ds.devs[i];
-
-		snprintf(path, sizeof(path), "/sys/block/%s/mq", d->name);
-		if (access(path, F_OK))
-			continue; /* partition or bio-based device */
-		snprintf(path, sizeof(path), "/sys/block/%s/queue/wbt_lat_usec", d->name);
-		if (access(path, F_OK))
-			need = true;
-	}
-	ds_snapshot_free(&ds);
-	return need;
 }
 
 /*
@@ -1378,8 +1538,6 @@ static int build_hooks(struct trace_ctx *c)
 
 	if (!need_insert_hook(o))
 		plan_drop(hooks, &n, "block_rq_insert");
-	if (!need_issue_hook(o))
-		plan_drop(hooks, &n, "block_rq_issue");
 	if (!aio) {
 		plan_drop(hooks, &n, "iomap_dio_rw_begin");
 		plan_drop(hooks, &n, "iomap_dio_complete");
@@ -1457,10 +1615,13 @@ int trace_plan(plan_show_fn show, void *arg)
 
 static int trace_setup(struct trace_ctx *c)
 {
+	/* Async direct I/O's end; bios blk-throttle held: its worker, submit_bio_wait()'s waiter. */
+	static const char *const syms[] = {"iomap_dio_bio_end_io", "blk_throtl_dispatch_work_fn",
+					   "submit_bio_wait_endio"};
 	const struct trace_opts *o = c->o;
 	char root[PATH_MAX];
 	struct trace_bpf *s;
-	uint64_t end_io = 0;
+	uint64_t end_io, throtl_fn, wait_end_io, addrs[3];
 	int err, i, nr;
 
 	/* A file that cannot be written is said before anything is loaded. */
@@ -1471,18 +1632,27 @@ static int trace_setup(struct trace_ctx *c)
 	}
 	probe_setup_libbpf_print();
 	probe_prefetch();
+	/* Say what is missing, before the attach plan blames the kernel for it. */
+	err = probe_require_bpf_privileges("trace");
+	if (err)
+		return err;
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
 	c->pcpu = calloc(c->ncpus, sizeof(*c->pcpu));
 	c->prev = calloc(TRACE_OP_NR, sizeof(*c->prev));
-	if (!c->pcpu || !c->prev || fspath_cache_new(&c->paths))
+	if (!c->pcpu || !c->prev || fspath_cache_new(lookup_path, c, &c->paths) ||
+	    /* Read for every record: titles change between requests. */
+	    procinfo_new(lookup_title, c, 1, &c->procinfo))
 		return fail(-ENOMEM, "out of memory");
-	err = ksyms_lookup(NULL, "iomap_dio_bio_end_io", &end_io);
+	err = ksyms_lookup(NULL, syms, addrs, 3);
+	end_io = addrs[0];
+	throtl_fn = addrs[1];
+	wait_end_io = addrs[2];
 	if (err)
 		warn("kernel symbols unavailable (%s): async direct I/O and direct I/O "
 		     "re-submitted by kernel threads are not followed",
-		     strerror(-err));
+		     ksyms_strerror(err));
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
 	c->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
@@ -1508,6 +1678,8 @@ static int trace_setup(struct trace_ctx *c)
 	s->rodata->aio_ops = (o->ops >> TRACE_OP_AIO_READ) & 3;
 	s->rodata->trace_aio = s->rodata->aio_ops && end_io;
 	s->rodata->iomap_dio_end_io = end_io;
+	s->rodata->throtl_dispatch_fn = throtl_fn;
+	s->rodata->submit_bio_wait_end_io = wait_end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	/* The syscall programs' table (trace.bpf.c): the op of each syscall. */
 	for (i = 0; i <= TRACE_OP_SYNC_FILE_RANGE; i++)
@@ -1519,7 +1691,14 @@ static int trace_setup(struct trace_ctx *c)
 		bpf_map__set_max_entries(s->maps.async_slots, 1);
 	if (!s->rodata->trace_writeback)
 		bpf_map__set_max_entries(s->maps.dirtiers, 1);
+	bpf_map__set_max_entries(s->maps.events, o->rb_bytes);
 
+	/* Before anything is loaded: a size the machine cannot give is refused at once. */
+	err = mapmem_check(s->obj, "trace",
+			   "its maps have fixed sizes: free memory, or raise the memory "
+			   "cgroup limit");
+	if (err)
+		return err;
 	err = build_plan(c);
 	if (err)
 		return err == -ENOMEM ? fail(err, "out of memory") : err;
@@ -1549,11 +1728,41 @@ static int trace_setup(struct trace_ctx *c)
 	return 0;
 }
 
+/*
+ * Stops the programs' emitting, then reads the ring buffer until it has handed over
+ * every record they sent: a record emitted after the last read would be neither printed
+ * nor counted. A program still running on another CPU when the flag was set ends within
+ * microseconds; the wait is bounded all the same.
+ */
+static int stop_and_drain(struct trace_ctx *c)
+{
+	uint64_t cnt[TRACE_CNT_NR];
+	int i, err;
+
+	/* Attached still (detaching takes long, trace_cleanup() does it), but silent. */
+	__atomic_store_n(&c->skel->bss->emit_stopped, true, __ATOMIC_SEQ_CST);
+	c->draining = true;
+	for (i = 0; i < 1000; i++) {
+		err = ring_buffer__consume(c->rb);
+		if (err < 0)
+			return fail(err, "cannot read the ring buffer: %s", strerror(-err));
+		err = read_counters(c, cnt);
+		if (err)
+			return fail(err, "cannot read the counters map: %s", strerror(-err));
+		if (c->received >= cnt[TRACE_CNT_EMITTED] && i)
+			return 0;
+		usleep(1000);
+	}
+	warn("%" PRIu64 " requests were sent but never arrived",
+	     cnt[TRACE_CNT_EMITTED] - c->received);
+	return 0;
+}
+
 static int trace_run(struct trace_ctx *c)
 {
 	const struct trace_opts *o = c->o;
 	uint64_t start, next, end = 0, now;
-	char ops[256];
+	char ops[256], rb[UNITS_BUF];
 	int err, ms;
 
 	install_stop_handlers();
@@ -1564,9 +1773,12 @@ static int trace_run(struct trace_ctx *c)
 	c->last_summary = start;
 	fprintf(stderr,
 		"iospan trace: tracing %s requests over %.3f ms, summary every %.1f s; "
-		"Ctrl-C to stop\n",
+		"Ctrl-C to stop\n"
+		"iospan trace: the %s ring buffer holds about %" PRIu64 " slow requests (of one "
+		"bio) while the output catches up; drops are reported as they happen\n",
 		trace_ops_format(o->ops, ops, sizeof(ops)), o->threshold_ns / 1e6,
-		o->interval_ns / 1e9);
+		o->interval_ns / 1e9, fmt_bytes(o->rb_bytes, rb, sizeof(rb)),
+		(uint64_t)(o->rb_bytes / RB_TYPICAL_REC));
 	while (!stop_requested) {
 		now = now_ns(CLOCK_MONOTONIC);
 		if (end && now >= end)
@@ -1587,6 +1799,7 @@ static int trace_run(struct trace_ctx *c)
 			ms = (end - now) / 1000000 + 1;
 		if (ms > 100)
 			ms = 100;
+		c->yield_at = now + ms * 1000000ULL;
 		err = ring_buffer__poll(c->rb, ms);
 		if (err < 0 && err != -EINTR)
 			return fail(err, "cannot read the ring buffer: %s", strerror(-err));
@@ -1594,9 +1807,9 @@ static int trace_run(struct trace_ctx *c)
 		if (perfetto_error(c->pf))
 			break;
 	}
-	/* What is already in the ring buffer belongs to the run. */
-	if (!perfetto_error(c->pf))
-		ring_buffer__consume(c->rb);
+	err = stop_and_drain(c);
+	if (err)
+		return err;
 	now = now_ns(CLOCK_MONOTONIC);
 	err = summary(c, (now - c->last_summary) / 1e9, true);
 	if (err)
@@ -1628,6 +1841,7 @@ static void trace_cleanup(struct trace_ctx *c)
 	free(c->pcpu);
 	free(c->prev);
 	fspath_cache_free(c->paths);
+	procinfo_free(c->procinfo);
 	cgroup_map_free(c->cgmap);
 	jw_free(c->jw);
 	probe_cleanup();

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "args.h"
+#include "cgroups.h"
+#include "disks.h"
 #include "err.h"
+#include "probe.h"
+#include "units.h"
 
 struct global_opts gopts;
 volatile sig_atomic_t stop_requested;
@@ -63,15 +68,15 @@ static const struct {
 int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
 {
 	double v, unit = bare_unit_ns;
-	char *end;
-	size_t i;
+	const char *end;
+	size_t i, n;
 
-	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+	if (!s)
 		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v))
+	n = scan_decimal(s, &v);
+	if (!n)
 		return -EINVAL;
+	end = s + n;
 	if (*end) {
 		for (i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
 			if (!strcmp(end, duration_units[i].suffix))
@@ -81,23 +86,75 @@ int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
 		unit = duration_units[i].ns;
 	}
 	v *= unit;
-	if (v < 0 || v > 1e18)
+	if (!isfinite(v) || v > 1e18)
 		return -EINVAL;
 	*ns = (uint64_t)llround(v);
+	return 0;
+}
+
+static const struct {
+	const char *suffix;
+	uint64_t bytes;
+} size_units[] = {
+	{"K", 1ULL << 10},   {"M", 1ULL << 20},	  {"G", 1ULL << 30},
+	{"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30},
+};
+
+int parse_size_bytes(const char *s, uint64_t bare_unit, uint64_t *bytes)
+{
+	uint64_t v, unit = bare_unit;
+	char *end;
+	size_t i;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end) {
+		for (i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++)
+			if (!strcmp(end, size_units[i].suffix))
+				break;
+		if (i == sizeof(size_units) / sizeof(size_units[0]))
+			return -EINVAL;
+		unit = size_units[i].bytes;
+	}
+	if (unit && v > UINT64_MAX / unit)
+		return -EINVAL;
+	*bytes = v * unit;
+	return 0;
+}
+
+int args_period(const char *opt, const char *arg, uint64_t *ns)
+{
+	if (parse_duration_ns(arg, 1000000000ULL, ns) || *ns < ARGS_MIN_PERIOD_NS)
+		return fail_usage("invalid %s '%s': give a duration of at least 1ms (a bare "
+				  "number is seconds: 5, 0.5, 250ms)",
+				  opt, arg);
+	return 0;
+}
+
+int args_threshold(const char *opt, const char *arg, uint64_t *ns)
+{
+	if (parse_duration_ns(arg, 1000000ULL, ns))
+		return fail_usage("invalid %s '%s': give a duration such as 10ms, 500us or 0 "
+				  "(a bare number is ms)",
+				  opt, arg);
 	return 0;
 }
 
 int parse_interval_count(int argc, char **argv, uint64_t *interval_ns, uint64_t *count)
 {
 	uint64_t v;
+	int ret;
 
 	if (argc > 2)
 		return fail_usage("unexpected argument '%s': expected [interval [count]]", argv[2]);
 	if (argc >= 1) {
-		if (parse_duration_ns(argv[0], 1000000000ULL, &v) || v == 0)
-			return fail_usage("invalid interval '%s': give a positive number of seconds "
-					  "(e.g. 1, 0.5, 250ms)",
-					  argv[0]);
+		ret = args_period("interval", argv[0], &v);
+		if (ret)
+			return ret;
 		*interval_ns = v;
 	}
 	if (argc == 2) {
@@ -105,6 +162,47 @@ int parse_interval_count(int argc, char **argv, uint64_t *interval_ns, uint64_t 
 			return fail_usage("invalid count '%s': give a positive integer", argv[1]);
 		*count = v;
 	}
+	return 0;
+}
+
+int args_once(const char *opt, bool *seen)
+{
+	if (*seen)
+		return fail_usage("%s given twice: the filter takes one value, give it once", opt);
+	*seen = true;
+	return 0;
+}
+
+int args_disk(const char *cmd, const char *arg, struct disk *disk, bool *have)
+{
+	if (*have)
+		return fail_usage("-d/--disk given twice: iospan %s follows one disk, or every "
+				  "disk when -d is not given",
+				  cmd);
+	if (disk_lookup(arg, disk))
+		return fail_usage("unknown disk '%s': give a block device such as sda, "
+				  "/dev/loop0 or 7:0 (see /proc/diskstats)",
+				  arg);
+	*have = true;
+	return 0;
+}
+
+int args_cgroup(const char *arg, char *dir, size_t dir_len, char *rel, size_t rel_len,
+		bool *have)
+{
+	char root[PATH_MAX];
+	int ret;
+
+	ret = args_once("--cgroup", have);
+	if (ret)
+		return ret;
+	if (!*arg)
+		return fail_usage("--cgroup needs a path: give a cgroup v2 path, or '/' for the "
+				  "root (every process)");
+	if (probe_cgroup2_mount(root, sizeof(root)))
+		return fail_usage("--cgroup needs cgroup v2, and no cgroup2 file system is mounted");
+	if (cgroup_resolve(root, arg, dir, dir_len, rel, rel_len))
+		return fail_usage("unknown cgroup '%s': give a cgroup v2 path below %s", arg, root);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,22 +35,59 @@ extern struct global_opts gopts;
 /* Handles a common option; returns true if @opt was one. */
 bool args_common_opt(int opt);
 
-/* Decimal unsigned integer, whole string, no sign, no overflow. */
+/*
+ * Numbers are decimal, as in sysstat's tools: no sign, hex or exponent ("0x10" and
+ * "1e-9" are refused, not read as 16 and 0).
+ */
+/* Decimal unsigned integer, whole string, no overflow. */
 int parse_u64(const char *s, uint64_t *out);
 /* Like parse_u64, within [min, max]. */
 int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /*
- * Duration: a positive number with an optional unit (ns, us, ms, s, m, h); a bare
+ * Duration: a decimal number with an optional unit (ns, us, ms, s, m, h); a bare
  * number is in @bare_unit_ns (1e9 for seconds, 1e6 for milliseconds).
  */
 int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns);
+/*
+ * Size: an integer with an optional unit (K, M, G or KiB, MiB, GiB: powers of 1024); a
+ * bare number is in @bare_unit bytes.
+ */
+int parse_size_bytes(const char *s, uint64_t bare_unit, uint64_t *bytes);
 
 /*
- * `[interval [count]]`: interval is a duration in seconds (> 0), count a positive
- * integer. Missing values leave the outputs untouched. Reports usage errors itself
- * and returns -EINVAL.
+ * Shortest interval or duration of a report: the clocks are precise to a microsecond,
+ * but a window shorter than a millisecond measures only the cost of reporting.
+ */
+#define ARGS_MIN_PERIOD_NS 1000000ULL
+
+/*
+ * The options below report their own usage error, naming @opt, and return -EINVAL.
+ * An interval or duration (bare number: seconds), at least ARGS_MIN_PERIOD_NS.
+ */
+int args_period(const char *opt, const char *arg, uint64_t *ns);
+/* A latency threshold (bare number: milliseconds); 0 is allowed. */
+int args_threshold(const char *opt, const char *arg, uint64_t *ns);
+
+/*
+ * `[interval [count]]`: interval as args_period(), count a positive integer. Missing
+ * values leave the outputs untouched.
  */
 int parse_interval_count(int argc, char **argv, uint64_t *interval_ns, uint64_t *count);
+
+struct disk;
+/*
+ * -d/--disk of a BPF command: one block device (the commands follow one disk, or all).
+ * A second -d is refused rather than silently replacing the first.
+ */
+int args_disk(const char *cmd, const char *arg, struct disk *disk, bool *have);
+/*
+ * --cgroup: a cgroup v2 path (below the cgroup2 mount, or absolute) into @dir and @rel
+ * (cgroup_resolve()); an empty path is refused ("/" names the root), and so is a second
+ * --cgroup.
+ */
+int args_cgroup(const char *arg, char *dir, size_t dir_len, char *rel, size_t rel_len, bool *have);
+/* A filter option given a second time: refused, as the filter holds one value. */
+int args_once(const char *opt, bool *seen);
 
 /* SIGINT/SIGTERM set stop_requested; periodic commands finish their report and exit. */
 extern volatile sig_atomic_t stop_requested;
@@ -57,8 +95,6 @@ void install_stop_handlers(void);
 /* Sleeps until CLOCK_MONOTONIC @deadline_ns or a stop request; true if stopped. */
 bool sleep_until_ns(uint64_t deadline_ns);
 uint64_t now_ns(int clock_id);
-
-
 
 /* Reports the option getopt_long just refused ('?' or ':') as a usage error. */
 int args_bad_option(const char *cmd, char **argv);

@@ -24,4 +24,14 @@ typedef void (*bpfmap_fold_fn)(void *row, const void *key, const void *vals, int
 int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t row_size,
 			  bpfmap_fold_fn fold, void *arg, void **rows, size_t *nr);
 
+struct bpf_object;
+
+/*
+ * Runs of @obj's loaded programs the kernel skipped (bpf_prog_info.recursion_misses):
+ * a tracing program is not run inside itself on the same CPU, so a hook that fires
+ * in an interrupt while its program runs in a task on that CPU loses that event.
+ * 0 where the kernel does not count them (before 5.12).
+ */
+uint64_t bpfobj_missed_runs(const struct bpf_object *obj);
+
 #endif

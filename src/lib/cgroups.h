@@ -26,6 +26,12 @@ struct container {
  */
 bool cgroup_container(const char *path, struct container *c);
 
+/*
+ * Mount point of the cgroup v1 hierarchy of @controller ("blkio"): 0, or -ENOENT if
+ * none is mounted.
+ */
+int cgroup_v1_mount(const char *controller, char *buf, size_t len);
+
 /* The id of the cgroup directory @dir (its inode number). */
 int cgroup_id_of_dir(const char *dir, uint64_t *id);
 

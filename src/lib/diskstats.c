@@ -2,11 +2,59 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "diskstats.h"
+#include "units.h"
+
+/*
+ * One line of @f into *@buf (grown as needed, to DS_MAX_LINE at most), without its
+ * newline: 1 with a line, 0 at the end, -E2BIG for a longer line, -EILSEQ for a NUL
+ * byte (binary data: /dev/zero would otherwise be read forever), -EIO, -ENOMEM.
+ */
+static int read_line(FILE *f, char **buf, size_t *cap)
+{
+	size_t n = 0;
+	int c;
+
+	for (;;) {
+		c = getc_unlocked(f);
+		if (c == EOF || c == '\n')
+			break;
+		if (!c)
+			return -EILSEQ;
+		if (n + 1 >= DS_MAX_LINE)
+			return -E2BIG;
+		if (n + 1 >= *cap) {
+			size_t cap2 = *cap ? *cap * 2 : 256;
+			char *p = realloc(*buf, cap2 < DS_MAX_LINE ? cap2 : DS_MAX_LINE);
+
+			if (!p)
+				return -ENOMEM;
+			*buf = p;
+			*cap = cap2 < DS_MAX_LINE ? cap2 : DS_MAX_LINE;
+		}
+		(*buf)[n++] = c;
+	}
+	if (c == EOF) {
+		if (ferror(f))
+			return -EIO;
+		if (!n)
+			return 0;
+	}
+	if (!*cap) {
+		*buf = malloc(1);
+		if (!*buf)
+			return -ENOMEM;
+		*cap = 1;
+	}
+	(*buf)[n] = '\0';
+	return 1;
+}
 
 /* Next whitespace-separated token of *@p, NUL-terminated in @buf; false at the end. */
 static bool next_token(const char **p, char *buf, size_t len)
@@ -51,14 +99,23 @@ int ds_parse_line(const char *line, struct ds_dev *dev)
 	if (!next_token(&p, dev->name, sizeof(dev->name)))
 		return -EINVAL;
 	while (next_token(&p, tok, sizeof(tok))) {
-		if (n == DS_NR_FIELDS || !parse_counter(tok, &v))
+		if (!parse_counter(tok, &v))
 			return -EINVAL;
-		dev->f[n++] = v;
+		/* Counters of a later kernel than this reader knows: checked, not kept. */
+		if (n < DS_NR_FIELDS)
+			dev->f[n] = v;
+		n++;
 	}
-	/* 11, 15 or 17 counters (14, 18 or 20 fields in all), depending on the kernel. */
-	if (n != 11 && n != 15 && n != 17)
+	/*
+	 * 11, 15 or 17 counters (14, 18 or 20 fields in all), depending on the kernel. Any
+	 * other count is read by its longest complete group, as sysstat does; the counters
+	 * of an incomplete group are cleared, so they count as absent (zero).
+	 */
+	if (n < 11)
 		return -EINVAL;
-	dev->nr_fields = n;
+	dev->nr_fields = n >= 17 ? 17 : n >= 15 ? 15 : 11;
+	for (n = dev->nr_fields; n < DS_NR_FIELDS; n++)
+		dev->f[n] = 0;
 	return 0;
 }
 
@@ -117,10 +174,11 @@ static double clock_s(clockid_t id)
 
 int ds_read(const char *path, struct ds_snapshot *s)
 {
-	char line[512];
+	char *line = NULL;
+	size_t cap = 0;
 	struct ds_dev dev;
 	FILE *f;
-	int ret = 0;
+	int ret;
 
 	f = fopen(path, "r");
 	if (!f)
@@ -132,7 +190,7 @@ int ds_read(const char *path, struct ds_snapshot *s)
 	/* Microseconds, as recordings keep them: a replay computes exactly the same numbers. */
 	s->uptime_s = round(s->uptime_s * 1e6) / 1e6;
 	s->epoch_s = round(s->epoch_s * 1e6) / 1e6;
-	while (fgets(line, sizeof(line), f)) {
+	while ((ret = read_line(f, &line, &cap)) == 1) {
 		if (ds_parse_line(line, &dev))
 			continue;
 		dev.partition = disk_is_partition(dev.major, dev.minor);
@@ -141,15 +199,45 @@ int ds_read(const char *path, struct ds_snapshot *s)
 			break;
 	}
 	fclose(f);
+	free(line);
 	return ret;
 }
 
-/* Increase of a counter; one that went backwards (reset, wrapped) counts as 0. */
+/* The time counters: milliseconds the kernel prints as 32-bit numbers, which wrap. */
+static bool is_ms_counter(int f)
+{
+	return f == DS_RD_TICKS || f == DS_WR_TICKS || f == DS_IO_TICKS || f == DS_TIME_IN_QUEUE ||
+	       f == DS_DC_TICKS || f == DS_FL_TICKS;
+}
+
+/* A counter's fall from @before to @now is a 32-bit wrap, not a restart. */
+static bool wrapped(int f, uint64_t before, uint64_t now)
+{
+	return is_ms_counter(f) && before <= UINT32_MAX && before - now > (1ULL << 31);
+}
+
+bool ds_restarted(const struct ds_dev *prev, const struct ds_dev *cur)
+{
+	int f;
+
+	for (f = 0; f < DS_NR_FIELDS; f++) {
+		if (f == DS_IN_FLIGHT || cur->f[f] >= prev->f[f])
+			continue;
+		if (!wrapped(f, prev->f[f], cur->f[f]))
+			return true;
+	}
+	return false;
+}
+
+/* Increase of a counter since @prev (NULL: since zero), a 32-bit wrap undone. */
 static double delta(const struct ds_dev *prev, const struct ds_dev *cur, enum ds_field f)
 {
 	uint64_t before = prev ? prev->f[f] : 0;
 
-	return cur->f[f] >= before ? (double)(cur->f[f] - before) : 0.0;
+	if (cur->f[f] >= before)
+		return (double)(cur->f[f] - before);
+	/* Only a wrap is left here (ds_compute drops a @prev that restarted). */
+	return (double)(cur->f[f] + (1ULL << 32) - before);
 }
 
 static double ratio(double num, double den)
@@ -157,8 +245,8 @@ static double ratio(double num, double den)
 	return den > 0 ? num / den : 0.0;
 }
 
-void ds_compute(const struct ds_dev *prev, const struct ds_dev *cur, double interval_s,
-		struct ds_metrics *m)
+static void compute_metrics(const struct ds_dev *prev, const struct ds_dev *cur, double interval_s,
+			    struct ds_metrics *m)
 {
 	double rd_ios = delta(prev, cur, DS_RD_IOS), wr_ios = delta(prev, cur, DS_WR_IOS);
 	double dc_ios = delta(prev, cur, DS_DC_IOS), fl_ios = delta(prev, cur, DS_FL_IOS);
@@ -203,6 +291,15 @@ void ds_compute(const struct ds_dev *prev, const struct ds_dev *cur, double inte
 		m->util = 100;
 }
 
+void ds_compute(const struct ds_dev *prev, const struct ds_dev *cur, double interval_s,
+		struct ds_metrics *m)
+{
+	bool restarted = prev && ds_restarted(prev, cur);
+
+	compute_metrics(restarted ? NULL : prev, cur, interval_s, m);
+	m->restarted = restarted;
+}
+
 int ds_record_header(FILE *out)
 {
 	fprintf(out, "# iospan diskstats recording: see docs/recording-format.md\n"
@@ -234,11 +331,18 @@ int ds_record_snapshot(FILE *out, const struct ds_snapshot *s, bool with_partiti
 
 int ds_reader_open(struct ds_reader *r, const char *path)
 {
+	struct stat st;
+
 	memset(r, 0, sizeof(*r));
 	r->path = path;
 	r->in = fopen(path, "r");
 	if (!r->in)
 		return -errno;
+	if (!fstat(fileno(r->in), &st) && S_ISDIR(st.st_mode)) {
+		fclose(r->in);
+		r->in = NULL;
+		return -EISDIR;
+	}
 	return 0;
 }
 
@@ -246,14 +350,26 @@ void ds_reader_close(struct ds_reader *r)
 {
 	if (r->in)
 		fclose(r->in);
+	free(r->line);
 	free(r->pending);
 	free(r->parts);
 	memset(r, 0, sizeof(*r));
 }
 
-static int reader_error(struct ds_reader *r, const char *what)
+static int reader_error(struct ds_reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int reader_error(struct ds_reader *r, const char *fmt, ...)
 {
-	snprintf(r->error, sizeof(r->error), "%s line %u: %s", r->path, r->line_no, what);
+	size_t n;
+	va_list ap;
+
+	n = snprintf(r->error, sizeof(r->error), "%s line %u: ", r->path, r->line_no);
+	if (n < sizeof(r->error)) {
+		va_start(ap, fmt);
+		vsnprintf(r->error + n, sizeof(r->error) - n, fmt, ap);
+		va_end(ap);
+	}
 	return -EINVAL;
 }
 
@@ -285,32 +401,95 @@ static int reader_add_partition(struct ds_reader *r, unsigned int major, unsigne
 	return 0;
 }
 
-/* Parses "snapshot UPTIME EPOCH" into @s's stamps. */
+/* A time of a snapshot line: a decimal number of seconds, nothing else. */
+static bool parse_seconds(const char *tok, double *v)
+{
+	size_t n = scan_decimal(tok, v);
+
+	return n && !tok[n];
+}
+
+/*
+ * Parses "snapshot UPTIME [EPOCH]" into @s's stamps and checks them against the
+ * snapshot before: see docs/recording-format.md for what each case means.
+ */
 static int parse_snapshot_line(struct ds_reader *r, const char *line, struct ds_snapshot *s)
 {
-	char tail[2];
-	int n;
+	char tok[64];
+	const char *p = line;
+	double d_up;
+	bool epochs;
 
-	n = sscanf(line, "snapshot %lf %lf %1s", &s->uptime_s, &s->epoch_s, tail);
-	if (n == 1)
-		s->epoch_s = 0;
-	else if (n != 2)
-		return reader_error(r, "expected 'snapshot UPTIME_SECONDS [EPOCH_SECONDS]'");
-	if (s->uptime_s < 0)
-		return reader_error(r, "snapshot time must not be negative");
+	if (!next_token(&p, tok, sizeof(tok)) || strcmp(tok, "snapshot") ||
+	    !next_token(&p, tok, sizeof(tok)) || !parse_seconds(tok, &s->uptime_s))
+		return reader_error(r, "expected 'snapshot UPTIME_S [EPOCH_S]', times in decimal "
+				       "seconds (no sign, exponent, nan or inf)");
+	s->epoch_s = 0;
+	if (next_token(&p, tok, sizeof(tok)) && !parse_seconds(tok, &s->epoch_s))
+		return reader_error(r, "expected 'snapshot UPTIME_S [EPOCH_S]', times in decimal "
+				       "seconds (no sign, exponent, nan or inf)");
+	if (next_token(&p, tok, sizeof(tok)))
+		return reader_error(r, "expected 'snapshot UPTIME_S [EPOCH_S]': '%s' after them",
+				    tok);
+	if (r->have_prev) {
+		d_up = s->uptime_s - r->prev_uptime_s;
+		/* The wall clock is compared only when both snapshots give it (0: not given). */
+		epochs = s->epoch_s > 0 && r->prev_epoch_s > 0;
+		if (d_up == 0)
+			return reader_error(r,
+					    "snapshot at the uptime of the one before (%.6f s): "
+					    "a repeated snapshot",
+					    s->uptime_s);
+		if (d_up < 0 && epochs && s->epoch_s <= r->prev_epoch_s)
+			return reader_error(r,
+					    "snapshot times go backwards (uptime %.6f s after "
+					    "%.6f s, and the wall clock too)",
+					    s->uptime_s, r->prev_uptime_s);
+		if (d_up < 0)
+			r->rebooted = true;
+		else if (epochs && s->epoch_s < r->prev_epoch_s)
+			r->clock_set_back = true;
+	}
+	r->have_prev = true;
+	r->prev_uptime_s = s->uptime_s;
+	r->prev_epoch_s = s->epoch_s;
 	return 0;
+}
+
+/* "partition MAJ MIN", the numbers decimal as in /proc/diskstats. */
+static int parse_partition_line(const char *line, unsigned int *major, unsigned int *minor)
+{
+	unsigned long long maj, min;
+	const char *p = line;
+	char tok[24];
+
+	if (!next_token(&p, tok, sizeof(tok)) || !next_token(&p, tok, sizeof(tok)) ||
+	    !parse_counter(tok, &maj) || maj > UINT32_MAX || !next_token(&p, tok, sizeof(tok)) ||
+	    !parse_counter(tok, &min) || min > UINT32_MAX || next_token(&p, tok, sizeof(tok)))
+		return -EINVAL;
+	*major = maj;
+	*minor = min;
+	return 0;
+}
+
+/* The first word of @line is @word, followed by a blank or the end. */
+static bool keyword(const char *line, const char *word)
+{
+	size_t n = strlen(word);
+
+	return !strncmp(line, word, n) && (!line[n] || isspace((unsigned char)line[n]));
 }
 
 int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 {
-	char buf[1024], *line;
 	unsigned int major, minor;
 	bool in_snapshot = false;
 	struct ds_dev dev;
-	char tail[2];
+	char *line;
 	int ret;
 
 	ds_snapshot_clear(s);
+	r->rebooted = r->clock_set_back = false;
 	if (r->pending) {
 		ret = parse_snapshot_line(r, r->pending, s);
 		free(r->pending);
@@ -319,10 +498,22 @@ int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 			return ret;
 		in_snapshot = true;
 	}
-	while (fgets(buf, sizeof(buf), r->in)) {
+	for (;;) {
+		ret = read_line(r->in, &r->line, &r->line_cap);
+		if (ret == 0)
+			break;
 		r->line_no++;
-		line = buf + strspn(buf, " \t");
-		line[strcspn(line, "\r\n")] = '\0';
+		if (ret == -E2BIG)
+			return reader_error(r, "line longer than %d bytes: not a recording",
+					    DS_MAX_LINE);
+		if (ret == -EILSEQ)
+			return reader_error(r, "NUL byte: binary data, not a recording");
+		if (ret == -EIO)
+			return reader_error(r, "read error: %s", strerror(errno));
+		if (ret < 0)
+			return ret;
+		line = r->line + strspn(r->line, " \t");
+		line[strcspn(line, "\r")] = '\0';
 		if (!*line || *line == '#')
 			continue;
 		if (!r->header_seen) {
@@ -332,15 +523,15 @@ int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 			r->header_seen = true;
 			continue;
 		}
-		if (!strncmp(line, "partition", 9)) {
-			if (sscanf(line, "partition %u %u %1s", &major, &minor, tail) != 2)
+		if (keyword(line, "partition")) {
+			if (parse_partition_line(line, &major, &minor))
 				return reader_error(r, "expected 'partition MAJ MIN'");
 			ret = reader_add_partition(r, major, minor);
 			if (ret)
 				return ret;
 			continue;
 		}
-		if (!strncmp(line, "snapshot", 8)) {
+		if (keyword(line, "snapshot")) {
 			if (in_snapshot) {
 				/* The next snapshot starts: keep its line for the next call. */
 				r->pending = strdup(line);
@@ -357,13 +548,12 @@ int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 		if (!in_snapshot)
 			return reader_error(r, "device line before the first 'snapshot' line");
 		if (ds_parse_line(line, &dev))
-			return reader_error(r, "not a diskstats line (need 14, 18 or 20 fields)");
+			return reader_error(r, "not a diskstats line (MAJ MIN NAME and 11 or more "
+					       "counters: 14 to 20 fields)");
 		ret = ds_snapshot_add(s, &dev);
 		if (ret)
 			return ret;
 	}
-	if (ferror(r->in))
-		return reader_error(r, "read error");
 	if (!r->header_seen)
 		return reader_error(r, "empty recording (expected 'iospan-diskstats 1')");
 	if (!in_snapshot)

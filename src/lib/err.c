@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
@@ -44,35 +45,62 @@ bool err_verbose(void)
 	return err_verbose_mode;
 }
 
+/* The message, whole (malloc'd into *@heap), or if memory is short cut into @buf. */
+static const char *format_msg(char **heap, char *buf, size_t len, const char *fmt, va_list ap)
+{
+	char cut[1024];
+	va_list ap2;
+
+	va_copy(ap2, ap);
+	if (vasprintf(heap, fmt, ap) < 0) {
+		*heap = NULL;
+		vsnprintf(cut, sizeof(cut), fmt, ap2);
+		/* A cut message is marked, and never ends inside a character. */
+		utf8_copy(buf, len, cut);
+		va_end(ap2);
+		return buf;
+	}
+	va_end(ap2);
+	return *heap;
+}
+
 static void report(int exit_code, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char buf[1024], *heap = NULL;
+	const char *msg;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* Only the first error is shown: later ones are consequences of it. */
+	if (!capture_buf && err_reported)
+		return;
+	msg = format_msg(&heap, buf, sizeof(buf) - 16, fmt, ap);
 	if (capture_buf) {
 		if (!capture_buf[0])
-			snprintf(capture_buf, capture_len, "%s", msg);
-		return;
+			utf8_copy(capture_buf, capture_len, msg);
+		goto cleanup;
 	}
-	/* Only the first error is shown: later ones are consequences of it. */
-	if (err_reported)
-		return;
 	err_reported = true;
 	err_exit = exit_code;
 
 	if (err_json_mode) {
 		struct jw *jw = jw_new(stdout);
 
-		jw_start_object(jw);
-		jw_kv_string(jw, "error", msg);
-		jw_kv_int(jw, "exit_code", exit_code);
-		jw_end_object(jw);
-		jw_free(jw);
+		if (jw) {
+			jw_start_object(jw);
+			jw_kv_string(jw, "error", msg);
+			jw_kv_int(jw, "exit_code", exit_code);
+			jw_end_object(jw);
+			jw_free(jw);
+		} else {
+			/* No memory for the writer: the same object by hand, message left out. */
+			printf("{\"error\":\"out of memory\",\"exit_code\":%d}\n", exit_code);
+		}
 		fflush(stdout);
 	} else {
 		fflush(stdout);
 		fprintf(stderr, "%s: %s\n", err_prog, msg);
 	}
+cleanup:
+	free(heap);
 }
 
 int fail_usage(const char *fmt, ...)

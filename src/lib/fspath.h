@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Paths captured in the kernel (struct top_path: dentry names, leaf first, inside the
- * file's own file system) turned into the paths a user types, with a cache keyed by
- * (dev, ino). The mount table is re-read once when a device is not found in it.
+ * file's own file system, keyed by (dev, generation, ino) in a BPF map) turned into the
+ * paths a user types, and kept right when files are renamed or deleted: each one is
+ * checked against the file itself (its file handle) when it is shown.
  */
 #ifndef IOSPAN_FSPATH_H
 #define IOSPAN_FSPATH_H
@@ -18,22 +19,40 @@
 #define KDEV_MINOR(d) ((unsigned int)((d)&0xfffff))
 #define KDEV(ma, mi)  ((uint32_t)(((ma) << 20) | (mi)))
 
+/* The mark of a deleted file, as /proc/PID/fd shows it. */
+#define FSPATH_DELETED " (deleted)"
+
 /* "/a/b/c" inside the fs ("..." in front if truncated, "/" for the root). */
 void fspath_from_components(const struct top_path *p, char *out, size_t len);
 
+/* Reads the captured path of @key into @p: 0, or -ENOENT if there is none. */
+typedef int (*fspath_lookup_fn)(void *arg, const struct top_file_key *key, struct top_path *p);
+
 struct fspath_cache;
 
-int fspath_cache_new(struct fspath_cache **out);
+/* @lookup reads the BPF paths map (called with @arg). */
+int fspath_cache_new(fspath_lookup_fn lookup, void *arg, struct fspath_cache **out);
 void fspath_cache_free(struct fspath_cache *c);
-/* The cached path of (dev, ino), or NULL. */
-const char *fspath_cache_get(struct fspath_cache *c, uint32_t dev, uint64_t ino);
+
+/* Starts a report: fspath_current() reads and checks each path again, once. */
+void fspath_cache_round(struct fspath_cache *c);
+
 /*
- * Resolves @p (captured for a file on @dev) through the mount table, caches and
- * returns it: "<mount>/<path>", or "MAJ:MIN:<path>" if the fs is not mounted where we
- * can see it; " (deleted)" is appended for unlinked files. NULL only without memory.
+ * The path of file (@dev, @gen, @ino) as it is now, or NULL if it was never captured:
+ * the latest capture, "<mount>/<path>" (or "MAJ:MIN:<path>" if the fs is not mounted
+ * where we can see it), checked once per round against the file itself. A file whose
+ * captured name no longer leads to it is looked up by its file handle: its new name,
+ * or its last name marked " (deleted)" once it is unlinked; where the file system has
+ * no handles we know, " (moved or deleted)".
  */
-const char *fspath_cache_put(struct fspath_cache *c, uint32_t dev, uint64_t ino,
-			     const struct top_path *p);
+const char *fspath_current(struct fspath_cache *c, uint32_t dev, uint32_t gen, uint64_t ino);
+
+/*
+ * The path of a file as captured with @id (a trace record's: generation and stamp,
+ * see vfs_path_capture()), or NULL: the map is read again only when the stamp changed.
+ * Not checked against the file: the kernel captured it when the request ended.
+ */
+const char *fspath_of_id(struct fspath_cache *c, uint32_t dev, uint64_t ino, uint64_t id);
 
 /*
  * The block device whose name the files of the file system on @dev go under: @dev

@@ -16,6 +16,19 @@
 
 #define TOP_COMM_LEN 16
 
+/*
+ * What ps shows of a process, captured in its own context (the titles map, keyed by
+ * tgid): its argument area, NUL-separated arguments or a title the process wrote over
+ * them ("postgres: checkpointer"), and its cgroup for the io (blkio) controller.
+ */
+#define PROC_ARGS_LEN 256
+struct proc_title {
+	__u64 blkio_cgid; /* kernfs id (directory inode number) of that cgroup, 0 if none */
+	__u32 len;	  /* bytes of args (the area may be longer) */
+	__u32 pad;
+	char args[PROC_ARGS_LEN];
+};
+
 /* ---------------------------------------------------------------- iospan top */
 
 /*
@@ -33,6 +46,12 @@ enum top_ino_kind {
 	TOP_INO_NOPAGE = 3,
 	/* Owner unknown: queued before tracing started, or the owner record was lost */
 	TOP_INO_UNATTR = 4,
+	/*
+	 * Cache flushes the owner waited for (empty preflush bios, and writes with
+	 * REQ_PREFLUSH or REQ_FUA that went through the block layer's flush sequence):
+	 * no bytes; nr_q2c counts them and q2c_* is their time from start to completion.
+	 */
+	TOP_INO_FLUSH = 5,
 };
 #define TOP_INO(kind) (TOP_INO_SPECIAL | (kind))
 
@@ -46,8 +65,11 @@ enum top_ino_kind {
  */
 #define SYS_NR_TABLE 512
 
-/* What a syscall traced by top does: its entry in top's table (SYS_NONE: not traced). */
-enum top_sys_op { SYS_NONE, SYS_READ, SYS_WRITE };
+/*
+ * What a syscall traced by top does: its entry in top's table (SYS_NONE: not traced);
+ * SYS_SYNC: fsync, fdatasync, sync_file_range.
+ */
+enum top_sys_op { SYS_NONE, SYS_READ, SYS_WRITE, SYS_SYNC };
 
 /* top_stat.flags and top_owner.flags */
 enum top_flags {
@@ -59,7 +81,6 @@ enum top_flags {
 	TOP_F_ASYNC_DIO = 1 << 5, /* FS bytes counted at iomap_dio_complete (aio, io_uring) */
 	TOP_F_LOST = 1 << 6,	  /* bytes of rows the stats map had no room for */
 	TOP_F_KTHREAD_OWNER = 1 << 7, /* submitted by a kernel thread for a user task */
-	TOP_F_PATH_SEEN = 1 << 8,     /* internal: this CPU's copy checked the path map */
 	TOP_F_PAGE_GRANULAR = 1 << 9, /* FS read bytes counted in pages (--no-syscalls) */
 };
 
@@ -83,6 +104,11 @@ struct top_stat {
 	__u32 nr_q2c, nr_d2c; /* requests with a queue / device start time */
 	__u32 flags;	      /* enum top_flags seen on this row */
 	__u32 bdev;	      /* block device of the last DISK bytes (coverage per disk) */
+	/*
+	 * The file's generation (its key in the paths map) as of this CPU's last check of
+	 * the path, in path epoch path_epoch (top.bpf.c): user space takes the latest.
+	 */
+	__u32 gen, path_epoch;
 };
 
 /* Who did it: one per owner, written on first sight and when comm or cgroup change. */
@@ -107,16 +133,22 @@ struct top_wb_val {
 	__u64 nr; /* requests */
 };
 
+/*
+ * A file. In the paths map, gen is the inode's generation: a number the file system
+ * gives each new inode, so that a deleted file and a new one that got its inode number
+ * have different keys. Other maps leave it 0.
+ */
 struct top_file_key {
 	__u32 dev;
-	__u32 pad;
+	__u32 gen;
 	__u64 ino;
 };
 
 /*
- * A file's path inside its file system, captured once by walking the dentries up to
- * the fs root: NUL-terminated components, leaf first. User space reverses them and
- * joins the result with the mount point from /proc/self/mountinfo.
+ * A file's path inside its file system, captured by walking the dentries up to the fs
+ * root: NUL-terminated components, leaf first. User space reverses them and joins the
+ * result with the mount point from /proc/self/mountinfo. Captured again when the stamp
+ * of the dentries changes (rename or unlink of the file or a directory above it).
  */
 #define TOP_PATH_BUF	  768
 #define TOP_PATH_NAME_MAX 256
@@ -129,6 +161,7 @@ enum top_path_flags {
 struct top_path {
 	__u32 depth; /* components in buf */
 	__u32 flags;
+	__u64 stamp; /* of the dentries when captured (vfs_path_stamp()) */
 	char buf[TOP_PATH_BUF];
 };
 
@@ -162,7 +195,21 @@ enum top_drop {
 	TOP_DROP_IOWAIT_FULL,	/* iowait start not recorded */
 	TOP_DROP_MAP_BUSY,	/* a map insert failed on a bucket held on this CPU (-EBUSY) */
 	TOP_DROP_DIO_SLOT_BUSY,	/* async direct I/O's FS bytes lost: its slot held another */
+	TOP_DROP_DIRTIER_FULL,	/* a page's dirtier not recorded (no room in the map) */
+	/*
+	 * Informational, in bytes: page cache writes whose pages had no dirtier record
+	 * (dirtied before tracing started, by a kernel thread, or their record was
+	 * recycled by the LRU map), credited to the thread that wrote them.
+	 */
+	TOP_DROP_WB_UNKNOWN_BYTES,
+	TOP_DROP_HOOK_MISSED,	/* user space: program runs the kernel skipped (nesting) */
 	TOP_DROP_NR,
+};
+
+/* Cache flushes a disk completed (what /proc/diskstats counts in its flush fields). */
+struct top_dev_flush {
+	__u64 nr;
+	__u64 ns; /* summed from each flush request's start to its completion */
 };
 
 /* -------------------------------------------------------------- iospan trace */
@@ -207,14 +254,24 @@ static inline bool trace_op_in_thread(__u32 op)
 	return op != TRACE_OP_WRITEBACK && op != TRACE_OP_AIO_READ && op != TRACE_OP_AIO_WRITE;
 }
 
+/* Whether @op is a write-family syscall (write, pwrite64, writev, pwritev, pwritev2). */
+static inline bool trace_op_writes(__u32 op)
+{
+	return op <= TRACE_OP_PWRITEV2 && (op & 1);
+}
+
 /*
  * Derived stages of one request, in ns. For a request whose bios completed while it
  * was in progress, these add up exactly:
- *   total = pre_block + q2q + q2g + g2i + i2d + d2c + post_block
+ *   total = pre_block + throttle + q2q + q2g + g2i + i2d + d2c + post_block
  * where pre_block runs from the start to the first bio queued (Q), q2q from that Q to
  * the Q of the bio that completed last (the critical bio), q2g..d2c are the critical
  * bio's block stages, and post_block runs from its completion (C) to the end. q2c is
  * first Q to last C (= q2q + q2g + g2i + i2d + d2c). Without bios, pre_block = total.
+ * throttle is the time the first and the critical bio were held (blk-throttle) before a
+ * kernel thread queued them for the request, taken out of pre_block and q2q: from the
+ * last thing the request was seen doing before (its start, a timeline event, a bio
+ * completion) to the Q.
  * offcpu and iowait overlap the others (time the thread was not running). Off-CPU
  * comes from sched_switch (--offcpu-periods: each period timed) or, by default, from
  * the thread's scheduler counters read at the start and the end of the request.
@@ -222,6 +279,7 @@ static inline bool trace_op_in_thread(__u32 op)
 enum trace_stage {
 	TRACE_ST_TOTAL,
 	TRACE_ST_PRE_BLOCK,
+	TRACE_ST_THROTTLE,
 	TRACE_ST_Q2Q,
 	TRACE_ST_Q2G,
 	TRACE_ST_G2I,
@@ -249,7 +307,8 @@ enum trace_bio_flags {
 	TRACE_BIO_KTHREAD = 1 << 5,   /* queued by a kernel thread (blk-throttle re-submit) */
 	TRACE_BIO_FLUSH = 1 << 6,     /* preflush / FUA / empty flush */
 	TRACE_BIO_NO_ISSUE = 1 << 7,  /* device start time unknown: d = i */
-	TRACE_BIO_PARTIAL = 1 << 8,   /* its request completed in parts */
+	TRACE_BIO_PARTIAL = 1 << 8,
+	TRACE_BIO_THROTTLED = 1 << 9, /* held by blk-throttle, queued by its worker (h..q) */   /* its request completed in parts */
 };
 
 /* One bio of a request with its block life cycle (CLOCK_MONOTONIC ns; 0 = unknown). */
@@ -258,6 +317,7 @@ struct trace_bio {
 	__u32 dev;    /* kernel dev_t of the bio's block device */
 	__u32 bytes;
 	__u64 q, g, i, d, c; /* queued, request allocated/merged, inserted, issued, completed */
+	__u64 h;	     /* throttled: held from about then (see TRACE_ST_THROTTLE), else 0 */
 	__u16 flags;	     /* enum trace_bio_flags */
 	__s16 error;	     /* blk_status_t, 0 if fine */
 	__u16 requeues;
@@ -321,6 +381,8 @@ struct trace_rec {
 	__u64 start, end;
 	__u64 first_q, last_c;
 	__u64 crit_q, crit_g, crit_i, crit_d; /* the bio that completed last */
+	__u64 crit_h;		/* its hold start if it was throttled, else 0 */
+	__u64 held_q, held_h;	/* Q and hold start of its first throttled bio */
 	__u64 offcpu_ns, iowait_ns;
 	__u64 runq_ns; /* of offcpu: runnable, waiting for a CPU (sched_info.run_delay) */
 	__u64 stages[TRACE_ST_NR];
@@ -334,7 +396,11 @@ struct trace_rec {
 	__u32 pc_added;	     /* pages added to the page cache (misses) */
 	__u32 ra_sync, ra_async;
 	__u64 pc_lookup_pages;
-	__u64 file; /* internal: struct file * (sync) or inode * for the path capture */
+	/*
+	 * struct file * (sync) or inode * for the path capture; in an emitted record, the
+	 * id of the captured path: generation (low 32 bits) and stamp (high 32 bits).
+	 */
+	__u64 file;
 	struct trace_bio bios[TRACE_MAX_BIOS];
 	struct trace_evt events[TRACE_MAX_EVENTS];
 };
@@ -367,6 +433,7 @@ enum trace_cnt {
 	TRACE_CNT_FAULTS_CACHED, /* faults that did no I/O (not requests, see docs) */
 	TRACE_CNT_WB_SWEPT,	/* writeback requests whose bios never all completed */
 	TRACE_CNT_PATHS_FULL,	/* path not captured */
+	TRACE_CNT_HOOK_MISSED,	/* user space: program runs the kernel skipped (nesting) */
 	TRACE_CNT_NR,
 };
 

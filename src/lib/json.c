@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "json.h"
-#include "printable.h"
 
 #define JW_MAX_DEPTH 32
 
@@ -93,24 +93,68 @@ void jw_end_array(struct jw *jw)
 	jw_close(jw, ']');
 }
 
-/*
- * Any byte string as a JSON string, always valid UTF-8: names from the kernel need not
- * be. Each byte that is not part of well-formed UTF-8 becomes U+FFFD, the replacement
- * character; control characters are escaped.
- */
+size_t utf8_seq_len(const unsigned char *p)
+{
+	size_t n, i;
+	uint32_t cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		cp = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		cp = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0; /* a continuation byte, or leading an overlong form or > U+10FFFF */
+	}
+	/* A NUL ends the string, and is no continuation byte: short sequences stop there. */
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+bool utf8_copy(char *dst, size_t len, const char *src)
+{
+	static const char mark[] = "...";
+	size_t n = strlen(src);
+
+	if (!len)
+		return n > 0;
+	if (n < len) {
+		memcpy(dst, src, n + 1);
+		return false;
+	}
+	if (len <= sizeof(mark)) {
+		dst[0] = '\0';
+		return true;
+	}
+	n = len - sizeof(mark);
+	/* Back to the start of the character that would be cut. */
+	while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(dst, src, n);
+	memcpy(dst + n, mark, sizeof(mark));
+	return true;
+}
+
 static void jw_quoted(struct jw *jw, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	size_t n;
 
 	fputc('"', jw->out);
-	while (*p) {
-		n = utf8_char_len((const char *)p);
-		if (n > 1) {
-			fwrite(p, 1, n, jw->out);
-			p += n;
-			continue;
-		}
+	for (; *p; p++) {
 		switch (*p) {
 		case '"':
 			fputs("\\\"", jw->out);
@@ -128,14 +172,21 @@ static void jw_quoted(struct jw *jw, const char *s)
 			fputs("\\r", jw->out);
 			break;
 		default:
-			if (!n)
-				fputs("\xef\xbf\xbd", jw->out); /* U+FFFD */
-			else if (*p < 0x20 || *p == 0x7f)
+			if (*p < 0x20 || *p == 0x7f) {
 				fprintf(jw->out, "\\u%04x", *p);
-			else
+			} else if (*p < 0x80) {
 				fputc(*p, jw->out);
+			} else {
+				n = utf8_seq_len(p);
+				if (!n) {
+					/* Not UTF-8 (a raw byte of a name): U+FFFD. */
+					fputs("\\ufffd", jw->out);
+				} else {
+					fwrite(p, 1, n, jw->out);
+					p += n - 1;
+				}
+			}
 		}
-		p++;
 	}
 	fputc('"', jw->out);
 }

@@ -38,6 +38,18 @@ void jw_kv_null(struct jw *jw, const char *name);
 void jw_kv_object(struct jw *jw, const char *name);
 void jw_kv_array(struct jw *jw, const char *name);
 
+/*
+ * UTF-8: the length of the well-formed sequence at @p (1 to 4), 0 if the bytes there
+ * are not one (stray continuation, overlong form, surrogate, past U+10FFFF, cut short).
+ * JSON strings are always valid UTF-8: such bytes are written as U+FFFD.
+ */
+size_t utf8_seq_len(const unsigned char *p);
+/*
+ * Copies @src into @dst (@len bytes with the NUL); if it does not fit, it is cut at a
+ * character boundary and ends with "...". Returns true if it was cut.
+ */
+bool utf8_copy(char *dst, size_t len, const char *src);
+
 /* Depth of open containers, for callers that must close what they opened on error. */
 int jw_depth(const struct jw *jw);
 

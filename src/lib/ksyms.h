@@ -28,13 +28,18 @@ int ksyms_load(const char *path, struct ksyms **out);
  * of kallsyms takes 50-150 ms, which start-up need not wait for.
  */
 int ksyms_load_async(const char *path, struct ksyms **out);
+/* 0 if /proc/kallsyms shows this process real addresses, else why not (-EPERM...). */
+int ksyms_readable(void);
+/* Why ksyms_load() failed with @err, naming the privilege or sysctl when it is one. */
+const char *ksyms_strerror(int err);
 void ksyms_free(struct ksyms *ks);
 
 /*
- * The address of the first symbol named @name in @path (NULL: /proc/kallsyms), read
- * only as far as that symbol: 0 in *@addr if there is none. Errors as ksyms_load().
+ * The addresses of the first symbols named @names[0..@n) in @path (NULL: /proc/kallsyms),
+ * read only as far as the last of them: @addrs[i] is 0 for a name not found. Errors as
+ * ksyms_load().
  */
-int ksyms_lookup(const char *path, const char *name, uint64_t *addr);
+int ksyms_lookup(const char *path, const char *const *names, uint64_t *addrs, size_t n);
 size_t ksyms_count(const struct ksyms *ks);
 
 /* The symbol containing @addr (the last one at or below it); NULL below the first. */

@@ -46,6 +46,7 @@ static const int op_syscalls[TRACE_OP_NR] = {
 static const char *const stage_names[TRACE_ST_NR] = {
 	[TRACE_ST_TOTAL] = "total",
 	[TRACE_ST_PRE_BLOCK] = "pre_block",
+	[TRACE_ST_THROTTLE] = "throttle",
 	[TRACE_ST_Q2Q] = "q2q",
 	[TRACE_ST_Q2G] = "q2g",
 	[TRACE_ST_G2I] = "g2i",

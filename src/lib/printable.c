@@ -5,41 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
 #include "printable.h"
-
-size_t utf8_char_len(const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n, i;
-
-	if (s[0] && s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0; /* NUL, a continuation byte, C0/C1 (overlong), F5-FF */
-	/* The second byte's range rules out overlong forms, surrogates and > U+10FFFF. */
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	for (i = 1; i < n; i++) {
-		if (s[i] < lo || s[i] > hi)
-			return 0; /* also stops at the NUL */
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return n;
-}
 
 /* Unicode code point of a well-formed UTF-8 character of @n bytes. */
 static uint32_t utf8_decode(const unsigned char *s, size_t n)
@@ -69,7 +36,7 @@ char *printable_buf(const char *str, char *buf, size_t len)
 	if (!len)
 		return buf;
 	while (*s) {
-		n = utf8_char_len((const char *)s);
+		n = utf8_seq_len(s);
 		if (n == 1 && *s == '\\') {
 			w = snprintf(unit, sizeof(unit), "\\\\");
 		} else if (n == 1 && (*s == '\n' || *s == '\t' || *s == '\r')) {

@@ -13,18 +13,13 @@
  *             is not part of valid UTF-8
  *
  * Everything else, including non-ASCII letters in valid UTF-8, is kept as it is.
- * JSON output carries the names themselves (json.c makes them valid UTF-8).
+ * JSON output carries the names themselves (json.c makes them valid UTF-8; its
+ * utf8_seq_len() tells the characters apart here too).
  */
 #ifndef IOSPAN_PRINTABLE_H
 #define IOSPAN_PRINTABLE_H
 
 #include <stddef.h>
-
-/*
- * Length in bytes (1-4) of the well-formed UTF-8 character at the start of
- * NUL-terminated @s, or 0 if it does not start with one (or is empty).
- */
-size_t utf8_char_len(const char *s);
 
 /*
  * @s escaped as above into @buf (@len bytes, always NUL-terminated; when it does not

@@ -32,10 +32,13 @@
 #define DEBUGFS_TRACING_DIR "/sys/kernel/debug/tracing"
 
 /* Capability bits from linux/capability.h, spelled out so old headers do not matter. */
-#define CAP_BIT_SYS_ADMIN    21
-#define CAP_BIT_SYS_RESOURCE 24
-#define CAP_BIT_PERFMON	     38
-#define CAP_BIT_BPF	     39
+#define CAP_BIT_DAC_OVERRIDE	1
+#define CAP_BIT_DAC_READ_SEARCH 2
+#define CAP_BIT_SYS_ADMIN	21
+#define CAP_BIT_SYS_RESOURCE	24
+#define CAP_BIT_SYSLOG		34
+#define CAP_BIT_PERFMON		38
+#define CAP_BIT_BPF		39
 
 enum probe_attach {
 	PA_NONE,   /* load only */
@@ -117,6 +120,8 @@ static void result_fail(struct probe_result *res, int err, const char *step)
 {
 	res->ok = false;
 	res->err = err < 0 ? err : -EINVAL;
+	res->step = step;
+	res->needs = NULL;
 	if (step)
 		snprintf(res->detail, sizeof(res->detail), "%s: %s", step, probe_errname(err));
 	else
@@ -127,6 +132,8 @@ static void result_ok(struct probe_result *res, const char *detail)
 {
 	res->ok = true;
 	res->err = 0;
+	res->step = NULL;
+	res->needs = NULL;
 	snprintf(res->detail, sizeof(res->detail), "%s", detail);
 }
 
@@ -274,6 +281,38 @@ static int probe_btf(struct probe_result *res)
 	return 0;
 }
 
+/*
+ * What the process lacks for @f, when that is why its probe failed: the kernel says
+ * EPERM or EACCES both for a missing privilege and for things no privilege changes
+ * (lockdown, fentry refused on this machine as root), so a failure is put down to
+ * privileges only when the step that failed needs one this process does not have.
+ */
+static const char *missing_privilege(enum probe_feature f, const struct probe_result *r)
+{
+	struct probe_privs p;
+
+	if (r->ok || (r->err != -EPERM && r->err != -EACCES) || !r->step || probe_privileges(&p))
+		return NULL;
+	if (!strcmp(r->step, "load"))
+		return probe_bpf_caps_missing() ? PRIV_BPF : NULL;
+	switch (f) {
+	case PROBE_BPF_STATS:
+		return p.cap_sys_admin ? NULL : PRIV_SYS_ADMIN;
+	case PROBE_TRACEPOINT:
+		if (!strcmp(r->step, "tracefs"))
+			return p.cap_sys_admin ? NULL : PRIV_TRACEFS_MOUNT;
+		/* libbpf reads the tracepoint's id from tracefs, then opens a perf event. */
+		if (tracefs_events_access() == -EACCES)
+			return PRIV_TRACEFS_READ;
+		return p.cap_perfmon || p.cap_sys_admin ? NULL : PRIV_PERFMON;
+	case PROBE_KPROBE:
+	case PROBE_UPROBE:
+		return p.cap_perfmon || p.cap_sys_admin ? NULL : PRIV_PERFMON;
+	default:
+		return NULL;
+	}
+}
+
 /* Runs the probe of @f and caches its result; -errno if it could not run at all. */
 static int probe_run(enum probe_feature f)
 {
@@ -317,9 +356,11 @@ static int probe_run(enum probe_feature f)
 	}
 	if (err)
 		return err;
+	r.needs = missing_privilege(f, &r);
 	probe_cache[f] = r;
 	probe_cached[f] = true;
-	info("probe %s: %s (%s)", probe_defs[f].name, r.ok ? "yes" : "no", r.detail);
+	info("probe %s: %s (%s%s%s)", probe_defs[f].name, r.ok ? "yes" : "no", r.detail,
+	     r.needs ? "; needs " : "", r.needs ? r.needs : "");
 	return 0;
 }
 
@@ -437,17 +478,46 @@ int tracefs_ensure_mounted(void)
 	return 0;
 }
 
-bool tracepoint_in_tracefs(const char *category, const char *name)
+/*
+ * With the process's effective credentials: access() uses the real uid and drops the
+ * capabilities of a non-root user, so it would deny what CAP_DAC_READ_SEARCH allows.
+ */
+static int access_effective(const char *path, int mode)
+{
+	return faccessat(AT_FDCWD, path, mode, AT_EACCESS) ? -errno : 0;
+}
+
+int tracefs_events_access(void)
 {
 	const char *dir = tracefs_path();
 	char path[PATH_MAX];
 
 	if (!dir)
-		return false;
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/events", dir);
+	return access_effective(path, R_OK | X_OK);
+}
+
+int tracefs_event_state(const char *category, const char *name)
+{
+	const char *dir = tracefs_path();
+	char path[PATH_MAX];
+	int err;
+
+	if (!dir)
+		return -ENOENT;
 	if (snprintf(path, sizeof(path), "%s/events/%s/%s", dir, category, name) >=
 	    (int)sizeof(path))
-		return false;
-	return !access(path, F_OK);
+		return 0;
+	err = access_effective(path, F_OK);
+	if (err == -ENOENT || err == -ENOTDIR)
+		return 0;
+	return err ? err : 1;
+}
+
+bool tracepoint_in_tracefs(const char *category, const char *name)
+{
+	return tracefs_event_state(category, name) == 1;
 }
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
@@ -528,6 +598,7 @@ int probe_privileges(struct probe_privs *p)
 	p->perf_event_paranoid = read_int_file("/proc/sys/kernel/perf_event_paranoid");
 	p->bpf_stats_enabled = read_int_file("/proc/sys/kernel/bpf_stats_enabled");
 	p->task_delayacct = read_int_file("/proc/sys/kernel/task_delayacct");
+	p->kptr_restrict = read_int_file("/proc/sys/kernel/kptr_restrict");
 
 	f = fopen("/proc/self/status", "re");
 	if (!f)
@@ -544,7 +615,21 @@ int probe_privileges(struct probe_privs *p)
 	p->cap_sys_resource = caps & (1ULL << CAP_BIT_SYS_RESOURCE);
 	p->cap_perfmon = caps & (1ULL << CAP_BIT_PERFMON);
 	p->cap_bpf = caps & (1ULL << CAP_BIT_BPF);
+	p->cap_dac_read_search =
+		caps & (1ULL << CAP_BIT_DAC_READ_SEARCH | 1ULL << CAP_BIT_DAC_OVERRIDE);
+	p->cap_syslog = caps & (1ULL << CAP_BIT_SYSLOG);
 	return 0;
+}
+
+const char *probe_bpf_caps_missing(void)
+{
+	struct probe_privs p;
+
+	if (probe_privileges(&p) || p.cap_sys_admin || (p.cap_bpf && p.cap_perfmon))
+		return NULL;
+	if (!p.cap_bpf && !p.cap_perfmon)
+		return "CAP_BPF, CAP_PERFMON";
+	return p.cap_bpf ? "CAP_PERFMON" : "CAP_BPF";
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -650,7 +735,8 @@ static enum probe_feature mode_feature(enum attach_mode mode)
 	}
 }
 
-static bool target_exists(enum attach_mode mode, const char *target)
+/* 1 if the target exists here, 0 if not, a negative errno if this process cannot tell. */
+static int target_state(enum attach_mode mode, const char *target)
 {
 	char cat[64];
 	const char *slash;
@@ -664,16 +750,16 @@ static bool target_exists(enum attach_mode mode, const char *target)
 	case ATTACH_TRACEPOINT:
 		slash = strchr(target, '/');
 		if (!slash || (size_t)(slash - target) >= sizeof(cat))
-			return false;
+			return 0;
 		memcpy(cat, target, slash - target);
 		cat[slash - target] = '\0';
-		return tracepoint_in_tracefs(cat, slash + 1);
+		return tracefs_event_state(cat, slash + 1);
 	case ATTACH_FENTRY:
 		return kernel_func_in_btf(target);
 	case ATTACH_KPROBE:
 		return !probe_vmlinux_btf() || kernel_func_in_btf(target);
 	default:
-		return false;
+		return 0;
 	}
 }
 
@@ -694,30 +780,43 @@ static bool mode_turned_off(enum attach_mode mode)
 	return false;
 }
 
-/* Appends to @why why the variant cannot be used; true if it can. */
-static bool variant_usable(const struct attach_variant *v, char *why, size_t len)
+/*
+ * 1 if the variant can be used here. Otherwise appends to @why why not, and returns
+ * -EPERM with *@needs set when only a privilege the process lacks stands in the way
+ * (the target is there, or this process cannot see whether it is), else 0.
+ */
+static int variant_usable(const struct attach_variant *v, char *why, size_t len, const char **needs)
 {
 	enum probe_feature f = mode_feature(v->mode);
+	struct probe_result r = {}, cast = {};
 	size_t used = strlen(why);
-	struct probe_result r = {};
 	const char *reason;
+	int target = 0;
 
+	*needs = NULL;
 	if (f == PROBE_NR || !v->target)
 		reason = "no mode or target";
 	else if (mode_turned_off(v->mode))
 		reason = "turned off by IOSPAN_ATTACH_OFF";
-	else if (probe_feature(f, &r) || !r.ok)
+	else if ((probe_feature(f, &r) || !r.ok) && !r.needs)
 		reason = r.detail[0] ? r.detail : "unsupported";
-	else if (v->mode == ATTACH_RAW_TP && !probe_has(PROBE_KPTR_CAST))
+	else if (v->mode == ATTACH_RAW_TP && (probe_feature(PROBE_KPTR_CAST, &cast) || !cast.ok) &&
+		 !cast.needs)
 		/* iospan's raw_tp programs view their untyped arguments through the cast. */
 		reason = "needs kfunc bpf_rdonly_cast";
-	else if (!target_exists(v->mode, v->target))
+	else if (!(target = target_state(v->mode, v->target)))
 		reason = "target not found";
-	else
-		return true;
+	else if (target < 0 && target != -EACCES)
+		reason = probe_errname(target);
+	else if (r.needs || target < 0) {
+		*needs = r.needs ? r.needs : PRIV_TRACEFS_READ;
+		reason = r.needs ? r.detail : "tracefs: EACCES";
+	} else {
+		return 1;
+	}
 	snprintf(why + used, len - used, "%s%s %s: %s", used ? "; " : "", attach_mode_name(v->mode),
 		 v->target ? v->target : "?", reason);
-	return false;
+	return *needs ? -EPERM : 0;
 }
 
 int attach_hooks_dup(const struct attach_hook *hooks, int n, struct attach_hook **out)
@@ -774,40 +873,56 @@ static bool attached_by_plan(const struct attach_hook *h)
 	       (h->backup >= 0 || !variant_auto_attached(&h->v[h->chosen]));
 }
 
-int attach_plan_choose(struct attach_hook *hooks, int n)
+/* attach_plan_choose() and attach_plan_evaluate(): @report says whether to fail. */
+static int plan_choose(struct attach_hook *hooks, int n, bool report, const char **plan_needs)
 {
+	const char *needs, *hook_needs;
 	char why[256];
 	int i, j;
 
+	if (plan_needs)
+		*plan_needs = NULL;
 	for (i = 0; i < n; i++) {
 		struct attach_hook *h = &hooks[i];
 
 		h->chosen = -1;
 		h->backup = -1;
 		h->link = NULL;
+		hook_needs = NULL;
 		why[0] = '\0';
 		for (j = 0; j < ATTACH_MAX_VARIANTS && !variant_end(&h->v[j]); j++) {
 			variant_resolve(&h->v[j]);
 			if (h->chosen < 0) {
-				if (variant_usable(&h->v[j], why, sizeof(why)))
+				if (variant_usable(&h->v[j], why, sizeof(why), &needs) > 0)
 					h->chosen = j;
+				else if (needs && !hook_needs)
+					hook_needs = needs;
 			} else if (h->backup < 0 && h->v[h->chosen].mode == ATTACH_FENTRY &&
 				   h->v[j].mode == ATTACH_KPROBE && h->v[j].prog &&
 				   h->v[h->chosen].prog) {
 				char unused[64] = "";
 
-				if (variant_usable(&h->v[j], unused, sizeof(unused)))
+				if (variant_usable(&h->v[j], unused, sizeof(unused), &needs) > 0)
 					h->backup = j;
 			}
 		}
-		if (h->chosen < 0 && !h->optional) {
-			fail_usage("missing kernel feature: cannot attach '%s' here (%s); "
-				   "see 'iospan doctor'",
-				   h->name, why[0] ? why : "no variants");
-			return -EOPNOTSUPP;
-		}
-		if (h->chosen < 0)
-			info("attach plan: optional hook '%s' disabled (%s)", h->name, why);
+		if (h->chosen >= 0)
+			continue;
+		if (hook_needs && plan_needs && !*plan_needs)
+			*plan_needs = hook_needs;
+		if (!report)
+			continue;
+		if (hook_needs)
+			return fail(-EPERM,
+				    "missing privilege: '%s' needs %s to attach here (%s); "
+				    "see 'iospan doctor'",
+				    h->name, hook_needs, why);
+		if (!h->optional)
+			return fail(-EOPNOTSUPP,
+				    "missing kernel feature: cannot attach '%s' here "
+				    "(%s); see 'iospan doctor'",
+				    h->name, why[0] ? why : "no variants");
+		info("attach plan: optional hook '%s' disabled (%s)", h->name, why);
 	}
 	/*
 	 * Everything not chosen stays unloaded, so it is never attached either. A program
@@ -829,6 +944,16 @@ int attach_plan_choose(struct attach_hook *hooks, int n)
 		}
 	}
 	return 0;
+}
+
+int attach_plan_choose(struct attach_hook *hooks, int n)
+{
+	return plan_choose(hooks, n, true, NULL);
+}
+
+void attach_plan_evaluate(struct attach_hook *hooks, int n, const char **needs)
+{
+	plan_choose(hooks, n, false, needs);
 }
 
 int attach_plan_attach(struct attach_hook *hooks, int n)
@@ -915,15 +1040,15 @@ void attach_plan_print(const struct attach_hook *hooks, int n, struct jw *jw)
 
 int probe_require_bpf_privileges(const char *cmd)
 {
-	struct probe_privs privs;
+	const char *missing = probe_bpf_caps_missing();
 
-	if (probe_privileges(&privs))
-		return 0; /* unknown: let loading the programs tell */
-	if (privs.cap_sys_admin || (privs.cap_bpf && privs.cap_perfmon))
+	if (!missing)
 		return 0;
-	return fail_usage("%s needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN) "
-			  "to load its BPF programs: run it with sudo",
-			  cmd);
+	return fail(-EPERM,
+		    "missing privilege: %s needs " PRIV_BPF " to load its BPF "
+		    "programs, and this process lacks %s: run it with sudo, or grant it those "
+		    "capabilities",
+		    cmd, missing);
 }
 
 int attach_plan_unavailable(const struct attach_hook *hooks, int n, struct jw *jw, const char *key,

@@ -39,9 +39,23 @@ enum probe_feature {
 
 struct probe_result {
 	bool ok;
-	int err;	 /* negative errno of the failing step, 0 if ok */
-	char detail[64]; /* "load: EPERM", "attach: ENOENT", "126586 types" */
+	int err;	  /* negative errno of the failing step, 0 if ok */
+	char detail[64];  /* "load: EPERM", "attach: ENOENT", "126586 types" */
+	const char *step; /* the failing step ("load", "attach", "tracefs"), NULL if ok */
+	/*
+	 * What the process lacks, when that is why the probe failed (one of the PRIV_*
+	 * strings); NULL when the kernel refused it whatever the privileges.
+	 */
+	const char *needs;
 };
+
+/* Privileges a probe or an attach can lack, as told to the user. */
+#define PRIV_BPF	   "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"
+#define PRIV_PERFMON	   "CAP_PERFMON (or CAP_SYS_ADMIN)"
+#define PRIV_SYS_ADMIN	   "CAP_SYS_ADMIN"
+#define PRIV_TRACEFS_MOUNT "CAP_SYS_ADMIN to mount tracefs"
+#define PRIV_TRACEFS_READ  "read access to tracefs events (uid 0, or CAP_DAC_READ_SEARCH)"
+#define PRIV_KSYMS	   "CAP_SYSLOG"
 
 /* Short stable name ("tp_btf", "ringbuf", ...), used as the JSON key. */
 const char *probe_feature_name(enum probe_feature f);
@@ -70,6 +84,14 @@ bool tracepoint_in_btf(const char *name);
 bool kernel_func_in_btf(const char *name);
 /* events/<category>/<name> exists in tracefs (false if tracefs is not mounted). */
 bool tracepoint_in_tracefs(const char *category, const char *name);
+/*
+ * 1 if events/<category>/<name> exists in tracefs, 0 if not, a negative errno if this
+ * process cannot tell: -ENOENT without tracefs, -EACCES when tracefs is closed to it
+ * (mode 0700 root: classic tracepoints then cannot attach, their ids are in there).
+ */
+int tracefs_event_state(const char *category, const char *name);
+/* 0 if this process can read tracefs's events/ directory, else a negative errno. */
+int tracefs_events_access(void);
 /* Mounts tracefs at /sys/kernel/tracing unless some tracefs is already reachable. */
 int tracefs_ensure_mounted(void);
 /* The tracefs directory in use, or NULL if none is mounted. */
@@ -84,8 +106,11 @@ struct probe_privs {
 	bool cap_bpf;
 	bool cap_perfmon;
 	bool cap_sys_resource;
+	bool cap_dac_read_search;      /* or CAP_DAC_OVERRIDE: reads tracefs whoever owns it */
+	bool cap_syslog;	       /* kernel addresses in /proc/kallsyms */
 	int unprivileged_bpf_disabled; /* -1 if unreadable */
 	int perf_event_paranoid;       /* -1 if unreadable */
+	int kptr_restrict;	       /* -1 if unreadable */
 	int bpf_stats_enabled;	       /* -1 if unreadable */
 	int task_delayacct;	       /* -1 if unreadable (no CONFIG_TASK_DELAY_ACCT) */
 };
@@ -96,9 +121,15 @@ int read_int_file(const char *path);
 /* Effective capabilities and the sysctls that gate BPF. */
 int probe_privileges(struct probe_privs *p);
 /*
- * For commands that load BPF programs: a usage error (exit 2) naming what is missing
- * when the process lacks CAP_SYS_ADMIN or CAP_BPF + CAP_PERFMON, so the user is not
- * told the kernel lacks a feature when it is the privileges that do.
+ * The capabilities missing for loading tracing programs ("CAP_BPF, CAP_PERFMON"), or
+ * NULL when the process has CAP_SYS_ADMIN or CAP_BPF and CAP_PERFMON (or they cannot
+ * be read: loading will tell).
+ */
+const char *probe_bpf_caps_missing(void);
+/*
+ * For commands that load BPF programs: a runtime failure (exit 1) naming what is
+ * missing when the process lacks CAP_SYS_ADMIN or CAP_BPF + CAP_PERFMON, so the user
+ * is not told the kernel lacks a feature when it is the privileges that do.
  */
 int probe_require_bpf_privileges(const char *cmd);
 
@@ -173,10 +204,18 @@ const char *attach_mode_name(enum attach_mode mode);
  * variant (a program serving several hooks loads if one of them chose it); ATTACH_AUTO
  * variants get their resolved mode and target written back (the
  * target points into the program's section name). A required hook with no usable
- * variant is reported with fail_usage()
- * (missing kernel feature, exit 2) and -EOPNOTSUPP is returned.
+ * variant is reported with fail() as a missing kernel feature (-EOPNOTSUPP, exit 1).
+ * A hook, required or optional, that could attach with more privileges fails the
+ * plan naming the privilege (-EPERM, exit 1): a command never runs with less than
+ * it asked for because of the user's privileges.
  */
 int attach_plan_choose(struct attach_hook *hooks, int n);
+/*
+ * attach_plan_choose() without reporting anything or failing: what a plan would be
+ * here (doctor). *@needs: the privilege the first hook that cannot attach for lack
+ * of one needs, or NULL.
+ */
+void attach_plan_evaluate(struct attach_hook *hooks, int n, const char **needs);
 
 /*
  * Call after the skeleton's attach: attaches the hooks the skeleton leaves alone, those

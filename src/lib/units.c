@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "units.h"
 
@@ -58,4 +61,28 @@ const char *fmt_ns(uint64_t ns, char *buf, size_t len)
 		break;
 	}
 	return buf;
+}
+
+size_t scan_decimal(const char *s, double *v)
+{
+	char buf[64];
+	size_t int_digits = 0, frac_digits = 0, n;
+
+	while (isdigit((unsigned char)s[int_digits]))
+		int_digits++;
+	n = int_digits;
+	if (s[n] == '.')
+		while (isdigit((unsigned char)s[n + 1 + frac_digits]))
+			frac_digits++;
+	if (!int_digits && !frac_digits)
+		return 0;
+	if (frac_digits || s[n] == '.')
+		n += 1 + frac_digits;
+	/* strtod on a copy: on the original it would go on into "e5" or "x10". */
+	if (n >= sizeof(buf))
+		return 0;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	*v = strtod(buf, NULL);
+	return n;
 }

@@ -16,6 +16,14 @@
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* Like fmt_bytes() for a rate: @bytes over @seconds (0 seconds gives "0"). */
 const char *fmt_rate(uint64_t bytes, double seconds, char *buf, size_t len);
+/*
+ * A decimal number at the start of @s, as people and /proc write them: digits with an
+ * optional fraction ("12", "0.5", ".5"). No sign, exponent, hex, inf or nan: "0x10" and
+ * "1e-9" read as "0" and "1" with the rest left over. Returns the characters read (0:
+ * no number) and the value in @v.
+ */
+size_t scan_decimal(const char *s, double *v);
+
 /* Nanoseconds as "850ns", "12us", "1.5ms", "2.0s", "95s": one decimal below 10. */
 const char *fmt_ns(uint64_t ns, char *buf, size_t len);
 

@@ -8,6 +8,7 @@
   cgroups) is reported, torn down, and fails the session.
 """
 import os
+import random
 import sys
 
 import pytest
@@ -16,6 +17,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "lib"))
 
 import iospan_testlib as tl  # noqa: E402
+
+# The fuzzing pass (test_fuzz.py) is seeded: a new seed each session unless one is given,
+# printed in the session header so that any run can be repeated.
+FUZZ_SEED = int(os.environ.get("IOSPAN_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
+os.environ["IOSPAN_FUZZ_SEED"] = str(FUZZ_SEED)
+
+
+def pytest_report_header(config):
+    return "iospan fuzz seed: %d (repeat with IOSPAN_FUZZ_SEED=%d)" % (FUZZ_SEED, FUZZ_SEED)
+
 
 # Skips that mean "not run as root, or on a machine short of what root tests need".
 ROOT_SKIP_PREFIXES = ("needs root", "needs blk-throttle")

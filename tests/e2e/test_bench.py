@@ -78,8 +78,10 @@ def test_harness_pins_the_io_path_to_one_cpu_and_restores_the_mask():
     assert "--cpus_allowed=0" in doc["meta"]["fio_args"]
     for r in doc["rounds"]:
         # fio, the loop worker and the completions share CPU 0: the machine is at
-        # most one CPU busy (of NCPU), plus a little for everything else.
-        assert r["sys_busy_pct"] <= 100.0 / os.cpu_count() + 12, r
+        # most one CPU busy (of NCPU), plus a little for everything else; unrelated
+        # processes (measured by the harness, in % of one CPU) are not the I/O path.
+        ours = r["sys_busy_pct"] - r["foreign_cpu_pct"] / os.cpu_count()
+        assert ours <= 100.0 / os.cpu_count() + 12, r
         # Busy CPU time per I/O: a 4 KiB read through a loop device costs between
         # a few hundred ns and a few hundred us, never nothing.
         assert 100 < r["cpu_ns_per_io"] < 500000, r

@@ -5,6 +5,7 @@
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -71,6 +72,25 @@ USAGE_ERRORS = [
     (["stat", "-d", "nosuchdisk", "1", "1"], "nosuchdisk"),
     (["stat", "-d", "999:999", "1", "1"], "999:999"),
     (["stat", "--replay", "/nonexistent/iospan.rec"], "/nonexistent/iospan.rec"),
+    # Numbers are decimal, as in sysstat: no hex interval (it waited 16 s), no exponent.
+    (["stat", "0x10"], "0x10"),
+    (["stat", "1e1"], "1e1"),
+    (["stat", "1", "0x10"], "0x10"),
+    # Intervals and durations: at least 1 ms, the same rule for every command.
+    (["top", "--duration", "1e-9"], "1e-9"),
+    (["top", "--duration", "1ns"], "1ns"),
+    (["top", "0.0001"], "0.0001"),
+    (["trace", "--duration", "10us"], "10us"),
+    (["trace", "-i", "10us"], "10us"),
+    (["stat", "999us"], "999us"),
+    # A unique prefix selects a command; a shared one is ambiguous and names both.
+    (["t"], "ambiguous command 't': top, trace"),
+    (["help", "t"], "top, trace"),
+    (["--help", "nosuchcmd"], "nosuchcmd"),
+    # A filter given twice is refused, not silently replaced.
+    (["trace", "-p", "1", "-p", "1"], "given twice"),
+    (["trace", "--tid", "1", "--tid", "1"], "given twice"),
+    (["trace", "--comm", "a", "--comm", "b"], "given twice"),
 ]
 
 
@@ -158,3 +178,83 @@ def test_stat_help_text_has_no_printf_escapes():
 def test_unambiguous_prefix_selects_command():
     p = tl.run_iospan("sta", "--help")
     assert p.returncode == 0 and p.stdout == tl.run_iospan("stat", "--help").stdout
+
+
+def test_json_without_command_is_json_error():
+    """`iospan --json` alone: the usage error as one JSON object (it printed text)."""
+    p = tl.run_iospan("--json", timeout=10)
+    assert_one_line_json_error(p, "--json")
+    assert "usage" in json.loads(p.stdout)["error"].lower()
+
+
+def test_help_before_command_shows_its_help():
+    """`iospan --help stat` is stat's help, as `iospan stat --help` (it was the general one)."""
+    want = tl.run_iospan("stat", "--help").stdout
+    assert "iospan stat" in want
+    for args in (["--help", "stat"], ["-h", "stat"], ["--help", "sta"], ["--json", "-h", "stat"]):
+        p = tl.run_iospan(*args, timeout=10)
+        assert p.returncode == 0 and p.stderr == "", (args, p)
+        assert p.stdout == want, args
+
+
+@pytest.mark.parametrize("cmd", [None] + commands())
+def test_help_lists_verbose(cmd):
+    """-v is also --verbose, and every help says so."""
+    p = tl.run_iospan(*([cmd, "--help"] if cmd else ["--help"]), timeout=10)
+    assert p.returncode == 0, p
+    assert re.search(r"^\s*-v, --verbose\b", p.stdout, re.M), p.stdout
+
+
+def two_block_devices():
+    with open("/proc/diskstats") as f:
+        names = [line.split()[2] for line in f if len(line.split()) >= 14]
+    return names[:2]
+
+
+@pytest.mark.parametrize("cmd", ["top", "trace"])
+def test_disk_given_twice_is_refused(cmd):
+    """`top -d A -d B` kept only B; the filter follows one disk, so two are a usage error."""
+    disks = two_block_devices()
+    assert len(disks) == 2, disks
+    p = tl.run_iospan(cmd, "-d", disks[0], "-d", disks[1], "--duration", "0.2", timeout=60)
+    assert_one_line_usage_error(p, "%s -d %s -d %s" % (cmd, disks[0], disks[1]))
+    assert "given twice" in p.stderr and "-d" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("cmd", ["top", "trace"])
+def test_empty_cgroup_is_refused(cmd):
+    """`--cgroup ''` meant the root cgroup (everything) without a word; '/' says that."""
+    p = tl.run_iospan(cmd, "--cgroup", "", "--duration", "0.2", timeout=60)
+    assert_one_line_usage_error(p, "%s --cgroup ''" % cmd)
+    assert "--cgroup" in p.stderr and "'/'" in p.stderr, p.stderr
+    p = tl.run_iospan("--json", cmd, "--cgroup", "", "--duration", "0.2", timeout=60)
+    assert_one_line_json_error(p, "--json %s --cgroup ''" % cmd)
+
+
+def run_bytes(*args):
+    return subprocess.run([tl.iospan_bin()] + list(args), capture_output=True, timeout=10)
+
+
+@pytest.mark.parametrize("name", [
+    "nosuch" + "é" * 700,              # 1,406 bytes: was cut at 1,023, inside an é
+    "x" * 5000,                        # long ASCII: was cut, now whole
+], ids=["utf8-1406-bytes", "ascii-5000-bytes"])
+def test_long_error_is_whole_and_valid_utf8(name):
+    """Error messages were cut at 1,023 bytes, sometimes inside a UTF-8 character, which
+    made the JSON error object invalid. Now they are whole, in text and in JSON."""
+    p = run_bytes(name)
+    assert p.returncode == 2
+    err = p.stderr.decode("utf-8")          # strict: a cut character raises here
+    assert err.count("\n") == 1 and name in err, err[-80:]
+    p = run_bytes("--json", name)
+    assert p.returncode == 2 and p.stderr == b""
+    doc = json.loads(p.stdout.decode("utf-8"))
+    assert name in doc["error"] and doc["exit_code"] == 2
+
+
+def test_json_error_with_invalid_utf8_is_valid_json():
+    """Bytes that are no UTF-8 (from the command line, a path) reach JSON as U+FFFD."""
+    p = run_bytes("--json", b"E\xffVIL\xfe")
+    assert p.returncode == 2
+    doc = json.loads(p.stdout.decode("utf-8"))
+    assert "E\ufffdVIL\ufffd" in doc["error"], doc

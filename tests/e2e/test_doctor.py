@@ -138,8 +138,11 @@ def test_plans_are_the_commands_own(doc):
         assert plans[cmd]["sys_enter_read"]["mode"] == "tracepoint"
         assert plans[cmd]["sys_enter_read"]["target"] == "syscalls/sys_enter_read"
         assert all(h["mode"] for h in plans[cmd].values() if not h["optional"]), plans[cmd]
-    # trace follows fsync; top counts bytes and does not.
-    assert "sys_enter_fsync" in plans["trace"] and "sys_enter_fsync" not in plans["top"]
+    # trace follows writeback passes; top credits writeback at the bio and does not.
+    assert "writeback_single_inode_start" in plans["trace"]
+    assert "writeback_single_inode_start" not in plans["top"]
+    # Both see fsync: trace as a request, top to know who syncs (blk-throttle).
+    assert "sys_enter_fsync" in plans["trace"] and "sys_enter_fsync" in plans["top"]
     assert plans["top"]["writeback_dirty_folio"]["mode"] == "tp_btf"
     assert doc["ready"] is True
 
@@ -192,7 +195,8 @@ def test_non_root_reports_eperm():
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["features"]["btf"]["ok"] is True
-    assert d["features"]["tp_btf"] == {"ok": False, "detail": "load: EPERM"}
+    assert d["features"]["tp_btf"] == {"ok": False, "detail": "load: EPERM",
+                                       "needs": "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"}
     assert d["privileges"]["cap_bpf"] is False
     assert d["ready"] is False
 

@@ -66,7 +66,7 @@ def test_doctor_sets_up_each_command():
     doc = doctor()
     assert set(doc["commands"]) == {"top", "trace"}, doc["commands"]
     for cmd, check in doc["commands"].items():
-        assert check == {"loaded": True, "error": None}, (cmd, check)
+        assert check == {"loaded": True, "error": None, "needs": None}, (cmd, check)
     assert doc["ready"] is True
 
 
@@ -82,6 +82,12 @@ def test_doctor_not_ready_when_a_command_cannot_attach():
     p = tl.run_iospan("doctor", timeout=120, env=env_off("tp_btf,raw_tp"))
     assert p.returncode == 0, p.stderr
     assert "FAILS: " in p.stdout and "Ready: no" in p.stdout, p.stdout[-2000:]
+    # The command itself: a runtime failure naming the hook (exit 1), not bad usage (2).
+    for cmd in ("top", "trace"):
+        p = tl.run_iospan(cmd, "--duration", "1", timeout=120, env=env_off("tp_btf,raw_tp"))
+        err = [line for line in p.stderr.splitlines() if ": warning: " not in line]
+        assert p.returncode == 1 and len(err) == 1, (cmd, p.returncode, p.stderr)
+        assert "missing kernel feature" in err[0] and "block_bio_queue" in err[0], err
 
 
 def the_file(doc, pid, path):

@@ -240,33 +240,36 @@ INTERVAL_TOL = {"r_s": (0.10, 8), "w_s": (0.10, 5), "r_await": (0.25, 0.03),
 
 
 def test_matches_iostat_side_by_side():
-    tl.require_root("creates a loop device with ext4")
-    with tl.scratch_fs("ext4", 256, direct_io=True) as fs:
-        # Lay out the files first, so the timed run only reads and overwrites.
-        tl.fio(["--directory=%s" % fs.mnt, "--bs=1M", "--size=64M", "--rw=write",
-                "--end_fsync=1", "--fallocate=none",
-                "--name=r", "--filename=r.dat", "--name=w", "--filename=w.dat"])
-        tl.drop_caches()
+    tl.require_root("creates a loop device")
+    # fio on the raw device, not on a file system: a journal commit is a burst of slow
+    # writes, and a burst in the few ms between the two tools' samples would be in one
+    # tool's interval only.
+    with tl.loop_device(256, direct_io=True) as dev:
+        name = os.path.basename(dev)
+        # Lay out the read region first, so reads go to written blocks.
+        tl.fio(["--filename=%s" % dev, "--name=fill", "--bs=1M", "--size=64M", "--rw=write",
+                "--direct=1", "--end_fsync=1"])
         load = subprocess.Popen(
-            ["fio", "--directory=%s" % fs.mnt, "--bs=4k", "--direct=1", "--ioengine=psync",
+            ["fio", "--filename=%s" % dev, "--bs=4k", "--direct=1", "--ioengine=psync",
              "--size=64M", "--time_based", "--runtime=9",
-             "--name=r", "--filename=r.dat", "--rw=randread", "--rate_iops=300",
-             "--name=w", "--filename=w.dat", "--rw=randwrite", "--rate_iops=100"],
+             "--name=r", "--offset=0", "--rw=randread", "--rate_iops=300",
+             "--name=w", "--offset=128M", "--rw=randwrite", "--rate_iops=100"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        iostat = ours = None
+        procs = []
         try:
             time.sleep(1.5)  # let fio reach its rate
             env = dict(os.environ, LC_ALL="C")
-            iostat = subprocess.Popen(["iostat", "-dxy", "-o", "JSON", fs.name, "1", "5"],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env=env)
-            ours = tl.popen_iospan("stat", "-y", "-d", fs.dev, "--json", "1", "5")
+            procs = tl.popen_together(
+                [["iostat", "-dxy", "-o", "JSON", name, "1", "5"],
+                 [tl.iospan_bin(), "stat", "-y", "-d", dev, "--json", "1", "5"]],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            iostat, ours = procs
             i_out, i_err = iostat.communicate(timeout=30)
             o_out, o_err = ours.communicate(timeout=30)
             load.wait(timeout=30)
         finally:
-            for proc in (load, iostat, ours):
-                if proc is not None and proc.poll() is None:
+            for proc in [load] + procs:
+                if proc.poll() is None:
                     proc.kill()
                     proc.wait()
         assert iostat.returncode == 0, i_err
@@ -276,10 +279,10 @@ def test_matches_iostat_side_by_side():
         stats = json.loads(i_out)["sysstat"]["hosts"][0]["statistics"]
         theirs = []
         for s in stats:
-            disks = [d for d in s["disk"] if d["disk_device"] == fs.name]
+            disks = [d for d in s["disk"] if d["disk_device"] == name]
             assert len(disks) == 1, s
             theirs.append(disks[0])
-        mine = [only_device(r, fs.name) for r in parse_lines(o_out)]
+        mine = [only_device(r, name) for r in parse_lines(o_out)]
         assert len(theirs) == 5 and len(mine) == 5, (len(theirs), len(mine))
 
         # The workload really ran at its rate (fio's own numbers).

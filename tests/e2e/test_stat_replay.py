@@ -10,7 +10,8 @@ sysstat's iostat -x formulas:
   areq-sz   = sectors delta / 2 / ios delta      (kB; 0 if no ios)
   aqu-sz    = time_in_queue delta / interval_ms
   %util     = io_ticks delta / interval_ms * 100 (capped at 100)
-  a counter that goes backwards counts as a delta of 0.
+  counters that went backwards: the device was registered again, and the interval
+  is computed against zero counters (as sysstat does), the device marked "restarted".
 """
 import json
 import os
@@ -287,23 +288,33 @@ def test_backwards_vanished_and_new_devices():
     reports = replay("-y", path=EDGE)
     assert len(reports) == 1
     devs = devices(reports[0])
-    # loop5: read counters went backwards (500 -> 100 ios, ...) -> 0, never garbage;
-    #   writes: wr_ios 50, wr_sectors 400, wr_ticks 25; io_ticks 50; time_in_queue 100.
+    # loop5: read counters went backwards (500 -> 100 ios, ...): registered again, so the
+    #   interval counts from zero (it reported 0 reads): rd_ios 100, rd_sectors 800,
+    #   rd_ticks 50, wr_ios 150, wr_sectors 1200, wr_ticks 75, io_ticks 350, tiq 400.
     check(devs["loop5"], {
         "disk": "loop5", "dev": "7:5",
-        "w_s": 50.0,         # 50 / 1
-        "wkB_s": 200.0,      # 400 / 2 / 1
-        "w_await": 0.5,      # 25 / 50
-        "wareq_sz": 4.0,     # 400 / 2 / 50
-        "aqu_sz": 0.1,       # 100 / 1000
-        "util": 5.0,         # 50 / 1000 * 100
+        "r_s": 100.0,        # 100 / 1
+        "rkB_s": 400.0,      # 800 / 2 / 1
+        "r_await": 0.5,      # 50 / 100
+        "rareq_sz": 4.0,     # 800 / 2 / 100
+        "w_s": 150.0,
+        "wkB_s": 600.0,      # 1200 / 2
+        "w_await": 0.5,      # 75 / 150
+        "wareq_sz": 4.0,
+        "aqu_sz": 0.4,       # 400 / 1000
+        "util": 35.0,        # 350 / 1000 * 100
     })
-    # loop6: io_ticks and time_in_queue went backwards -> util 0, aqu-sz 0;
-    #   reads: rd_ios 10, rd_sectors 80, rd_ticks 10.
+    assert devs["loop5"].get("restarted") is True
+    # loop6: io_ticks and time_in_queue went backwards (1000 -> 10, far from a 32-bit
+    #   wrap): registered again, from zero: rd_ios 20, rd_sectors 160, rd_ticks 20,
+    #   io_ticks 10, time_in_queue 10.
     check(devs["loop6"], {
         "disk": "loop6", "dev": "7:6",
-        "r_s": 10.0, "rkB_s": 40.0, "r_await": 1.0, "rareq_sz": 4.0,
+        "r_s": 20.0, "rkB_s": 80.0, "r_await": 1.0, "rareq_sz": 4.0,
+        "aqu_sz": 0.01, "util": 1.0,
     })
+    assert devs["loop6"].get("restarted") is True
+    assert "restarted" not in devs["vdy"]
     # vdy: an ordinary device next to them: rd_ios 100, rd_sectors 800, rd_ticks 100,
     #   io_ticks 500, time_in_queue 100.
     check(devs["vdy"], {
@@ -411,11 +422,27 @@ MALFORMED = {
     "line-before-snapshot": HEADER + LINE_A + SNAP_A + LINE_A + SNAP_B + LINE_B,
     "bad-uptime": HEADER + "snapshot abc 1700000010\n" + LINE_A + SNAP_B + LINE_B,
     "short-line": HEADER + SNAP_A + "   7 0 loop0 1 0 8 1 0 0 0\n" + SNAP_B + LINE_B,
-    "15-fields": HEADER + SNAP_A + "   7 0 loop0 1 0 8 1 0 0 0 0 0 1 1 0\n" + SNAP_B + LINE_B,
+    "13-fields": HEADER + SNAP_A + "   7 0 loop0 1 0 8 1 0 0 0 0 0 1\n" + SNAP_B + LINE_B,
     "non-numeric-counter": HEADER + SNAP_A + LINE_A.replace(" 8 ", " x ") + SNAP_B + LINE_B,
     "negative-counter": HEADER + SNAP_A + LINE_A.replace(" 8 ", " -8 ") + SNAP_B + LINE_B,
     "bad-partition-line": HEADER + "partition 7\n" + SNAP_A + LINE_A + SNAP_B + LINE_B,
     "unknown-keyword": HEADER + "bogus 1 2\n" + SNAP_A + LINE_A + SNAP_B + LINE_B,
+    # Times: decimal seconds only; a repeated snapshot; both clocks going back.
+    "nan-uptime": HEADER + SNAP_A + LINE_A + "snapshot nan 1700000011\n" + LINE_B,
+    "inf-uptime": HEADER + SNAP_A + LINE_A + "snapshot inf\n" + LINE_B,
+    "inf-epoch": HEADER + SNAP_A + LINE_A + "snapshot 11 inf\n" + LINE_B,
+    "exponent-uptime": HEADER + SNAP_A + LINE_A + "snapshot 1.1e1 1700000011\n" + LINE_B,
+    "repeated-snapshot": HEADER + SNAP_A + LINE_A + SNAP_A + LINE_A + SNAP_B + LINE_B,
+    "repeated-uptime": HEADER + SNAP_A + LINE_A + "snapshot 10 1700000011\n" + LINE_B,
+    "both-clocks-back": HEADER + SNAP_B + LINE_B + "snapshot 10 1700000005\n" + LINE_A,
+    "over-long-line": HEADER + SNAP_A + LINE_A + "#" + "x" * 70000 + "\n" + SNAP_B + LINE_B,
+}
+
+# What each of these must say (the error names the line and the cause).
+MALFORMED_SAYS = {
+    "nan-uptime": "line 4", "repeated-snapshot": "repeated snapshot",
+    "repeated-uptime": "repeated snapshot", "both-clocks-back": "go backwards",
+    "over-long-line": "longer than", "13-fields": "line 3",
 }
 
 
@@ -427,6 +454,7 @@ def test_malformed_recording_is_usage_error(tmp_path, name):
     assert p.returncode == 2, "%s: exit %d\nstdout: %r\nstderr: %r" % (
         name, p.returncode, p.stdout, p.stderr)
     assert p.stdout == "" and len(p.stderr.splitlines()) == 1, (name, p.stdout, p.stderr)
+    assert MALFORMED_SAYS.get(name, "") in p.stderr, (name, p.stderr)
     pj = tl.run_iospan("stat", "--json", "-y", "--replay", str(rec), timeout=30)
     assert pj.returncode == 2 and pj.stderr == "", (name, pj.stdout, pj.stderr)
     out = pj.stdout.splitlines()
@@ -442,3 +470,91 @@ def test_epoch_is_optional(tmp_path):
     (r,) = [json.loads(l) for l in p.stdout.splitlines()]
     assert r["interval_s"] == 1.0 and r["time"] == 0
     assert r["devices"][0]["r_s"] == 1.0  # rd_ios 2 - 1 over 1 s
+
+
+def test_odd_field_counts_read_as_sysstat(tmp_path):
+    """15 to 17 and 19 fields (and more than 20) are read by their longest complete group
+    of counters, as sysstat reads them; they were rejected."""
+    rec = tmp_path / "odd.rec"
+    # Counters 1..n at the first snapshot, twice that at the second (0.5 s later).
+    names = {15: "vda", 16: "vdb", 17: "vdc", 19: "vdd", 21: "vde"}
+    lines = [HEADER.strip()]
+    for k, up in ((1, 100.0), (2, 100.5)):
+        lines.append("snapshot %.1f %.1f" % (up, 1700000000 + up))
+        for nf, name in sorted(names.items()):
+            lines.append("  254 %d %s %s" % (nf, name, " ".join(str(k * i) for i in range(1, nf - 2))))
+    rec.write_text("\n".join(lines) + "\n")
+    devs = devices(replay("-y", path=str(rec))[0])
+    # Deltas: counter i grows by i. Classic group (all lines): rd_ios 1, rd_sectors 3,
+    # rd_ticks 4, wr_ios 5, wr_sectors 7, wr_ticks 8, io_ticks 10, time_in_queue 11.
+    classic = {"r_s": 2.0, "rkB_s": 3.0, "r_await": 4.0, "rareq_sz": 1.5,
+               "rrqm_s": 4.0, "rrqm_pct": 200 / 3,
+               "w_s": 10.0, "wkB_s": 7.0, "w_await": 1.6, "wareq_sz": 0.7,
+               "wrqm_s": 12.0, "wrqm_pct": 600 / 11,
+               "aqu_sz": 0.022, "util": 2.0, "in_flight": 18}
+    # Discards (19 fields and more): dc_ios 12, dc_merges 13, dc_sectors 14, dc_ticks 15.
+    discard = {"d_s": 24.0, "drqm_s": 26.0, "drqm_pct": 1300 / 25, "dkB_s": 14.0,
+               "d_await": 1.25, "dareq_sz": 14 / 24}
+    # Flushes (21 fields: the first 20 are read): fl_ios 16, fl_ticks 17.
+    flush = {"f_s": 32.0, "f_await": 17 / 16}
+    for nf, name in names.items():
+        want = dict(classic, disk=name, dev="254:%d" % nf)
+        want["in_flight"] = 2 * 9  # the gauge: its value now
+        if nf >= 18:
+            want.update(discard)
+        if nf >= 20:
+            want.update(flush)
+        check(devs[name], want)
+
+
+def test_reboot_starts_reports_again(tmp_path):
+    """Uptime going back while the wall clock goes on is a reboot: reported as such, then
+    a since-boot report of the new boot, and the snapshots after it are read (every
+    snapshot after the reboot was ignored, exit 0)."""
+    rec = tmp_path / "reboot.rec"
+    rec.write_text(HEADER
+                   + "snapshot 100 1700000100\n   7 0 loop0 10 0 80 10 0 0 0 0 0 10 10\n"
+                   + "snapshot 101 1700000101\n   7 0 loop0 20 0 160 20 0 0 0 0 0 20 20\n"
+                   + "snapshot 5 1700000300\n   7 0 loop0 3 0 24 3 0 0 0 0 0 3 3\n"
+                   + "snapshot 6 1700000301\n   7 0 loop0 13 0 104 13 0 0 0 0 0 13 13\n")
+    reports = replay("-y", path=str(rec))
+    assert [(r["since_boot"], r.get("reboot", False)) for r in reports] == \
+        [(False, False), (True, True), (False, False)], reports
+    assert abs(devices(reports[0])["loop0"]["r_s"] - 10.0) <= TOL   # 10 reads in 1 s
+    assert reports[1]["interval_s"] == 5.0                           # since the new boot
+    assert abs(devices(reports[1])["loop0"]["r_s"] - 0.6) <= TOL    # 3 reads in 5 s
+    assert abs(devices(reports[2])["loop0"]["r_s"] - 10.0) <= TOL   # 13 - 3 in 1 s
+    p = tl.run_iospan("stat", "-y", "--replay", str(rec), timeout=30)
+    assert p.returncode == 0 and p.stderr == "", p
+    assert "since boot (5 s): the system rebooted" in p.stdout, p.stdout
+
+
+def test_wall_clock_set_back_is_flagged(tmp_path):
+    """The wall clock going back while uptime goes on (NTP, by hand): intervals come from
+    uptime as always, and the report says the clock was set back."""
+    rec = tmp_path / "clock.rec"
+    rec.write_text(HEADER + "snapshot 10 1700000010\n" + LINE_A
+                   + "snapshot 11 1699990000\n" + LINE_B)
+    (r,) = replay("-y", path=str(rec))
+    assert r["clock_set_back"] is True and r["interval_s"] == 1.0
+    assert devices(r)["loop0"]["r_s"] == 1.0
+    p = tl.run_iospan("stat", "-y", "--replay", str(rec), timeout=30)
+    assert p.returncode == 0 and "the wall clock was set back" in p.stdout, p
+
+
+def test_long_comment_line_is_one_comment(tmp_path):
+    """Lines over 1,023 bytes were split, and each piece parsed as a line: a device could
+    appear from inside a comment."""
+    comment = "# " + "x" * 1100 + " 7 9 fake 1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0"
+    rec = tmp_path / "long.rec"
+    rec.write_text(HEADER + SNAP_A + LINE_A + comment + "\n" + SNAP_B + LINE_B)
+    (r,) = replay("-y", path=str(rec))
+    assert set(devices(r)) == {"loop0"}, devices(r)
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/urandom"])
+def test_replay_of_endless_binary_input_ends(path):
+    """`stat --replay /dev/zero` never ended; binary input is an error at once."""
+    p = tl.run_iospan("stat", "--replay", path, timeout=10)
+    assert p.returncode == 2 and p.stdout == "", p
+    assert len(p.stderr.splitlines()) == 1 and path in p.stderr, p.stderr

@@ -9,8 +9,10 @@ own /proc/self/io just before exiting, so its DISK bytes can be checked against 
 kernel's account as well as against the workload's size. Another test creates a real
 I/O stall with blk-throttle (cgroup v1 blkio) and expects it with a kernel stack.
 """
+import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import time
@@ -278,9 +280,10 @@ def test_fs_bytes(session):
     assert row("lazy", f["lazy"])["fs_write_bytes"] == SIZE
     assert row("dio", f["dio_read"])["fs_read_bytes"] == SIZE
     assert row("dio", f["dio_write"])["fs_write_bytes"] == SIZE
-    # Pages dirtied through the mapping, and pages faulted in (fault-around: ~all).
+    # Pages dirtied through the mapping, and pages mapped in by faults read page by page:
+    # each once, the fault-around ranges widened to the large folios newer kernels map.
     assert row("mmap", f["mmap_write"])["fs_write_bytes"] == SIZE
-    assert row("mmap", f["mmap_read"])["fs_read_bytes"] >= SIZE // 2
+    assert row("mmap", f["mmap_read"])["fs_read_bytes"] == SIZE
     assert row("mmap", f["mmap_read"])["mmap"] is True
 
 
@@ -314,9 +317,185 @@ def test_latency_and_drops(session):
     p = process(doc, runs["dio"][0])
     assert p["q2c_avg_us"] > 0 and p["q2c_max_us"] >= p["q2c_avg_us"]
     assert p["requests"] > 0
-    lost = {k: v for k, v in doc["dropped"].items()
-            if v and k != "unmatched_bios"}
+    # Informational: bios without an owner record, and page cache writes without a
+    # dirtier (here the loop devices' writes to their backing files, dirtied by a kernel
+    # thread).
+    info = ("unmatched_bios", "writeback_dirtier_unknown_bytes")
+    lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
     assert not lost, lost
+
+
+FSTYPES = ["ext4", "xfs", "btrfs"]
+PWRITE = "import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY); " \
+         "os.pwrite(fd, b'p' * int(sys.argv[3]), int(sys.argv[2]))"
+
+
+@pytest.mark.parametrize("fstype", FSTYPES)
+def test_writeback_credited_per_page(fstype):
+    """A synced 64 MiB file: dd rewrites its first 48 MiB, then another process 1 MiB at
+    60 MiB, and one `sync -f` writes both back: each process is credited the pages it
+    dirtied (not the file's last dirtier all of them), exactly."""
+    tl.require_root("creates loop devices and file systems")
+    with tl.scratch_fs(fstype, 320) as fs:
+        path = os.path.join(fs.mnt, "shared.dat")
+        tl.dd(path, bs="1M", count=64, conv="fsync")
+        top = start_top("-d", fs.dev, "--duration", "120", "--max-files", "50")
+        try:
+            dd = subprocess.Popen(["dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=48",
+                                   "conv=notrunc"], stderr=subprocess.DEVNULL)
+            assert dd.wait(timeout=60) == 0
+            pw = subprocess.Popen([PYTHON, "-B", "-c", PWRITE, path, str(60 * MiB), str(MiB)])
+            assert pw.wait(timeout=60) == 0
+            subprocess.run(["sync", "-f", path], check=True)
+        finally:
+            doc = stop_top(top)
+    for pid, size in ((dd.pid, 48 * MiB), (pw.pid, MiB)):
+        row = the_file(process(doc, pid), path)
+        assert row["fs_write_bytes"] == size, (pid, row)
+        assert row["disk_write_bytes"] == size, (pid, row)
+        wb = [w for w in doc["writeback"] if w["pid"] == pid]
+        assert sum(w["disk_write_bytes"] for w in wb) == size, (pid, doc["writeback"])
+    assert doc["dropped"]["dirtier_map_full"] == 0
+
+
+def test_full_stats_map_counts_each_byte_once(scratch_ext4):
+    """With a tiny stats map, the owners that found no room have their DISK bytes on
+    the device's unattributed row only: no writeback rows for processes the report does
+    not list, and processes plus unattributed add up to what the disk did."""
+    fs = scratch_ext4
+    top = start_top("-d", fs.dev, "--max-entries", "64", "--duration", "120", "-n", "1000",
+                    "--max-files", "1000")
+    try:
+        for i in range(100):
+            tl.dd(os.path.join(fs.mnt, "w%d.dat" % i), bs="64K", count=4)
+        subprocess.run(["sync"], check=True)
+    finally:
+        doc = stop_top(top)
+    assert doc["dropped"]["stats_map_full"] > 0, doc["dropped"]
+    procs = {p["pid"]: p for p in doc["processes"]}
+    for w in doc["writeback"]:
+        assert w["pid"] in procs, ("writeback row of a process not in the report", w)
+    for pid, p in procs.items():
+        wb = sum(w["disk_write_bytes"] for w in doc["writeback"] if w["pid"] == pid)
+        assert wb <= p["disk_write_bytes"], (pid, wb, p["disk_write_bytes"])
+    dev = [d for d in doc["devices"] if d["disk"] == fs.name]
+    assert len(dev) == 1, doc["devices"]
+    listed = sum(on_device(p, fs, "disk_write_bytes") for p in doc["processes"]) + \
+        sum(u["disk_write_bytes"] for u in doc["unattributed"] if u["disk"] == fs.name)
+    assert listed == dev[0]["disk_write_bytes"] == dev[0]["diskstats_write_bytes"], \
+        (listed, dev[0])
+
+
+FSYNCS = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range(int(sys.argv[2])):
+    os.pwrite(fd, b"f" * 4096, i * 4096)
+    os.fdatasync(fd)
+"""
+
+
+@pytest.mark.parametrize("fstype", FSTYPES)
+def test_flushes_match_diskstats(fstype):
+    """An fdatasync after every 4 KiB write on a loop device whose backing file system
+    has a write cache: the disk's cache flushes are counted and timed as
+    /proc/diskstats counts them (fields 19-20), and the flushes waited for are
+    credited to the processes that asked for them (the writer, or ext4's jbd2)."""
+    tl.require_root("creates loop devices and file systems")
+    n = 200
+    with tl.scratch_fs(fstype, 320) as fs:
+        with open("/sys/block/%s/queue/write_cache" % fs.name) as f:
+            assert f.read().strip() == "write back", "loop device without a write cache"
+        top = start_top("-d", fs.dev, "--duration", "120", "-n", "1000")
+        try:
+            w = subprocess.Popen([PYTHON, "-B", "-c", FSYNCS, os.path.join(fs.mnt, "f.dat"),
+                                  str(n)])
+            assert w.wait(timeout=120) == 0
+        finally:
+            doc = stop_top(top)
+    dev = [d for d in doc["devices"] if d["disk"] == fs.name]
+    assert len(dev) == 1, doc["devices"]
+    d = dev[0]
+    assert d["diskstats_flush_requests"] >= n, d
+    assert d["flush_requests"] == d["diskstats_flush_requests"], d
+    # diskstats sums nanoseconds and prints milliseconds, timed a little later.
+    assert abs(d["flush_time_ms"] - d["diskstats_flush_ms"]) <= max(2, 0.02 * d["flush_time_ms"]), d
+    asked = [(p["pid"], p["comm"], f) for p in doc["processes"] for f in p["flushes"]
+             if f["disk"] == fs.name]
+    assert sum(f["requests"] for _, _, f in asked) >= n, asked
+    assert all(f["avg_us"] > 0 and f["max_us"] >= f["avg_us"] for _, _, f in asked), asked
+    # The writer, or the journal thread it waits for on ext4.
+    assert any(pid == w.pid or comm.startswith("jbd2/") for pid, comm, _ in asked), asked
+    assert not any(u["kind"] == "flush" for u in doc["unattributed"]), doc["unattributed"]
+
+
+WRITER = r"""
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+log = open(sys.argv[2], "w")
+sys.stdin.readline()
+end = time.time() + float(sys.argv[3])
+while time.time() < end:
+    os.pwrite(fd, b"r" * 65536, 0)
+    log.write("%.6f\n" % time.time())
+    time.sleep(0.02)
+log.close()
+"""
+
+
+def test_periodic_window_is_the_time_covered(scratch_ext4):
+    """`top --json 1` writing to a pipe nobody reads for 5 s: each report's duration is
+    the time between its map reads (its timestamp and the previous one's), and holds
+    the bytes written in that time, not 5 s of bytes claimed as 1 s."""
+    fs = scratch_ext4
+    path, log = os.path.join(fs.mnt, "steady.dat"), os.path.join(fs.mnt, "steady.log")
+    writer = subprocess.Popen([PYTHON, "-B", "-c", WRITER, path, log, "9"],
+                              stdin=subprocess.PIPE, text=True)
+    r, w = os.pipe()
+    fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ: the smallest pipe, a report or two fill it
+    top = tl.popen_iospan("top", "--json", "-p", writer.pid, "1", stdout=w)
+    os.close(w)
+    try:
+        err = ""
+        while "tracing" not in err:
+            ready, _, _ = select.select([top.stderr], [], [], 30)
+            assert ready and top.poll() is None, err
+            err += top.stderr.readline()
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        time.sleep(5)  # nobody reads: top blocks writing its second or third report
+        out = b""
+        while writer.poll() is None:
+            ready, _, _ = select.select([r], [], [], 0.2)
+            if ready:
+                out += os.read(r, 65536)
+        time.sleep(1.5)
+    finally:
+        top.send_signal(signal.SIGINT)
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            out += chunk
+        top.wait(timeout=60)
+        os.close(r)
+        if writer.poll() is None:
+            writer.kill()
+    assert top.returncode == 0, top.stderr.read()
+    docs = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+    assert len(docs) >= 4, docs
+    with open(log) as f:
+        writes = [float(line) for line in f]
+    blocked = 0
+    for prev, cur in zip(docs, docs[1:]):
+        span = cur["timestamp"] - prev["timestamp"]
+        assert abs(span - cur["duration_s"]) < 0.05, (prev["timestamp"], cur)
+        blocked = max(blocked, cur["duration_s"])
+        got = sum(p["fs_write_bytes"] for p in cur["processes"] if p["pid"] == writer.pid)
+        want = 65536 * sum(1 for t in writes if prev["timestamp"] < t <= cur["timestamp"])
+        # A write counted at its syscall's exit may be logged just after a boundary.
+        assert abs(got - want) <= 2 * 65536, (got, want, cur["duration_s"])
+    assert blocked > 3, "top never blocked on its output: %s" % [d["duration_s"] for d in docs]
 
 
 def test_throttled_read_is_a_stall_with_stack(scratch_ext4):
@@ -441,10 +620,8 @@ def test_async_direct_io_exact(fstype, engine):
     files = [f for p in doc["processes"] for f in p["files"]]
     mine = [f for f in files if f["path"] == os.path.realpath(path)]
     raw = [f for f in files if f["kind"] == "raw"]
-    dev = [d for d in doc["devices"] if d["disk"] == fs.name][0]
     for key in ("fs_read_bytes", "fs_write_bytes", "disk_read_bytes", "disk_write_bytes"):
         assert sum(f[key] for f in mine) == size, (key, mine, raw)
-    assert dev["diskstats_read_bytes"] == size, dev
     assert not [f for f in raw if f["disk_read_bytes"] or f["disk_write_bytes"]], raw
 
 
@@ -476,6 +653,17 @@ def test_text_report_and_periodic_json(root):
     assert all(len(line) < 100 for line in lines if not line.startswith("      ")), \
         [line for line in lines if len(line) >= 100]
 
+    # Periodic text reports show rates: every byte column's header says "/s".
+    p = tl.run_iospan("top", "0.3", "1", timeout=60)
+    assert p.returncode == 0, p.stderr
+    header = [line for line in p.stdout.splitlines() if line.startswith("PID     COMMAND")]
+    assert header, p.stdout
+    cols = header[0].split()
+    assert [c for c in cols if c.startswith(("FS_", "DISK_"))] == \
+        ["FS_RD/s", "FS_WR/s", "DISK_RD/s", "DISK_WR/s"], header[0]
+    cov = [line for line in p.stdout.splitlines() if line.startswith("DISK ")]
+    assert not cov or all(c.endswith("/s") for c in cov[0].split()[1:5]), cov
+
     p = tl.run_iospan("top", "--json", "0.3", "2", timeout=60)
     assert p.returncode == 0, p.stderr
     docs = [json.loads(line) for line in p.stdout.splitlines()]
@@ -504,14 +692,3 @@ def test_bad_input(args, what):
     assert p.returncode == 2
     doc = json.loads(p.stdout)
     assert what in doc["error"] and doc["exit_code"] == 2
-
-
-def test_without_privileges_is_usage_error():
-    """No privileges gets one line naming what is missing, and exit 2 (not a kernel error)."""
-    tl.require_root("needs root to drop to an unprivileged user")
-    drop = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
-    p = subprocess.run(drop + (tl.iospan_bin(), "top", "--duration", "1"),
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
-    err = p.stderr.strip().splitlines()
-    assert p.stdout == "" and len(err) == 1 and "needs root" in err[0], p.stderr

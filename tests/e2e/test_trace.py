@@ -148,11 +148,11 @@ def stop_trace(proc):
     return reqs, sums, totals[0]
 
 
-BLOCK_STAGES = ("pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
+BLOCK_STAGES = ("pre_block", "throttle", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
 
 
 def check_stages(r):
-    """The documented sums: total = pre_block + q2q + q2g + g2i + i2d + d2c + post_block
+    """The documented sums: total = pre_block + throttle + q2q + ... + d2c + post_block
     and q2c = q2q + ... + d2c for requests with bios; pre_block = total without."""
     st = r["stages"]
     eps = 0.01 * 8  # JSON rounds each stage to 1 ns
@@ -319,8 +319,11 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
         name = os.path.basename(dev)
         path = os.path.join(mnt, "fio.dat")
         make_file(path, 32 * MiB)
+        # fio's default clock on x86 is the TSC scaled by a calibration it runs at start,
+        # which a busy CPU can skew by a percent or more; clock_gettime is the kernel's.
         common = ["--name=t", "--filename=%s" % path, "--bs=4k", "--direct=1",
-                  "--rw=randread", "--size=32m", "--norandommap", "--randrepeat=0"]
+                  "--rw=randread", "--size=32m", "--norandommap", "--randrepeat=0",
+                  "--clocksource=clock_gettime"]
         lat_log = str(tmp_path / "psync")
         proc = start_trace("-t", "0", "-d", name, "-i", "60")
         try:
@@ -341,17 +344,33 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
         fio_ios = tl.fio_clat_log(lat_log)
         assert len(fio_ios) == len(preads)
         assert [r["offset"] for r in preads] == [io[3] for io in fio_ios]
-        gaps, d2c_ratio = [], []
+        # Exact, unless iospan says it missed something: a hook run the kernel skipped
+        # (an interrupt's completion over the same program in a task, on a busy
+        # machine) or a bio that ended after its request. Each miss is counted.
+        cnt = totals["counters"]
+        declared = (cnt["hook_runs_missed"] + cnt["bios_after_request_end"]
+                    + cnt["bios_unmatched"])
+        gaps, d2c_ratio, outside, missed = [], [], [], []
         for r, (clat_ns, ddir, nbytes, offset) in zip(preads, fio_ios):
             assert ddir == 0 and r["bytes"] == nbytes == 4096
+            assert r["bios_queued"] == 1, r
+            if not r["bios"] and "bios_in_flight_at_end" in r["flags"]:
+                missed.append(offset)
+                continue
             assert len(r["bios"]) == 1, r
             clat_us = clat_ns / 1000.0
             d2c = r["bios"][0]["d2c_us"]
             # fio's clock starts before the syscall and stops after it returns: the
             # traced request lies inside fio's window, and the device time inside it.
-            assert d2c <= r["total_us"] <= clat_us + 1, (d2c, r["total_us"], clat_us)
+            # fio's CLOCK_MONOTONIC_RAW and the kernel's CLOCK_MONOTONIC differ by NTP's
+            # slew (at most 500 ppm), and fio logs whole microseconds.
+            if not d2c <= r["total_us"] <= clat_us * 1.0005 + 1:
+                outside.append((offset, d2c, r["total_us"], clat_us))
             gaps.append(clat_us - r["total_us"])
             d2c_ratio.append(d2c / clat_us)
+        assert not outside, "%d of %d: (offset, d2c, traced, fio clat) %s" % (
+            len(outside), len(preads), outside[:5])
+        assert len(missed) <= declared and len(missed) <= 0.05 * len(preads), (missed, cnt)
         gap, ratio = statistics.median(gaps), statistics.median(d2c_ratio)
         clat_p50 = job["clat_ns"]["percentile"]["50.000000"] / 1000.0
         print("fio clat p50 %.1f us; median fio-minus-traced %.1f us; median d2c/clat %.2f"
@@ -360,13 +379,18 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
         # widens the gap only for the I/Os it preempts, which the median ignores), and
         # the device time is the bulk of fio's latency (less of it when the CPUs are
         # contended and wake-ups after completion wait for a CPU).
-        assert gap <= 0.2 * clat_p50 + 10, (gap, clat_p50)
-        assert ratio >= 0.35, ratio
+        assert gap <= 0.2 * clat_p50 + 10, ("median fio-minus-traced", gap, clat_p50)
+        assert ratio >= 0.35, ("median d2c/clat", ratio)
         # Async direct I/O: one request per I/O, each with its bio.
         aios = [r for r in reqs if r["op"] == "aio_read" and r["path"] == path]
         n = aio["jobs"][0]["read"]["total_ios"]
-        collided = totals["counters"]["async_slot_collisions"]
-        assert len(aios) + collided == n and len(aios) >= 0.95 * n, (len(aios), n, collided)
+        # Each one printed, or counted: lost in its slot, or never seen to end (its
+        # kiocb reused: abandoned; or not: in flight at exit), which needs a declared miss.
+        unseen = (cnt["async_slot_collisions"] + cnt["abandoned"]
+                  + totals["in_flight_at_exit"])
+        assert len(aios) <= n <= len(aios) + unseen, (len(aios), n, totals)
+        assert len(aios) == n or declared, (len(aios), n, cnt)
+        assert len(aios) >= 0.95 * n, (len(aios), n, cnt)
         assert all(len(r["bios"]) == 1 and r["bios"][0]["bytes"] == 4096 for r in aios)
         for r in aios:
             check_stages(r)
@@ -427,8 +451,9 @@ def test_throttled_delay_before_dispatch(iospan):
         check_stages(r)
         st = r["stages"]
         assert r["total_us"] >= 300000, r
-        # The throttle holds bios before they are queued (or dispatched): not device time.
-        assert st["pre_block"] + st["q2q"] + st["i2d"] >= 0.5 * r["total_us"], st
+        # The throttle holds the bio before its worker queues it: throttle, not device time.
+        assert st["throttle"] >= 0.5 * r["total_us"], st
+        assert "throttled" in r["bios"][0]["flags"], r["bios"]
         assert max(b["d2c_us"] for b in r["bios"]) < 0.2 * r["total_us"], r["bios"]
         # The thread slept through nearly all of it, waiting for its bios.
         assert r["offcpu_from"] in ("counters", "counters_delayacct"), r
@@ -567,15 +592,24 @@ def test_writeback_of_pages_dirtied_before_tracing(iospan, fstype):
     """Writeback of pages dirtied before trace started has no known owner: it is still
     traced, with the right file and bytes, and its owner is null (not pid 0)."""
     tl.require_root("creates a loop device")
+    pages = 4 * MiB // os.sysconf("SC_PAGE_SIZE")
     with tl.scratch_fs(fstype, 320) as fs:
-        path = os.path.join(fs.mnt, "early.dat")
-        with open(path, "wb") as f:
-            f.write(b"\x5a" * (4 * MiB))  # dirty, not flushed
-        proc = start_trace("-t", "0", "--ops", "writeback")
-        try:
-            subprocess.run(["sync", "-f", path], check=True, timeout=60)
-        finally:
-            reqs, _, totals = stop_trace(proc)
+        # The test's premise is checked, not assumed: the pages are still dirty once
+        # tracing runs. A busy machine's flusher may write them early (over its dirty
+        # thresholds); then the run says nothing and is repeated with a new file.
+        for attempt in range(3):
+            path = os.path.join(fs.mnt, "early%d.dat" % attempt)
+            with open(path, "wb") as f:
+                f.write(b"\x5a" * (4 * MiB))  # dirty, not flushed
+            proc = start_trace("-t", "0", "--ops", "writeback")
+            try:
+                cache = tl.page_cache_state(path)
+                subprocess.run(["sync", "-f", path], check=True, timeout=60)
+            finally:
+                reqs, _, totals = stop_trace(proc)
+            if cache["nr_dirty"] == pages:
+                break
+        assert cache["nr_dirty"] == pages, ("written back before tracing, 3 times", cache)
         mine = [r for r in reqs if r["op"] == "writeback" and r["path"] == path]
         assert mine, reqs
         assert sum(r["bytes"] for r in mine) == 4 * MiB, mine

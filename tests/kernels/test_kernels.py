@@ -89,14 +89,20 @@ def known_defect(cases, match, reason, strict):
             if match(c) else c for c in cases]
 
 
-# Seen once on 6.1.0-*-amd64 with the kprobe fallbacks: 31 of 32 async direct reads.
+# Seen once on 6.1.0-*-amd64 with the kprobe fallbacks: 31 of 32 async direct reads. A
+# kprobe program does not run while another kprobe or syscall-tracepoint program runs on
+# its CPU (one vCPU here): an iomap_dio_complete kprobe firing in the completion interrupt
+# on top of one is skipped, so that request stays in flight (counted at exit). top counts
+# async FS bytes at the start where that hook is a kprobe for the same reason.
 AIO_TRACE_CASES = known_defect(
     AIO_CASES, lambda c: suite_of(c[0]) == "smoke",
-    "kprobe fallbacks (smoke suite) once missed one of 32 aio requests", False)
+    "kprobes do not nest: an aio completion interrupting another program is missed",
+    False)
 
 
 def case_id(case):
-    return "%s-%s" % case
+    # An empty parameter list (IOSPAN_KERNELS without a full-suite kernel) is one NOTSET.
+    return "%s-%s" % case if isinstance(case, tuple) else str(case)
 
 
 # --------------------------------------------------------------------------- boots
@@ -350,6 +356,16 @@ def test_top_direct_writes_exact(case):
 
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_process_cmdline(case):
+    """A workload gone before the report is named by its command line, which only the
+    kernel's capture of its argument area (at its I/O) can give by then."""
+    g = guest(case[0])
+    w, p = top_process(g, case[1], "w-dio-write")
+    want = "iowork pwrite %s -b 1048576 -n 8 --direct" % w["path"]
+    assert p["cmdline"] == want, (case, p["cmdline"], want)
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
 def test_top_direct_reads_exact(case):
     g = guest(case[0])
     w, p = top_process(g, case[1], "w-dio-read")
@@ -377,13 +393,14 @@ def test_top_buffered_cold_read(case):
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
 def test_top_mmap_faults_counted(case):
-    """mm_filemap_fault/map_pages (or their fallback): pages faulted in are FS reads."""
+    """mm_filemap_fault/map_pages (or their fallback): the pages of a mapping read page by
+    page are FS reads, each once."""
     g = guest(case[0])
     w, p = top_process(g, case[1], "w-mmap")
     rows = file_rows(p, w["path"])
     assert rows and any(f["mmap"] for f in rows), "%s: no mmap row: %s" % (case, p["files"])
     fs_read = file_bytes(g, p, w["path"], "fs_read_bytes")
-    assert fs_read >= w["bytes"] // 2, "%s: FS read %d of %d mapped bytes" % (
+    assert fs_read == w["bytes"], "%s: FS read %d of %d mapped bytes" % (
         case, fs_read, w["bytes"])
     got = file_bytes(g, p, w["path"], "disk_read_bytes")
     assert within(got, w["bytes"]), "%s: DISK read %d of a %d-byte cold file" % (
@@ -426,10 +443,21 @@ def test_top_device_coverage(case):
 
 
 @pytest.mark.parametrize("case", FS_CASES, ids=case_id)
+def test_top_flushes_match_diskstats(case):
+    """The disk's cache flushes (the fsync of w-buf-write asks for some where the disk
+    has a write cache) as /proc/diskstats counts them in the same window."""
+    g = guest(case[0])
+    doc = top_doc(g, case[1])
+    d = only_device(doc, g.file("top-" + case[1], "disk").strip())
+    assert d["diskstats_flush_requests"] is not None, (case, d)  # fields since 5.5
+    assert d["flush_requests"] == d["diskstats_flush_requests"], (case, d)
+
+
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
 def test_top_nothing_lost(case):
     g = guest(case[0])
     doc = top_doc(g, case[1])
-    info = ("unmatched_bios", "idle_rows_pruned")
+    info = ("unmatched_bios", "idle_rows_pruned", "writeback_dirtier_unknown_bytes")
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
     # Seen once on 6.12-rt with the kprobe fallbacks: one stats insert failed with EBUSY
     # (a bucket held by a program preempted on the same CPU under PREEMPT_RT). Counted,
@@ -493,6 +521,18 @@ def test_trace_direct_reads_exact_with_bios(case):
         assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
         assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
         assert bio_bytes(r) == w["bs"], (case, r["bios"])
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_process_cmdline_and_path(case):
+    """Each request names its process by its command line (captured in the kernel when
+    the request is reported) and its file by the path it was opened by."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-dio-read")
+    want = "iowork pread %s -b 65536 -n 16 --direct --random" % w["path"]
+    assert reqs, (case, w)
+    for r in reqs:
+        assert r["cmdline"] == want and r["path"] == w["path"], (case, r["cmdline"], r["path"])
 
 
 @pytest.mark.parametrize("case", [c for c in FS_CASES if c[1] == "raw"], ids=case_id)
@@ -591,7 +631,7 @@ def test_trace_stages_add_up(case):
     g = guest(case[0])
     reqs, _ = trace_docs(g, case[1])
     assert reqs, "%s: trace printed no requests" % (case,)
-    stages = ("pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
+    stages = ("pre_block", "throttle", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block")
     eps = 0.01 * 8
     for r in reqs:
         st = r["stages"]

@@ -31,7 +31,7 @@ __all__ = [
     "cgroup2_root", "blkio_throttle", "blkio_root", "move_to_cgroup", "cgroup_procs",
     "fio", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
     "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
-    "leftovers", "cleanup_all", "TMP_PREFIX",
+    "leftovers", "cleanup_all", "TMP_PREFIX", "Tracer", "start_tracing",
 ]
 
 # /proc/diskstats fields after "major minor name", in kernel order (14, 18 or 20 fields
@@ -89,6 +89,33 @@ def popen_iospan(*args, **kwargs):
     return subprocess.Popen([iospan_bin()] + [str(a) for a in args], **kwargs)
 
 
+def popen_together(cmds, **kwargs):
+    """Starts each argv of @cmds (Popen with @kwargs) and lets them all exec at the same
+    instant: each waits in a shell for a line on its own stdin pipe until every one is
+    spawned.
+    Two samplers compared interval by interval must start together, or what happens in
+    the gap between their starts is in one tool's interval and not the other's."""
+    procs, gates = [], []
+    try:
+        for argv in cmds:
+            r, w = os.pipe()
+            gates.append(w)
+            wrapped = ["sh", "-c", 'read _ && exec "$@"', "sh"] + [str(a) for a in argv]
+            procs.append(subprocess.Popen(wrapped, stdin=r, **kwargs))
+            os.close(r)
+        for w in gates:
+            os.write(w, b"\n")
+    except BaseException:
+        for p in procs:
+            p.kill()
+            p.wait()
+        raise
+    finally:
+        for w in gates:
+            os.close(w)
+    return procs
+
+
 def start_tracing(*args, timeout=30):
     """Starts a BPF command (`iospan ARGS`) and returns its Popen once it says on stderr
     that it is tracing (its hooks are attached). Raises AssertionError if it never does."""
@@ -109,6 +136,41 @@ def start_tracing(*args, timeout=30):
     proc.kill()
     out, err = proc.communicate()
     raise AssertionError("iospan %s did not start: %s%s\n%s" % (args[0], seen, err, out))
+
+
+class Tracer:
+    """A BPF command (`iospan ARGS`) running in the background, started once it traces,
+    its stdout drained as it comes (a full pipe would stall it). stop() ends it with
+    SIGINT (Ctrl-C), checks it exited 0 and returns its whole stdout."""
+
+    def __init__(self, *args, timeout=30):
+        self.args = args
+        self.proc = start_tracing(*args, timeout=timeout)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def stop(self, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout=timeout)
+        err = self.proc.stderr.read()
+        assert self.proc.returncode == 0, "iospan %s exited %d: %s" % (
+            " ".join(map(str, self.args)), self.proc.returncode, err)
+        return "".join(self.lines)
+
+    def json_lines(self):
+        """stop(), then each non-empty stdout line parsed as JSON."""
+        return [_json.loads(line) for line in self.stop().splitlines() if line.strip()]
 
 
 def is_root():
@@ -675,6 +737,31 @@ def dd(of, if_="/dev/zero", bs="1M", count=None, oflag=None, iflag=None, conv=No
     return p
 
 
+def page_cache_state(path):
+    """cachestat(2) (Linux 6.5+) of the whole file at @path: a dict with nr_cache,
+    nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted (pages)."""
+    import ctypes
+
+    class Range(ctypes.Structure):
+        _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+    names = ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")
+
+    class CacheStat(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint64) for n in names]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    rng, cs = Range(0, 0), CacheStat()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if libc.syscall(451, fd, ctypes.byref(rng), ctypes.byref(cs), 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "cachestat: %s" % os.strerror(err))
+    finally:
+        os.close(fd)
+    return {n: getattr(cs, n) for n in names}
+
+
 def drop_caches():
     """sync, then drop the page cache, dentries and inodes."""
     os.sync()
@@ -761,3 +848,104 @@ def leftovers():
         if TMP_PREFIX in mnt:
             found.append("%s still mounted on %s" % (fstype, mnt))
     return sorted(set(found))
+
+
+# --------------------------------------------------------------------------- block tracepoints
+
+def _tracefs():
+    for mnt, fstype, _ in _mountinfo():
+        if fstype == "tracefs":
+            return mnt
+    raise RuntimeError("tracefs is not mounted")
+
+
+_BLOCK_EVENT = re.compile(
+    r"\s(\d+\.\d+): (block_\w+): (\d+),(\d+) (\S+) (?:\d+ )?\(.*?\) (\d+) \+ (\d+)"
+    r"|\s(\d+\.\d+): (block_getrq): (\d+),(\d+) (\S+) (\d+) \+ (\d+)")
+
+
+class BlockEvents:
+    """Block tracepoint events of one disk, read through a private tracefs instance:
+    ground truth that does not go through BPF. Each event is (name, ts_ns, sector,
+    sectors, rwbs); times are CLOCK_MONOTONIC, printed to the microsecond (averages of
+    differences over many requests stay exact: the rounding phase is uniform)."""
+
+    def __init__(self, inst):
+        self.inst = inst
+
+    def read(self):
+        out = []
+        with open(os.path.join(self.inst, "trace")) as f:
+            for line in f:
+                m = _BLOCK_EVENT.search(line)
+                if not m:
+                    continue
+                g = m.groups()
+                if g[0] is not None:
+                    ts, name, rwbs, sector, n = g[0], g[1], g[4], g[5], g[6]
+                else:
+                    ts, name, rwbs, sector, n = g[7], g[8], g[11], g[12], g[13]
+                out.append((name, int(round(float(ts) * 1e6)) * 1000, int(sector), int(n),
+                            rwbs))
+        return out
+
+
+@contextlib.contextmanager
+def block_events(devnum, events=("block_getrq", "block_rq_insert", "block_rq_issue",
+                                 "block_rq_complete"), buffer_kb=65536):
+    """Records @events of disk @devnum ("MAJ:MIN") in a tracefs instance of its own
+    (other users of tracefs are not disturbed); yields a BlockEvents."""
+    inst = os.path.join(_tracefs(), "instances", "iospan-test-%d-%d" % (os.getpid(),
+                                                                      time.monotonic_ns()))
+    maj, mn = (int(x) for x in devnum.split(":"))
+    os.mkdir(inst)
+
+    def teardown(path=inst):
+        for ev in events:
+            try:
+                with open(os.path.join(path, "events", "block", ev, "enable"), "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
+        for _ in range(50):
+            try:
+                os.rmdir(path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.05)
+
+    tok = _register("tracefs-instance", inst, teardown)
+    try:
+        def put(rel, val):
+            with open(os.path.join(inst, rel), "w") as f:
+                f.write(val)
+        put("trace_clock", "mono")
+        put("buffer_size_kb", str(buffer_kb))
+        for ev in events:
+            put("events/block/%s/filter" % ev, "dev == %d" % ((maj << 20) | mn))
+            put("events/block/%s/enable" % ev, "1")
+        yield BlockEvents(inst)
+    finally:
+        _release(tok)
+
+
+def insert_issue_complete(events):
+    """Per request, from BlockEvents.read() of a disk with an I/O scheduler: a list of
+    (getrq_ns, insert_ns, issue_ns, complete_ns), paired by sector and size in order.
+    Requests missing an event are left out."""
+    open_rqs, done = {}, []
+    for name, ts, sector, n, _ in events:
+        key = (sector, n)
+        if name == "block_getrq":
+            open_rqs[key] = [ts, None, None]
+        elif name == "block_rq_insert" and key in open_rqs:
+            open_rqs[key][1] = ts
+        elif name == "block_rq_issue" and key in open_rqs and open_rqs[key][1] is not None:
+            open_rqs[key][2] = ts
+        elif name == "block_rq_complete" and key in open_rqs:
+            g, i, d = open_rqs.pop(key)
+            if i is not None and d is not None:
+                done.append((g, i, d, ts))
+    return done

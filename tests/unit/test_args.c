@@ -62,6 +62,56 @@ static void test_parse_duration(void **state)
 	assert_int_equal(parse_duration_ns("", 1, &ns), -EINVAL);
 	assert_int_equal(parse_duration_ns("inf", 1, &ns), -EINVAL);
 	assert_int_equal(parse_duration_ns("1e30", 1000000000ULL, &ns), -EINVAL);
+	/* Decimal only, as sysstat: strtod's hex, exponents and words are refused. */
+	assert_int_equal(parse_duration_ns("0x10", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("1e-9", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("1E3", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("nan", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns("+1", 1000000000ULL, &ns), -EINVAL);
+	assert_int_equal(parse_duration_ns(".5s", 1, &ns), 0);
+	assert_int_equal(ns, 500000000ULL);
+}
+
+static void test_period_and_threshold(void **state)
+{
+	uint64_t ns;
+
+	/* Intervals and durations: at least 1 ms, whatever the unit. */
+	assert_int_equal(args_period("--duration", "1ms", &ns), 0);
+	assert_int_equal(ns, 1000000ULL);
+	assert_int_equal(args_period("--duration", "0.001", &ns), 0);
+	assert_int_equal(args_period("--duration", "999us", &ns), -EINVAL);
+	assert_int_equal(args_period("--duration", "1ns", &ns), -EINVAL);
+	assert_int_equal(args_period("--duration", "0", &ns), -EINVAL);
+	/* Thresholds may be anything from 0. */
+	assert_int_equal(args_threshold("-t", "0", &ns), 0);
+	assert_int_equal(ns, 0);
+	assert_int_equal(args_threshold("-t", "1.5", &ns), 0);
+	assert_int_equal(ns, 1500000ULL);
+	assert_int_equal(args_threshold("-t", "0x5", &ns), -EINVAL);
+}
+
+static void test_parse_size(void **state)
+{
+	uint64_t b;
+
+	assert_int_equal(parse_size_bytes("64", 1ULL << 20, &b), 0); /* bare MiB */
+	assert_int_equal(b, 64ULL << 20);
+	assert_int_equal(parse_size_bytes("512K", 1, &b), 0);
+	assert_int_equal(b, 512ULL << 10);
+	assert_int_equal(parse_size_bytes("16M", 1, &b), 0);
+	assert_int_equal(b, 16ULL << 20);
+	assert_int_equal(parse_size_bytes("1GiB", 1, &b), 0);
+	assert_int_equal(b, 1ULL << 30);
+	assert_int_equal(parse_size_bytes("0", 1, &b), 0);
+	assert_int_equal(b, 0);
+
+	assert_int_equal(parse_size_bytes("", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("M", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("-1M", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("1.5M", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("1T", 1, &b), -EINVAL);
+	assert_int_equal(parse_size_bytes("99999999999999999G", 1, &b), -EINVAL);
 }
 
 static void test_interval_count(void **state)
@@ -96,7 +146,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_parse_duration),
+		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_interval_count),
+		cmocka_unit_test(test_period_and_threshold),
 	};
 
 	return cmocka_run_group_tests_name("args", tests, NULL, NULL);

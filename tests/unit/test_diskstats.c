@@ -54,7 +54,6 @@ static void test_parse_rejects(void **state)
 {
 	struct ds_dev d;
 
-	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13", &d), -EINVAL);
 	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10", &d), -EINVAL);
 	assert_int_equal(ds_parse_line("snapshot 1 2", &d), -EINVAL);
 	assert_int_equal(ds_parse_line("", &d), -EINVAL);
@@ -62,6 +61,35 @@ static void test_parse_rejects(void **state)
 	assert_int_equal(ds_parse_line("8 0 sda 1 2 -3 4 5 6 7 8 9 10 11", &d), -EINVAL);
 	assert_int_equal(ds_parse_line("253 0 dm-0 1 2 3 4 5 6 7 8 9 10 11", &d), 0);
 	assert_string_equal(d.name, "dm-0");
+}
+
+/* Other field counts: the longest complete group of counters, as sysstat reads them. */
+static void test_parse_odd_field_counts(void **state)
+{
+	static const struct {
+		const char *line;
+		int fields, kept;
+	} cases[] = {
+		{ "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12", 15, 11 },
+		{ "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13", 16, 11 },
+		{ "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14", 17, 11 },
+		{ "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16", 19, 15 },
+		{ "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18", 21, 17 },
+		{ "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22", 25, 17 },
+	};
+	struct ds_dev d;
+	size_t i;
+	int f;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(ds_parse_line(cases[i].line, &d), 0);
+		assert_int_equal(d.nr_fields, cases[i].kept);
+		/* Kept counters as given, those of an incomplete group absent (0). */
+		for (f = 0; f < DS_NR_FIELDS; f++)
+			assert_int_equal(d.f[f], f < cases[i].kept ? f + 1 : 0);
+	}
+	/* Extra fields must still be counters. */
+	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 x", &d), -EINVAL);
 }
 
 static void test_compute_hand_values(void **state)
@@ -99,21 +127,60 @@ static void test_compute_hand_values(void **state)
 	assert_int_equal(m.ios, 314);	      /* 200 + 100 + 10 + 4 */
 }
 
-static void test_compute_backwards_is_zero(void **state)
+static void test_compute_restarted_from_zero(void **state)
 {
 	struct ds_dev prev, cur;
 	struct ds_metrics m;
 
-	/* The device was reset between samples: every counter is now lower. */
+	/*
+	 * Counters lower than before: the device was registered again, and the interval is
+	 * computed against zero counters (as sysstat does), not reported as 0.
+	 */
 	assert_int_equal(ds_parse_line(cur_line, &prev), 0);
 	assert_int_equal(ds_parse_line(prev_line, &cur), 0);
+	assert_true(ds_restarted(&prev, &cur));
 	ds_compute(&prev, &cur, 1.0, &m);
-	assert_near(m.r_s, 0, 0);
-	assert_near(m.rkB_s, 0, 0);
-	assert_near(m.r_await, 0, 0);
-	assert_near(m.aqu_sz, 0, 0);
-	assert_near(m.util, 0, 0);
-	assert_int_equal(m.ios, 0);
+	assert_true(m.restarted);
+	assert_near(m.r_s, 100.0, 1e-9);     /* rd_ios 100 since zero */
+	assert_near(m.rkB_s, 400.0, 1e-9);   /* 800 sectors / 2 */
+	assert_near(m.r_await, 0.5, 1e-9);   /* 50 ms / 100 */
+	assert_near(m.w_s, 40.0, 1e-9);
+	assert_near(m.aqu_sz, 1.0, 1e-9);    /* time_in_queue 1000 / 1000 ms */
+	assert_near(m.util, 50.0, 1e-9);     /* io_ticks 500 / 1000 ms */
+	assert_int_equal(m.ios, 140);
+
+	/* One counter lower is enough (here io_ticks, by far less than a wrap). */
+	assert_int_equal(ds_parse_line("7 0 loop0 10 0 80 10 0 0 0 0 0 1000 1000", &prev), 0);
+	assert_int_equal(ds_parse_line("7 0 loop0 20 0 160 20 0 0 0 0 0 10 10", &cur), 0);
+	ds_compute(&prev, &cur, 1.0, &m);
+	assert_true(m.restarted);
+	assert_near(m.r_s, 20.0, 1e-9);
+	assert_near(m.util, 1.0, 1e-9);
+	/* The in-flight gauge going down is no restart. */
+	assert_int_equal(ds_parse_line("7 0 loop0 10 0 80 10 0 0 0 0 5 1000 1000", &prev), 0);
+	assert_int_equal(ds_parse_line("7 0 loop0 20 0 160 20 0 0 0 0 0 1500 1500", &cur), 0);
+	ds_compute(&prev, &cur, 1.0, &m);
+	assert_false(m.restarted);
+	assert_near(m.r_s, 10.0, 1e-9);
+}
+
+static void test_compute_ms_counter_wrap(void **state)
+{
+	struct ds_dev prev, cur;
+	struct ds_metrics m;
+
+	/* time_in_queue is a 32-bit ms counter: 4294967195 -> 400 is 501 ms, no restart. */
+	assert_int_equal(ds_parse_line("7 0 loop0 10 0 80 10 0 0 0 0 1 100 4294967195", &prev), 0);
+	assert_int_equal(ds_parse_line("7 0 loop0 20 0 160 20 0 0 0 0 1 600 400", &cur), 0);
+	assert_false(ds_restarted(&prev, &cur));
+	ds_compute(&prev, &cur, 1.0, &m);
+	assert_false(m.restarted);
+	assert_near(m.aqu_sz, 0.501, 1e-9);
+	assert_near(m.r_s, 10.0, 1e-9);
+	/* A request counter has no 32-bit wrap here: lower means restarted. */
+	assert_int_equal(ds_parse_line("7 0 loop0 4294967295 0 80 10 0 0 0 0 0 100 100", &prev), 0);
+	assert_int_equal(ds_parse_line("7 0 loop0 5 0 160 20 0 0 0 0 0 600 400", &cur), 0);
+	assert_true(ds_restarted(&prev, &cur));
 }
 
 static void test_compute_new_device_and_cap(void **state)
@@ -207,6 +274,124 @@ static void test_recording_malformed(void **state)
 	expect_malformed("iospan-diskstats 1\nsnapshot x\n", "snapshot UPTIME");
 	expect_malformed("iospan-diskstats 1\nsnapshot 1 2\n8 0 sda 1 2\n", "line 3");
 	expect_malformed("iospan-diskstats 1\npartition 8\n", "partition MAJ MIN");
+	expect_malformed("iospan-diskstats 1\npartition -1 0\n", "partition MAJ MIN");
+	expect_malformed("iospan-diskstats 1\npartition 8 1 2\n", "partition MAJ MIN");
+	expect_malformed("iospan-diskstats 1\npartition 8 0x1\n", "partition MAJ MIN");
+	/* Times are decimal seconds: nan, inf, signs, exponents and hex are refused. */
+	expect_malformed("iospan-diskstats 1\nsnapshot nan 1\n", "line 2: expected 'snapshot");
+	expect_malformed("iospan-diskstats 1\nsnapshot 1 inf\n", "decimal");
+	expect_malformed("iospan-diskstats 1\nsnapshot -1 5\n", "decimal");
+	expect_malformed("iospan-diskstats 1\nsnapshot 1e3 5\n", "decimal");
+	expect_malformed("iospan-diskstats 1\nsnapshot 0x10 5\n", "decimal");
+	expect_malformed("iospan-diskstats 1\nsnapshot 1 2 3\n", "'3' after them");
+	/* A repeated snapshot, and times that both go back. */
+	expect_malformed("iospan-diskstats 1\nsnapshot 10 100\nsnapshot 10 100\n",
+			 "line 3: snapshot at the uptime of the one before");
+	expect_malformed("iospan-diskstats 1\nsnapshot 10 100\nsnapshot 10 101\n", "repeated");
+	expect_malformed("iospan-diskstats 1\nsnapshot 10 100\nsnapshot 5 99\n",
+			 "line 3: snapshot times go backwards");
+}
+
+/* Reads every snapshot of @text; the flags of each as "R" (rebooted), "C" (clock set back), "-". */
+static int read_flags(const char *text, char *flags, size_t len)
+{
+	char *path = write_temp(text);
+	struct ds_snapshot s;
+	struct ds_reader r;
+	size_t n = 0;
+	int ret;
+
+	ds_snapshot_init(&s);
+	assert_int_equal(ds_reader_open(&r, path), 0);
+	while ((ret = ds_reader_next(&r, &s)) == 1 && n + 1 < len)
+		flags[n++] = r.rebooted ? 'R' : r.clock_set_back ? 'C' : '-';
+	flags[n] = '\0';
+	ds_reader_close(&r);
+	ds_snapshot_free(&s);
+	unlink(path);
+	free(path);
+	return ret;
+}
+
+static void test_recording_times(void **state)
+{
+	char flags[16];
+
+	/* Uptime back, wall clock on: a reboot; reading goes on. */
+	assert_int_equal(read_flags("iospan-diskstats 1\nsnapshot 100 1000\nsnapshot 101 1001\n"
+				    "snapshot 5 1100\nsnapshot 6 1101\n",
+				    flags, sizeof(flags)),
+			 0);
+	assert_string_equal(flags, "--R-");
+	/* Without wall-clock times, uptime going back is a reboot too. */
+	assert_int_equal(read_flags("iospan-diskstats 1\nsnapshot 100\nsnapshot 5\n", flags,
+				    sizeof(flags)),
+			 0);
+	assert_string_equal(flags, "-R");
+	/* Uptime on, wall clock back (set back by NTP or by hand): flagged, not an error. */
+	assert_int_equal(read_flags("iospan-diskstats 1\nsnapshot 100 1000\nsnapshot 101 900\n"
+				    "snapshot 102 901\n",
+				    flags, sizeof(flags)),
+			 0);
+	assert_string_equal(flags, "-C-");
+}
+
+static void test_recording_lines(void **state)
+{
+	char *text, *p;
+
+	/* A comment of any length is a comment: nothing in it is read as a device. */
+	text = malloc(8192);
+	p = text + sprintf(text, "iospan-diskstats 1\nsnapshot 1 1\n# ");
+	memset(p, 'x', 2000);
+	p += 2000;
+	p += sprintf(p, " 7 9 fake 1 2 3 4 5 6 7 8 9 10 11\n");
+	sprintf(p, "7 0 loop0 1 2 3 4 5 6 7 8 9 10 11\n");
+	{
+		char *path = write_temp(text);
+		struct ds_snapshot s;
+		struct ds_reader r;
+
+		ds_snapshot_init(&s);
+		assert_int_equal(ds_reader_open(&r, path), 0);
+		assert_int_equal(ds_reader_next(&r, &s), 1);
+		assert_int_equal(s.nr, 1);
+		assert_string_equal(s.devs[0].name, "loop0");
+		assert_int_equal(ds_reader_next(&r, &s), 0);
+		ds_reader_close(&r);
+		ds_snapshot_free(&s);
+		unlink(path);
+		free(path);
+	}
+	free(text);
+
+	/* Longer than DS_MAX_LINE: an error naming the line, not pieces read as lines. */
+	text = malloc(DS_MAX_LINE + 64);
+	p = text + sprintf(text, "iospan-diskstats 1\n# ");
+	memset(p, 'x', DS_MAX_LINE);
+	strcpy(p + DS_MAX_LINE, "\n");
+	expect_malformed(text, "line 2: line longer than");
+	free(text);
+
+	/* A NUL byte: binary data. /dev/zero, which has no line at all, ends at once. */
+	{
+		struct ds_snapshot s;
+		struct ds_reader r;
+
+		ds_snapshot_init(&s);
+		assert_int_equal(ds_reader_open(&r, "/dev/zero"), 0);
+		assert_int_equal(ds_reader_next(&r, &s), -EINVAL);
+		assert_non_null(strstr(r.error, "/dev/zero line 1: NUL byte"));
+		ds_reader_close(&r);
+		ds_snapshot_free(&s);
+	}
+	/* A directory is no recording. */
+	{
+		struct ds_reader r;
+
+		assert_int_equal(ds_reader_open(&r, "/tmp"), -EISDIR);
+		ds_reader_close(&r);
+	}
 }
 
 static void test_recording_round_trip(void **state)
@@ -257,7 +442,11 @@ int main(void)
 		cmocka_unit_test(test_parse_14_and_18_fields),
 		cmocka_unit_test(test_parse_rejects),
 		cmocka_unit_test(test_compute_hand_values),
-		cmocka_unit_test(test_compute_backwards_is_zero),
+		cmocka_unit_test(test_compute_restarted_from_zero),
+		cmocka_unit_test(test_compute_ms_counter_wrap),
+		cmocka_unit_test(test_parse_odd_field_counts),
+		cmocka_unit_test(test_recording_times),
+		cmocka_unit_test(test_recording_lines),
 		cmocka_unit_test(test_compute_new_device_and_cap),
 		cmocka_unit_test(test_recording_read),
 		cmocka_unit_test(test_recording_malformed),

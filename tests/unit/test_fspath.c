@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Captured dentry components to paths, and the (dev, ino) path cache. */
+#include <errno.h>
 #include <string.h>
 
 #include "err.h"
@@ -42,22 +43,54 @@ static void test_components(void **state)
 	assert_string_equal(out, "/a/b");
 }
 
+/* A paths map of one entry, for the cache to read. */
+struct fake_map {
+	struct top_file_key key;
+	struct top_path path;
+	int lookups;
+};
+
+static int fake_lookup(void *arg, const struct top_file_key *key, struct top_path *p)
+{
+	struct fake_map *m = arg;
+
+	m->lookups++;
+	if (memcmp(key, &m->key, sizeof(*key)))
+		return -ENOENT;
+	*p = m->path;
+	return 0;
+}
+
 static void test_cache(void **state)
 {
-	const char *const comp[] = {"x", "y"};
+	const char *const comp[] = {"x", "y"}, *const moved[] = {"x", "z"};
+	struct fake_map m = {.key = {.dev = KDEV(250, 7), .gen = 5, .ino = 12}};
 	struct fspath_cache *c = NULL;
-	struct top_path p;
 	const char *s;
 
-	assert_int_equal(fspath_cache_new(&c), 0);
-	assert_null(fspath_cache_get(c, KDEV(250, 7), 12));
-	make_path(&p, comp, 2, TOP_PATH_DELETED);
-	/* No such device is mounted: the path stays relative to its device. */
-	s = fspath_cache_put(c, KDEV(250, 7), 12, &p);
+	assert_int_equal(fspath_cache_new(fake_lookup, &m, &c), 0);
+	make_path(&m.path, comp, 2, TOP_PATH_DELETED);
+	m.path.stamp = 0x1234567800000001ULL;
+	/* Another generation of the same inode number is another file. */
+	assert_null(fspath_current(c, KDEV(250, 7), 6, 12));
+	assert_null(fspath_of_id(c, KDEV(250, 7), 12, 6));
+	/* No such device is mounted: the path stays relative to its device, unchecked. */
+	s = fspath_of_id(c, KDEV(250, 7), 12, 5 | (1ULL << 32));
 	assert_string_equal(s, "250:7:/x/y (deleted)");
-	assert_string_equal(fspath_cache_get(c, KDEV(250, 7), 12), "250:7:/x/y (deleted)");
-	assert_null(fspath_cache_get(c, KDEV(250, 7), 13));
-	assert_null(fspath_cache_get(c, KDEV(250, 8), 12));
+	s = fspath_current(c, KDEV(250, 7), 5, 12);
+	assert_string_equal(s, "250:7:/x/y (deleted)");
+	/* The same stamp: no lookup. */
+	m.lookups = 0;
+	assert_string_equal(fspath_of_id(c, KDEV(250, 7), 12, 5 | (1ULL << 32)),
+			    "250:7:/x/y (deleted)");
+	assert_int_equal(m.lookups, 0);
+	/* Captured again (renamed): a record with the new stamp reads it, a report too. */
+	make_path(&m.path, moved, 2, 0);
+	m.path.stamp = 2;
+	assert_string_equal(fspath_of_id(c, KDEV(250, 7), 12, 5 | (2ULL << 32)), "250:7:/x/z");
+	assert_int_equal(m.lookups, 1);
+	fspath_cache_round(c);
+	assert_string_equal(fspath_current(c, KDEV(250, 7), 5, 12), "250:7:/x/z");
 	fspath_cache_free(c);
 }
 

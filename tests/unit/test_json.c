@@ -73,22 +73,41 @@ static void test_escaping(void **state)
 	buf_close(&b);
 }
 
-/* Names from the kernel need not be UTF-8: the output always is (U+FFFD per bad byte). */
-static void test_invalid_utf8(void **state)
+/* Strings are always valid UTF-8: a byte that is not part of a character becomes U+FFFD. */
+static void test_utf8(void **state)
 {
 	struct buf b;
 
 	buf_open(&b);
-	/* Valid 2-, 3- and 4-byte characters pass; a lone byte, a cut character, an
-	 * overlong form, a surrogate and a code point above U+10FFFF do not. */
-	jw_string(b.jw, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\xff|\xe2\x82|\xc0\xaf|"
-			"\xed\xa0\x80|\xf4\x90\x80\x80|\x1b[2J");
+	jw_string(b.jw, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"); /* valid: kept */
+	jw_string(b.jw, "E\xffVIL\xfe");				/* bytes of no character */
+	jw_string(b.jw, "\xc0\x80|\xed\xa0\x80|\xf4\x90\x80\x80");	/* overlong, surrogate, > U+10FFFF */
+	jw_string(b.jw, "cut \xe2\x82");				/* cut short at the end */
+	jw_string(b.jw, "\x80x");					/* stray continuation byte */
 	assert_string_equal(buf_text(&b),
-			    "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\xef\xbf\xbd|"
-			    "\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd|"
-			    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|"
-			    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|\\u001b[2J\"\n");
+			    "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"\n"
+			    "\"E\\ufffdVIL\\ufffd\"\n"
+			    "\"\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd\"\n"
+			    "\"cut \\ufffd\\ufffd\"\n"
+			    "\"\\ufffdx\"\n");
 	buf_close(&b);
+}
+
+/* A cut copy ends at a character boundary, marked. */
+static void test_utf8_copy(void **state)
+{
+	char dst[8];
+
+	assert_false(utf8_copy(dst, sizeof(dst), "abc"));
+	assert_string_equal(dst, "abc");
+	assert_false(utf8_copy(dst, sizeof(dst), "abcdefg"));
+	assert_true(utf8_copy(dst, sizeof(dst), "abcdefgh"));
+	assert_string_equal(dst, "abcd...");
+	/* "ab" then U+20AC (3 bytes) straddling the cut: the whole character goes. */
+	assert_true(utf8_copy(dst, sizeof(dst), "abc\xe2\x82\xacxyz"));
+	assert_string_equal(dst, "abc...");
+	assert_true(utf8_copy(dst, sizeof(dst), "a\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac"));
+	assert_string_equal(dst, "a\xe2\x82\xac...");
 }
 
 static void test_floats(void **state)
@@ -128,7 +147,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_escaping),
-		cmocka_unit_test(test_invalid_utf8),
+		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_utf8_copy),
 		cmocka_unit_test(test_floats),
 		cmocka_unit_test(test_lines),
 	};

@@ -3,22 +3,26 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "json.h"
 #include "printable.h"
 
-static void test_utf8_char_len(void **state)
+/* The bytes of a string literal, as utf8_seq_len() takes them. */
+#define B(s) ((const unsigned char *)(s))
+
+/* The characters printable() keeps (json.c's reader, shared). */
+static void test_utf8_seq_len(void **state)
 {
-	assert_int_equal(utf8_char_len("a"), 1);
-	assert_int_equal(utf8_char_len(""), 0);
-	assert_int_equal(utf8_char_len("\xc3\xa9"), 2);
-	assert_int_equal(utf8_char_len("\xe2\x82\xac"), 3);
-	assert_int_equal(utf8_char_len("\xf0\x9f\x98\x80"), 4);
-	assert_int_equal(utf8_char_len("\xff"), 0);
-	assert_int_equal(utf8_char_len("\x80"), 0);	       /* a continuation byte */
-	assert_int_equal(utf8_char_len("\xc0\xaf"), 0);	       /* overlong '/' */
-	assert_int_equal(utf8_char_len("\xe0\x80\xaf"), 0);    /* overlong '/' */
-	assert_int_equal(utf8_char_len("\xed\xa0\x80"), 0);    /* a UTF-16 surrogate */
-	assert_int_equal(utf8_char_len("\xf4\x90\x80\x80"), 0); /* above U+10FFFF */
-	assert_int_equal(utf8_char_len("\xe2\x82"), 0);	       /* cut short by the NUL */
+	assert_int_equal(utf8_seq_len(B("a")), 1);
+	assert_int_equal(utf8_seq_len(B("\xc3\xa9")), 2);
+	assert_int_equal(utf8_seq_len(B("\xe2\x82\xac")), 3);
+	assert_int_equal(utf8_seq_len(B("\xf0\x9f\x98\x80")), 4);
+	assert_int_equal(utf8_seq_len(B("\xff")), 0);
+	assert_int_equal(utf8_seq_len(B("\x80")), 0);	       /* a continuation byte */
+	assert_int_equal(utf8_seq_len(B("\xc0\xaf")), 0);	       /* overlong '/' */
+	assert_int_equal(utf8_seq_len(B("\xe0\x80\xaf")), 0);    /* overlong '/' */
+	assert_int_equal(utf8_seq_len(B("\xed\xa0\x80")), 0);    /* a UTF-16 surrogate */
+	assert_int_equal(utf8_seq_len(B("\xf4\x90\x80\x80")), 0); /* above U+10FFFF */
+	assert_int_equal(utf8_seq_len(B("\xe2\x82")), 0);	       /* cut short by the NUL */
 }
 
 static void test_escapes(void **state)
@@ -66,7 +70,7 @@ static void test_rotating_slots(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_utf8_char_len),
+		cmocka_unit_test(test_utf8_seq_len),
 		cmocka_unit_test(test_escapes),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_rotating_slots),

@@ -42,12 +42,35 @@ static void test_ns(void **state)
 	assert_string_equal(fmt_ns(95000000000ULL, b, sizeof(b)), "95s");
 }
 
+static void test_scan_decimal(void **state)
+{
+	double v = -1;
+
+	assert_int_equal(scan_decimal("12", &v), 2);
+	assert_near(v, 12, 0);
+	assert_int_equal(scan_decimal("0.25s", &v), 4);
+	assert_near(v, 0.25, 1e-12);
+	assert_int_equal(scan_decimal(".5", &v), 2);
+	assert_near(v, 0.5, 1e-12);
+	/* Only the decimal part is read: the rest is left for the caller to refuse. */
+	assert_int_equal(scan_decimal("0x10", &v), 1);
+	assert_near(v, 0, 0);
+	assert_int_equal(scan_decimal("1e5", &v), 1);
+	assert_near(v, 1, 0);
+	assert_int_equal(scan_decimal("nan", &v), 0);
+	assert_int_equal(scan_decimal("inf", &v), 0);
+	assert_int_equal(scan_decimal("-1", &v), 0);
+	assert_int_equal(scan_decimal(".", &v), 0);
+	assert_int_equal(scan_decimal("", &v), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_ns),
+		cmocka_unit_test(test_scan_decimal),
 	};
 
 	return cmocka_run_group_tests_name("units", tests, NULL, NULL);

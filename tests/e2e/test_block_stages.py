@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The scheduler/device split of `iospan trace` and `iospan top` against the block
+tracepoints themselves, read through tracefs (no BPF): under each I/O scheduler, a
+known number of direct reads on a loop device; the mean insert-to-issue time (i2d,
+time in the scheduler) and issue-to-complete time (d2c, driver and device) that iospan
+reports must match the tracepoints' own within 10%.
+
+The block layer may stamp a request's issue time (rq->io_start_time_ns) from a time
+cached in the submitter's plug before the request was even inserted: i2d then reads 0
+and the scheduler's time lands in d2c.
+"""
+import json
+import os
+import signal
+import statistics
+import subprocess
+import threading
+
+import pytest
+
+import iospan_testlib as tl
+
+PYTHON = "/usr/bin/python3"
+N_READS = 3000
+
+# O_DIRECT 4 KiB reads of distinct blocks of a raw device, one at a time.
+READER = r"""
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 4096)
+sys.stdin.readline()
+for i in range(int(sys.argv[2])):
+    assert os.preadv(fd, [buf], (i * 2 % 8192) * 4096) == 4096
+print(os.getpid(), flush=True)
+"""
+
+
+def _drain(proc):
+    proc.out_lines = []
+
+    def reader():
+        for line in proc.stdout:
+            proc.out_lines.append(line)
+
+    proc.reader = threading.Thread(target=reader, daemon=True)
+    proc.reader.start()
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    proc.reader.join(timeout=30)
+    assert proc.returncode == 0, proc.stderr.read()
+    return [json.loads(line) for line in proc.out_lines if line.strip()]
+
+
+def rel_err(got, want):
+    return abs(got - want) / want
+
+
+@pytest.mark.parametrize("sched", ["mq-deadline", "kyber", "bfq"])
+def test_i2d_and_d2c_match_block_tracepoints(iospan, sched):
+    tl.require_root("creates a loop device and a tracefs instance")
+    with tl.tmpfs(64) as t, tl.loop_device(48, backing_dir=t) as dev:
+        name = os.path.basename(dev)
+        tl.set_scheduler(name, sched)
+        with open(dev, "r+b") as f:  # backing pages exist: reads cost the same
+            f.write(b"\x5a" * (40 << 20))
+        reader = subprocess.Popen([PYTHON, "-B", "-c", READER, dev, str(N_READS)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        # The tracepoints' own events first: they then run before iospan's programs at
+        # both events, so neither side's timestamps carry the other's work.
+        with tl.block_events(tl.devnum_of(name)) as be:
+            trace = tl.start_tracing("trace", "--json", "-t", "0", "-i", "600", "-d", name,
+                                     "--ops", "preadv,preadv2")
+            _drain(trace)
+            top = tl.start_tracing("top", "--json", "-d", name, "--duration", "600")
+            _drain(top)
+            try:
+                reader.stdin.write("go\n")
+                reader.stdin.flush()
+                out, _ = reader.communicate(timeout=300)
+                assert reader.returncode == 0
+            finally:
+                docs = _stop(trace)
+                report = _stop(top)[-1]
+            events = be.read()
+    pid = int(out.split()[0])
+    truth = tl.insert_issue_complete(events)
+    assert len(truth) >= 0.95 * N_READS, (len(truth), len(events))
+    t_i2d = statistics.mean((d - i) / 1e3 for g, i, d, c in truth)
+    t_d2c = statistics.mean((c - d) / 1e3 for g, i, d, c in truth)
+    t_g2d = statistics.mean((d - g) / 1e3 for g, i, d, c in truth)
+
+    reqs = [r for r in docs if r["type"] == "request" and r["pid"] == pid]
+    assert len(reqs) == N_READS, (len(reqs), docs[-1])
+    bios = [r["bios"][0] for r in reqs if len(r["bios"]) == 1]
+    assert len(bios) == N_READS
+    i2d = statistics.mean(b["i2d_us"] for b in bios)
+    d2c = statistics.mean(b["d2c_us"] for b in bios)
+    zero = sum(1 for b in bios if b["i2d_us"] == 0)
+    print("%s: tracepoints i2d %.2f us d2c %.2f us g2d %.2f us; trace i2d %.2f us "
+          "(%d of %d zero) d2c %.2f us" % (sched, t_i2d, t_d2c, t_g2d, i2d, zero,
+                                             len(bios), d2c))
+    assert rel_err(i2d, t_i2d) <= 0.10, (i2d, t_i2d)
+    assert rel_err(d2c, t_d2c) <= 0.10, (d2c, t_d2c)
+
+    # top: the same reads, one process row; d2c from the issue, q2c from the start.
+    rows = [p for p in report["processes"] if p["pid"] == pid]
+    assert len(rows) == 1, report["processes"]
+    p = rows[0]
+    print("top: q2c %.2f us d2c %.2f us (tracepoints d2c %.2f, g2d %.2f)"
+          % (p["q2c_avg_us"], p["d2c_avg_us"], t_d2c, t_g2d))
+    assert rel_err(p["d2c_avg_us"], t_d2c) <= 0.10, (p["d2c_avg_us"], t_d2c)
+    # Between start and issue: at least the time in the scheduler, at most the time
+    # since the request was allocated (rq->start_time_ns, taken just before getrq).
+    before_issue = p["q2c_avg_us"] - p["d2c_avg_us"]
+    assert 0.9 * t_i2d <= before_issue <= 1.25 * t_g2d, (before_issue, t_i2d, t_g2d)
