@@ -495,7 +495,7 @@ static __always_inline int sync_exit(struct task_struct *task, struct top_task *
  * checks it once, not once per syscall. It tells them apart by syscall number.
  */
 SEC("tracepoint")
-int top_sys_enter(struct syscall_trace_enter *ctx)
+int top_sys_enter(struct sys_enter_ctx *ctx)
 {
 	int nr = ctx->nr;
 	__u8 op;
@@ -510,7 +510,7 @@ int top_sys_enter(struct syscall_trace_enter *ctx)
 
 /* The thread's storage says what its enter began: a read or write, or a sync. */
 SEC("tracepoint")
-int top_sys_exit(struct syscall_trace_exit *ctx)
+int top_sys_exit(struct sys_exit_ctx *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct top_task *t;

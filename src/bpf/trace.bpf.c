@@ -886,7 +886,7 @@ static __always_inline int sys_exit(long ret)
  * which holds as many arguments as the syscall has: hence one program per number of
  * arguments read, @nargs (a constant: the reads past it are compiled out).
  */
-static __always_inline int sys_enter_args(struct syscall_trace_enter *ctx, const int nargs)
+static __always_inline int sys_enter_args(struct sys_enter_ctx *ctx, const int nargs)
 {
 	__s64 offset = -1;
 	__u64 bytes = 0;
@@ -944,27 +944,27 @@ static __always_inline int sys_enter_args(struct syscall_trace_enter *ctx, const
 
 /* fsync, fdatasync */
 SEC("tracepoint")
-int trace_sys_enter1(struct syscall_trace_enter *ctx)
+int trace_sys_enter1(struct sys_enter_ctx *ctx)
 {
 	return sys_enter_args(ctx, 1);
 }
 
 /* read, write, readv, writev */
 SEC("tracepoint")
-int trace_sys_enter3(struct syscall_trace_enter *ctx)
+int trace_sys_enter3(struct sys_enter_ctx *ctx)
 {
 	return sys_enter_args(ctx, 3);
 }
 
 /* pread64, pwrite64, preadv, pwritev, preadv2, pwritev2, sync_file_range */
 SEC("tracepoint")
-int trace_sys_enter4(struct syscall_trace_enter *ctx)
+int trace_sys_enter4(struct sys_enter_ctx *ctx)
 {
 	return sys_enter_args(ctx, 4);
 }
 
 SEC("tracepoint")
-int trace_sys_exit(struct syscall_trace_exit *ctx)
+int trace_sys_exit(struct sys_exit_ctx *ctx)
 {
 	return sys_exit(ctx->ret);
 }
