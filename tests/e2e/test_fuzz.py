@@ -246,10 +246,14 @@ def reader_oracle(data, args, out, json_mode):
         if len(l) > 65535:
             return "a line longer than 65,535 bytes was read"
     if json_mode:
-        named = {l.split()[2] for l in lines if not l.startswith(b"#") and len(l.split()) > 2}
+        # JSON carries a name that is not UTF-8 with U+FFFD for what is not: compare so.
+        def lossy(name):
+            return re.sub("\ufffd+", "\ufffd", name)
+        named = {lossy(l.split()[2].decode("utf-8", "replace")) for l in lines
+                 if not l.startswith(b"#") and len(l.split()) > 2}
         for line in out.splitlines():
             for d in json.loads(line)["devices"]:
-                if d["disk"].encode() not in named:
+                if lossy(d["disk"]) not in named:
                     return "device %r is on no line of the recording (a comment?)" % d["disk"]
     return None
 
