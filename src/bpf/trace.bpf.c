@@ -571,14 +571,19 @@ static __noinline int emit(struct trace_rec *r)
  * Ends a request: derives its stages (see enum trace_stage for how they add up), adds
  * them to the per-op histograms and sends the record if it is slow.
  */
-static __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
+__noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 {
 	struct trace_op_hists *h;
-	__u64 *st = r->stages;
-	__u32 op = r->op;
+	__u64 *st;
 	bool blk = false;
+	__u32 op;
 	int i;
 
+	/* Global, so verified once (a pointer argument may be NULL as far as it knows). */
+	if (!r)
+		return 0;
+	st = r->stages;
+	op = r->op;
 	r->end = end;
 	r->ret = ret;
 	r->state = TRACE_S_IDLE;
@@ -792,7 +797,12 @@ static __always_inline void end_fault(struct task_state *t, __u32 tid, __u64 now
 
 /* ------------------------------------------------------------------ syscalls */
 
-static __always_inline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_pos)
+/*
+ * A global function: the verifier checks it once, with its arguments unknown, rather
+ * than along every path of its callers with each syscall's constants (three times
+ * the instructions it checked when inlined).
+ */
+__noinline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_pos)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *t = NULL;
