@@ -18,6 +18,9 @@
 #ifndef EEXIST
 #define EEXIST 17
 #endif
+#ifndef ENOMEM
+#define ENOMEM 12
+#endif
 #ifndef EBUSY
 #define EBUSY 16
 #endif

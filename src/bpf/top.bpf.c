@@ -255,11 +255,13 @@ static __always_inline void drop(__u32 what)
 
 /*
  * A failed map insert: a hash bucket held elsewhere on this CPU (-EBUSY: a program
- * preempted under PREEMPT_RT, or re-entered from a nested hook) is not a full map.
+ * preempted under PREEMPT_RT, or re-entered from a nested hook) is not a full map, nor
+ * is an empty allocator cache (-ENOMEM: the maps made without preallocation refill it
+ * only once interrupts are enabled, so a burst of new rows in an interrupt can fail).
  */
 static __always_inline void drop_insert(long err, __u32 full)
 {
-	drop(err == -EBUSY ? TOP_DROP_MAP_BUSY : full);
+	drop(err == -EBUSY ? TOP_DROP_MAP_BUSY : err == -ENOMEM ? TOP_DROP_MAP_NOMEM : full);
 }
 
 static __always_inline bool dev_ok(__u32 dev)

@@ -197,7 +197,7 @@ static const char *const drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_DIRTIER_FULL] = "dirtier_map_full",
 	[TOP_DROP_WB_UNKNOWN_BYTES] = "writeback_dirtier_unknown_bytes",
 	[TOP_DROP_MAP_BUSY] = "map_insert_busy", [TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
-	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed",
+	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed", [TOP_DROP_MAP_NOMEM] = "map_alloc_failed",
 };
 
 /* Informational counters: they do not mean anything was lost. */
@@ -2660,6 +2660,11 @@ static int top_setup(struct top_ctx *c)
 			       c->o->have_cgroup ? c->o->cgroup_dir : NULL);
 	if (err)
 		return err;
+	/* While both maps are empty, before any program runs (see bpfmap.h). */
+	bpfmap_warm_alloc(bpf_map__fd(s->maps.stats), sizeof(struct top_key),
+			  sizeof(struct top_stat), true);
+	bpfmap_warm_alloc(bpf_map__fd(s->maps.wb), sizeof(struct top_wb_key),
+			  sizeof(struct top_wb_val), true);
 	preinsert_unattributed(c);
 	s->bss->path_epoch = 1;
 	err = top_bpf__attach(s);

@@ -140,6 +140,7 @@ static const char *const cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_WB_SWEPT] = "writeback_given_up",
 	[TRACE_CNT_PATHS_FULL] = "paths_map_full",
 	[TRACE_CNT_HOOK_MISSED] = "hook_runs_missed",
+	[TRACE_CNT_UNSEEN_DONE] = "bio_completions_not_seen",
 };
 
 /* Requests lost: counted in "lost" (the others are informational). */
@@ -510,6 +511,7 @@ static const struct {
 	{TRACE_F_DIRECT, "direct"},
 	{TRACE_F_BLKDEV, "blockdev"},
 	{TRACE_F_LATE_BIOS, "bios_in_flight_at_end"},
+	{TRACE_F_UNSEEN_DONE, "bio_completion_not_seen"},
 	{TRACE_F_FAULT_APPROX, "end_approximate"},
 	{TRACE_F_KTHREAD_BIO, "kthread_resubmitted"},
 	{TRACE_F_NO_OFFCPU, "offcpu_unknown"},

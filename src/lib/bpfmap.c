@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,42 @@ int bpfmap_sum_percpu_u64(int map_fd, uint32_t nr, uint64_t *out)
 	}
 	free(vals);
 	return 0;
+}
+
+int bpfmap_warm_alloc(int map_fd, size_t key_size, size_t val_size, bool percpu)
+{
+	int ncpus = libbpf_num_possible_cpus(), cpu, err = 0;
+	size_t nvals = percpu ? (size_t)ncpus : 1;
+	cpu_set_t allowed, one;
+	void *key, *vals;
+
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -EINVAL;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return -errno;
+	key = calloc(1, key_size);
+	/* A per-CPU value is passed as one 8-byte aligned copy per possible CPU. */
+	vals = calloc(nvals, (val_size + 7) & ~(size_t)7);
+	if (!key || !vals) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (cpu = 0; cpu < ncpus && cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			continue; /* offline */
+		if (!bpf_map_update_elem(map_fd, key, vals, BPF_NOEXIST))
+			bpf_map_delete_elem(map_fd, key);
+	}
+	if (sched_setaffinity(0, sizeof(allowed), &allowed))
+		err = -errno;
+cleanup:
+	free(key);
+	free(vals);
+	return err;
 }
 
 int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t row_size,

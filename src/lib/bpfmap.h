@@ -3,6 +3,7 @@
 #ifndef IOSPAN_BPFMAP_H
 #define IOSPAN_BPFMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,16 @@ typedef void (*bpfmap_fold_fn)(void *row, const void *key, const void *vals, int
  */
 int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t row_size,
 			  bpfmap_fold_fn fold, void *arg, void **rows, size_t *nr);
+
+/*
+ * Readies each CPU's cache of the BPF memory allocator behind a hash map made with
+ * BPF_F_NO_PREALLOC, before any program runs: one insert and delete of a zero key on
+ * each CPU this thread may run on (the map must be empty). The kernel fills a new
+ * cache with a few objects and refills it only when interrupts are enabled, so the
+ * first burst of inserts in an interrupt would fail; the first use refills it to its
+ * working size at once. 0 or -errno.
+ */
+int bpfmap_warm_alloc(int map_fd, size_t key_size, size_t val_size, bool percpu);
 
 struct bpf_object;
 

@@ -203,6 +203,7 @@ enum top_drop {
 	 */
 	TOP_DROP_WB_UNKNOWN_BYTES,
 	TOP_DROP_HOOK_MISSED,	/* user space: program runs the kernel skipped (nesting) */
+	TOP_DROP_MAP_NOMEM,	/* a map insert found no memory (-ENOMEM): not a full map */
 	TOP_DROP_NR,
 };
 
@@ -356,6 +357,8 @@ enum trace_rec_flags {
 	TRACE_F_PATH = 1 << 5,	       /* the path was captured (paths map) */
 	TRACE_F_NO_OFFCPU = 1 << 6,    /* off-CPU unknown (a fault, without --offcpu-periods) */
 	TRACE_F_IOWAIT_BLOCKED = 1 << 7, /* iowait is all blocked time (no delay accounting) */
+	TRACE_F_UNSEEN_DONE = 1 << 8,	 /* direct: a bio whose completion no program saw */
+	TRACE_F_WAITS_BIOS = 1 << 9,	 /* internal: direct I/O, ends after all its bios */
 };
 
 enum trace_state { TRACE_S_IDLE, TRACE_S_ACTIVE, TRACE_S_SUBMITTED };
@@ -434,6 +437,7 @@ enum trace_cnt {
 	TRACE_CNT_WB_SWEPT,	/* writeback requests whose bios never all completed */
 	TRACE_CNT_PATHS_FULL,	/* path not captured */
 	TRACE_CNT_HOOK_MISSED,	/* user space: program runs the kernel skipped (nesting) */
+	TRACE_CNT_UNSEEN_DONE,	/* bios of direct requests whose completion ran no program */
 	TRACE_CNT_NR,
 };
 
