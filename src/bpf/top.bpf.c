@@ -1523,9 +1523,11 @@ static __always_inline void add_bytes(struct top_stat *s, struct run *r, struct 
 /*
  * Adds run @r to its owner's rows; true if it created the owner's stats row. No path
  * capture here: called from the page walk too, whose call chain is as deep as 6.1's
- * verifier allows (it counts bpf_loop callbacks as calls).
+ * verifier allows (it counts bpf_loop callbacks as calls). A global function: verified
+ * once, not again at each call site and state of the loops that call it; it leaves
+ * the types of *@r unknown to its callers (it could have written anything there).
  */
-static __noinline bool account_run(struct run *r, struct rq_info *ri)
+__noinline bool account_run(struct run *r, struct rq_info *ri)
 {
 	bool created = false;
 	union {
@@ -1579,12 +1581,13 @@ static __noinline bool account_run(struct run *r, struct rq_info *ri)
 /* account_run(), and the path of the file of a row it created, from the run's pages. */
 static __always_inline void account_run_named(struct run *r, struct rq_info *ri)
 {
+	struct bio *bio = r->bio; /* read before account_run() makes it a number */
 	struct top_stat *s;
 	__u64 inode, id;
 
-	if (!account_run(r, ri) || !r->bio || r->key.ino >= TOP_INO_SPECIAL)
+	if (!account_run(r, ri) || !bio || r->key.ino >= TOP_INO_SPECIAL)
 		return;
-	inode = bio_inode(r->bio, r->key.dev, r->key.ino);
+	inode = bio_inode(bio, r->key.dev, r->key.ino);
 	/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
 	if (!inode)
 		return;
