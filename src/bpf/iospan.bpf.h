@@ -18,6 +18,9 @@
 #ifndef EEXIST
 #define EEXIST 17
 #endif
+#ifndef EINVAL
+#define EINVAL 22
+#endif
 #ifndef EBUSY
 #define EBUSY 16
 #endif

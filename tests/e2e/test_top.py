@@ -692,3 +692,39 @@ def test_bad_input(args, what):
     assert p.returncode == 2
     doc = json.loads(p.stdout)
     assert what in doc["error"] and doc["exit_code"] == 2
+
+
+# Verifier steps (fdinfo's verified_insns) one top program may take: about 0.3 s of
+# start-up on a small machine. The per-page writeback split inside bpf_loop callbacks
+# made top_rq_complete take 368292 (1.2 s); global BPF functions brought it to ~16000.
+VERIFY_BUDGET = 50000
+
+
+def held_programs(pid):
+    """(prog_id, verified_insns) of the BPF programs process @pid holds open."""
+    progs = []
+    fdinfo = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(fdinfo):
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                info = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        # Links name their program too; only programs have verified_insns.
+        if "verified_insns" in info:
+            progs.append((int(info["prog_id"]), int(info["verified_insns"])))
+    return sorted(set(progs))
+
+
+def test_programs_verify_quickly():
+    """Each top program passes the kernel's verifier within the budget of steps, so that
+    top starts tracing quickly."""
+    tl.require_root("loads BPF programs")
+    top = start_top("--duration", "60")
+    try:
+        progs = held_programs(top.pid)
+    finally:
+        stop_top(top)
+    assert len(progs) >= 20, progs
+    slow = [p for p in progs if p[1] > VERIFY_BUDGET]
+    assert not slow, "(prog_id, verified_insns) over %d: %s" % (VERIFY_BUDGET, slow)
