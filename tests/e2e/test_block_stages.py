@@ -95,7 +95,13 @@ def test_i2d_and_d2c_match_block_tracepoints(iospan, sched):
     reqs = [r for r in docs if r["type"] == "request" and r["pid"] == pid]
     assert len(reqs) == N_READS, (len(reqs), docs[-1])
     bios = [r["bios"][0] for r in reqs if len(r["bios"]) == 1]
-    assert len(bios) == N_READS
+    # Known gap (docs/iospan-trace.md): now and then the kernel runs no BPF program for a
+    # completion its tracefs event records; the read then keeps its one bio in flight,
+    # flagged. Tolerated only so declared, and at most one read in a thousand.
+    others = [r for r in reqs if len(r["bios"]) != 1]
+    assert all(not r["bios"] and r["bios_queued"] == 1 and
+               "bios_in_flight_at_end" in r["flags"] for r in others), others[:3]
+    assert len(bios) >= N_READS - N_READS // 1000, (len(bios), others[:3])
     i2d = statistics.mean(b["i2d_us"] for b in bios)
     d2c = statistics.mean(b["d2c_us"] for b in bios)
     zero = sum(1 for b in bios if b["i2d_us"] == 0)
