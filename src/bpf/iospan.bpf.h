@@ -21,6 +21,9 @@
 #ifndef ENOMEM
 #define ENOMEM 12
 #endif
+#ifndef EINVAL
+#define EINVAL 22
+#endif
 #ifndef EBUSY
 #define EBUSY 16
 #endif

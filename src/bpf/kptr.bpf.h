@@ -74,6 +74,18 @@ static __always_inline __u64 pv_addr(__u64 addr)
 #endif
 }
 
+/*
+ * @addr, which the verifier may know as a typed pointer, as a number: the argument
+ * global BPF functions take (they accept no kernel pointers). Copied through the stack.
+ */
+static __always_inline __u64 kaddr(__u64 addr)
+{
+	__u64 n = 0;
+
+	bpf_probe_read_kernel(&n, sizeof(n), &addr);
+	return n;
+}
+
 #define PF_KTHREAD   0x00200000
 #define PF_WQ_WORKER 0x00000020
 

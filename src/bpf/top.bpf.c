@@ -803,15 +803,21 @@ static __always_inline int filemap_read_pages(struct kiocb *iocb, struct iov_ite
 
 FILEMAP_READ_PROGS(top_filemap_read, filemap_read_pages)
 
-/* Pages @first..@end - 1 of the chunk @k->chunk were dirtied by @owner. */
-static __noinline int mark_chunk(struct dirty_key *k, __u64 first, __u64 end, __u32 owner)
+/*
+ * Pages @first..@end - 1 of the chunk @dk->chunk were dirtied by @owner. A global
+ * function: verified once, not at each call site and loop state. Map keys are copied
+ * to its stack: 6.1 takes no argument memory as a key.
+ */
+__noinline int mark_chunk(struct dirty_key *dk, __u64 first, __u64 end, __u32 owner)
 {
 	struct dirty_chunk *c, zero = {};
+	struct dirty_key key, *k = &key;
 	__u64 base;
 	__u32 i, lo, hi;
 
-	if (!k)
+	if (!dk)
 		return 0;
+	key = *dk;
 	c = bpf_map_lookup_elem(&dirtiers, k);
 	if (!c) {
 		long err = bpf_map_update_elem(&dirtiers, k, &zero, BPF_NOEXIST);
@@ -1057,7 +1063,7 @@ struct walk;
  * bio_vec) per step, finding each page's dirtier: at queue time to tell whether one
  * process dirtied them all (@w NULL), at completion to split a mixed bio's bytes.
  */
-struct page_walk {
+struct page_pos {
 	__u64 vec;	     /* address of the next bio_vec */
 	__u64 page0;	     /* first page of the current bio_vec (address) */
 	__u32 off;	     /* byte offset from page0 */
@@ -1065,6 +1071,13 @@ struct page_walk {
 	__u32 skip;	     /* bytes of the first bio_vec already done (bi_bvec_done) */
 	__u32 left;	     /* bytes still to walk */
 	struct dirty_key dk; /* the file (the chunk is set per lookup) */
+	/* The last step: its bytes and their dirtier (0: unknown). */
+	__u32 bytes;
+	__u32 dirtier;
+};
+
+struct page_walk {
+	struct page_pos pos;
 	/* Queue time: the first page's dirtier (0: unknown), and whether others differ. */
 	__u32 owner;
 	__u32 mixed;
@@ -1080,23 +1093,25 @@ static __always_inline void page_walk_init(struct page_walk *pw, struct bio *bio
 {
 	__u32 idx = BPF_CORE_READ(bio, bi_iter.bi_idx);
 
-	pw->vec = (__u64)BPF_CORE_READ(bio, bi_io_vec) + idx * bpf_core_type_size(struct bio_vec);
-	pw->skip = BPF_CORE_READ(bio, bi_iter.bi_bvec_done);
-	pw->left = bytes;
-	pw->dk.dev = dev;
-	pw->dk.ino = ino;
+	pw->pos.vec =
+		(__u64)BPF_CORE_READ(bio, bi_io_vec) + idx * bpf_core_type_size(struct bio_vec);
+	pw->pos.skip = BPF_CORE_READ(bio, bi_iter.bi_bvec_done);
+	pw->pos.left = bytes;
+	pw->pos.dk.dev = dev;
+	pw->pos.dk.ino = ino;
 }
 
 /*
  * The dirtier of page @index of the walk's file, 0 if unknown. One lookup per folio:
  * remembering a chunk across steps makes the loop's states too many to verify.
  */
-static __always_inline __u32 page_dirtier(struct page_walk *pw, __u64 index)
+static __always_inline __u32 page_dirtier(struct page_pos *pp, __u64 index)
 {
+	struct dirty_key k = pp->dk; /* on the stack: 6.1 takes no argument memory as key */
 	struct dirty_chunk *c;
 
-	pw->dk.chunk = index >> DIRTY_CHUNK_SHIFT;
-	c = bpf_map_lookup_elem(&dirtiers, &pw->dk);
+	k.chunk = index >> DIRTY_CHUNK_SHIFT;
+	c = bpf_map_lookup_elem(&dirtiers, &k);
 	return c ? c->owner[index & (DIRTY_CHUNK_PAGES - 1)] : 0;
 }
 
@@ -1113,49 +1128,64 @@ static __always_inline struct folio *page_folio_pos(__u64 page, __u64 *pos)
 	return KPTR_AS(struct folio, head);
 }
 
+/*
+ * Moves @pp over the next folio segment of the bio: its bytes and their dirtier in
+ * pp->bytes and pp->dirtier. Returns 0, or -ENOENT at the end of the bio. A global
+ * function (verified once, not at each state of the loops that walk), so it sees only
+ * numbers.
+ */
+__noinline int page_walk_next(struct page_pos *pp)
+{
+	__u64 page, index, nr, pos, room;
+	struct folio *folio;
+	struct bio_vec *bv;
+	__u32 n, psz = bpf_core_type_size(struct page);
+
+	if (!pp || !pp->left)
+		return -ENOENT;
+	if (!pp->vec_left) {
+		bv = (struct bio_vec *)pp->vec;
+		pp->page0 = (__u64)BPF_CORE_READ(bv, bv_page);
+		pp->off = BPF_CORE_READ(bv, bv_offset) + pp->skip;
+		pp->vec_left = BPF_CORE_READ(bv, bv_len);
+		if (!pp->page0 || pp->vec_left <= pp->skip)
+			return -ENOENT;
+		pp->vec_left -= pp->skip;
+		pp->skip = 0;
+		pp->vec += bpf_core_type_size(struct bio_vec);
+	}
+	/* Multi-page bio_vecs: page structs are contiguous (vmemmap). */
+	page = pp->page0 + (__u64)(pp->off / page_size) * psz;
+	folio = page_folio_pos(page, &pos);
+	index = KR(struct folio, folio, index) + pos;
+	nr = folio_bytes(folio, page_size) / page_size;
+	room = nr > pos ? (nr - pos) * page_size - pp->off % page_size : page_size;
+	n = pp->vec_left < pp->left ? pp->vec_left : pp->left;
+	if (room < n)
+		n = room;
+	pp->dirtier = page_dirtier(pp, index);
+	pp->bytes = n;
+	pp->off += n;
+	pp->vec_left -= n;
+	pp->left -= n;
+	return 0;
+}
+
 /* One step: the next folio segment of the bio, its dirtier. */
 static int page_walk_step(__u32 i, void *ctx)
 {
 	struct page_walk *pw = ctx;
-	__u64 page, index, nr, pos, room;
-	struct folio *folio;
-	struct bio_vec *bv;
-	__u32 n, dirtier, psz = bpf_core_type_size(struct page);
 
-	if (!pw->left)
+	if (page_walk_next(&pw->pos))
 		return 1;
-	if (!pw->vec_left) {
-		bv = (struct bio_vec *)pw->vec;
-		pw->page0 = (__u64)BPF_CORE_READ(bv, bv_page);
-		pw->off = BPF_CORE_READ(bv, bv_offset) + pw->skip;
-		pw->vec_left = BPF_CORE_READ(bv, bv_len);
-		if (!pw->page0 || pw->vec_left <= pw->skip)
-			return 1;
-		pw->vec_left -= pw->skip;
-		pw->skip = 0;
-		pw->vec += bpf_core_type_size(struct bio_vec);
-	}
-	/* Multi-page bio_vecs: page structs are contiguous (vmemmap). */
-	page = pw->page0 + (__u64)(pw->off / page_size) * psz;
-	folio = page_folio_pos(page, &pos);
-	index = KR(struct folio, folio, index) + pos;
-	nr = folio_bytes(folio, page_size) / page_size;
-	room = nr > pos ? (nr - pos) * page_size - pw->off % page_size : page_size;
-	n = pw->vec_left < pw->left ? pw->vec_left : pw->left;
-	if (room < n)
-		n = room;
-	dirtier = page_dirtier(pw, index);
 	if (pw->w) {
-		split_segment(pw, dirtier, n);
+		split_segment(pw, pw->pos.dirtier, pw->pos.bytes);
 	} else if (!i) {
-		pw->owner = dirtier;
-	} else if (dirtier != pw->owner) {
+		pw->owner = pw->pos.dirtier;
+	} else if (pw->pos.dirtier != pw->owner) {
 		pw->mixed = 1;
 		return 1;
 	}
-	pw->off += n;
-	pw->vec_left -= n;
-	pw->left -= n;
 	return 0;
 }
 
@@ -1455,10 +1485,10 @@ int BPF_PROG(top_rq_issue_raw, void *rq)
 /* -------------------------------------------------------------- DISK: complete */
 
 /* Consecutive bios of one request with the same owner, accounted together. */
+/* Only numbers: global functions (account_run(), run_extend()) take it. */
 struct run {
 	struct top_key key;
 	__u64 bytes;
-	struct bio *bio; /* first bio of the run: its pages name the file */
 	__u32 flags;
 	__u32 flusher;
 	__u32 bdev;
@@ -1511,9 +1541,11 @@ static __always_inline void add_bytes(struct top_stat *s, struct run *r, struct 
 /*
  * Adds run @r to its owner's rows; true if it created the owner's stats row. No path
  * capture here: called from the page walk too, whose call chain is as deep as 6.1's
- * verifier allows (it counts bpf_loop callbacks as calls).
+ * verifier allows (it counts bpf_loop callbacks as calls). A global function: verified
+ * once, not again at each call site and state of the loops that call it; it leaves
+ * the types of *@r unknown to its callers (it could have written anything there).
  */
-static __noinline bool account_run(struct run *r, struct rq_info *ri)
+__noinline bool account_run(struct run *r, struct rq_info *ri)
 {
 	bool created = false;
 	union {
@@ -1525,7 +1557,9 @@ static __noinline bool account_run(struct run *r, struct rq_info *ri)
 
 	if (!r || !ri || !r->valid)
 		return false;
-	s = stat_get(&r->key, &created);
+	/* The key on the stack: 6.1 takes no argument memory as a map key. */
+	k.ua = r->key;
+	s = stat_get(&k.ua, &created);
 	if (!s) {
 		/* No room: keep the bytes on the device's unattributed row (made at start). */
 		k.ua.pid = TOP_PID_NONE;
@@ -1564,15 +1598,27 @@ static __noinline bool account_run(struct run *r, struct rq_info *ri)
 	return created;
 }
 
-/* account_run(), and the path of the file of a row it created, from the run's pages. */
-static __always_inline void account_run_named(struct run *r, struct rq_info *ri)
+/* State of one request's bio-chain walk (bpf_loop callback context). */
+struct walk {
+	struct bio *bio;
+	struct rq_info ri;
+	struct run r;
+	struct bio *run_bio; /* first bio of the run: its pages name the file */
+	__u32 left;	     /* completed bytes not yet given to a bio */
+	bool counted;
+};
+
+/* account_run() of @w's run, and the path of the file of a row it created, from the
+ * run's pages. */
+static __always_inline void account_run_named(struct walk *w)
 {
+	struct run *r = &w->r;
 	struct top_stat *s;
 	__u64 inode, id;
 
-	if (!account_run(r, ri) || !r->bio || r->key.ino >= TOP_INO_SPECIAL)
+	if (!account_run(r, &w->ri) || !w->run_bio || r->key.ino >= TOP_INO_SPECIAL)
 		return;
-	inode = bio_inode(r->bio, r->key.dev, r->key.ino);
+	inode = bio_inode(w->run_bio, r->key.dev, r->key.ino);
 	/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
 	if (!inode)
 		return;
@@ -1585,14 +1631,20 @@ static __always_inline void account_run_named(struct run *r, struct rq_info *ri)
 	}
 }
 
-/* State of one request's bio-chain walk (bpf_loop callback context). */
-struct walk {
-	struct bio *bio;
-	struct rq_info ri;
-	struct run r;
-	__u32 left; /* completed bytes not yet given to a bio */
-	bool counted;
-};
+/*
+ * Adds @next to run @r if it has the same owner: returns 1 if it did, 0 if @next must
+ * start a new run. Global: verified once, not at each state of the page walk.
+ */
+__noinline int run_extend(struct run *r, struct run *next)
+{
+	if (!r || !next || !r->valid || r->key.pid != next->key.pid ||
+	    r->key.dev != next->key.dev || r->key.ino != next->key.ino ||
+	    r->flusher != next->flusher || r->bdev != next->bdev)
+		return 0;
+	r->bytes += next->bytes;
+	r->flags |= next->flags;
+	return 1;
+}
 
 /*
  * @bytes of @bio for @key: extends the current run, or accounts it (capturing paths if
@@ -1601,23 +1653,23 @@ struct walk {
 static __always_inline void run_add(struct walk *w, struct top_key *key, __u32 flags, __u32 flusher,
 				    __u32 bdev, __u32 bytes, struct bio *bio, bool named)
 {
-	if (w->r.valid && w->r.key.pid == key->pid && w->r.key.dev == key->dev &&
-	    w->r.key.ino == key->ino && w->r.flusher == flusher && w->r.bdev == bdev) {
-		w->r.bytes += bytes;
-		w->r.flags |= flags;
+	struct run next = {
+		.key = *key,
+		.bytes = bytes,
+		.flags = flags,
+		.flusher = flusher,
+		.bdev = bdev,
+		.valid = 1,
+	};
+
+	if (run_extend(&w->r, &next))
 		return;
-	}
 	if (named)
-		account_run_named(&w->r, &w->ri);
+		account_run_named(w);
 	else
 		account_run(&w->r, &w->ri);
-	w->r.key = *key;
-	w->r.bytes = bytes;
-	w->r.bio = bio;
-	w->r.flags = flags;
-	w->r.flusher = flusher;
-	w->r.bdev = bdev;
-	w->r.valid = 1;
+	w->r = next;
+	w->run_bio = bio;
 }
 
 /*
@@ -1666,9 +1718,9 @@ static __always_inline void split_mixed_bio(struct walk *w, struct bio *bio, __u
 	pw.bdev = bdev;
 	bpf_loop(MAX_SEGMENTS, page_walk_step, &pw, 0);
 	/* Past the walk's bound: the submitter's, marked approximate. */
-	if (pw.left && o->key.pid != PID_FILTERED) {
+	if (pw.pos.left && o->key.pid != PID_FILTERED) {
 		key = o->key;
-		run_add(w, &key, (o->flags & ~SLOT_INTERNAL) | TOP_F_APPROX, 0, bdev, pw.left, bio,
+		run_add(w, &key, (o->flags & ~SLOT_INTERNAL) | TOP_F_APPROX, 0, bdev, pw.pos.left, bio,
 			true);
 	}
 }
@@ -1857,7 +1909,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 			w.r.valid = 1;
 		}
 	}
-	account_run_named(&w.r, &w.ri);
+	account_run_named(&w);
 	return 0;
 }
 

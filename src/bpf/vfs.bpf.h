@@ -366,10 +366,13 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 	 * key's generation (low 32 bits) and the low 32 bits of the stamp of the path    \
 	 * cached (high 32 bits: 0 if none), which tells user space when it changed.       \
 	 * Returns 0 if a path is cached, -ENOSPC if the map refused it, -ENOENT if there  \
-	 * was nothing to walk.                                                           \
+	 * was nothing to walk, -EINVAL without @id.                                      \
+	 * A global function, verified once per program rather than at every call site   \
+	 * and state (completions capture from inside bpf_loop callbacks): it takes no     \
+	 * typed pointer, vfs_path_capture() gives it @ptr as a number.                    \
 	 */                                                                                \
-	static __noinline int vfs_path_capture(__u32 dev, __u64 ino, __u64 ptr, __u32 from, \
-					       __u64 *id)                                  \
+	__noinline int vfs_path_capture_addr(__u32 dev, __u64 ino, __u64 ptr, __u32 from,   \
+					     __u64 *id)                                    \
 	{                                                                                  \
 		struct top_file_key fk = { .dev = dev, .ino = ino };                       \
 		struct top_path *p, *cached;                                               \
@@ -379,6 +382,8 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 		__u64 stamp;                                                               \
 		__u32 *nest;                                                               \
                                                                                            \
+		if (!id)                                                                   \
+			return -EINVAL;                                                    \
 		*id = 0;                                                                   \
 		if (!ptr)                                                                  \
 			return -ENOENT;                                                    \
@@ -413,6 +418,12 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 		}                                                                          \
 		*nest = lvl;                                                               \
 		return ret;                                                                \
+	}                                                                                  \
+                                                                                           \
+	static __always_inline int vfs_path_capture(__u32 dev, __u64 ino, __u64 ptr,       \
+						    __u32 from, __u64 *id)                 \
+	{                                                                                  \
+		return vfs_path_capture_addr(dev, ino, kaddr(ptr), from, id);              \
 	}
 
 #endif

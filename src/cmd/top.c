@@ -145,6 +145,7 @@ struct top_ctx {
 	int nr_hooks;
 	int ncpus;
 	struct ksyms *ksyms;
+	bool ksyms_wanted; /* stall stacks to symbolize: read once tracing runs */
 	struct cgroup_map *cgmap;
 	struct fspath_cache *fspaths;
 	struct procinfo *procinfo;
@@ -2592,14 +2593,14 @@ static int top_setup(struct top_ctx *c)
 	c->stalls = calloc(MAX_STALLS, sizeof(*c->stalls));
 	if (!c->stalls)
 		return fail(-ENOMEM, "out of memory");
-	/* Two addresses now; the symbols for stacks are read meanwhile, for the report. */
+	/* Two addresses now; the symbols for stacks later, for the report. */
 	err = ksyms_lookup(NULL, syms, addrs, 2);
 	if (err)
 		warn("kernel symbols unavailable (%s): stacks stay numeric, and direct I/O "
 		     "re-submitted by kernel threads is credited to them",
 		     ksyms_strerror(err));
-	else if (o->stall_ns)
-		ksyms_load_async(NULL, &c->ksyms);
+	else
+		c->ksyms_wanted = o->stall_ns;
 	if (!probe_cgroup2_mount(root, sizeof(root)))
 		cgroup_map_new(root, &c->cgmap);
 	err = fspath_cache_new(lookup_path, c, &c->fspaths);
@@ -2765,6 +2766,12 @@ static int top_run(struct top_ctx *c)
 	else
 		fprintf(stderr, "iospan top: tracing for %.1f s; Ctrl-C to report early\n",
 			o->duration_ns / 1e9);
+	/*
+	 * Reading /proc/kallsyms takes the kernel 0.1 s of CPU: in a thread once tracing
+	 * runs, not while the programs load (the report waits for it if it must).
+	 */
+	if (c->ksyms_wanted)
+		ksyms_load_async(NULL, &c->ksyms);
 	for (;;) {
 		stopped = wait_until(c, deadline);
 		if (stopped < 0)

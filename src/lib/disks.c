@@ -1,20 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "disks.h"
 
 static const char *sysfs_root = "/sys";
 
+/*
+ * Names by device number, kept a second: trace names the disk of every bio it prints,
+ * and finding one in sysfs takes five system calls. A device number that is given to
+ * another disk (a loop device set up again) shows its new name within the second.
+ */
+#define NAME_CACHE_SLOTS 64
+#define NAME_CACHE_NS 1000000000ULL
+
+struct name_cache_slot {
+	unsigned int major, minor;
+	uint64_t at; /* CLOCK_MONOTONIC ns of the lookup; 0: empty */
+	char name[DISK_NAME_LEN];
+};
+
+/* Per thread: no lock, and a thread's names are its own. */
+static __thread struct name_cache_slot name_cache[NAME_CACHE_SLOTS];
+static unsigned int name_cache_gen;
+static __thread unsigned int name_cache_seen;
+
 void disks_set_sysfs_root(const char *root)
 {
 	sysfs_root = root ? root : "/sys";
+	name_cache_gen++;
 }
 
 static int read_sysfs_line(const char *path, char *buf, size_t len)
@@ -170,14 +192,37 @@ int disk_lookup(const char *text, struct disk *disk)
 	return disk_from_name(spec.name, disk);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 const char *disk_name_of(unsigned int major, unsigned int minor, char *buf, size_t len)
 {
+	struct name_cache_slot *slot = &name_cache[(major * 31 + minor) % NAME_CACHE_SLOTS];
+	uint64_t now = mono_ns();
 	struct disk disk;
 
+	if (name_cache_seen != name_cache_gen) { /* another sysfs root: forget all */
+		memset(name_cache, 0, sizeof(name_cache));
+		name_cache_seen = name_cache_gen;
+	}
+	if (slot->at && slot->major == major && slot->minor == minor &&
+	    now - slot->at < NAME_CACHE_NS) {
+		snprintf(buf, len, "%s", slot->name);
+		return buf;
+	}
 	if (!disk_from_devnum(major, minor, &disk))
-		snprintf(buf, len, "%s", disk.name);
+		snprintf(slot->name, sizeof(slot->name), "%s", disk.name);
 	else
-		snprintf(buf, len, "%u:%u", major, minor);
+		snprintf(slot->name, sizeof(slot->name), "%u:%u", major, minor);
+	slot->major = major;
+	slot->minor = minor;
+	slot->at = now ? now : 1;
+	snprintf(buf, len, "%s", slot->name);
 	return buf;
 }
 
