@@ -800,7 +800,7 @@ static __always_inline void end_fault(struct task_state *t, __u32 tid, __u64 now
 	}
 	r = own_rec(t, tid);
 	if (r) {
-		r->flags |= TRACE_F_FAULT_APPROX;
+		r->flags |= TRACE_F_END_APPROX;
 		/*
 		 * Without sched_switch nothing saw it run again: it ended soon after its
 		 * last bio completed, if it had bios.
@@ -1341,7 +1341,18 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 		if (as->tag == tag && pos >= as->rec.offset &&
 		    pos + bytes == as->rec.offset + as->rec.bytes)
 			return 0;
-		count(as->tag == tag ? TRACE_CNT_ABANDONED : TRACE_CNT_ASYNC_COLLIDED);
+		/*
+		 * A kiocb is reused only once freed, so its I/O is over: if all its bios
+		 * completed, its end ran no program (a kprobe is skipped silently, before
+		 * 6.7, while another BPF program runs on that CPU) and came with the last.
+		 */
+		if (as->tag == tag && as->rec.nr_queued && as->rec.nr_done >= as->rec.nr_queued) {
+			as->rec.flags |= TRACE_F_END_APPROX;
+			count(TRACE_CNT_END_INFERRED);
+			finish(&as->rec, as->rec.last_c, as->rec.bytes);
+		} else {
+			count(as->tag == tag ? TRACE_CNT_ABANDONED : TRACE_CNT_ASYNC_COLLIDED);
+		}
 	}
 	as->tag = tag;
 	r = &as->rec;

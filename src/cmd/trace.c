@@ -141,6 +141,7 @@ static const char *const cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_PATHS_FULL] = "paths_map_full",
 	[TRACE_CNT_HOOK_MISSED] = "hook_runs_missed",
 	[TRACE_CNT_UNSEEN_DONE] = "bio_completions_not_seen",
+	[TRACE_CNT_END_INFERRED] = "async_ends_inferred",
 };
 
 /* Requests lost: counted in "lost" (the others are informational). */
@@ -512,7 +513,7 @@ static const struct {
 	{TRACE_F_BLKDEV, "blockdev"},
 	{TRACE_F_LATE_BIOS, "bios_in_flight_at_end"},
 	{TRACE_F_UNSEEN_DONE, "bio_completion_not_seen"},
-	{TRACE_F_FAULT_APPROX, "end_approximate"},
+	{TRACE_F_END_APPROX, "end_approximate"},
 	{TRACE_F_KTHREAD_BIO, "kthread_resubmitted"},
 	{TRACE_F_NO_OFFCPU, "offcpu_unknown"},
 	{TRACE_F_IOWAIT_BLOCKED, "iowait_is_blocked_time"},

@@ -352,7 +352,7 @@ enum trace_rec_flags {
 	TRACE_F_DIRECT = 1 << 0,     /* O_DIRECT or iomap direct I/O */
 	TRACE_F_BLKDEV = 1 << 1,     /* on a block device file, not a file system file */
 	TRACE_F_LATE_BIOS = 1 << 2,  /* bios still in flight when it ended (readahead...) */
-	TRACE_F_FAULT_APPROX = 1 << 3, /* fault ended at the thread's next event (see docs) */
+	TRACE_F_END_APPROX = 1 << 3,   /* end inferred: a fault's, an async one's (see docs) */
 	TRACE_F_KTHREAD_BIO = 1 << 4,  /* some bios were re-submitted by a kernel thread */
 	TRACE_F_PATH = 1 << 5,	       /* the path was captured (paths map) */
 	TRACE_F_NO_OFFCPU = 1 << 6,    /* off-CPU unknown (a fault, without --offcpu-periods) */
@@ -438,6 +438,7 @@ enum trace_cnt {
 	TRACE_CNT_PATHS_FULL,	/* path not captured */
 	TRACE_CNT_HOOK_MISSED,	/* user space: program runs the kernel skipped (nesting) */
 	TRACE_CNT_UNSEEN_DONE,	/* bios of direct requests whose completion ran no program */
+	TRACE_CNT_END_INFERRED,	/* async requests ended at their last bio: their end ran no program */
 	TRACE_CNT_NR,
 };
 
