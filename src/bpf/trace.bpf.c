@@ -123,6 +123,8 @@ struct task_state {
 	 */
 	__u64 dio_tag;
 	__u64 rec_key; /* KEY_THREAD or KEY_SYNC: where its request's record is */
+	__u32 async_noted; /* its process is in async_tgids */
+	__u32 pad2;
 	__u32 seq;     /* the record's seq for this request */
 	__u32 nr_queued;
 	__u64 first_q;
@@ -175,6 +177,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct async_slot);
 } async_slots SEC(".maps");
+
+/*
+ * Processes that started async direct I/O (noted once per thread): when one exits, its
+ * I/O is over (exit_aio() waits for it), so requests whose end no program saw can end.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} async_tgids SEC(".maps");
 
 /* An all-zero record: the value inserted for a thread's first request. */
 struct {
@@ -1327,8 +1340,15 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 		return 0;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (t)
+	if (t) {
 		t->dio_tag = tag;
+		if (!t->async_noted) {
+			__u32 tgid = task->tgid;
+			__u8 one = 1;
+
+			t->async_noted = !bpf_map_update_elem(&async_tgids, &tgid, &one, BPF_ANY);
+		}
+	}
 	if (as->rec.state == TRACE_S_ACTIVE) {
 		__u64 pos = KR(struct kiocb, iocb, ki_pos);
 
@@ -1408,6 +1428,54 @@ static __always_inline int dio_complete(struct kiocb *iocb, long result)
 
 /* Without the tracepoint (before 6.5): entering iomap_dio_complete(). */
 DIO_COMPLETE_PROGS(trace_dio_complete, dio_complete)
+
+/*
+ * Ends an async request of an exited process that is still open: its end ran no
+ * program. At its last bio if they all completed, else now (bio_completion_not_seen).
+ */
+static long end_exited_async(__u32 idx, void *data)
+{
+	__u32 tgid = *(__u32 *)data;
+	struct async_slot *as = bpf_map_lookup_elem(&async_slots, &idx);
+	struct trace_rec *r;
+	__u64 end;
+
+	if (!as || as->rec.state != TRACE_S_ACTIVE || as->rec.pid != tgid)
+		return 0;
+	r = &as->rec;
+	end = r->nr_queued && r->nr_done >= r->nr_queued ? r->last_c : bpf_ktime_get_ns();
+	r->flags |= TRACE_F_END_APPROX;
+	count(TRACE_CNT_END_INFERRED);
+	as->tag = 0;
+	finish(r, end, r->bytes);
+	return 0;
+}
+
+static __always_inline int process_exit(struct task_struct *task)
+{
+	struct signal_struct *sig = KR(struct task_struct, task, signal);
+	__u32 tgid = KR(struct task_struct, task, tgid);
+
+	/* The last thread: its mm, with its aio context, is gone already. */
+	if (!sig || KR(struct signal_struct, sig, live.counter) ||
+	    !bpf_map_lookup_elem(&async_tgids, &tgid))
+		return 0;
+	bpf_map_delete_elem(&async_tgids, &tgid);
+	bpf_loop(NR_ASYNC_SLOTS, end_exited_async, &tgid, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(trace_exit, struct task_struct *task)
+{
+	return process_exit(task);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(trace_exit_raw, void *task)
+{
+	return process_exit(KPTR_AS(struct task_struct, task));
+}
 
 /* ------------------------------------------------------------------ writeback */
 

@@ -1508,6 +1508,7 @@ static int build_hooks(struct trace_ctx *c)
 			      "async direct I/O requests (libaio, io_uring)"),
 		FALLBACK_HOOK(s, "iomap_dio_complete", trace_dio_complete,
 			      "completion of async direct I/O requests"),
+		TP_HOOK(s, exit, sched_process_exit, true),
 		/* Where missing, a dio's submission window ends later (see trace_dio_queued). */
 		{.name = "iomap_dio_rw_queued",
 		 .optional = true,
@@ -1544,6 +1545,7 @@ static int build_hooks(struct trace_ctx *c)
 	if (!aio) {
 		plan_drop(hooks, &n, "iomap_dio_rw_begin");
 		plan_drop(hooks, &n, "iomap_dio_complete");
+		plan_drop(hooks, &n, "sched_process_exit");
 	}
 	if (!(o->ops & (1U << TRACE_OP_WRITEBACK))) {
 		plan_drop(hooks, &n, "writeback_dirty_folio");
