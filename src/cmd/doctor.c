@@ -66,6 +66,7 @@ static const char *const doctor_tracepoints[] = {
 	"scsi:scsi_dispatch_cmd_done",
 	"sched:sched_switch",
 	"sched:sched_wakeup",
+	"sched:sched_process_exit",
 };
 #define N_TRACEPOINTS (sizeof(doctor_tracepoints) / sizeof(doctor_tracepoints[0]))
 #define N_TP_ROWS     (2 * N_SYSCALLS + N_TRACEPOINTS)
