@@ -446,6 +446,75 @@ struct {
 	__type(value, struct syncer);
 } syncers SEC(".maps");
 
+/*
+ * Who reads which file through the page cache (readahead, in the reader's context):
+ * blk-throttle holds the read bios too and its worker queues them; they are still the
+ * reader's. The last reader of a file is taken.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct top_file_key);
+	__type(value, struct syncer);
+} readers SEC(".maps");
+
+static __always_inline int readahead_note(struct inode *inode)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_file_key fk = {};
+	struct syncer rd = {}, *last;
+
+	if (!inode || task->tgid == self_tgid || (task->flags & PF_KTHREAD))
+		return 0;
+	fk.dev = KR(struct super_block, INODE_SB(inode), s_dev);
+	fk.ino = KR(struct inode, inode, i_ino);
+	last = bpf_map_lookup_elem(&readers, &fk);
+	if (last && last->tid == task->pid)
+		return 0; /* written only when the reader changes */
+	rd.owner = owner_of(task);
+	rd.tgid = task->tgid;
+	rd.tid = task->pid;
+	bpf_map_update_elem(&readers, &fk, &rd, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/page_cache_sync_ra")
+int BPF_PROG(top_ra_sync, struct inode *inode)
+{
+	return readahead_note(inode);
+}
+
+SEC("tp_btf/page_cache_async_ra")
+int BPF_PROG(top_ra_async, struct inode *inode)
+{
+	return readahead_note(inode);
+}
+
+/* Without the tracepoints (before 6.11): the functions they are in. */
+SEC("fentry/page_cache_sync_ra")
+int BPF_PROG(top_ra_sync_fentry, struct readahead_control *ractl)
+{
+	return readahead_note(ractl->mapping->host);
+}
+
+SEC("kprobe/page_cache_sync_ra")
+int BPF_KPROBE(top_ra_sync_kprobe, struct readahead_control *ractl)
+{
+	return readahead_note(BPF_CORE_READ(ractl, mapping, host));
+}
+
+SEC("fentry/page_cache_async_ra")
+int BPF_PROG(top_ra_async_fentry, struct readahead_control *ractl)
+{
+	return readahead_note(ractl->mapping->host);
+}
+
+SEC("kprobe/page_cache_async_ra")
+int BPF_KPROBE(top_ra_async_kprobe, struct readahead_control *ractl)
+{
+	return readahead_note(BPF_CORE_READ(ractl, mapping, host));
+}
+
 static __always_inline int sync_enter(long fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -1358,6 +1427,24 @@ owner:
 			/* The syncer's bytes, or the pages without a dirtier on record. */
 			o.key.pid = sy->owner;
 			if (filter_pid && sy->tgid != filter_pid)
+				goto filtered;
+			p = filter_cgroup ? bpf_map_lookup_elem(&procs, &o.key.pid) : NULL;
+			if (filter_cgroup && (!p || !cgroup_ok(p->cgid)))
+				goto filtered;
+			goto claim;
+		}
+	}
+
+	/* A page cache read held by blk-throttle and queued by its worker: the reader's. */
+	if (inode && !write && !(o.flags & TOP_F_DIRECT) && kthread &&
+	    throttle_worker(task, throtl_dispatch_fn)) {
+		struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
+		struct syncer *rd = bpf_map_lookup_elem(&readers, &fk);
+		struct top_proc *p;
+
+		if (rd) {
+			o.key.pid = rd->owner;
+			if (filter_pid && rd->tgid != filter_pid)
 				goto filtered;
 			p = filter_cgroup ? bpf_map_lookup_elem(&procs, &o.key.pid) : NULL;
 			if (filter_cgroup && (!p || !cgroup_ok(p->cgid)))

@@ -2459,6 +2459,11 @@ static int build_hooks(struct top_ctx *c)
 		SYSCALL_HOOKS(s, pwritev, false),
 		SYSCALL_HOOKS(s, preadv2, false),
 		SYSCALL_HOOKS(s, pwritev2, false),
+		/* Who reads which file: the owner of read bios blk-throttle held. */
+		FALLBACK_HOOK(s, "page_cache_sync_ra", top_ra_sync,
+			      "owners of buffered reads blk-throttle held"),
+		FALLBACK_HOOK(s, "page_cache_async_ra", top_ra_async,
+			      "owners of buffered reads blk-throttle held"),
 		/* Who syncs which file: the flusher of bios blk-throttle held. */
 		SYSCALL_HOOKS(s, fsync, false),
 		SYSCALL_HOOKS(s, fdatasync, false),
@@ -2473,12 +2478,18 @@ static int build_hooks(struct top_ctx *c)
 	bpf_program__set_autoload(s->progs.top_filemap_read_kprobe, c->o->no_syscalls);
 	for (i = j = 0; i < n; i++) {
 		bool off = (!c->o->stall_ns && !strcmp(hooks[i].name, "sched_switch")) ||
-			   (c->o->no_syscalls && !strncmp(hooks[i].name, "sys_", 4));
+			   (c->o->no_syscalls && !strncmp(hooks[i].name, "sys_", 4)) ||
+			   /* Readers matter only for bios blk-throttle's worker queues. */
+			   (!s->rodata->throtl_dispatch_fn &&
+			    !strncmp(hooks[i].name, "page_cache_", 11));
+		int k;
 
-		if (off)
-			bpf_program__set_autoload(hooks[i].v[0].prog, false);
-		else
+		if (!off) {
 			hooks[j++] = hooks[i];
+			continue;
+		}
+		for (k = 0; k < ATTACH_MAX_VARIANTS && hooks[i].v[k].prog; k++)
+			bpf_program__set_autoload(hooks[i].v[k].prog, false);
 	}
 	n = j;
 	if (c->o->no_syscalls)

@@ -144,3 +144,58 @@ def test_throttled_flush_stays_with_its_fdatasync(iospan):
             held_flushes += 1
             assert st["throttle"] >= 0.9 * r["total_us"], st
     assert held_flushes >= 4, held_flushes
+
+
+# Reads a cold file through the page cache (readahead) in 64 KiB calls; prints its pid.
+READER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+sys.stdin.readline()
+n = 0
+while True:
+    b = os.pread(fd, 65536, n)
+    if not b:
+        break
+    n += len(b)
+print(os.getpid(), n, flush=True)
+"""
+
+
+def test_throttled_readahead_is_the_readers(iospan):
+    """Buffered reads held by blk-throttle (a read bandwidth limit) are queued by the
+    throttle's worker: `top` credits their DISK bytes to the process that read the file,
+    not to the kworker."""
+    tl.require_root("creates a loop device and a blkio cgroup")
+    tl.require_blkio()
+    size = 4 << 20
+    with tl.scratch_fs("ext4", 256) as fs:
+        path = os.path.join(fs.mnt, "table")
+        with open(path, "wb") as f:
+            f.write(os.urandom(size))
+            f.flush()
+            os.fsync(f.fileno())
+        with tl.blkio_throttle(fs.devnum, read_bps=4 << 20) as cg:
+            r = subprocess.Popen([PYTHON, "-B", "-c", READER, path], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            tl.move_to_cgroup(cg, r.pid)
+            top = tl.start_tracing("top", "--json", "-d", fs.name, "--duration", "600")
+            try:
+                r.stdin.write("go\n")
+                r.stdin.flush()
+                out, _ = r.communicate(timeout=120)
+            finally:
+                top.send_signal(2)
+                pout, perr = top.communicate(timeout=60)
+    assert r.returncode == 0 and top.returncode == 0, perr
+    pid, nread = map(int, out.split())
+    assert nread == size
+    report = json.loads(pout)
+    rows = [p for p in report["processes"] if p["pid"] == pid]
+    kw = [(p["comm"], p["disk_read_bytes"]) for p in report["processes"]
+          if p["comm"].startswith("kworker") and p["disk_read_bytes"]]
+    assert len(rows) == 1, [(p["pid"], p["comm"], p["disk_read_bytes"]) for p in
+                            report["processes"]]
+    # Every byte of the file came from the disk, through readahead, as the reader's.
+    assert rows[0]["disk_read_bytes"] >= size, (rows[0], kw)
+    assert not kw, kw
