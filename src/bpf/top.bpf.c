@@ -478,42 +478,13 @@ static __always_inline int readahead_note(struct inode *inode)
 	return 0;
 }
 
-SEC("tp_btf/page_cache_sync_ra")
-int BPF_PROG(top_ra_sync, struct inode *inode)
+static __always_inline int ra_note(struct inode *inode, unsigned long index, unsigned long req)
 {
 	return readahead_note(inode);
 }
 
-SEC("tp_btf/page_cache_async_ra")
-int BPF_PROG(top_ra_async, struct inode *inode)
-{
-	return readahead_note(inode);
-}
-
-/* Without the tracepoints (before 6.11): the functions they are in. */
-SEC("fentry/page_cache_sync_ra")
-int BPF_PROG(top_ra_sync_fentry, struct readahead_control *ractl)
-{
-	return readahead_note(ractl->mapping->host);
-}
-
-SEC("kprobe/page_cache_sync_ra")
-int BPF_KPROBE(top_ra_sync_kprobe, struct readahead_control *ractl)
-{
-	return readahead_note(BPF_CORE_READ(ractl, mapping, host));
-}
-
-SEC("fentry/page_cache_async_ra")
-int BPF_PROG(top_ra_async_fentry, struct readahead_control *ractl)
-{
-	return readahead_note(ractl->mapping->host);
-}
-
-SEC("kprobe/page_cache_async_ra")
-int BPF_KPROBE(top_ra_async_kprobe, struct readahead_control *ractl)
-{
-	return readahead_note(BPF_CORE_READ(ractl, mapping, host));
-}
+RA_SYNC_PROGS(top_ra_sync, ra_note)
+RA_ASYNC_PROGS(top_ra_async, ra_note)
 
 static __always_inline int sync_enter(long fd)
 {

@@ -1116,46 +1116,18 @@ static __always_inline int readahead(bool async, unsigned long index, unsigned l
 	return 0;
 }
 
-SEC("tp_btf/page_cache_sync_ra")
-int BPF_PROG(trace_ra_sync, struct inode *inode, unsigned long index, struct file_ra_state *ra,
-	     unsigned long req)
+static __always_inline int ra_sync(struct inode *inode, unsigned long index, unsigned long req)
 {
 	return readahead(false, index, req);
 }
 
-SEC("tp_btf/page_cache_async_ra")
-int BPF_PROG(trace_ra_async, struct inode *inode, unsigned long index, struct file_ra_state *ra,
-	     unsigned long req)
+static __always_inline int ra_async(struct inode *inode, unsigned long index, unsigned long req)
 {
 	return readahead(true, index, req);
 }
 
-/* Without the tracepoints (before 6.11): the functions they are in. */
-SEC("fentry/page_cache_sync_ra")
-int BPF_PROG(trace_ra_sync_fentry, struct readahead_control *ractl, unsigned long req)
-{
-	return readahead(false, ractl->_index, req);
-}
-
-SEC("kprobe/page_cache_sync_ra")
-int BPF_KPROBE(trace_ra_sync_kprobe, struct readahead_control *ractl, unsigned long req)
-{
-	return readahead(false, BPF_CORE_READ(ractl, _index), req);
-}
-
-SEC("fentry/page_cache_async_ra")
-int BPF_PROG(trace_ra_async_fentry, struct readahead_control *ractl, struct folio *folio,
-	     unsigned long req)
-{
-	return readahead(true, ractl->_index, req);
-}
-
-SEC("kprobe/page_cache_async_ra")
-int BPF_KPROBE(trace_ra_async_kprobe, struct readahead_control *ractl, struct folio *folio,
-	       unsigned long req)
-{
-	return readahead(true, BPF_CORE_READ(ractl, _index), req);
-}
+RA_SYNC_PROGS(trace_ra_sync, ra_sync)
+RA_ASYNC_PROGS(trace_ra_async, ra_async)
 
 /* ------------------------------------------------------------------ page faults */
 
