@@ -172,9 +172,9 @@ def test_stop_with_stdout_blocked(iospan, scratch_ext4, args, sig):
 
 
 @pytest.mark.parametrize("args,final", [
-    (["--json", "top", "5"], lambda d: d.get("stopped_early") is True),
-    # Only this test's own requests (none): a busy machine's slow requests would fill
-    # the pipe, and this is about a pipe with room.
+    # Only this test's own I/O (none): a busy machine's requests would fill the pipe
+    # (top's report of a loaded host took 201,456 bytes), and this is about a pipe with room.
+    (["--json", "top", "-p", str(os.getpid()), "5"], lambda d: d.get("stopped_early") is True),
     (["--json", "trace", "-p", str(os.getpid())], lambda d: d.get("type") == "totals"),
     (["--json", "stat", "0.5"], lambda d: "devices" in d),
 ], ids=["top", "trace", "stat"])
