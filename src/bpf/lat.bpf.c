@@ -82,12 +82,25 @@ static __always_inline void drop(__u32 what)
 		(*n)++;
 }
 
-/* 6.1 to 6.8 define RQF_FLUSH_SEQ as bit 4; later kernels number it in enum rqf_flags. */
-static __always_inline __u32 rqf_flush_seq(void)
+/*
+ * The data part of a write in a flush sequence ends (blk-flush.c): its request will end
+ * again, without bytes, once the post-flush is done, and /proc/diskstats counts it then.
+ * In the sequence are writes whose bio asks for a preflush, or for FUA that the request
+ * lost (blk_insert_flush() takes it off where the disk cannot do it: a post-flush);
+ * without a write cache the bio lost both flags at submission. The flag RQF_FLUSH_SEQ
+ * would tell directly, but its bit is in an anonymous enum on some kernels (6.12), which
+ * CO-RE cannot name.
+ */
+static __always_inline bool flush_seq_data_end(struct request *rq, __u32 nr_bytes)
 {
-	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
-		return 1U << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
-	return 1U << 4;
+	struct bio *bio = rq->bio;
+	__u32 opf;
+
+	if (!nr_bytes || !bio)
+		return false;
+	opf = bio->bi_opf;
+	return (opf & BLK_REQ_FLAG(__REQ_PREFLUSH)) ||
+	       ((opf & BLK_REQ_FLAG(__REQ_FUA)) && !(rq->cmd_flags & BLK_REQ_FLAG(__REQ_FUA)));
 }
 
 /* The stable flag set of an -F key from the request's flags (bit numbers vary). */
@@ -192,7 +205,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	/* As /proc/diskstats: no passthrough; a request once, when it ends. */
 	if (op == REQ_OP_DRV_IN || op == REQ_OP_DRV_OUT)
 		return 0;
-	if (op != REQ_OP_FLUSH && (nr_bytes < rq->__data_len || (rq->rq_flags & rqf_flush_seq())))
+	if (op != REQ_OP_FLUSH && (nr_bytes < rq->__data_len || flush_seq_data_end(rq, nr_bytes)))
 		return 0;
 	now = bpf_ktime_get_ns();
 	disk = rq->q->disk;

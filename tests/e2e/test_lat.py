@@ -167,13 +167,14 @@ def test_d2c_agrees_with_biolatency():
 
 def nearest_rank(values, pct):
     values = sorted(values)
-    return values[max(1, math.ceil(pct / 100.0 * len(values))) - 1]
+    # The rank-th smallest (1-based); 99.9% of 3000 is 2997, not 2997.0000000000005.
+    return values[max(1, math.ceil(pct / 100.0 * len(values) - 1e-6)) - 1]
 
 
 def test_q2c_percentiles():
     """A direct QD1 job of 3000 reads. Ground truth: each request's q2c from the kernel's
     own block_getrq and block_rq_complete events (tracefs, to the microsecond): lat's p50,
-    p90, p99 and p99.9 are within 5% (+1 us of tracefs rounding) of the exact ones. fio's
+    p90, p99 and p99.9 are within 3.2% (+1 us of tracefs rounding) of the exact ones. fio's
     completion latency contains q2c (and the syscall and wake-up around it): lat's p50
     and p99 are at most fio's. (Within 10% of fio's, as the issue asks, does not hold on
     this shared 2-core VM: fio's p50 is 7-25 us above q2c, its p99 up to ms of its own
@@ -202,7 +203,7 @@ def test_q2c_percentiles():
     assert h["count"] == 3000 == len(q2c), (h["count"], len(q2c))
     for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9)):
         truth = nearest_rank(q2c, p)
-        assert abs(h[key] - truth) <= 0.05 * truth + 1.0, (key, h[key], truth)
+        assert abs(h[key] - truth) <= 0.032 * truth + 1.0, (key, h[key], truth)
     fio_pct = doc["jobs"][0]["read"]["clat_ns"]["percentile"]
     assert h["p50"] <= fio_pct["50.000000"] / 1000.0 * 1.05, (h["p50"], fio_pct)
     assert h["p99"] <= fio_pct["99.000000"] / 1000.0 * 1.05, (h["p99"], fio_pct)
@@ -276,7 +277,7 @@ def test_size_matches_block_sizes():
     rows = {r["low"]: r["count"] for r in mine[0]["log2"] if r["count"]}
     assert rows == {16: 120, 64: 80}, rows
     fine = {(b["low"], b["high"]): b["count"] for b in mine[0]["buckets"]}
-    assert fine == {(16.0, 17.0): 120, (64.0, 68.0): 80}, fine
+    assert fine == {(16.0, 16.5): 120, (64.0, 66.0): 80}, fine
 
 
 def test_text_report_and_interval():

@@ -31,14 +31,14 @@
 #include "skel.h"
 
 #define LAT_MAX_ENTRIES	    65536
-#define LAT_DEFAULT_ENTRIES 4096
+#define LAT_DEFAULT_ENTRIES 2048
 #define LAT_STACK_ENTRIES   16384
 
 static const char lat_usage[] =
 	"Usage: iospan lat [OPTIONS] [interval [count]]\n"
 	"\n"
 	"Distributions of block request latency, kept in the kernel: log2 bars as\n"
-	"biolatency prints them, and p50, p90, p99, p99.9 from finer buckets (within 3%).\n"
+	"biolatency prints them, and p50, p90, p99, p99.9 from finer buckets (within 3.2%).\n"
 	"Without an interval: one report when Ctrl-C is pressed. With one: a report of\n"
 	"that interval every interval, count times or until Ctrl-C.\n"
 	"\n"
@@ -56,7 +56,7 @@ static const char lat_usage[] =
 	"  -p, --pid PID     only requests this process submitted\n"
 	"  --cgroup PATH     only requests submitted from this cgroup v2 (and below)\n"
 	"  -T, --timestamp   a time above each report\n"
-	"  --max-entries N   histograms kept in the kernel (default 4096, 2.6 KiB each)\n"
+	"  --max-entries N   histograms kept in the kernel (default 2048, 5 KiB each)\n"
 	"  --json            one JSON object per report: bucket bounds, counts, percentiles\n"
 	"  -v, --verbose     attach plan and libbpf messages\n"
 	"  -h, --help        this help\n";
