@@ -41,7 +41,8 @@ struct blk_owner {
 	__u32 dev;	/* the file's fs dev (kernel MAJ << 20 | MIN), 0 if none */
 	__u32 kind;	/* enum blk_owner_kind */
 	__u64 ino;	/* the file's inode number, 0 if none */
-	__s32 stack_id; /* in the stack map when stacks are on, else -1 */
+	__s32 stack_id; /* in the stack map when stacks are on, else -1; another
+			 * negative value: the map refused it (its error) */
 	__u32 flags;	/* enum blk_owner_flags */
 	char comm[BLK_OWNER_COMM_LEN];
 };

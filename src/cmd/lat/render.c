@@ -133,7 +133,8 @@ static void text_key(const struct lat_view *v, const struct lat_key *k)
 	if (f & LAT_K_STACK) {
 		printf("kind = %s\n", blk_owner_kind_name(k->kind));
 		if (!stack_frames(v, k->stack_id, ips)) {
-			printf("    [%s]\n", k->stack_id < 0 ? "no stack" : "stack lost");
+			/* -1: none taken (the block layer's flushes); else the map refused it. */
+			printf("    [%s]\n", k->stack_id == -1 ? "no stack" : "stack lost");
 			return;
 		}
 		for (i = 0; i < BLK_OWNER_STACK_DEPTH && ips[i]; i++)
