@@ -254,13 +254,35 @@ def test_by_cgroup_separates_cgroups():
     tl.require_root("creates loop devices and cgroups, loads BPF")
     with tl.loop_device(128) as dev, tl.cgroup2("lat-a") as a, tl.cgroup2("lat-b") as b:
         t = tl.Tracer("lat", "--json", "--by", "cgroup", "-d", dev)
+        only_b = tl.Tracer("lat", "--json", "--cgroup", b, "-d", dev)
         direct_io("r:%s:4096:150" % dev, cgroup=a)
         direct_io("w:%s:8192:250:16" % dev, cgroup=b)
         settle(os.path.basename(dev))
         rows = t.json_lines()[0]["histograms"]
+        filtered = only_b.json_lines()[0]["histograms"]
     counts = {r["cgroup"].rstrip("/").split("/")[-1]: r["count"] for r in rows}
     assert counts.get(os.path.basename(a)) == 150, rows
     assert counts.get(os.path.basename(b)) == 250, rows
+    # --cgroup: that cgroup's requests only.
+    assert [h["count"] for h in filtered] == [250], filtered
+
+
+def test_by_file_names_the_file():
+    """--by file: the direct I/O of a file under its inode and fs, kind direct."""
+    tl.require_root("creates loop devices and file systems, loads BPF")
+    with tl.scratch_fs("xfs", 320) as fs:
+        path = os.path.join(fs.mnt, "f")
+        with open(path, "wb") as f:
+            f.truncate(8 * MiB)
+        os.sync()
+        t = tl.Tracer("lat", "--json", "--by", "file", "-d", fs.dev)
+        direct_io("w:%s:16384:48" % path, "r:%s:16384:16" % path)
+        settle(fs.name)
+        rows = t.json_lines()[0]["histograms"]
+        ino = os.stat(path).st_ino
+    mine = [r for r in rows if r["ino"] == ino]
+    assert [(r["kind"], r["count"], r["file_dev"]) for r in mine] == [
+        ("direct", 64, fs.devnum)], rows
 
 
 def test_size_matches_block_sizes():
