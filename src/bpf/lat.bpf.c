@@ -71,8 +71,8 @@ struct {
 
 static const struct lat_hist hist_zero;
 /* The owner shown for the block layer's own flush requests. */
-static const struct blk_owner flush_owner = {.kind = BLK_OWN_NOFILE, .stack_id = -1,
-					      .comm = "[flush]"};
+static const struct blk_owner flush_owner = {
+	.kind = BLK_OWN_NOFILE, .stack_id = -1, .comm = "[flush]"};
 
 static __always_inline void drop(__u32 what)
 {

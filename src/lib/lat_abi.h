@@ -14,21 +14,21 @@
 
 /* What is measured (rodata `stage`). */
 enum lat_stage {
-	LAT_Q2C, /* rq->start_time_ns to completion */
-	LAT_D2C, /* issue (block_rq_issue) to completion */
-	LAT_Q2D, /* rq->start_time_ns to issue */
+	LAT_Q2C,  /* rq->start_time_ns to completion */
+	LAT_D2C,  /* issue (block_rq_issue) to completion */
+	LAT_Q2D,  /* rq->start_time_ns to issue */
 	LAT_SIZE, /* bytes of the request (--size) */
 };
 
 /* Which fields of struct lat_key are set (rodata `key_fields`). */
 enum lat_key_field {
-	LAT_K_DISK = 1 << 0,  /* -D */
-	LAT_K_OP = 1 << 1,    /* -F */
-	LAT_K_PID = 1 << 2,   /* --by pid (with comm) */
-	LAT_K_COMM = 1 << 3,  /* --by comm */
+	LAT_K_DISK = 1 << 0,   /* -D */
+	LAT_K_OP = 1 << 1,     /* -F */
+	LAT_K_PID = 1 << 2,    /* --by pid (with comm) */
+	LAT_K_COMM = 1 << 3,   /* --by comm */
 	LAT_K_CGROUP = 1 << 4, /* --by cgroup */
-	LAT_K_FILE = 1 << 5,  /* --by file (fs dev, inode, kind) */
-	LAT_K_STACK = 1 << 6, /* --by stack (with pid and comm) */
+	LAT_K_FILE = 1 << 5,   /* --by file (fs dev, inode, kind) */
+	LAT_K_STACK = 1 << 6,  /* --by stack (with pid and comm) */
 	/* Keys that need the submitter, recorded at block_bio_queue. */
 	LAT_K_OWNER = LAT_K_PID | LAT_K_COMM | LAT_K_CGROUP | LAT_K_FILE | LAT_K_STACK,
 };
@@ -49,9 +49,9 @@ struct lat_key {
 	__u32 pid;	/* tgid of the submitter */
 	__s32 stack_id; /* blk_owner_stacks */
 	__u64 cgid;
-	__u64 ino;	/* file */
-	__u32 fdev;	/* file's fs */
-	__u32 kind;	/* enum blk_owner_kind (--by file) */
+	__u64 ino;  /* file */
+	__u32 fdev; /* file's fs */
+	__u32 kind; /* enum blk_owner_kind (--by file) */
 	char comm[BLK_OWNER_COMM_LEN];
 };
 
@@ -78,10 +78,10 @@ struct lat_hist {
 
 /* Requests the histograms could not take (the drops array map). */
 enum lat_drop {
-	LAT_DROP_NO_OWNER,  /* --by, -p, --cgroup: no owner record for the request's bio */
-	LAT_DROP_MAP_FULL,  /* a new key found the map full */
-	LAT_DROP_NO_START,  /* the kernel did not stamp rq->start_time_ns */
-	LAT_DROP_NO_ISSUE,  /* d2c, q2d: no issue time (issued before tracing started) */
+	LAT_DROP_NO_OWNER, /* --by, -p, --cgroup: no owner record for the request's bio */
+	LAT_DROP_MAP_FULL, /* a new key found the map full */
+	LAT_DROP_NO_START, /* the kernel did not stamp rq->start_time_ns */
+	LAT_DROP_NO_ISSUE, /* d2c, q2d: no issue time (issued before tracing started) */
 	LAT_DROP_NR,
 };
 

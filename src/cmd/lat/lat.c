@@ -75,8 +75,8 @@ static int parse_by(const char *arg, uint32_t *fields)
 		const char *name;
 		uint32_t field;
 	} keys[] = {
-		{"pid", LAT_K_PID},	  {"comm", LAT_K_COMM},	  {"cgroup", LAT_K_CGROUP},
-		{"file", LAT_K_FILE},	  {"stack", LAT_K_STACK},
+		{"pid", LAT_K_PID},   {"comm", LAT_K_COMM},   {"cgroup", LAT_K_CGROUP},
+		{"file", LAT_K_FILE}, {"stack", LAT_K_STACK},
 	};
 	size_t i;
 
@@ -156,7 +156,8 @@ static int lat_parse(int argc, char **argv, struct lat_opts *o)
 				return err;
 			break;
 		case 'p':
-			err = args_once("-p/--pid", &have_pid) ?: args_task_id(optarg, "pid", &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?:
+								 args_task_id(optarg, "pid", &o->pid);
 			if (err)
 				return err;
 			break;
@@ -171,8 +172,8 @@ static int lat_parse(int argc, char **argv, struct lat_opts *o)
 			break;
 		case OPT_MAX_ENTRIES:
 			if (parse_u64_range(optarg, 64, LAT_MAX_ENTRIES, &o->max_entries))
-				return fail_usage("invalid --max-entries '%s': give 64 to %u", optarg,
-						  LAT_MAX_ENTRIES);
+				return fail_usage("invalid --max-entries '%s': give 64 to %u",
+						  optarg, LAT_MAX_ENTRIES);
 			break;
 		default:
 			return args_bad_option("lat", argv);
@@ -311,8 +312,8 @@ static int lat_setup(struct lat_ctx *c)
 		return err;
 	attach_plan_print(c->hooks, c->nr_hooks, NULL);
 	c->view.o = o;
-	c->view.stacks_fd = o->key_fields & LAT_K_STACK ? bpf_map__fd(s->maps.blk_owner_stacks)
-							: -1;
+	c->view.stacks_fd =
+		o->key_fields & LAT_K_STACK ? bpf_map__fd(s->maps.blk_owner_stacks) : -1;
 	return 0;
 }
 

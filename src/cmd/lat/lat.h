@@ -24,7 +24,7 @@ struct lat_opts {
 	bool millis;	     /* -m */
 	bool timestamps;     /* -T */
 	uint32_t pid;
-	bool size;	     /* --size */
+	bool size; /* --size */
 	bool have_disk, have_cgroup;
 	struct disk disk;
 	char cgroup_dir[PATH_MAX], cgroup_rel[PATH_MAX];

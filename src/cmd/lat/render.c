@@ -32,14 +32,15 @@ static const char *unit_name(const struct lat_opts *o)
 /* "Sync-Write", as biolatency -F shows a request's flags. */
 static const char *op_name(uint32_t op, char *buf, size_t len)
 {
-	static const char *const ops[] = {"Read", "Write", "Flush", "Discard", "Op4",
-					  "SecureErase", "Op6", "Op7", "Op8", "WriteZeroes"};
+	static const char *const ops[] = {"Read", "Write",	 "Flush", "Discard",
+					  "Op4",  "SecureErase", "Op6",	  "Op7",
+					  "Op8",  "WriteZeroes"};
 	static const struct {
 		uint32_t bit;
 		const char *name;
 	} flags[] = {
-		{LAT_OPF_SYNC, "Sync-"},	 {LAT_OPF_META, "Meta-"},
-		{LAT_OPF_FUA, "FUA-"},		 {LAT_OPF_PREFLUSH, "Preflush-"},
+		{LAT_OPF_SYNC, "Sync-"},	{LAT_OPF_META, "Meta-"},
+		{LAT_OPF_FUA, "FUA-"},		{LAT_OPF_PREFLUSH, "Preflush-"},
 		{LAT_OPF_RAHEAD, "ReadAhead-"}, {LAT_OPF_BACKGROUND, "Background-"},
 	};
 	uint32_t code = op & 0xff, f = op >> 8;
@@ -163,9 +164,10 @@ static void text_hist(const struct lat_view *v, const struct lat_hist *h)
 		if (rows[r] > top)
 			top = rows[r];
 	width = last <= 32 ? 10 : 20;
-	printf("%*s%-*s : count    distribution\n", last <= 32 ? 5 : 15, "",
-	       last <= 32 ? 19 : 29,
-	       v->o->stage == LAT_SIZE ? "kbytes" : v->o->millis ? "msecs" : "usecs");
+	printf("%*s%-*s : count    distribution\n", last <= 32 ? 5 : 15, "", last <= 32 ? 19 : 29,
+	       v->o->stage == LAT_SIZE ? "kbytes" :
+	       v->o->millis	       ? "msecs" :
+					 "usecs");
 	for (r = 0; r <= last; r++) {
 		low = r ? 1ULL << r : 0;
 		high = (2ULL << r) - 1;
@@ -185,8 +187,8 @@ static void text_hist(const struct lat_view *v, const struct lat_hist *h)
 
 static void text_report(const struct lat_view *v, const struct lat_report *r)
 {
-	static const char *const drop_names[LAT_DROP_NR] = {
-		"owner unknown", "histogram map full", "no queue time", "no issue time"};
+	static const char *const drop_names[LAT_DROP_NR] = {"owner unknown", "histogram map full",
+							    "no queue time", "no issue time"};
 	char when[32];
 	time_t t;
 	size_t i;
@@ -293,8 +295,9 @@ static void json_hist(const struct lat_view *v, const struct lat_hist *h)
 		jw_start_object(jw);
 		jw_kv_float(jw, "low", hist_slot_low_of(s, LAT_HIST_SUB_BITS) / scale, 6);
 		jw_kv_float(jw, "high",
-			    s + 1 < LAT_HIST_SLOTS ? hist_slot_low_of(s + 1, LAT_HIST_SUB_BITS) / scale
-						   : hist_slot_low_of(s, LAT_HIST_SUB_BITS) * 2 / scale,
+			    s + 1 < LAT_HIST_SLOTS ?
+				    hist_slot_low_of(s + 1, LAT_HIST_SUB_BITS) / scale :
+				    hist_slot_low_of(s, LAT_HIST_SUB_BITS) * 2 / scale,
 			    6);
 		jw_kv_uint(jw, "count", h->slots[s]);
 		jw_end_object(jw);

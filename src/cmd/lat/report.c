@@ -107,8 +107,8 @@ int lat_report_read(struct lat_state *st, int hists_fd, int drops_fd, int ncpus,
 	}
 	for (i = 0; i < nr; i++) {
 		cur[n_out] = rows[i];
-		p = st->nr_prev ? bsearch(&rows[i], st->prev, st->nr_prev, sizeof(*p), key_cmp)
-				: NULL;
+		p = st->nr_prev ? bsearch(&rows[i], st->prev, st->nr_prev, sizeof(*p), key_cmp) :
+				  NULL;
 		if (p)
 			hist_sub(&cur[n_out].h, &p->h);
 		if (cur[n_out].h.count)
