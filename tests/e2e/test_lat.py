@@ -333,3 +333,20 @@ def test_bad_input(args, what):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and what in lines[0], p.stderr
     assert p.stdout == ""
+
+
+def test_stages_add_up():
+    """Three tracers side by side on one disk: the same requests, and for them q2d + d2c
+    is q2c (averages within 1%: each program reads the clock itself)."""
+    tl.require_root("creates loop devices, loads BPF")
+    with tl.loop_device(128) as dev:
+        ts = {s: tl.Tracer("lat", "--json", "--stage", s, "-d", dev)
+              for s in ("q2c", "q2d", "d2c")}
+        tl.fio(["--name=mix", "--filename=%s" % dev, "--direct=1", "--ioengine=libaio",
+                "--iodepth=8", "--rw=randrw", "--bs=4k", "--size=64m", "--number_ios=2000"],
+               json=False)
+        settle(os.path.basename(dev))
+        h = {s: t.json_lines()[0]["histograms"][0] for s, t in ts.items()}
+    assert h["q2c"]["count"] == h["q2d"]["count"] == h["d2c"]["count"] >= 2000, h
+    parts = h["q2d"]["avg"] + h["d2c"]["avg"]
+    assert abs(parts - h["q2c"]["avg"]) <= 0.01 * h["q2c"]["avg"], (parts, h["q2c"]["avg"])
