@@ -246,6 +246,15 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		} else {
 			is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
 			d = is ? is->d : 0;
+			/*
+			 * No issue time of this use of the request (its slot holds an older
+			 * one): the issue program did not run, issued before tracing, or
+			 * skipped by the kernel because it fired while the same program ran
+			 * on that CPU (a completion interrupt dispatching the next request).
+			 * Then the kernel's own stamp, where the queue keeps one.
+			 */
+			if (!d || d > now || (t0 && d < t0))
+				d = rq->io_start_time_ns;
 			if (!d || d > now || (t0 && d < t0)) {
 				drop(LAT_DROP_NO_ISSUE);
 				return 0;
