@@ -162,7 +162,9 @@ def test_d2c_agrees_with_biolatency():
         out, err = bio.communicate(timeout=30)
         reports = t.json_lines()
     theirs = biolatency_rows(out)
-    assert sum(theirs.values()) >= 4000, out + err
+    # biolatency drops a request whose issue program the kernel skipped (nested on its
+    # CPU); lat falls back to the kernel's stamp: a few fewer there.
+    assert sum(theirs.values()) >= 3900, out + err
     h = reports[0]["histograms"]
     assert len(h) == 1
     ours = {r["low"]: r["count"] for r in h[0]["log2"]}
