@@ -268,13 +268,20 @@ def test_by_cgroup_separates_cgroups():
         direct_io("r:%s:4096:150" % dev, cgroup=a)
         direct_io("w:%s:8192:250:16" % dev, cgroup=b)
         settle(os.path.basename(dev))
-        rows = t.json_lines()[0]["histograms"]
-        filtered = only_b.json_lines()[0]["histograms"]
+        rep = t.json_lines()[0]
+        frep = only_b.json_lines()[0]
+    rows, filtered = rep["histograms"], frep["histograms"]
+    # Exact, but for requests lat says it lost: owners whose record was lost, and runs
+    # of its programs the kernel skipped (nested on a CPU; seen once in 400 requests on
+    # this busy machine).
+    lost = rep["drops"]["no_owner"] + rep["drops"]["programs_skipped"]
     counts = {r["cgroup"].rstrip("/").split("/")[-1]: r["count"] for r in rows}
-    assert counts.get(os.path.basename(a)) == 150, rows
-    assert counts.get(os.path.basename(b)) == 250, rows
+    for cg, n in ((a, 150), (b, 250)):
+        got = counts.get(os.path.basename(cg), 0)
+        assert n - lost <= got <= n, (cg, got, n, rep["drops"], rows)
     # --cgroup: that cgroup's requests only.
-    assert [h["count"] for h in filtered] == [250], filtered
+    flost = frep["drops"]["no_owner"] + frep["drops"]["programs_skipped"]
+    assert len(filtered) == 1 and 250 - flost <= filtered[0]["count"] <= 250, frep
 
 
 def test_by_file_names_the_file():

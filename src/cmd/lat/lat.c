@@ -196,7 +196,28 @@ struct lat_ctx {
 	int ncpus;
 	struct lat_state state;
 	struct lat_view view;
+	uint64_t skipped; /* the programs' recursion misses so far */
 };
+
+/* Runs of the loaded programs the kernel skipped (bpf_prog_info.recursion_misses). */
+static uint64_t programs_skipped(struct lat_bpf *s)
+{
+	struct bpf_prog_info info;
+	struct bpf_program *prog;
+	uint64_t n = 0;
+	__u32 len;
+
+	bpf_object__for_each_program(prog, s->obj)
+	{
+		if (bpf_program__fd(prog) < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			n += info.recursion_misses;
+	}
+	return n;
+}
 
 static bool needs_owner(const struct lat_opts *o)
 {
@@ -320,6 +341,7 @@ static int lat_setup(struct lat_ctx *c)
 static int lat_report(struct lat_ctx *c, double seconds)
 {
 	struct lat_report r;
+	uint64_t skipped;
 	int err;
 
 	err = lat_report_read(&c->state, bpf_map__fd(c->skel->maps.hists),
@@ -327,6 +349,9 @@ static int lat_report(struct lat_ctx *c, double seconds)
 	if (err)
 		return err;
 	r.seconds = seconds;
+	skipped = programs_skipped(c->skel);
+	r.skipped = skipped - c->skipped;
+	c->skipped = skipped;
 	err = lat_render(&c->view, &r);
 	lat_report_free(&r);
 	return err;

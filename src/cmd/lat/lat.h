@@ -42,7 +42,12 @@ struct lat_report {
 	struct lat_row *rows;
 	size_t nr;
 	uint64_t drops[LAT_DROP_NR]; /* since the previous report */
-	double seconds;		     /* the window */
+	/*
+	 * Runs of lat's programs the kernel skipped since the previous report (fired while
+	 * the same program ran on that CPU): requests missed, or their owner or issue.
+	 */
+	uint64_t skipped;
+	double seconds; /* the window */
 };
 
 /* What the renderers need besides the report. */

@@ -210,6 +210,9 @@ static void text_report(const struct lat_view *v, const struct lat_report *r)
 	for (d = 0; d < LAT_DROP_NR; d++)
 		if (r->drops[d])
 			printf("dropped: %" PRIu64 " requests (%s)\n", r->drops[d], drop_names[d]);
+	if (r->skipped)
+		printf("skipped: %" PRIu64 " program runs (the kernel's: nested on a CPU)\n",
+		       r->skipped);
 	printf("\n");
 }
 
@@ -321,6 +324,7 @@ static void json_report(const struct lat_view *v, const struct lat_report *r)
 	jw_kv_object(jw, "drops");
 	for (d = 0; d < LAT_DROP_NR; d++)
 		jw_kv_uint(jw, drop_keys[d], r->drops[d]);
+	jw_kv_uint(jw, "programs_skipped", r->skipped);
 	jw_end_object(jw);
 	jw_kv_array(jw, "histograms");
 	for (i = 0; i < r->nr; i++) {
