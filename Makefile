@@ -38,11 +38,11 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wno-unused-funct
 	      -I$(OUT) -Isrc/bpf -Isrc
 
 LIB_SRCS := $(wildcard src/lib/*.c)
-CMD_SRCS := $(wildcard src/cmd/*.c)
+CMD_SRCS := $(wildcard src/cmd/*.c src/cmd/*/*.c)
 BPF_SRCS := $(wildcard src/bpf/*.bpf.c)
 # Command objects are also built for kernels without the kfunc bpf_rdonly_cast
 # (src/bpf/kptr.bpf.h): <cmd>_compat.skel.h, opened by src/lib/skel.h where needed.
-COMPAT_BPF := top trace
+COMPAT_BPF := top trace lat
 SKELS := $(patsubst src/bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS)) \
 	 $(patsubst %,$(OUT)/%_compat.skel.h,$(COMPAT_BPF))
 LIB_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(LIB_SRCS))

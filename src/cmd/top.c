@@ -272,20 +272,6 @@ enum {
 	OPT_BY,
 };
 
-static int parse_pid(const char *arg, uint32_t *pid)
-{
-	char path[64];
-	uint64_t v;
-
-	if (parse_u64_range(arg, 1, INT32_MAX, &v))
-		return fail_usage("invalid pid '%s': give a process id", arg);
-	snprintf(path, sizeof(path), "/proc/%" PRIu64, v);
-	if (access(path, F_OK))
-		return fail_usage("no process with pid %" PRIu64 " (see 'ps')", v);
-	*pid = v;
-	return 0;
-}
-
 /* --by process|file|dir DEPTH: DEPTH is the word after "dir". */
 static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
 {
@@ -348,7 +334,7 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 				return err;
 			break;
 		case 'p':
-			err = args_once("-p/--pid", &have_pid) ?: parse_pid(optarg, &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?: args_task_id(optarg, "pid", &o->pid);
 			if (err)
 				return err;
 			break;

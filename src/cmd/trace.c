@@ -223,21 +223,6 @@ enum {
 	OPT_BUFFER_SIZE,
 };
 
-static int parse_id(const char *arg, const char *what, uint32_t *out)
-{
-	char path[64];
-	uint64_t v;
-
-	if (parse_u64_range(arg, 1, INT32_MAX, &v))
-		return fail_usage("invalid %s '%s': give a positive number", what, arg);
-	snprintf(path, sizeof(path), "/proc/%" PRIu64, v);
-	if (access(path, F_OK))
-		return fail_usage("no %s %" PRIu64 " (see 'ps -eL')",
-				  !strcmp(what, "pid") ? "process with pid" : "thread with tid", v);
-	*out = v;
-	return 0;
-}
-
 /* (dev, ino) of a path, as the kernel names them; @dir: must be a directory. */
 static int parse_fs_object(const char *opt, const char *arg, bool dir, uint32_t *dev, uint64_t *ino)
 {
@@ -312,12 +297,12 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 				return err;
 			break;
 		case 'p':
-			err = args_once("-p/--pid", &have_pid) ?: parse_id(optarg, "pid", &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?: args_task_id(optarg, "pid", &o->pid);
 			if (err)
 				return err;
 			break;
 		case OPT_TID:
-			err = args_once("--tid", &have_tid) ?: parse_id(optarg, "tid", &o->tid);
+			err = args_once("--tid", &have_tid) ?: args_task_id(optarg, "tid", &o->tid);
 			if (err)
 				return err;
 			break;

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -265,4 +268,19 @@ int args_bad_option(const char *cmd, char **argv)
 				  optopt, cmd);
 	return fail_usage("option '%s' is unknown or needs a value: see 'iospan %s --help'", arg,
 			  cmd);
+}
+
+int args_task_id(const char *arg, const char *what, uint32_t *out)
+{
+	char path[64];
+	uint64_t v;
+
+	if (parse_u64_range(arg, 1, INT32_MAX, &v))
+		return fail_usage("invalid %s '%s': give a positive number", what, arg);
+	snprintf(path, sizeof(path), "/proc/%" PRIu64, v);
+	if (access(path, F_OK))
+		return fail_usage("no %s %" PRIu64 " (see 'ps -eL')",
+				  !strcmp(what, "pid") ? "process with pid" : "thread with tid", v);
+	*out = v;
+	return 0;
 }

@@ -86,6 +86,11 @@ int args_disk(const char *cmd, const char *arg, struct disk *disk, bool *have);
  * --cgroup.
  */
 int args_cgroup(const char *arg, char *dir, size_t dir_len, char *rel, size_t rel_len, bool *have);
+/*
+ * -p/--pid (@what "pid") or --tid ("tid"): a positive number naming a live process or
+ * thread.
+ */
+int args_task_id(const char *arg, const char *what, uint32_t *out);
 /* A filter option given a second time: refused, as the filter holds one value. */
 int args_once(const char *opt, bool *seen);
 

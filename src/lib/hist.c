@@ -12,12 +12,17 @@ void hist_add(struct hist *h, __u64 v)
 		h->max = v;
 }
 
+void hist_slots_merge(__u32 *dst, const __u32 *src, __u32 nr)
+{
+	__u32 i;
+
+	for (i = 0; i < nr; i++)
+		dst[i] += src[i];
+}
+
 void hist_merge(struct hist *dst, const struct hist *src)
 {
-	size_t i;
-
-	for (i = 0; i < HIST_SLOTS; i++)
-		dst->slots[i] += src->slots[i];
+	hist_slots_merge(dst->slots, src->slots, HIST_SLOTS);
 	dst->count += src->count;
 	dst->sum += src->sum;
 	if (src->max > dst->max)
@@ -31,12 +36,17 @@ double hist_mean(const struct hist *h)
 
 double hist_percentile(const struct hist *h, double pct)
 {
+	return hist_percentile_of(h->slots, HIST_SLOTS, HIST_SUB_BITS, h->max, pct);
+}
+
+double hist_percentile_of(const __u32 *slots, __u32 nr, __u32 sub_bits, __u64 max, double pct)
+{
 	__u64 total = 0, seen = 0, rank;
 	double low, high, frac;
 	__u32 i;
 
-	for (i = 0; i < HIST_SLOTS; i++)
-		total += h->slots[i];
+	for (i = 0; i < nr; i++)
+		total += slots[i];
 	if (!total)
 		return 0.0;
 	if (pct <= 0)
@@ -47,23 +57,23 @@ double hist_percentile(const struct hist *h, double pct)
 	rank = (__u64)(pct / 100.0 * total + 0.999999);
 	if (rank < 1)
 		rank = 1;
-	for (i = 0; i < HIST_SLOTS; i++) {
-		if (!h->slots[i] || seen + h->slots[i] < rank) {
-			seen += h->slots[i];
+	for (i = 0; i < nr; i++) {
+		if (!slots[i] || seen + slots[i] < rank) {
+			seen += slots[i];
 			continue;
 		}
-		low = hist_slot_low(i);
-		high = i + 1 < HIST_SLOTS ? hist_slot_low(i + 1) : low * 2;
+		low = hist_slot_low_of(i, sub_bits);
+		high = i + 1 < nr ? hist_slot_low_of(i + 1, sub_bits) : low * 2;
 		/* Exact buckets, and never beyond the largest value seen. */
-		if (i < HIST_SUB)
+		if (i < (1U << sub_bits))
 			return low;
-		if (h->max && high > h->max + 1)
-			high = h->max + 1;
+		if (max && high > max + 1)
+			high = max + 1;
 		if (high < low)
 			high = low;
 		/* Values spread evenly in the bucket: the k-th of n sits at (k - 1/2) / n. */
-		frac = ((double)(rank - seen) - 0.5) / h->slots[i];
+		frac = ((double)(rank - seen) - 0.5) / slots[i];
 		return low + (high - low) * frac;
 	}
-	return h->max;
+	return max;
 }

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Log-linear latency histograms, shared by the BPF programs (which fill them) and user
- * space (which reads percentiles). Each power of two is split into HIST_SUB linear
- * sub-buckets, so a bucket is at most 25% wide: percentiles read from it are within
- * about 12% of the truth, where plain log2 buckets can be off by a factor of two.
- * Values 0..HIST_SUB-1 have exact buckets. Header-only so both compilers share it.
+ * Log-linear histograms, shared by the BPF programs (which fill them) and user space
+ * (which reads percentiles). Each power of two is split into 2^sub_bits linear
+ * sub-buckets, so a bucket is at most 2^-sub_bits wide relative to its values:
+ * percentiles interpolated in it are within half that of the truth, where plain log2
+ * buckets can be off by a factor of two. Values 0..2^sub_bits-1 have exact buckets.
+ * The number of sub-buckets is a parameter of each histogram type: struct hist (trace)
+ * has HIST_SUB_BITS = 2 (25% wide, ~12%); iospan lat uses 4 (6.25%, ~3%). The *_of()
+ * functions take it; hist_slot() and friends are struct hist's. Header-only so both
+ * compilers share it.
  */
 #ifndef IOSPAN_HIST_H
 #define IOSPAN_HIST_H
@@ -17,7 +21,9 @@
 #define HIST_SUB      (1 << HIST_SUB_BITS)
 /* Up to 2^42 ns (73 minutes); larger values land in the last bucket. */
 #define HIST_MAX_MSB 42
-#define HIST_SLOTS   ((HIST_MAX_MSB - HIST_SUB_BITS + 2) * HIST_SUB)
+/* Slots of a histogram with 2^@sub_bits sub-buckets up to 2^HIST_MAX_MSB. */
+#define HIST_SLOTS_OF(sub_bits) ((HIST_MAX_MSB - (sub_bits) + 2) * (1 << (sub_bits)))
+#define HIST_SLOTS		HIST_SLOTS_OF(HIST_SUB_BITS)
 
 struct hist {
 	__u64 count;
@@ -52,28 +58,39 @@ static inline __u32 hist_msb(__u64 v)
 	return hist_debruijn_msb[(v * HIST_DEBRUIJN) >> 58];
 }
 
-static inline __u32 hist_slot(__u64 v)
+/* The slot of @v in a histogram of 2^@sub_bits sub-buckets (HIST_SLOTS_OF(@sub_bits)). */
+static inline __u32 hist_slot_of(__u64 v, __u32 sub_bits)
 {
-	__u32 msb, slot;
+	__u32 sub = 1U << sub_bits, nr = HIST_SLOTS_OF(sub_bits), msb, slot;
 
-	if (v < HIST_SUB)
+	if (v < sub)
 		return (__u32)v;
 	msb = hist_msb(v);
 	if (msb > HIST_MAX_MSB)
-		return HIST_SLOTS - 1;
-	slot = (msb - HIST_SUB_BITS + 1) * HIST_SUB + ((v >> (msb - HIST_SUB_BITS)) & (HIST_SUB - 1));
-	return slot < HIST_SLOTS ? slot : HIST_SLOTS - 1;
+		return nr - 1;
+	slot = (msb - sub_bits + 1) * sub + ((v >> (msb - sub_bits)) & (sub - 1));
+	return slot < nr ? slot : nr - 1;
 }
 
-/* Smallest value of a slot; the slot covers [hist_slot_low(s), hist_slot_low(s + 1)). */
+/* Smallest value of a slot; the slot covers [low(s), low(s + 1)). */
+static inline __u64 hist_slot_low_of(__u32 slot, __u32 sub_bits)
+{
+	__u32 sub = 1U << sub_bits, msb;
+
+	if (slot < sub)
+		return slot;
+	msb = slot / sub + sub_bits - 1;
+	return (1ULL << msb) + ((__u64)(slot % sub) << (msb - sub_bits));
+}
+
+static inline __u32 hist_slot(__u64 v)
+{
+	return hist_slot_of(v, HIST_SUB_BITS);
+}
+
 static inline __u64 hist_slot_low(__u32 slot)
 {
-	__u32 msb;
-
-	if (slot < HIST_SUB)
-		return slot;
-	msb = slot / HIST_SUB + HIST_SUB_BITS - 1;
-	return (1ULL << msb) + ((__u64)(slot % HIST_SUB) << (msb - HIST_SUB_BITS));
+	return hist_slot_low_of(slot, HIST_SUB_BITS);
 }
 
 #ifndef __VMLINUX_H__
@@ -86,6 +103,13 @@ void hist_add(struct hist *h, __u64 v);
 void hist_merge(struct hist *dst, const struct hist *src);
 /* The @pct percentile (0..100), interpolated within its bucket; 0 if empty. */
 double hist_percentile(const struct hist *h, double pct);
+/*
+ * The same for any histogram: @nr slots of 2^@sub_bits sub-buckets, @max the largest
+ * value seen (0: unknown).
+ */
+double hist_percentile_of(const __u32 *slots, __u32 nr, __u32 sub_bits, __u64 max, double pct);
+/* Adds @nr slots of @src to @dst. */
+void hist_slots_merge(__u32 *dst, const __u32 *src, __u32 nr);
 double hist_mean(const struct hist *h);
 #endif
 

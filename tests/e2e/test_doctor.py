@@ -125,7 +125,10 @@ def test_plans_are_the_commands_own(doc):
     """Each BPF command's default hooks, evaluated here: tp_btf wherever BTF has the
     tracepoint, classic tracepoints for syscalls, and every required hook attachable."""
     plans = doc["plans"]
-    assert set(plans) == {"top", "trace"}, plans.keys()
+    assert set(plans) == {"top", "trace", "lat"}, plans.keys()
+    # lat's default (q2c, overall) needs the completion alone: no issue, no bio queue.
+    assert set(plans["lat"]) == {"block_rq_complete"}, plans["lat"]
+    assert plans["lat"]["block_rq_complete"]["mode"] == "tp_btf", plans["lat"]
     # trace times off-CPU from scheduler counters unless --offcpu-periods: its default
     # plan has no sched_switch.
     assert "sched_switch" not in plans["trace"], plans["trace"].get("sched_switch")

@@ -64,7 +64,7 @@ def stop(proc):
 def test_doctor_sets_up_each_command():
     tl.require_root("loads BPF")
     doc = doctor()
-    assert set(doc["commands"]) == {"top", "trace"}, doc["commands"]
+    assert set(doc["commands"]) == {"top", "trace", "lat"}, doc["commands"]
     for cmd, check in doc["commands"].items():
         assert check == {"loaded": True, "error": None, "needs": None}, (cmd, check)
     assert doc["ready"] is True

@@ -639,3 +639,31 @@ def test_trace_stages_add_up(case):
             assert abs(sum(st[k] for k in stages) - st["total"]) <= eps, (case, r["op"], st)
         else:
             assert abs(st["pre_block"] - st["total"]) <= eps, (case, r["op"], st)
+
+
+# --------------------------------------------------------------------------- lat
+
+def lat_ios(g, scn, a, b):
+    """Requests the disk completed between snapshots @a and @b (reads, writes,
+    discards, flushes), as lat counts them."""
+    disk = g.file(scn, "disk").strip()
+    x = parse_diskstats(g.file(scn, "diskstats." + a) or "")[disk]
+    y = parse_diskstats(g.file(scn, "diskstats." + b) or "")[disk]
+    return sum(y[k] - x[k] for k in ("rd_ios", "wr_ios", "dc_ios", "fl_ios"))
+
+
+@pytest.mark.parametrize("tracer", ["lat", "lat-stack"])
+@pytest.mark.parametrize("case", FS_CASES, ids=case_id)
+def test_lat_count_matches_diskstats(case, tracer):
+    """Every request completed on the disk counted once, overall and per queuing stack:
+    at least what diskstats counted inside the window, at most what it counted over the
+    tracer's life; owners found for all of them."""
+    g = guest(case[0])
+    scn = "lat-" + case[1]
+    docs = [json.loads(line) for line in g.ok(scn, tracer).splitlines() if line.strip()]
+    assert len(docs) == 1, (case, docs)
+    n = sum(h["count"] for h in docs[0]["histograms"])
+    low, high = lat_ios(g, scn, "before", "after"), lat_ios(g, scn, "early", "late")
+    assert low >= 16, (case, low)
+    assert low <= n <= high, (case, tracer, n, low, high, docs[0]["drops"])
+    assert not any(docs[0]["drops"].values()), (case, docs[0]["drops"])

@@ -94,6 +94,47 @@ static void test_exact_and_merge(void **state)
 	free(b);
 }
 
+/*
+ * 16 sub-buckets (iospan lat): every bucket is within one power of two and at most
+ * 1/16 of its low bound wide, so a percentile is within 1/16 of the true value.
+ */
+static void test_fine(void **state)
+{
+	const __u32 bits = 4, nr = HIST_SLOTS_OF(4);
+	__u32 *slots = calloc(nr, sizeof(*slots)), s;
+	__u64 v, low, high, max = 0;
+	double p, truth;
+	int i;
+
+	assert_non_null(slots);
+	assert_int_equal(nr, (HIST_MAX_MSB - 4 + 2) * 16);
+	assert_int_equal(hist_slot_of(15, bits), 15);
+	assert_int_equal(hist_slot_of(16, bits), 16);
+	assert_int_equal(hist_slot_of(17, bits), 17);
+	assert_int_equal(hist_slot_of(32, bits), 32);
+	assert_int_equal(hist_slot_of(34, bits), 33);
+	for (v = 16; v < (1ULL << 40); v = v * 5 / 4 + 1) {
+		s = hist_slot_of(v, bits);
+		low = hist_slot_low_of(s, bits);
+		high = hist_slot_low_of(s + 1, bits);
+		assert_true(low <= v && v < high);
+		assert_true((high - low) * 16 <= low);
+		assert_int_equal(hist_msb(low), hist_msb(high - 1));
+	}
+	/* 1000 values spread from 1000 to 100000: percentiles within 6.25%. */
+	for (i = 0; i < 1000; i++) {
+		v = 1000 + (__u64)i * 99;
+		slots[hist_slot_of(v, bits)]++;
+		max = v;
+	}
+	for (i = 1; i <= 999; i += 7) {
+		truth = 1000 + (i / 1000.0 * 1000 - 1) * 99;
+		p = hist_percentile_of(slots, nr, bits, max, i / 10.0);
+		assert_true(p > truth * (1 - 1 / 16.0) - 99 && p < truth * (1 + 1 / 16.0) + 99);
+	}
+	free(slots);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -101,6 +142,7 @@ int main(void)
 		cmocka_unit_test(test_msb),
 		cmocka_unit_test(test_percentiles),
 		cmocka_unit_test(test_exact_and_merge),
+		cmocka_unit_test(test_fine),
 	};
 
 	return cmocka_run_group_tests_name("hist", tests, NULL, NULL);

@@ -8,7 +8,7 @@
 # failure and never waits without a bound: every command runs under `timeout`.
 #
 # iospan.suite=full (default) or smoke on the kernel command line: smoke runs doctor,
-# stat and top/trace on ext4 only.
+# stat and top/trace/lat on ext4 only.
 
 R=/results
 TRACER_START_S=180   # BPF load and attach under TCG can take a while
@@ -167,6 +167,36 @@ trace_scenario() {
 	snap "$d" after
 }
 
+# lat: two tracers side by side on DISK (the overall histogram, and one per queuing
+# stack), around direct, buffered + fsync and cold buffered I/O. Each counts every
+# request of the window once: at least the diskstats delta of the window (snapshots
+# .before and .after, taken inside it) and at most that of the tracers' lifetime
+# (.early and .late, outside it).
+lat_scenario() {
+	local name=$1 disk=$2 dir=$3 raw=$4 d
+	d=$(scenario "$name" "$disk")
+	[ -n "$raw" ] || step "$d" prepare iowork pwrite "$dir/lat-data" -b 65536 -n 32 --fsync
+	drop_caches
+	log "$name"
+	snap "$d" early
+	start_tracer "$d" lat iospan lat --json -d "$disk" || return
+	start_tracer "$d" lat-stack iospan lat --json --by stack -d "$disk" || return
+	snap "$d" before
+	if [ -n "$raw" ]; then
+		step "$d" w-dio-write iowork pwrite "$raw" -b 65536 -n 16 --direct
+		step "$d" w-dio-read iowork pread "$raw" -b 4096 -n 64 --direct --random
+	else
+		step "$d" w-dio-read iowork pread "$dir/lat-data" -b 4096 -n 64 --direct --random
+		step "$d" w-cold-read iowork pread "$dir/lat-data" -b 65536 -n 32
+		step "$d" w-write-fsync iowork pwrite "$dir/lat-write" -b 65536 -n 16 --fsync
+	fi
+	sync
+	snap "$d" after
+	stop_tracer "$d" lat
+	stop_tracer "$d" lat-stack
+	snap "$d" late
+}
+
 disk_of() { awk -v m="$1" '$2 == m { sub("/dev/", "", $1); print $1 }' /proc/mounts; }
 
 t0=$(date +%s)
@@ -181,7 +211,7 @@ for fs in $fslist; do
 	disk=$(disk_of /mnt/$fs)
 	if [ -z "$disk" ]; then
 		log "/mnt/$fs is not mounted"
-		for s in top trace; do
+		for s in top trace lat; do
 			mkdir -p $R/$s-$fs && echo "/mnt/$fs is not mounted" >$R/$s-$fs/missing
 		done
 		continue
@@ -189,6 +219,7 @@ for fs in $fslist; do
 	log "$fs on $disk"
 	top_scenario "top-$fs" "$disk" "/mnt/$fs"
 	trace_scenario "trace-$fs" "$disk" "/mnt/$fs"
+	lat_scenario "lat-$fs" "$disk" "/mnt/$fs"
 done
 if [ -n "$RAW_DEV" ]; then
 	raw=${RAW_DEV#/dev/}
@@ -196,6 +227,7 @@ if [ -n "$RAW_DEV" ]; then
 	if [ "$suite" != smoke ]; then
 		top_scenario top-raw "$raw" "" "$RAW_DEV"
 		trace_scenario trace-raw "$raw" "" "$RAW_DEV"
+		lat_scenario lat-raw "$raw" "" "$RAW_DEV"
 	fi
 fi
 log "done in $(($(date +%s) - t0)) s"

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan lat: latency (or size) distributions of block requests, kept in the kernel.
+ *
+ * Everything happens at completion: q2c from rq->start_time_ns, which the block layer
+ * stamps itself; d2c and q2d from the issue time block_rq_issue writes into a
+ * direct-mapped slot (an array store, no map insert: rq->io_start_time_ns is stamped
+ * only when the queue collects statistics, and on recent kernels it can be the time a
+ * plug cached before the request existed). Keys that need the submitter (--by, -p,
+ * --cgroup) read it from the block-attribution core (blk_owner.bpf.h), whose queue and
+ * split programs are loaded only then.
+ */
+#include "iospan.bpf.h"
+#include "lib/lat_abi.h"
+#include "kptr.bpf.h"
+#include "vfs.bpf.h"
+#include "bio_slot.bpf.h"
+#include "blk_owner.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 stage = LAT_Q2C;
+const volatile __u32 key_fields = 0;
+const volatile __u64 unit = 1000; /* ns per display unit (1024 bytes for --size) */
+const volatile __u32 filter_pid = 0;
+const volatile bool filter_cgroup = false;
+const volatile bool filter_dev = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lat_key);
+	__type(value, struct lat_hist);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LAT_DROP_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u8);
+} filter_cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} filter_devs SEC(".maps");
+
+/* Issue times, direct-mapped by request address (see bio_slot.bpf.h). */
+#define NR_RQ_SLOTS (1U << 14)
+
+struct rq_issue {
+	__u64 tag;
+	__u64 d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_RQ_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rq_issue);
+} rq_issues SEC(".maps");
+
+static const struct lat_hist hist_zero;
+/* The owner shown for the block layer's own flush requests. */
+static const struct blk_owner flush_owner = {
+	.kind = BLK_OWN_NOFILE, .stack_id = -1, .comm = "[flush]"};
+
+static __always_inline void drop(__u32 what)
+{
+	__u64 *n = bpf_map_lookup_elem(&drops, &what);
+
+	if (n)
+		(*n)++;
+}
+
+/*
+ * The data part of a write in a flush sequence ends (blk-flush.c): its request will end
+ * again, without bytes, once the post-flush is done, and /proc/diskstats counts it then.
+ * In the sequence are writes whose bio asks for a preflush, or for FUA that the request
+ * lost (blk_insert_flush() takes it off where the disk cannot do it: a post-flush);
+ * without a write cache the bio lost both flags at submission. The flag RQF_FLUSH_SEQ
+ * would tell directly, but its bit is in an anonymous enum on some kernels (6.12), which
+ * CO-RE cannot name.
+ */
+static __always_inline bool flush_seq_data_end(struct request *rq, __u32 nr_bytes)
+{
+	struct bio *bio = rq->bio;
+	__u32 opf;
+
+	if (!nr_bytes || !bio)
+		return false;
+	opf = bio->bi_opf;
+	return (opf & BLK_REQ_FLAG(__REQ_PREFLUSH)) ||
+	       ((opf & BLK_REQ_FLAG(__REQ_FUA)) && !(rq->cmd_flags & BLK_REQ_FLAG(__REQ_FUA)));
+}
+
+/* The stable flag set of an -F key from the request's flags (bit numbers vary). */
+static __always_inline __u32 op_flags(__u32 cmd)
+{
+	__u32 f = 0;
+
+	if (cmd & BLK_REQ_FLAG(__REQ_SYNC))
+		f |= LAT_OPF_SYNC;
+	if (cmd & BLK_REQ_FLAG(__REQ_META))
+		f |= LAT_OPF_META;
+	if (cmd & BLK_REQ_FLAG(__REQ_FUA))
+		f |= LAT_OPF_FUA;
+	if (cmd & BLK_REQ_FLAG(__REQ_PREFLUSH))
+		f |= LAT_OPF_PREFLUSH;
+	if (cmd & BLK_REQ_FLAG(__REQ_RAHEAD))
+		f |= LAT_OPF_RAHEAD;
+	if (cmd & BLK_REQ_FLAG(__REQ_BACKGROUND))
+		f |= LAT_OPF_BACKGROUND;
+	return f;
+}
+
+static __always_inline void hist_put_atomic(struct lat_hist *h, __u64 v)
+{
+	__u32 s = hist_slot_of(v, LAT_HIST_SUB_BITS);
+
+	/* Keep the bound check on the register used for the access (clang reloads it). */
+	asm volatile("" : "+r"(s));
+	if (s >= LAT_HIST_SLOTS)
+		s = LAT_HIST_SLOTS - 1;
+	asm volatile("" : "+r"(s));
+	__sync_fetch_and_add(&h->count, 1);
+	__sync_fetch_and_add(&h->sum, v);
+	if (v > h->max)
+		h->max = v;
+	if (s < LAT_HIST_SLOTS)
+		__sync_fetch_and_add(&h->slots[s], 1);
+}
+
+static __always_inline int issue_rq(struct request *rq)
+{
+	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
+	struct rq_issue *s = slot_claim(&rq_issues, rq, NR_RQ_SLOTS);
+
+	if (s)
+		s->d = now;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(lat_rq_issue, struct request *rq)
+{
+	return issue_rq(rq);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(lat_rq_issue_raw, void *rq)
+{
+	return issue_rq(AS_RQ(rq));
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(lat_bio_queue, struct bio *bio)
+{
+	blk_owner_note_bio(ctx, bio);
+	return 0;
+}
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(lat_bio_queue_raw, void *bio)
+{
+	blk_owner_note_bio(ctx, AS_BIO(bio));
+	return 0;
+}
+
+SEC("tp_btf/block_split")
+int BPF_PROG(lat_bio_split, struct bio *bio, unsigned int new_sector)
+{
+	blk_owner_note_split(ctx, bio);
+	return 0;
+}
+
+SEC("raw_tp/block_split")
+int BPF_PROG(lat_bio_split_raw, void *bio)
+{
+	blk_owner_note_split(ctx, AS_BIO(bio));
+	return 0;
+}
+
+static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
+{
+	struct lat_key k = {};
+	struct blk_owner *o = NULL;
+	struct rq_issue *is;
+	struct lat_hist *h;
+	struct gendisk *disk;
+	__u64 now, t0, d, v;
+	__u32 op, part;
+	long err;
+
+	op = rq->cmd_flags & REQ_OP_MASK;
+	/* As /proc/diskstats: no passthrough; a request once, when it ends. */
+	if (op == REQ_OP_DRV_IN || op == REQ_OP_DRV_OUT)
+		return 0;
+	if (op != REQ_OP_FLUSH && (nr_bytes < rq->__data_len || flush_seq_data_end(rq, nr_bytes)))
+		return 0;
+	now = bpf_ktime_get_ns();
+	disk = rq->q->disk;
+	if (!disk)
+		return 0;
+	k.disk = ((__u32)disk->major << 20) | disk->first_minor;
+	if (filter_dev) {
+		part = rq->part ? rq->part->bd_dev : k.disk;
+		if (!bpf_map_lookup_elem(&filter_devs, &part) &&
+		    !bpf_map_lookup_elem(&filter_devs, &k.disk))
+			return 0;
+	}
+	if ((key_fields & LAT_K_OWNER) || filter_pid || filter_cgroup) {
+		o = blk_owner_of_rq(rq);
+		/* The flush the block layer sends for the writes waiting on it: no bio. */
+		if (!o && op == REQ_OP_FLUSH && !filter_pid && !filter_cgroup)
+			o = (struct blk_owner *)&flush_owner;
+		if (!o) {
+			drop(LAT_DROP_NO_OWNER);
+			return 0;
+		}
+		if (filter_pid && o->pid != filter_pid)
+			return 0;
+		if (filter_cgroup && !bpf_map_lookup_elem(&filter_cgroups, &o->cgid))
+			return 0;
+	}
+
+	if (stage == LAT_SIZE) {
+		v = rq->__data_len ? rq->__data_len : nr_bytes;
+	} else {
+		t0 = rq->start_time_ns;
+		if (stage != LAT_D2C && (!t0 || t0 > now)) {
+			drop(LAT_DROP_NO_START);
+			return 0;
+		}
+		if (stage == LAT_Q2C) {
+			v = now - t0;
+		} else {
+			is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
+			d = is ? is->d : 0;
+			/*
+			 * No issue time of this use of the request (its slot holds an older
+			 * one): the issue program did not run, issued before tracing, or
+			 * skipped by the kernel because it fired while the same program ran
+			 * on that CPU (a completion interrupt dispatching the next request).
+			 * Then the kernel's own stamp, where the queue keeps one.
+			 */
+			if (!d || d > now || (t0 && d < t0))
+				d = rq->io_start_time_ns;
+			if (!d || d > now || (t0 && d < t0)) {
+				drop(LAT_DROP_NO_ISSUE);
+				return 0;
+			}
+			v = stage == LAT_D2C ? now - d : d - t0;
+		}
+	}
+	/* In 1/1024 of the display unit: powers of two of the unit are slot boundaries. */
+	v = (v << LAT_SCALE_SHIFT) / unit;
+
+	if (!(key_fields & LAT_K_DISK))
+		k.disk = 0;
+	if (key_fields & LAT_K_OP)
+		k.op = op | op_flags(rq->cmd_flags) << 8;
+	if (o) {
+		if (key_fields & (LAT_K_PID | LAT_K_STACK))
+			k.pid = o->pid;
+		if (key_fields & (LAT_K_PID | LAT_K_COMM | LAT_K_STACK))
+			__builtin_memcpy(k.comm, o->comm, sizeof(k.comm));
+		if (key_fields & LAT_K_CGROUP)
+			k.cgid = o->cgid;
+		if (key_fields & LAT_K_FILE) {
+			k.fdev = o->dev;
+			k.ino = o->ino;
+			k.kind = o->kind;
+		}
+		if (key_fields & LAT_K_STACK) {
+			k.stack_id = o->stack_id;
+			k.kind = o->kind;
+		}
+	}
+
+	h = bpf_map_lookup_elem(&hists, &k);
+	if (!h) {
+		err = bpf_map_update_elem(&hists, &k, &hist_zero, BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			drop(LAT_DROP_MAP_FULL);
+			return 0;
+		}
+		h = bpf_map_lookup_elem(&hists, &k);
+		if (!h)
+			return 0;
+	}
+	hist_put_atomic(h, v);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(lat_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return complete_rq(rq, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(lat_rq_complete_raw, void *rq, int error, unsigned int nr_bytes)
+{
+	return complete_rq(AS_RQ(rq), nr_bytes);
+}

@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan lat: distributions of block request latency (q2c, d2c, q2d) or size, kept in
+ * the kernel per key, printed as log2 bars with percentiles. Options and the BPF life
+ * cycle; report.c reads the maps, render.c prints.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "iospan.h"
+#include "args.h"
+#include "cgroups.h"
+#include "err.h"
+#include "filters.h"
+#include "json.h"
+#include "ksyms.h"
+#include "mapmem.h"
+#include "probe.h"
+#include "lat.h"
+#include "lat.skel.h"
+#include "lat_compat.skel.h"
+#include "skel.h"
+
+#define LAT_MAX_ENTRIES	    65536
+#define LAT_DEFAULT_ENTRIES 2048
+#define LAT_STACK_ENTRIES   16384
+
+static const char lat_usage[] =
+	"Usage: iospan lat [OPTIONS] [interval [count]]\n"
+	"\n"
+	"Distributions of block request latency, kept in the kernel: log2 bars as\n"
+	"biolatency prints them, and p50, p90, p99, p99.9 from finer buckets (within 3.2%).\n"
+	"Without an interval: one report when Ctrl-C is pressed. With one: a report of\n"
+	"that interval every interval, count times or until Ctrl-C.\n"
+	"\n"
+	"Options:\n"
+	"  --stage STAGE     q2c (default: queued to completed), d2c (issued to the\n"
+	"                    device to completed), q2d (queued to issued)\n"
+	"  --size            the request sizes instead (bitesize), in KiB\n"
+	"  -m, --milliseconds  latency in ms (default us)\n"
+	"  -D, --disks       a histogram per disk\n"
+	"  -F, --flags       a histogram per op and flags (Sync-Write...)\n"
+	"  --by KEY          a histogram per pid, comm, cgroup, file (fs dev, inode, kind:\n"
+	"                    direct, buffered, readahead, meta, swap, nofile), or stack\n"
+	"                    (the kernel stack that queued the I/O, with its process)\n"
+	"  -d, --disk DISK   only this disk or partition (sda, /dev/loop0, 8:0)\n"
+	"  -p, --pid PID     only requests this process submitted\n"
+	"  --cgroup PATH     only requests submitted from this cgroup v2 (and below)\n"
+	"  -T, --timestamp   a time above each report\n"
+	"  --max-entries N   histograms kept in the kernel (default 2048, 5 KiB each)\n"
+	"  --json            one JSON object per report: bucket bounds, counts, percentiles\n"
+	"  -v, --verbose     attach plan and libbpf messages\n"
+	"  -h, --help        this help\n";
+
+enum lat_opt {
+	OPT_STAGE = 0x2000,
+	OPT_SIZE,
+	OPT_BY,
+	OPT_CGROUP,
+	OPT_MAX_ENTRIES,
+};
+
+static int parse_by(const char *arg, uint32_t *fields)
+{
+	static const struct {
+		const char *name;
+		uint32_t field;
+	} keys[] = {
+		{"pid", LAT_K_PID},   {"comm", LAT_K_COMM},   {"cgroup", LAT_K_CGROUP},
+		{"file", LAT_K_FILE}, {"stack", LAT_K_STACK},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!strcmp(arg, keys[i].name)) {
+			*fields |= keys[i].field;
+			return 0;
+		}
+	}
+	return fail_usage("invalid --by '%s': use pid, comm, cgroup, file or stack", arg);
+}
+
+static int lat_parse(int argc, char **argv, struct lat_opts *o)
+{
+	static const struct option long_opts[] = {
+		{"stage", required_argument, NULL, OPT_STAGE},
+		{"size", no_argument, NULL, OPT_SIZE},
+		{"milliseconds", no_argument, NULL, 'm'},
+		{"disks", no_argument, NULL, 'D'},
+		{"flags", no_argument, NULL, 'F'},
+		{"by", required_argument, NULL, OPT_BY},
+		{"disk", required_argument, NULL, 'd'},
+		{"pid", required_argument, NULL, 'p'},
+		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		{"timestamp", no_argument, NULL, 'T'},
+		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
+		COMMON_LONG_OPTS,
+		{NULL, 0, NULL, 0},
+	};
+	bool have_pid = false, have_by = false, have_stage = false;
+	int opt, err;
+
+	o->stage = LAT_Q2C;
+	o->max_entries = LAT_DEFAULT_ENTRIES;
+	while ((opt = getopt_long(argc, argv, "mDFd:p:T" COMMON_SHORT_OPTS, long_opts, NULL)) !=
+	       -1) {
+		if (args_common_opt(opt))
+			continue;
+		switch (opt) {
+		case OPT_HELP:
+			fputs(lat_usage, stdout);
+			return 1;
+		case OPT_STAGE:
+			err = args_once("--stage", &have_stage);
+			if (err)
+				return err;
+			if (!strcmp(optarg, "q2c"))
+				o->stage = LAT_Q2C;
+			else if (!strcmp(optarg, "d2c"))
+				o->stage = LAT_D2C;
+			else if (!strcmp(optarg, "q2d"))
+				o->stage = LAT_Q2D;
+			else
+				return fail_usage("invalid --stage '%s': use q2c, d2c or q2d",
+						  optarg);
+			break;
+		case OPT_SIZE:
+			o->size = true;
+			break;
+		case 'm':
+			o->millis = true;
+			break;
+		case 'D':
+			o->key_fields |= LAT_K_DISK;
+			break;
+		case 'F':
+			o->key_fields |= LAT_K_OP;
+			break;
+		case OPT_BY:
+			err = args_once("--by", &have_by) ?: parse_by(optarg, &o->key_fields);
+			if (err)
+				return err;
+			break;
+		case 'd':
+			err = args_disk("lat", optarg, &o->disk, &o->have_disk);
+			if (err)
+				return err;
+			break;
+		case 'p':
+			err = args_once("-p/--pid", &have_pid) ?:
+								 args_task_id(optarg, "pid", &o->pid);
+			if (err)
+				return err;
+			break;
+		case OPT_CGROUP:
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
+			if (err)
+				return err;
+			break;
+		case 'T':
+			o->timestamps = true;
+			break;
+		case OPT_MAX_ENTRIES:
+			if (parse_u64_range(optarg, 64, LAT_MAX_ENTRIES, &o->max_entries))
+				return fail_usage("invalid --max-entries '%s': give 64 to %u",
+						  optarg, LAT_MAX_ENTRIES);
+			break;
+		default:
+			return args_bad_option("lat", argv);
+		}
+	}
+	if (o->size && have_stage)
+		return fail_usage("--size measures sizes, not a --stage: give one of them");
+	if (o->size && o->millis)
+		return fail_usage("-m is for latencies: --size is in KiB");
+	if (o->size)
+		o->stage = LAT_SIZE;
+	return parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &o->count);
+}
+
+struct lat_ctx {
+	const struct lat_opts *o;
+	struct lat_bpf *skel;
+	struct attach_hook *hooks;
+	int nr_hooks;
+	int ncpus;
+	struct lat_state state;
+	struct lat_view view;
+	uint64_t skipped; /* the programs' recursion misses so far */
+};
+
+/* Runs of the loaded programs the kernel skipped (bpf_prog_info.recursion_misses). */
+static uint64_t programs_skipped(struct lat_bpf *s)
+{
+	struct bpf_prog_info info;
+	struct bpf_program *prog;
+	uint64_t n = 0;
+	__u32 len;
+
+	bpf_object__for_each_program(prog, s->obj)
+	{
+		if (bpf_program__fd(prog) < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			n += info.recursion_misses;
+	}
+	return n;
+}
+
+static bool needs_owner(const struct lat_opts *o)
+{
+	return (o->key_fields & LAT_K_OWNER) || o->pid || o->have_cgroup;
+}
+
+static bool needs_issue(const struct lat_opts *o)
+{
+	return o->stage == LAT_D2C || o->stage == LAT_Q2D;
+}
+
+static int build_hooks(struct lat_ctx *c)
+{
+	struct lat_bpf *s = c->skel;
+	struct attach_hook hooks[] = {
+		{.name = "block_rq_complete",
+		 .v = {{.prog = s->progs.lat_rq_complete}, {.prog = s->progs.lat_rq_complete_raw}}},
+		{.name = "block_rq_issue",
+		 .v = {{.prog = s->progs.lat_rq_issue}, {.prog = s->progs.lat_rq_issue_raw}}},
+		{.name = "block_bio_queue",
+		 .v = {{.prog = s->progs.lat_bio_queue}, {.prog = s->progs.lat_bio_queue_raw}}},
+		{.name = "block_split",
+		 .v = {{.prog = s->progs.lat_bio_split}, {.prog = s->progs.lat_bio_split_raw}}},
+	};
+	int n = 0, i, j;
+
+	/* Hooks the options do not need are neither planned nor loaded. */
+	for (i = 0; i < (int)(sizeof(hooks) / sizeof(hooks[0])); i++) {
+		bool off = (!needs_issue(c->o) && !strcmp(hooks[i].name, "block_rq_issue")) ||
+			   (!needs_owner(c->o) && strncmp(hooks[i].name, "block_rq_", 9));
+
+		if (off)
+			for (j = 0; j < 2; j++)
+				bpf_program__set_autoload(hooks[i].v[j].prog, false);
+		else
+			hooks[n++] = hooks[i];
+	}
+	c->nr_hooks = n;
+	return attach_hooks_dup(hooks, n, &c->hooks);
+}
+
+static int lat_setup(struct lat_ctx *c)
+{
+	static const char *const syms[] = {"iomap_dio_bio_end_io"};
+	const struct lat_opts *o = c->o;
+	char root[PATH_MAX];
+	struct lat_bpf *s;
+	uint64_t addr = 0;
+	int err;
+
+	probe_setup_libbpf_print();
+	probe_prefetch();
+	err = probe_require_bpf_privileges("lat");
+	if (err)
+		return err;
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0)
+		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
+	if (needs_owner(o)) {
+		err = ksyms_lookup(NULL, syms, &addr, 1);
+		if (err)
+			warn("kernel symbols unavailable (%s): direct I/O is told by its pages, "
+			     "without its file",
+			     ksyms_strerror(err));
+	}
+	if ((o->key_fields & LAT_K_CGROUP) && !probe_cgroup2_mount(root, sizeof(root)))
+		cgroup_map_new(root, &c->view.cgmap);
+
+	s = SKEL_OPEN(lat);
+	if (!s)
+		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
+	c->skel = s;
+	s->rodata->stage = o->stage;
+	s->rodata->key_fields = o->key_fields;
+	s->rodata->unit = o->stage == LAT_SIZE ? 1024 : o->millis ? 1000000 : 1000;
+	s->rodata->filter_pid = o->pid;
+	s->rodata->filter_cgroup = o->have_cgroup;
+	s->rodata->filter_dev = o->have_disk;
+	s->rodata->blk_owner_want_stack = o->key_fields & LAT_K_STACK;
+	s->rodata->blk_owner_dio_end_io = addr;
+	bpf_map__set_max_entries(s->maps.hists, o->max_entries);
+	bpf_map__set_max_entries(s->maps.blk_owner_stacks,
+				 o->key_fields & LAT_K_STACK ? LAT_STACK_ENTRIES : 1);
+	if (!needs_owner(o))
+		bpf_map__set_max_entries(s->maps.blk_owner_slots, 1);
+	if (!needs_issue(o))
+		bpf_map__set_max_entries(s->maps.rq_issues, 1);
+	err = mapmem_check(s->obj, "lat", "give a smaller --max-entries");
+	if (err)
+		return err;
+	err = build_hooks(c);
+	if (err)
+		return fail(err, "out of memory");
+	err = attach_plan_choose(c->hooks, c->nr_hooks);
+	if (err)
+		return err;
+	err = lat_bpf__load(s);
+	if (err)
+		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
+			    geteuid() ? " (run as root)" :
+					" (see 'iospan doctor', -v for details)");
+	err = filter_maps_fill(bpf_map__fd(s->maps.filter_devs), o->have_disk ? &o->disk : NULL,
+			       bpf_map__fd(s->maps.filter_cgroups),
+			       o->have_cgroup ? o->cgroup_dir : NULL);
+	if (err)
+		return err;
+	err = lat_bpf__attach(s);
+	if (err)
+		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
+			    strerror(-err));
+	err = attach_plan_attach(c->hooks, c->nr_hooks);
+	if (err)
+		return err;
+	attach_plan_print(c->hooks, c->nr_hooks, NULL);
+	c->view.o = o;
+	c->view.stacks_fd =
+		o->key_fields & LAT_K_STACK ? bpf_map__fd(s->maps.blk_owner_stacks) : -1;
+	return 0;
+}
+
+static int lat_report(struct lat_ctx *c, double seconds)
+{
+	struct lat_report r;
+	uint64_t skipped;
+	int err;
+
+	err = lat_report_read(&c->state, bpf_map__fd(c->skel->maps.hists),
+			      bpf_map__fd(c->skel->maps.drops), c->ncpus, &r);
+	if (err)
+		return err;
+	r.seconds = seconds;
+	skipped = programs_skipped(c->skel);
+	r.skipped = skipped - c->skipped;
+	c->skipped = skipped;
+	err = lat_render(&c->view, &r);
+	lat_report_free(&r);
+	return err;
+}
+
+static int lat_run(struct lat_ctx *c)
+{
+	const struct lat_opts *o = c->o;
+	uint64_t start, deadline, now, reports = 0;
+	bool stopped;
+	int err;
+
+	install_stop_handlers();
+	if (o->key_fields & LAT_K_STACK)
+		ksyms_load_async(NULL, &c->view.ksyms);
+	if (o->interval_ns)
+		fprintf(stderr, "iospan lat: tracing %s, a report every %.1f s; Ctrl-C to stop\n",
+			lat_stage_name(o->stage), o->interval_ns / 1e9);
+	else
+		fprintf(stderr, "iospan lat: tracing %s; Ctrl-C to report\n",
+			lat_stage_name(o->stage));
+	start = now_ns(CLOCK_MONOTONIC);
+	deadline = o->interval_ns ? start + o->interval_ns : UINT64_MAX;
+	for (;;) {
+		stopped = sleep_until_ns(deadline);
+		now = now_ns(CLOCK_MONOTONIC);
+		err = lat_report(c, (now - start) / 1e9);
+		if (err)
+			return err;
+		reports++;
+		if (stopped || !o->interval_ns || (o->count && reports >= o->count))
+			return 0;
+		start = now;
+		deadline += o->interval_ns;
+		if (deadline < now)
+			deadline = now + o->interval_ns;
+	}
+}
+
+static void lat_cleanup(struct lat_ctx *c)
+{
+	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
+	attach_plan_detach(c->hooks, c->nr_hooks);
+	lat_bpf__destroy(c->skel);
+	free(c->hooks);
+	lat_state_free(&c->state);
+	ksyms_free(c->view.ksyms);
+	cgroup_map_free(c->view.cgmap);
+	jw_free(c->view.jw);
+	probe_cleanup();
+}
+
+int lat_plan(plan_show_fn show, void *arg)
+{
+	static struct lat_opts opts;
+	static struct lat_ctx c;
+	char *argv[] = {"lat", NULL};
+	char why[256];
+	int err;
+
+	memset(&opts, 0, sizeof(opts));
+	cmd_reset_getopt();
+	err = lat_parse(1, argv, &opts);
+	if (err)
+		return err < 0 ? err : -EINVAL;
+	memset(&c, 0, sizeof(c));
+	c.o = &opts;
+	err_capture(why, sizeof(why));
+	err = lat_setup(&c);
+	err_capture(NULL, 0);
+	if (!err)
+		show("lat", c.hooks, c.nr_hooks, NULL, arg);
+	else
+		show("lat", c.hooks, c.nr_hooks, why[0] ? why : strerror(-err), arg);
+	lat_cleanup(&c);
+	return 0;
+}
+
+int cmd_lat(int argc, char **argv)
+{
+	static struct lat_opts opts;
+	static struct lat_ctx ctx;
+	int err;
+
+	memset(&opts, 0, sizeof(opts));
+	memset(&ctx, 0, sizeof(ctx));
+	err = lat_parse(argc, argv, &opts);
+	if (err)
+		return err > 0 ? 0 : err;
+	ctx.o = &opts;
+	if (gopts.json) {
+		ctx.view.jw = jw_new(stdout);
+		if (!ctx.view.jw) {
+			err = fail(-ENOMEM, "out of memory");
+			goto cleanup;
+		}
+	}
+	err = lat_setup(&ctx);
+	if (err)
+		goto cleanup;
+	err = lat_run(&ctx);
+cleanup:
+	lat_cleanup(&ctx);
+	return err;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * iospan lat: block request latency and size distributions. lat.c parses the options
+ * and runs the BPF side, report.c turns the kernel's histograms into a report (the
+ * model), render.c prints it as text or JSON.
+ */
+#ifndef IOSPAN_CMD_LAT_H
+#define IOSPAN_CMD_LAT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "disks.h"
+#include "lat_abi.h"
+
+struct cgroup_map;
+struct ksyms;
+struct jw;
+
+struct lat_opts {
+	uint32_t stage;	     /* enum lat_stage */
+	uint32_t key_fields; /* enum lat_key_field */
+	bool millis;	     /* -m */
+	bool timestamps;     /* -T */
+	uint32_t pid;
+	bool size; /* --size */
+	bool have_disk, have_cgroup;
+	struct disk disk;
+	char cgroup_dir[PATH_MAX], cgroup_rel[PATH_MAX];
+	uint64_t interval_ns, count;
+	uint64_t max_entries;
+};
+
+/* One key's histogram for a report: the change since the previous report. */
+struct lat_row {
+	struct lat_key key;
+	struct lat_hist h;
+};
+
+struct lat_report {
+	struct lat_row *rows;
+	size_t nr;
+	uint64_t drops[LAT_DROP_NR]; /* since the previous report */
+	/*
+	 * Runs of lat's programs the kernel skipped since the previous report (fired while
+	 * the same program ran on that CPU): requests missed, or their owner or issue.
+	 */
+	uint64_t skipped;
+	double seconds; /* the window */
+};
+
+/* What the renderers need besides the report. */
+struct lat_view {
+	const struct lat_opts *o;
+	struct cgroup_map *cgmap;
+	struct ksyms *ksyms;
+	int stacks_fd; /* blk_owner_stacks, -1 without --by stack */
+	struct jw *jw; /* --json */
+};
+
+/* report.c */
+struct lat_state {
+	struct lat_row *prev; /* sorted by key */
+	size_t nr_prev;
+	uint64_t prev_drops[LAT_DROP_NR];
+};
+/*
+ * Reads the hists and drops maps (@hists_fd, @drops_fd, @ncpus CPUs) into @r, as the
+ * change since the previous call (@st keeps the totals). Rows sorted for display.
+ */
+int lat_report_read(struct lat_state *st, int hists_fd, int drops_fd, int ncpus,
+		    struct lat_report *r);
+void lat_report_free(struct lat_report *r);
+void lat_state_free(struct lat_state *st);
+/* The value (in the display unit) of a histogram's @pct percentile. */
+double lat_percentile(const struct lat_hist *h, double pct);
+/* Index of the log2 row (biolatency's) of fine slot @slot. */
+uint32_t lat_log2_row(uint32_t slot);
+#define LAT_LOG2_ROWS (HIST_MAX_MSB - LAT_SCALE_SHIFT + 1)
+
+/* render.c */
+int lat_render(const struct lat_view *v, const struct lat_report *r);
+const char *lat_stage_name(uint32_t stage);
+
+#endif

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/* iospan lat: the report model, from the kernel's histograms. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+
+#include "err.h"
+#include "lat.h"
+
+static int key_cmp(const void *a, const void *b)
+{
+	return memcmp(&((const struct lat_row *)a)->key, &((const struct lat_row *)b)->key,
+		      sizeof(struct lat_key));
+}
+
+/* Display order: by disk, op, then the busiest first. */
+static int row_cmp(const void *a, const void *b)
+{
+	const struct lat_row *x = a, *y = b;
+
+	if (x->key.disk != y->key.disk)
+		return x->key.disk < y->key.disk ? -1 : 1;
+	if (x->key.op != y->key.op)
+		return x->key.op < y->key.op ? -1 : 1;
+	if (x->h.count != y->h.count)
+		return x->h.count > y->h.count ? -1 : 1;
+	return key_cmp(a, b);
+}
+
+uint32_t lat_log2_row(uint32_t slot)
+{
+	uint64_t low = hist_slot_low_of(slot, LAT_HIST_SUB_BITS);
+	uint32_t msb = low ? hist_msb(low) : 0;
+
+	/* Values are in 1/1024 of the unit: whole units below 2 are row 0 ("0 -> 1"). */
+	return msb <= LAT_SCALE_SHIFT ? 0 : msb - LAT_SCALE_SHIFT;
+}
+
+double lat_percentile(const struct lat_hist *h, double pct)
+{
+	return hist_percentile_of(h->slots, LAT_HIST_SLOTS, LAT_HIST_SUB_BITS, h->max, pct) /
+	       (double)(1 << LAT_SCALE_SHIFT);
+}
+
+static void hist_sub(struct lat_hist *h, const struct lat_hist *prev)
+{
+	uint32_t i;
+
+	h->count -= prev->count;
+	h->sum -= prev->sum;
+	for (i = 0; i < LAT_HIST_SLOTS; i++)
+		h->slots[i] -= prev->slots[i];
+}
+
+static int read_drops(int fd, int ncpus, uint64_t *out)
+{
+	uint64_t *v = calloc(ncpus, sizeof(*v));
+	uint32_t k;
+	int c;
+
+	if (!v)
+		return -ENOMEM;
+	for (k = 0; k < LAT_DROP_NR; k++) {
+		out[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, v))
+			continue;
+		for (c = 0; c < ncpus; c++)
+			out[k] += v[c];
+	}
+	free(v);
+	return 0;
+}
+
+int lat_report_read(struct lat_state *st, int hists_fd, int drops_fd, int ncpus,
+		    struct lat_report *r)
+{
+	struct lat_row *rows = NULL, *cur = NULL, *p, *tmp;
+	struct lat_key key, next, *prevk = NULL;
+	uint64_t drops[LAT_DROP_NR];
+	size_t nr = 0, cap = 0, i, n_out = 0;
+	int err = 0;
+
+	memset(r, 0, sizeof(*r));
+	while (!bpf_map_get_next_key(hists_fd, prevk, &next)) {
+		key = next;
+		prevk = &key;
+		if (nr == cap) {
+			cap = cap ? cap * 2 : 64;
+			tmp = realloc(rows, cap * sizeof(*rows));
+			if (!tmp) {
+				err = fail(-ENOMEM, "out of memory");
+				goto cleanup;
+			}
+			rows = tmp;
+		}
+		rows[nr].key = key;
+		if (bpf_map_lookup_elem(hists_fd, &key, &rows[nr].h))
+			continue;
+		nr++;
+	}
+	qsort(rows, nr, sizeof(*rows), key_cmp);
+	cur = nr ? malloc(nr * sizeof(*cur)) : NULL;
+	if (nr && !cur) {
+		err = fail(-ENOMEM, "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < nr; i++) {
+		cur[n_out] = rows[i];
+		p = st->nr_prev ? bsearch(&rows[i], st->prev, st->nr_prev, sizeof(*p), key_cmp) :
+				  NULL;
+		if (p)
+			hist_sub(&cur[n_out].h, &p->h);
+		if (cur[n_out].h.count)
+			n_out++;
+	}
+	err = read_drops(drops_fd, ncpus, drops);
+	if (err) {
+		err = fail(err, "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < LAT_DROP_NR; i++) {
+		r->drops[i] = drops[i] - st->prev_drops[i];
+		st->prev_drops[i] = drops[i];
+	}
+	qsort(cur, n_out, sizeof(*cur), row_cmp);
+	r->rows = cur;
+	r->nr = n_out;
+	cur = NULL;
+	free(st->prev);
+	st->prev = rows;
+	st->nr_prev = nr;
+	rows = NULL;
+cleanup:
+	free(rows);
+	free(cur);
+	return err;
+}
+
+void lat_report_free(struct lat_report *r)
+{
+	free(r->rows);
+	r->rows = NULL;
+	r->nr = 0;
+}
+
+void lat_state_free(struct lat_state *st)
+{
+	free(st->prev);
+	st->prev = NULL;
+	st->nr_prev = 0;
+}

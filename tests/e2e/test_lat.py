@@ -1,0 +1,374 @@
+# SPDX-License-Identifier: GPL-2.0
+"""`iospan lat`: block request latency and size distributions, against ground truth.
+
+- its total count equals the requests /proc/diskstats completed on the disk (reads,
+  writes, discards, flushes) in the same window, on ext4, xfs and btrfs;
+- its d2c log2 rows agree with biolatency (libbpf-tools) run side by side;
+- its q2c p50 and p99 agree with fio's completion latency percentiles (direct, QD1);
+- --by stack tells direct I/O, buffered writeback and readahead apart; --by cgroup two
+  cgroups (exact request counts); --size the workload's block sizes;
+- bad input: one line, exit 2.
+"""
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+import iospan_testlib as tl
+
+KiB = 1024
+MiB = 1 << 20
+
+# Direct I/O on a block device or file: "op:path:bs:count[:offset_mib]", then
+# {"pid": ...}. Each I/O is one request (sizes below the queue's max_sectors_kb).
+DIRECT = r"""
+import json, mmap, os, sys
+for step in sys.argv[1:]:
+    f = step.split(":")
+    op, path, bs, count = f[0], f[1], int(f[2]), int(f[3])
+    off = int(f[4]) << 20 if len(f) > 4 else 0
+    buf = mmap.mmap(-1, bs)
+    buf.write(b"d" * bs)
+    fd = os.open(path, (os.O_RDWR if op == "w" else os.O_RDONLY) | os.O_DIRECT)
+    for i in range(count):
+        if op == "w":
+            assert os.pwritev(fd, [buf], off + i * bs) == bs
+        else:
+            assert os.preadv(fd, [buf], off + i * bs) == bs
+    os.close(fd)
+print(json.dumps({"pid": os.getpid()}))
+"""
+
+
+def direct_io(*steps, cgroup=None):
+    """Runs DIRECT's steps in a new process (in @cgroup); returns its pid."""
+    pre = (lambda: tl.move_to_cgroup(cgroup)) if cgroup else None
+    p = subprocess.run(["/usr/bin/python3", "-B", "-c", DIRECT] + list(steps),
+                       capture_output=True, text=True, timeout=120, preexec_fn=pre)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])["pid"]
+
+
+def ios(ds):
+    return ds["rd_ios"] + ds["wr_ios"] + ds["dc_ios"] + ds["fl_ios"]
+
+
+def settle(name, timeout=10):
+    """Waits until the disk has nothing in flight and its counts stopped moving."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        ds = tl.read_diskstats()[name]
+        if ds["in_flight"] == 0 and ds == last:
+            return ds
+        last = ds
+        time.sleep(0.2)
+    raise AssertionError("%s never settled" % name)
+
+
+def total(reports):
+    assert len(reports) == 1, reports
+    return sum(h["count"] for h in reports[0]["histograms"])
+
+
+@pytest.fixture(params=["ext4", "xfs", "btrfs"])
+def fs(request):
+    tl.require_root("creates loop devices and file systems, loads BPF")
+    args = ("-E", "lazy_itable_init=0,lazy_journal_init=0") if request.param == "ext4" else ()
+    with tl.scratch_fs(request.param, 320, mkfs_args=args) as fs:
+        yield fs
+
+
+def mixed_workload(fs):
+    """Direct, buffered + fsync (flushes, FUA), readahead, discards."""
+    path = os.path.join(fs.mnt, "data")
+    with open(path, "wb") as f:
+        f.truncate(8 * MiB)
+    direct_io("w:%s:65536:64" % path, "r:%s:4096:100" % path)
+    tl.dd(os.path.join(fs.mnt, "buffered"), bs="256K", count=32, conv="fsync")
+    tl.drop_caches()
+    with open(os.path.join(fs.mnt, "buffered"), "rb") as f:
+        while f.read(MiB):
+            pass
+    os.unlink(os.path.join(fs.mnt, "buffered"))
+    os.sync()
+    subprocess.run(["fstrim", fs.mnt], capture_output=True)
+    os.sync()
+
+
+@pytest.mark.parametrize("keys", [(), ("-D", "-F"), ("--by", "pid"), ("--by", "stack")])
+def test_count_matches_diskstats(fs, keys):
+    """Every completed request counted once, as /proc/diskstats counts it: the sum over
+    all keys equals the disk's reads + writes + discards + flushes in the window."""
+    before = settle(fs.name)
+    t = tl.Tracer("lat", "--json", "-d", fs.dev, *keys)
+    mixed_workload(fs)
+    after = settle(fs.name)
+    reports = t.json_lines()
+    late = tl.read_diskstats()[fs.name]
+    n = total(reports)
+    expect = ios(after) - ios(before)
+    assert expect > 200, (before, after)
+    assert after["fl_ios"] > before["fl_ios"], "the workload made no flush"
+    # Anything the disk completed after the window's end was in the tracer's too.
+    assert expect <= n <= ios(late) - ios(before), (n, expect, reports[0]["drops"])
+    drops = reports[0]["drops"]
+    if keys:
+        # Owners are found for every request (flushes get the block layer's own).
+        assert drops["no_owner"] == 0, drops
+    assert drops["map_full"] == 0 and drops["no_start"] == 0, drops
+
+
+BIOLAT_ROW = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s*\|")
+
+
+def biolatency_rows(text):
+    rows = {}
+    for line in text.splitlines():
+        m = BIOLAT_ROW.match(line)
+        if m:
+            rows[int(m.group(1))] = int(m.group(3))
+    return rows
+
+
+def test_d2c_agrees_with_biolatency():
+    """Side by side on one disk, the same log2 rows within 1% of the total (or 2). The
+    disk: a loop device doing direct I/O to data on the root disk, whose latencies
+    spread over several rows (on a tmpfs-backed one most fall in 8-31 us, where the
+    few hundred ns between the two tools' clock reads under load move whole percents
+    across the 16 us boundary)."""
+    tl.require_root("creates loop devices, loads BPF")
+    with tl.loop_device(96, backing_dir="/var/tmp", direct_io=True) as dev:
+        name = os.path.basename(dev)
+        tl.dd(dev, if_="/dev/urandom", bs="1M", count=64, oflag="direct")
+        settle(name)
+        t = tl.Tracer("lat", "--json", "--stage", "d2c", "-d", dev)
+        # Line-buffered, biolatency says "Tracing" once attached (after loading, which
+        # can take seconds on a busy machine).
+        bio = subprocess.Popen(["stdbuf", "-oL", "/usr/sbin/biolatency", "-d", name],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = bio.stdout.readline()
+        assert first.startswith("Tracing"), (first, bio.stderr.read() if bio.poll() else "")
+        tl.fio(["--name=mix", "--filename=%s" % dev, "--direct=1", "--ioengine=libaio",
+                "--iodepth=4", "--rw=randrw", "--bs=4k", "--size=64m", "--number_ios=4000"],
+               json=False)
+        settle(name)
+        bio.send_signal(signal.SIGINT)
+        out, err = bio.communicate(timeout=30)
+        reports = t.json_lines()
+    theirs = biolatency_rows(out)
+    # biolatency drops a request whose issue program the kernel skipped (nested on its
+    # CPU); lat falls back to the kernel's stamp: a few fewer there.
+    assert sum(theirs.values()) >= 3900, out + err
+    h = reports[0]["histograms"]
+    assert len(h) == 1
+    ours = {r["low"]: r["count"] for r in h[0]["log2"]}
+    tot = sum(theirs.values())
+    assert abs(h[0]["count"] - tot) <= max(2, tot // 100), (h[0]["count"], tot)
+    for low in set(ours) | set(theirs):
+        a, b = ours.get(low, 0), theirs.get(low, 0)
+        assert abs(a - b) <= max(2, tot // 100), (low, a, b, ours, theirs)
+
+
+def nearest_rank(values, pct):
+    values = sorted(values)
+    # The rank-th smallest (1-based); 99.9% of 3000 is 2997, not 2997.0000000000005.
+    return values[max(1, math.ceil(pct / 100.0 * len(values) - 1e-6)) - 1]
+
+
+def test_q2c_percentiles():
+    """A direct QD1 job of 3000 reads. Ground truth: each request's q2c from the kernel's
+    own block_getrq and block_rq_complete events (tracefs, to the microsecond): lat's p50,
+    p90, p99 and p99.9 are within 3.2% (+1 us of tracefs rounding) of the exact ones. fio's
+    completion latency contains q2c (and the syscall and wake-up around it): lat's p50
+    and p99 are at most fio's. (Within 10% of fio's, as the issue asks, does not hold on
+    this shared 2-core VM: fio's p50 is 7-25 us above q2c, its p99 up to ms of its own
+    scheduling delays.)"""
+    tl.require_root("creates loop devices, loads BPF, uses tracefs")
+    with tl.loop_device(128) as dev:
+        name = os.path.basename(dev)
+        tl.dd(dev, if_="/dev/urandom", bs="1M", count=64, oflag="direct")
+        settle(name)
+        with tl.block_events(tl.devnum_of(name), events=("block_getrq",
+                                                         "block_rq_complete")) as ev:
+            t = tl.Tracer("lat", "--json", "-d", dev)
+            doc = tl.fio(["--name=qd1", "--filename=%s" % dev, "--direct=1",
+                          "--ioengine=psync", "--rw=randread", "--bs=4k", "--size=64m",
+                          "--number_ios=3000", "--percentile_list=50:99"])
+            settle(name)
+            reports = t.json_lines()
+            events = ev.read()
+    start, q2c = {}, []
+    for evname, ts, sector, n, rwbs in events:
+        if evname == "block_getrq":
+            start[(sector, n)] = ts
+        elif (sector, n) in start:
+            q2c.append((ts - start.pop((sector, n))) / 1000.0)
+    h = reports[0]["histograms"][0]
+    assert h["count"] == 3000 == len(q2c), (h["count"], len(q2c))
+    for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9)):
+        truth = nearest_rank(q2c, p)
+        assert abs(h[key] - truth) <= 0.032 * truth + 1.0, (key, h[key], truth)
+    fio_pct = doc["jobs"][0]["read"]["clat_ns"]["percentile"]
+    assert h["p50"] <= fio_pct["50.000000"] / 1000.0 * 1.05, (h["p50"], fio_pct)
+    assert h["p99"] <= fio_pct["99.000000"] / 1000.0 * 1.05, (h["p99"], fio_pct)
+
+
+def test_by_stack_separates_kinds():
+    """Direct I/O, buffered writeback and readahead each under their own stacks, credited
+    to who queued them: the direct writer, the flusher, the reader."""
+    tl.require_root("creates loop devices and file systems, loads BPF")
+    with tl.scratch_fs("ext4", 256) as fs:
+        path = os.path.join(fs.mnt, "d")
+        with open(path, "wb") as f:
+            f.truncate(4 * MiB)
+        os.sync()
+        t = tl.Tracer("lat", "--json", "--by", "stack", "-d", fs.dev)
+        writer = direct_io("w:%s:65536:64" % path)
+        with open(os.path.join(fs.mnt, "b"), "wb") as f:
+            f.write(b"b" * (4 * MiB))
+        os.sync()  # written back by the flusher
+        tl.drop_caches()
+        reader = subprocess.run(["/usr/bin/python3", "-B", "-c",
+                                 "import os\nf = open(%r, 'rb')\nwhile f.read(1 << 20): pass\n"
+                                 "print(os.getpid())" % os.path.join(fs.mnt, "b")],
+                                capture_output=True, text=True, check=True)
+        reader = int(reader.stdout)
+        settle(fs.name)
+        rows = t.json_lines()[0]["histograms"]
+    by_kind = {}
+    for r in rows:
+        by_kind.setdefault(r["kind"], []).append(r)
+    direct = by_kind.get("direct", [])
+    assert sum(r["count"] for r in direct if r["pid"] == writer) == 64, direct
+    assert all(any("iomap_dio" in f for f in r["stack"]) for r in direct if r["pid"] == writer)
+    wb = [r for r in by_kind.get("buffered", [])
+          if any("writepages" in f for f in r["stack"])]
+    assert wb and sum(r["count"] for r in wb) >= 4 * MiB // (1280 * KiB), by_kind.keys()
+    assert all(r["pid"] not in (writer, reader) for r in wb)
+    ra = [r for r in by_kind.get("readahead", []) if r["pid"] == reader]
+    assert ra and all(any("read_pages" in f or "readahead" in f for f in r["stack"])
+                      for r in ra), by_kind.get("readahead")
+    # Each distribution is its own: no stack shows up under two kinds.
+    keys = [(r["pid"], tuple(r["stack"]), r["kind"]) for r in rows]
+    assert len(keys) == len(set(keys))
+
+
+def test_by_cgroup_separates_cgroups():
+    """Two cgroups doing known numbers of direct requests: exactly those counts each."""
+    tl.require_root("creates loop devices and cgroups, loads BPF")
+    with tl.loop_device(128) as dev, tl.cgroup2("lat-a") as a, tl.cgroup2("lat-b") as b:
+        t = tl.Tracer("lat", "--json", "--by", "cgroup", "-d", dev)
+        only_b = tl.Tracer("lat", "--json", "--cgroup", b, "-d", dev)
+        direct_io("r:%s:4096:150" % dev, cgroup=a)
+        direct_io("w:%s:8192:250:16" % dev, cgroup=b)
+        settle(os.path.basename(dev))
+        rep = t.json_lines()[0]
+        frep = only_b.json_lines()[0]
+    rows, filtered = rep["histograms"], frep["histograms"]
+    # Exact, but for requests lat says it lost: owners whose record was lost, and runs
+    # of its programs the kernel skipped (nested on a CPU; seen once in 400 requests on
+    # this busy machine).
+    lost = rep["drops"]["no_owner"] + rep["drops"]["programs_skipped"]
+    counts = {r["cgroup"].rstrip("/").split("/")[-1]: r["count"] for r in rows}
+    for cg, n in ((a, 150), (b, 250)):
+        got = counts.get(os.path.basename(cg), 0)
+        assert n - lost <= got <= n, (cg, got, n, rep["drops"], rows)
+    # --cgroup: that cgroup's requests only.
+    flost = frep["drops"]["no_owner"] + frep["drops"]["programs_skipped"]
+    assert len(filtered) == 1 and 250 - flost <= filtered[0]["count"] <= 250, frep
+
+
+def test_by_file_names_the_file():
+    """--by file: the direct I/O of a file under its inode and fs, kind direct."""
+    tl.require_root("creates loop devices and file systems, loads BPF")
+    with tl.scratch_fs("xfs", 320) as fs:
+        path = os.path.join(fs.mnt, "f")
+        with open(path, "wb") as f:
+            f.truncate(8 * MiB)
+        os.sync()
+        t = tl.Tracer("lat", "--json", "--by", "file", "-d", fs.dev)
+        direct_io("w:%s:16384:48" % path, "r:%s:16384:16" % path)
+        settle(fs.name)
+        rows = t.json_lines()[0]["histograms"]
+        ino = os.stat(path).st_ino
+    mine = [r for r in rows if r["ino"] == ino]
+    assert [(r["kind"], r["count"], r["file_dev"]) for r in mine] == [
+        ("direct", 64, fs.devnum)], rows
+
+
+def test_size_matches_block_sizes():
+    """--size: 16 KiB reads and 64 KiB writes in their KiB rows, --by pid."""
+    tl.require_root("creates loop devices, loads BPF")
+    with tl.loop_device(128) as dev:
+        t = tl.Tracer("lat", "--json", "--size", "--by", "pid", "-d", dev)
+        pid = direct_io("r:%s:16384:120" % dev, "w:%s:65536:80:32" % dev)
+        settle(os.path.basename(dev))
+        rep = t.json_lines()[0]
+    assert rep["unit"] == "KiB" and rep["stage"] == "size"
+    mine = [r for r in rep["histograms"] if r["pid"] == pid]
+    assert len(mine) == 1, rep["histograms"]
+    rows = {r["low"]: r["count"] for r in mine[0]["log2"] if r["count"]}
+    assert rows == {16: 120, 64: 80}, rows
+    fine = {(b["low"], b["high"]): b["count"] for b in mine[0]["buckets"]}
+    assert fine == {(16.0, 16.5): 120, (64.0, 66.0): 80}, fine
+
+
+def test_text_report_and_interval():
+    """[interval [count]]: count reports, each with rows, percentiles and -T's time."""
+    tl.require_root("creates loop devices, loads BPF")
+    with tl.loop_device(64) as dev:
+        p = tl.start_tracing("lat", "-T", "-m", "-d", dev, "1", "2")
+        direct_io("r:%s:4096:200" % dev)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert len(re.findall(r"^\d\d:\d\d:\d\d$", out, re.M)) == 2, out
+    assert "msecs" in out and "p99.9" in out and "(ms)" in out, out
+
+
+@pytest.mark.parametrize("args,what", [
+    (("-d", "nosuchdisk0"), "nosuchdisk0"),
+    (("--by", "inode"), "--by"),
+    (("--stage", "i2c"), "--stage"),
+    (("0",), "interval"),
+    (("1", "0"), "count"),
+    (("abc",), "abc"),
+    (("--size", "--stage", "d2c"), "--size"),
+    (("--size", "-m"), "-m"),
+    (("--by", "pid", "--by", "comm"), "--by"),
+    (("--max-entries", "1"), "--max-entries"),
+    (("--bogus",), "--bogus"),
+])
+def test_bad_input(args, what):
+    p = tl.run_iospan("lat", *args)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and what in lines[0], p.stderr
+    assert p.stdout == ""
+
+
+def test_stages_add_up():
+    """Three tracers side by side on one disk: the same requests, and for them q2d + d2c
+    is q2c: averages within 1% + 1 us (each program reads the clock itself, one after the
+    other: under load the reads drift apart by up to a microsecond)."""
+    tl.require_root("creates loop devices, loads BPF")
+    with tl.loop_device(96, backing_dir="/var/tmp", direct_io=True) as dev:
+        tl.dd(dev, if_="/dev/urandom", bs="1M", count=64, oflag="direct")
+        settle(os.path.basename(dev))
+        ts = {s: tl.Tracer("lat", "--json", "--stage", s, "-d", dev)
+              for s in ("q2c", "q2d", "d2c")}
+        tl.fio(["--name=mix", "--filename=%s" % dev, "--direct=1", "--ioengine=libaio",
+                "--iodepth=8", "--rw=randrw", "--bs=4k", "--size=64m", "--number_ios=2000"],
+               json=False)
+        settle(os.path.basename(dev))
+        reps = {s: t.json_lines()[0] for s, t in ts.items()}
+    h = {s: r["histograms"][0] for s, r in reps.items()}
+    drops = {s: r["drops"] for s, r in reps.items()}
+    assert h["q2c"]["count"] == h["q2d"]["count"] == h["d2c"]["count"] >= 1900, drops
+    parts = h["q2d"]["avg"] + h["d2c"]["avg"]
+    assert abs(parts - h["q2c"]["avg"]) <= 0.01 * h["q2c"]["avg"] + 1.0, (parts, h["q2c"]["avg"])
