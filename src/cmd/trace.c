@@ -222,42 +222,6 @@ enum {
 	OPT_BUFFER_SIZE,
 };
 
-static int parse_id(const char *arg, const char *what, uint32_t *out)
-{
-	char path[64];
-	uint64_t v;
-
-	if (parse_u64_range(arg, 1, INT32_MAX, &v))
-		return fail_usage("invalid %s '%s': give a positive number", what, arg);
-	snprintf(path, sizeof(path), "/proc/%" PRIu64, v);
-	if (access(path, F_OK))
-		return fail_usage("no %s %" PRIu64 " (see 'ps -eL')",
-				  !strcmp(what, "pid") ? "process with pid" : "thread with tid", v);
-	*out = v;
-	return 0;
-}
-
-/* (dev, ino) of a path, as the kernel names them; @dir: must be a directory. */
-static int parse_fs_object(const char *opt, const char *arg, bool dir, uint32_t *dev, uint64_t *ino)
-{
-	struct stat st;
-
-	if (stat(arg, &st))
-		return fail_usage("%s '%s': %s", opt, arg, strerror(errno));
-	if (dir && !S_ISDIR(st.st_mode))
-		return fail_usage("%s '%s' is not a directory", opt, arg);
-	if (!dir && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return fail_usage("%s '%s' is not a regular file or block device", opt, arg);
-	if (!dir && S_ISBLK(st.st_mode)) {
-		*dev = KDEV(major(st.st_rdev), minor(st.st_rdev));
-	} else if (mounts_path_dev(arg, dev)) {
-		/* The super block's dev, not st_dev: they differ on btrfs. */
-		*dev = KDEV(major(st.st_dev), minor(st.st_dev));
-	}
-	*ino = st.st_ino;
-	return 0;
-}
-
 static int trace_parse(int argc, char **argv, struct trace_opts *o)
 {
 	static const struct option long_opts[] = {
@@ -311,12 +275,12 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 				return err;
 			break;
 		case 'p':
-			err = args_once("-p/--pid", &have_pid) ?: parse_id(optarg, "pid", &o->pid);
+			err = args_once("-p/--pid", &have_pid) ?: args_id(optarg, "pid", &o->pid);
 			if (err)
 				return err;
 			break;
 		case OPT_TID:
-			err = args_once("--tid", &have_tid) ?: parse_id(optarg, "tid", &o->tid);
+			err = args_once("--tid", &have_tid) ?: args_id(optarg, "tid", &o->tid);
 			if (err)
 				return err;
 			break;
@@ -339,14 +303,14 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 			break;
 		case OPT_FILE:
 			err = args_once("--file", &have_file) ?:
-				      parse_fs_object("--file", optarg, false, &o->file_dev,
+				      args_fs_object("--file", optarg, false, &o->file_dev,
 						      &o->file_ino);
 			if (err)
 				return err;
 			break;
 		case OPT_DIR:
 			err = args_once("--dir", &have_dir) ?:
-				      parse_fs_object("--dir", optarg, true, &o->dir_dev,
+				      args_fs_object("--dir", optarg, true, &o->dir_dev,
 						      &o->dir_ino);
 			if (err)
 				return err;
