@@ -258,20 +258,53 @@ static __always_inline __u32 rq_flags_of(__u32 opf)
 	return f;
 }
 
-/* The inode of the file whose data a request carries (page cache or iomap DIO), or NULL. */
-static __always_inline struct inode *rq_file_inode(struct request *rq)
+/*
+ * The inode @ino of the file whose data a request carries (page cache or iomap DIO),
+ * or NULL; @split: its first bio was split off a larger one.
+ */
+static __always_inline struct inode *rq_file_inode(struct request *rq, __u64 ino, bool split)
 {
-	struct bio *bio = rq->bio;
+	struct bio *bio = rq->bio, *pbio;
 	struct iomap_dio *dio;
 	struct inode *inode;
+	__u64 parent;
 
 	if (!bio)
 		return NULL;
 	dio = bio_iomap_dio(bio, blk_owner_dio_end_io);
 	if (dio)
 		return dio_inode(dio);
+	/* Page cache pages of the file; not a user buffer's (anonymous, or shmem). */
 	inode = bio_page_inode(bio);
-	return inode;
+	if (inode && KR(struct inode, inode, i_ino) == ino)
+		return inode;
+	if (!split)
+		return NULL;
+	/* The front part of a split direct I/O: its bi_private is the bio it was cut from. */
+	parent = (__u64)bio->bi_private;
+	if (!parent || !blk_owner_dio_end_io)
+		return NULL;
+	pbio = AS_BIO(parent);
+	if ((__u64)KR(struct bio, pbio, bi_end_io) != blk_owner_dio_end_io)
+		return NULL;
+	parent = (__u64)KR(struct bio, pbio, bi_private);
+	inode = parent ? dio_inode(KPTR_AS(struct iomap_dio, parent)) : NULL;
+	return inode && KR(struct inode, inode, i_ino) == ino ? inode : NULL;
+}
+
+/*
+ * Whether a completion is the data part of a flush sequence (a write with PREFLUSH or
+ * FUA the device cannot do at once): the request ends again, with no bytes, when the
+ * sequence is done, and only then does diskstats count it. The flag's bit moved into
+ * an enum in 6.9; before, it was bit 4.
+ */
+static __always_inline bool in_flush_seq(struct request *rq)
+{
+	__u32 bit = 4;
+
+	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
+		bit = bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
+	return rq->rq_flags & (1U << bit);
 }
 
 /* The path of the request's file into @e, captured from @inode or as last captured. */
@@ -306,7 +339,7 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	if (op == REQ_OP_DRV_IN_NR || op == REQ_OP_DRV_OUT_NR)
 		return 0;
 	/* A request completed in parts: diskstats counts it once, at its end. */
-	if (nr_bytes < rq->__data_len) {
+	if (nr_bytes < rq->__data_len || (op != REQ_OP_FLUSH && in_flush_seq(rq))) {
 		count(SNOOP_CNT_PARTIAL);
 		return 0;
 	}
@@ -347,9 +380,7 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		goto filtered;
 	}
 	if (o && o->ino && (want_paths || tfilter.dir_dev)) {
-		inode = rq_file_inode(rq);
-		if (inode && KR(struct inode, inode, i_ino) != o->ino)
-			inode = NULL;
+		inode = rq_file_inode(rq, o->ino, o->flags & BLK_OWN_F_SPLIT);
 	}
 	if (tfilter_file_on() &&
 	    (!o || !o->ino ||
@@ -366,7 +397,8 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	e->bytes = s ? slot.bytes : nr_bytes;
 	e->dev = disk;
 	e->op = op;
-	e->rq_flags = rq_flags_of(rq->cmd_flags);
+	/* The flush machinery takes PREFLUSH and FUA off the request, not off its bio. */
+	e->rq_flags = rq_flags_of(rq->cmd_flags | (rq->bio ? rq->bio->bi_opf : 0));
 	e->flags = (s ? 0 : SNOOP_IO_NO_ISSUE) | (o ? 0 : SNOOP_IO_NO_OWNER) |
 		   (error ? SNOOP_IO_ERROR : 0);
 	e->inflight = slot.inflight;

@@ -416,9 +416,8 @@ static int snoop_run(struct snoop_ctx *c)
 	start = now_ns(CLOCK_MONOTONIC);
 	if (o->duration_ns)
 		end = start + o->duration_ns;
-	if (!gopts.json)
-		fprintf(stderr, "iospan snoop: tracing block requests%s; Ctrl-C to stop\n",
-			o->out_path ? " to the file" : "");
+	fprintf(stderr, "iospan snoop: tracing block requests%s; Ctrl-C to stop\n",
+		o->out_path ? " into the file" : "");
 	while (!stop_requested) {
 		now = now_ns(CLOCK_MONOTONIC);
 		if (end && now >= end)
