@@ -25,6 +25,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 ops_mask = 0;	   /* bit (1 << REQ_OP_*) of the ops shown; 0: all */
 const volatile __u64 min_latency_ns = 0;   /* requests faster than this are not sent */
 const volatile bool want_paths = true;
+const volatile __u32 page_size = 4096;
 
 /* Set by user space at the end: no record is sent after it (the rest is drained). */
 bool stopped;
@@ -49,6 +50,33 @@ struct {
 	__type(key, struct top_file_key);
 	__type(value, __u64);
 } file_ids SEC(".maps");
+
+/* Who dirtied which page (dirtier.bpf.h): writeback is credited to them. */
+static __always_inline void count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&counts, &what);
+
+	if (v)
+		*v += 1;
+}
+
+#define DIRTIER_INSERT_FAILED(err) ((void)(err), count(SNOOP_CNT_DIRTIER_FULL))
+#include "dirtier.bpf.h"
+
+/* The dirtiers by tgid: the thread that last dirtied pages, its cgroup and name. */
+struct dirtier_proc {
+	__u32 tid;
+	__u32 pad;
+	__u64 cgid;
+	char comm[SNOOP_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct dirtier_proc);
+} dirtier_procs SEC(".maps");
 
 /* Requests in flight per disk (dev_t of the whole disk), counted from their dispatch. */
 struct {
@@ -75,6 +103,8 @@ struct rq_slot {
 	__u32 inflight;
 	__u32 nr_bios;
 	__u32 counted; /* added to its disk's in-flight count */
+	__u32 done;    /* bytes of partial completions so far */
+	__u32 pad;
 };
 
 struct {
@@ -85,16 +115,9 @@ struct {
 } rq_slots SEC(".maps");
 
 #define E2BIG_NR	  7
+#define REQ_OP_WRITE_NR	  1
 #define REQ_OP_DRV_IN_NR  34
 #define REQ_OP_DRV_OUT_NR 35
-
-static __always_inline void count(__u32 what)
-{
-	__u64 *v = bpf_map_lookup_elem(&counts, &what);
-
-	if (v)
-		*v += 1;
-}
 
 static __always_inline __u32 rq_disk_dev(struct request *rq)
 {
@@ -141,6 +164,39 @@ int BPF_PROG(snoop_bio_split_raw, void *bio)
 	return 0;
 }
 
+/*
+ * Runs in the task that dirties a page cache folio: it becomes the dirtier of the
+ * folio's pages, whose writeback is credited to it.
+ */
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(snoop_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dirtier_proc *p, np = {};
+	struct inode *host;
+	__u32 tgid = task->tgid;
+	__u64 cgid;
+
+	/* Kernel threads re-dirty pages during writeback: they are never the source. */
+	if (task->flags & PF_KTHREAD || !mapping)
+		return 0;
+	host = mapping->host;
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
+		return 0;
+	dirtier_mark(host->i_sb->s_dev, host->i_ino, folio->index,
+		     folio_bytes(folio, page_size) / page_size, tgid);
+	/* Written only when the thread or its cgroup changes. */
+	cgid = bpf_get_current_cgroup_id();
+	p = bpf_map_lookup_elem(&dirtier_procs, &tgid);
+	if (p && p->tid == task->pid && p->cgid == cgid)
+		return 0;
+	np.tid = task->pid;
+	np.cgid = cgid;
+	bpf_get_current_comm(np.comm, sizeof(np.comm));
+	bpf_map_update_elem(&dirtier_procs, &tgid, &np, BPF_ANY);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 static int count_bio(__u32 i, void *ctx)
@@ -172,8 +228,14 @@ static __always_inline int issue_rq(struct request *rq)
 
 	if (!s)
 		return 0;
-	/* A slot still counted for a request that never completed: take it off. */
-	if (s->counted && s->tag != pv(rq)) {
+	/*
+	 * A slot still counted: its request's completion ran no program (this request
+	 * again, dispatched anew: no requeue was seen either), or another request that
+	 * shared the slot has not completed yet. Either way it stops counting here.
+	 */
+	if (s->counted) {
+		if (s->tag == pv(rq))
+			count(SNOOP_CNT_COMPLETION_UNSEEN);
 		n = bpf_map_lookup_elem(&inflight, &s->counted);
 		if (n)
 			__sync_fetch_and_add(n, -1);
@@ -188,6 +250,7 @@ static __always_inline int issue_rq(struct request *rq)
 		nr = bpf_loop(MAX_BIOS, count_bio, &bio, 0);
 	s->nr_bios = nr;
 	s->counted = 0;
+	s->done = 0;
 	s->inflight = 0;
 	n = disk_inflight(rq_disk_dev(rq));
 	if (n) {
@@ -307,6 +370,45 @@ static __always_inline bool in_flush_seq(struct request *rq)
 	return rq->rq_flags & (1U << bit);
 }
 
+/*
+ * A page cache write: credits it to the process that dirtied its first page, if that
+ * is not the submitter (a flusher, `sync`, another process's fsync). Returns the
+ * submitter's tid (the flusher) when it did, else 0.
+ */
+static __noinline __u32 credit_dirtier(struct request *rq, struct blk_owner *o)
+{
+	struct page_pos pp = {};
+	struct dirtier_proc *p;
+	struct bio *bio = rq->bio;
+	__u32 dirtier, flusher;
+
+	if (!bio || !o)
+		return 0;
+	page_pos_init(&pp, bio, BPF_CORE_READ(bio, bi_iter.bi_size), o->dev, o->ino);
+	if (page_walk_next(&pp))
+		return 0;
+	dirtier = pp.dirtier;
+	if (!dirtier) {
+		count(SNOOP_CNT_NO_DIRTIER);
+		return 0;
+	}
+	if (dirtier == o->pid)
+		return 0;
+	flusher = o->tid;
+	o->pid = dirtier;
+	p = bpf_map_lookup_elem(&dirtier_procs, &dirtier);
+	if (p) {
+		o->tid = p->tid;
+		o->cgid = p->cgid;
+		__builtin_memcpy(o->comm, p->comm, sizeof(o->comm));
+	} else {
+		o->tid = dirtier;
+		o->cgid = 0;
+		__builtin_memset(o->comm, 0, sizeof(o->comm));
+	}
+	return flusher;
+}
+
 /* The path of the request's file into @e, captured from @inode or as last captured. */
 static __always_inline void note_path(struct snoop_io *e, struct inode *inode)
 {
@@ -332,18 +434,24 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	struct rq_slot *s, slot = {};
 	struct inode *inode = NULL;
 	struct snoop_io *e;
-	struct blk_owner *o;
+	struct blk_owner *o, who;
+	__u32 wb_flusher = 0;
 	__u64 now, lat;
 
 	/* Passthrough requests (SG_IO, driver commands) are not block I/O in diskstats. */
 	if (op == REQ_OP_DRV_IN_NR || op == REQ_OP_DRV_OUT_NR)
 		return 0;
+	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
+	/* A slot left by an earlier use of this request, whose dispatch ran no program. */
+	if (s && rq->start_time_ns && s->issue_ns < rq->start_time_ns)
+		s = NULL;
 	/* A request completed in parts: diskstats counts it once, at its end. */
 	if (nr_bytes < rq->__data_len || (op != REQ_OP_FLUSH && in_flush_seq(rq))) {
 		count(SNOOP_CNT_PARTIAL);
+		if (s)
+			s->done += nr_bytes;
 		return 0;
 	}
-	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
 	if (s) {
 		slot = *s;
 		if (s->counted) {
@@ -376,8 +484,13 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		count(SNOOP_CNT_NO_OWNER);
 		if (tfilter_proc_on() || tfilter_file_on())
 			goto filtered;
-	} else if (tfilter_proc_on() && !tfilter_proc_ok(o->pid, o->tid, o->comm, o->cgid)) {
-		goto filtered;
+	} else {
+		who = *o;
+		o = &who;
+		if (op == REQ_OP_WRITE_NR && who.kind == BLK_OWN_BUFFERED)
+			wb_flusher = credit_dirtier(rq, &who);
+		if (tfilter_proc_on() && !tfilter_proc_ok(who.pid, who.tid, who.comm, who.cgid))
+			goto filtered;
 	}
 	if (o && o->ino && (want_paths || tfilter.dir_dev)) {
 		inode = rq_file_inode(rq, o->ino, o->flags & BLK_OWN_F_SPLIT);
@@ -394,7 +507,8 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	e->start_ns = rq->start_time_ns;
 	e->issue_ns = slot.issue_ns;
 	e->sector = s ? slot.sector : rq->__sector;
-	e->bytes = s ? slot.bytes : nr_bytes;
+	/* What the kernel completed, as diskstats counts it (the parts before included). */
+	e->bytes = nr_bytes + slot.done;
 	e->dev = disk;
 	e->op = op;
 	/* The flush machinery takes PREFLUSH and FUA off the request, not off its bio. */
@@ -405,6 +519,9 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	e->nr_bios = slot.nr_bios;
 	e->error = error;
 	e->path_id = 0;
+	e->flusher = wb_flusher;
+	if (wb_flusher)
+		e->flags |= SNOOP_IO_WRITEBACK;
 	if (o) {
 		e->pid = o->pid;
 		e->tid = o->tid;

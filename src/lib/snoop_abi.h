@@ -39,6 +39,7 @@ enum snoop_io_flags {
 	SNOOP_IO_NO_ISSUE = 1 << 1, /* dispatched before tracing started: no d, inflight */
 	SNOOP_IO_PATH = 1 << 2,	    /* path_id names a path in the paths map */
 	SNOOP_IO_ERROR = 1 << 3,    /* completed with an error (error) */
+	SNOOP_IO_WRITEBACK = 1 << 4, /* written back by flusher for the dirtier (pid) */
 };
 
 /* Counters of the snoop programs (per-CPU array). */
@@ -48,6 +49,13 @@ enum snoop_count {
 	SNOOP_CNT_PARTIAL,   /* partial completions folded into their request's line */
 	SNOOP_CNT_FILTERED,  /* completed requests the filters left out */
 	SNOOP_CNT_INFLIGHT_FULL, /* a disk's in-flight counter had no room */
+	SNOOP_CNT_DIRTIER_FULL,	 /* a page's dirtier not recorded (no room in the map) */
+	SNOOP_CNT_NO_DIRTIER,	 /* page cache writes whose dirtier was not on record */
+	/*
+	 * Requests dispatched again while still counted in flight, with no requeue seen:
+	 * their completion ran no program (a line is missing for each).
+	 */
+	SNOOP_CNT_COMPLETION_UNSEEN,
 	SNOOP_CNT_NR,
 };
 
@@ -72,7 +80,7 @@ struct snoop_io {
 	__u32 inflight; /* requests in flight on the disk at dispatch, this one included */
 	__u32 nr_bios;	/* bios in the request (1 + merged) at dispatch */
 	__s32 error;	/* blk_status_t */
-	__u32 pad;
+	__u32 flusher;	/* writeback: the tid that submitted it for the dirtier */
 	char comm[SNOOP_COMM_LEN];
 };
 

@@ -93,6 +93,9 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 		jw_kv_uint(jw, "merged", e->nr_bios ? e->nr_bios - 1 : 0);
 	}
 	jw_kv_string(jw, "kind", l->kind);
+	jw_kv_bool(jw, "writeback", e->flags & SNOOP_IO_WRITEBACK);
+	if (e->flags & SNOOP_IO_WRITEBACK)
+		jw_kv_uint(jw, "flusher_tid", e->flusher);
 	if (e->ino) {
 		jw_kv_uint(jw, "ino", e->ino);
 		if (l->path)
@@ -144,7 +147,10 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 		fprintf(r->out, "%3s %4s", "-", "-");
 	else
 		fprintf(r->out, "%3u %4u", e->inflight, e->nr_bios);
-	fprintf(r->out, " %s %s\n", group, what);
+	fprintf(r->out, " %s %s", group, what);
+	if (e->flags & SNOOP_IO_WRITEBACK)
+		fprintf(r->out, " (writeback by %u)", e->flusher);
+	fputc('\n', r->out);
 }
 
 void snoop_render_event(struct snoop_render *r, const struct snoop_io *e,
@@ -175,7 +181,10 @@ void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
 		jw_kv_uint(jw, "filtered", t->filtered);
 		jw_kv_uint(jw, "partial_completions", t->partial);
 		jw_kv_uint(jw, "inflight_map_full", t->inflight_full);
+		jw_kv_uint(jw, "dirtier_map_full", t->dirtier_full);
+		jw_kv_uint(jw, "writeback_dirtier_unknown", t->no_dirtier);
 		jw_kv_uint(jw, "missed_runs", t->missed_runs);
+		jw_kv_uint(jw, "completion_not_seen", t->completion_unseen);
 		jw_end_object(jw);
 		jw_end_object(jw);
 		return;
@@ -187,6 +196,11 @@ void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
 		", dispatch not seen %" PRIu64 ", filtered out %" PRIu64 "\n",
 		t->events, t->seconds, t->lost, t->malformed, t->no_owner, t->no_issue,
 		t->filtered);
+	if (t->completion_unseen)
+		fprintf(stderr,
+			"iospan snoop: %" PRIu64 " completions ran no program (the request was "
+			"dispatched again unseen): their lines are missing\n",
+			t->completion_unseen);
 	if (t->missed_runs)
 		fprintf(stderr,
 			"iospan snoop: %" PRIu64 " program runs skipped by the kernel (nested): "

@@ -254,6 +254,10 @@ static int build_hooks(struct snoop_ctx *c)
 		 .v = {{.prog = s->progs.snoop_bio_queue}, {.prog = s->progs.snoop_bio_queue_raw}}},
 		{.name = "block_split",
 		 .v = {{.prog = s->progs.snoop_bio_split}, {.prog = s->progs.snoop_bio_split_raw}}},
+		{.name = "writeback_dirty_folio",
+		 .optional = true,
+		 .figure = "writeback credited to the processes that dirtied the pages",
+		 .v = {{.prog = s->progs.snoop_dirty_folio}}},
 		{.name = "block_rq_issue",
 		 .v = {{.prog = s->progs.snoop_rq_issue}, {.prog = s->progs.snoop_rq_issue_raw}}},
 		{.name = "block_rq_requeue",
@@ -303,6 +307,7 @@ static int snoop_setup(struct snoop_ctx *c)
 	tf->dir_ino = o->dir_ino;
 	s->rodata->ops_mask = o->ops_mask;
 	s->rodata->min_latency_ns = o->min_latency_ns;
+	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->blk_owner_dio_end_io = end_io;
 	/* Stacks are lat's (--by stack): not taken here. */
 	bpf_map__set_max_entries(s->maps.blk_owner_stacks, 1);
@@ -401,6 +406,9 @@ static int read_totals(struct snoop_ctx *c, struct snoop_totals *t)
 	t->filtered = cnt[SNOOP_CNT_FILTERED];
 	t->partial = cnt[SNOOP_CNT_PARTIAL];
 	t->inflight_full = cnt[SNOOP_CNT_INFLIGHT_FULL];
+	t->dirtier_full = cnt[SNOOP_CNT_DIRTIER_FULL];
+	t->no_dirtier = cnt[SNOOP_CNT_NO_DIRTIER];
+	t->completion_unseen = cnt[SNOOP_CNT_COMPLETION_UNSEEN];
 	t->missed_runs = bpfobj_missed_runs(c->skel->obj);
 	return 0;
 }

@@ -69,6 +69,7 @@ void snoop_render_event(struct snoop_render *r, const struct snoop_io *e,
 struct snoop_totals {
 	uint64_t events, lost, malformed, sent;
 	uint64_t no_owner, no_issue, filtered, partial, inflight_full;
+	uint64_t dirtier_full, no_dirtier, completion_unseen;
 	uint64_t missed_runs;
 	double seconds;
 };
