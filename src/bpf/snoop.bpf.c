@@ -460,8 +460,6 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 				__sync_fetch_and_add(n, -1);
 			s->counted = 0;
 		}
-	} else {
-		count(SNOOP_CNT_NO_ISSUE);
 	}
 	if (stopped)
 		return 0;
@@ -500,6 +498,8 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	     !tfilter_file_ok(o->dev, o->ino, vfs_dentry((__u64)inode, VFS_FROM_INODE))))
 		goto filtered;
 
+	if (!s)
+		count(SNOOP_CNT_NO_ISSUE);
 	e = rbuf_reserve(events, SNOOP_REC_IO, sizeof(struct snoop_io));
 	if (!e)
 		return 0;

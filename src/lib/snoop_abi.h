@@ -9,6 +9,8 @@
 #include "rbuf_abi.h"
 
 #define SNOOP_COMM_LEN 16
+/* The sector of a request that has none (a cache flush): the kernel's (sector_t)-1. */
+#define SNOOP_NO_SECTOR ((__u64)-1)
 
 enum snoop_rec_type {
 	SNOOP_REC_IO = 1,

@@ -80,7 +80,10 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 		jw_kv_string(jw, "container", l->container);
 	jw_kv_string(jw, "disk", l->disk);
 	jw_kv_string(jw, "rwbs", l->rwbs);
-	jw_kv_uint(jw, "sector", e->sector);
+	if (e->sector == SNOOP_NO_SECTOR)
+		jw_kv_null(jw, "sector");
+	else
+		jw_kv_uint(jw, "sector", e->sector);
 	jw_kv_uint(jw, "bytes", e->bytes);
 	kv_dur_us(jw, "queue_us", l->queue_ns);
 	kv_dur_us(jw, "device_us", l->device_ns);
@@ -111,7 +114,7 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 static void render_text(struct snoop_render *r, const struct snoop_io *e,
 			const struct snoop_line *l)
 {
-	char q[UNITS_BUF], d[UNITS_BUF], t[UNITS_BUF], file[64];
+	char q[UNITS_BUF], d[UNITS_BUF], t[UNITS_BUF], file[64], sector[24];
 	const char *what, *group;
 	time_t sec = (time_t)l->wall;
 	struct tm tm;
@@ -134,13 +137,20 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 			 KDEV_MINOR(e->fs_dev), (uint64_t)e->ino);
 		what = file;
 	} else {
-		snprintf(file, sizeof(file), "[%s]", l->kind);
+		/* The disk's own cache flush has no bio, hence no submitter. */
+		snprintf(file, sizeof(file), "[%s]",
+			 e->op == SNOOP_OP_FLUSH && (e->flags & SNOOP_IO_NO_OWNER) ? "flush" :
+										     l->kind);
 		what = file;
 	}
 	group = l->container ? l->container : l->cgroup ? printable(l->cgroup) : "-";
-	fprintf(r->out, "%s.%06u %-15s %7u %7u %-7s %-4s %11" PRIu64 " %7u %6s %6s %6s ", r->hms,
+	if (e->sector == SNOOP_NO_SECTOR)
+		snprintf(sector, sizeof(sector), "-");
+	else
+		snprintf(sector, sizeof(sector), "%" PRIu64, (uint64_t)e->sector);
+	fprintf(r->out, "%s.%06u %-15s %7u %7u %-7s %-4s %11s %7u %6s %6s %6s ", r->hms,
 		(unsigned int)((l->wall - sec) * 1e6), printable(l->comm), e->pid, e->tid,
-		printable(l->disk), l->rwbs, (uint64_t)e->sector, e->bytes,
+		printable(l->disk), l->rwbs, sector, e->bytes,
 		dur(l->queue_ns, q, sizeof(q)), dur(l->device_ns, d, sizeof(d)),
 		dur(l->total_ns, t, sizeof(t)));
 	if (e->flags & SNOOP_IO_NO_ISSUE)
