@@ -8,7 +8,7 @@
 # failure and never waits without a bound: every command runs under `timeout`.
 #
 # iospan.suite=full (default) or smoke on the kernel command line: smoke runs doctor,
-# stat and top/trace on ext4 only.
+# stat and top/trace/snoop on ext4 only.
 
 R=/results
 TRACER_START_S=180   # BPF load and attach under TCG can take a while
@@ -167,6 +167,34 @@ trace_scenario() {
 	snap "$d" after
 }
 
+# snoop -d: one line per request of DISK; diskstats read while the tracer runs and the
+# disk is idle, around workloads in their own processes (their pids in their JSON lines).
+snoop_scenario() {
+	local name=$1 disk=$2 dir=$3 raw=$4 d
+	d=$(scenario "$name" "$disk")
+	drop_caches
+	log "$name"
+	start_tracer "$d" snoop iospan snoop --json -d "$disk" --duration $TRACER_MAX_S || return
+	sync
+	sleep 1
+	snap "$d" before
+	if [ -n "$raw" ]; then
+		step "$d" w-dio-write iowork pwrite "$raw" -b 1048576 -n 8 --direct
+		step "$d" w-dio-read iowork pread "$raw" -b 65536 -n 64 --direct --random
+	else
+		step "$d" w-dio-write iowork pwrite "$dir/snoop-direct" -b 1048576 -n 8 --direct
+		step "$d" w-dio-read iowork pread "$dir/snoop-direct" -b 65536 -n 64 --direct --random
+		step "$d" w-fsync iowork pwrite "$dir/snoop-fsync" -b 1048576 -n 4 --fsync
+		step "$d" w-lazy iowork pwrite "$dir/snoop-lazy" -b 1048576 -n 4
+		# Another process writes the lazy writer's pages back.
+		sync
+	fi
+	sync
+	sleep 1
+	snap "$d" after
+	stop_tracer "$d" snoop
+}
+
 disk_of() { awk -v m="$1" '$2 == m { sub("/dev/", "", $1); print $1 }' /proc/mounts; }
 
 t0=$(date +%s)
@@ -181,7 +209,7 @@ for fs in $fslist; do
 	disk=$(disk_of /mnt/$fs)
 	if [ -z "$disk" ]; then
 		log "/mnt/$fs is not mounted"
-		for s in top trace; do
+		for s in top trace snoop; do
 			mkdir -p $R/$s-$fs && echo "/mnt/$fs is not mounted" >$R/$s-$fs/missing
 		done
 		continue
@@ -189,6 +217,7 @@ for fs in $fslist; do
 	log "$fs on $disk"
 	top_scenario "top-$fs" "$disk" "/mnt/$fs"
 	trace_scenario "trace-$fs" "$disk" "/mnt/$fs"
+	snoop_scenario "snoop-$fs" "$disk" "/mnt/$fs"
 done
 if [ -n "$RAW_DEV" ]; then
 	raw=${RAW_DEV#/dev/}
@@ -196,6 +225,7 @@ if [ -n "$RAW_DEV" ]; then
 	if [ "$suite" != smoke ]; then
 		top_scenario top-raw "$raw" "" "$RAW_DEV"
 		trace_scenario trace-raw "$raw" "" "$RAW_DEV"
+		snoop_scenario snoop-raw "$raw" "" "$RAW_DEV"
 	fi
 fi
 log "done in $(($(date +%s) - t0)) s"
