@@ -286,7 +286,8 @@ def filtered():
 
 
 def keys(lines):
-    return sorted((l["disk"], l["sector"], l["bytes"], l["rwbs"], l["pid"]) for l in lines)
+    return sorted((l["disk"], -1 if l["sector"] is None else l["sector"], l["bytes"],
+                   l["rwbs"], l["pid"]) for l in lines)
 
 
 @pytest.mark.parametrize("name", ["pid", "tid", "comm", "cgroup", "file", "dir", "ops",
