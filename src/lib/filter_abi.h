@@ -21,7 +21,7 @@ struct target_filter {
 	__u32 dir_dev;	/* --dir: the same */
 	__u64 file_ino;
 	__u64 dir_ino;
-	__u8 devs;   /* -d: filter_devs holds the devices */
+	__u8 devs;    /* -d: filter_devs holds the devices */
 	__u8 cgroups; /* --cgroup: filter_cgroups holds the ids */
 	__u8 comm_on;
 	__u8 pad[5];

@@ -37,19 +37,19 @@ enum snoop_op {
 };
 
 enum snoop_io_flags {
-	SNOOP_IO_NO_OWNER = 1 << 0, /* no submitter known (queued before tracing, or lost) */
-	SNOOP_IO_NO_ISSUE = 1 << 1, /* dispatched before tracing started: no d, inflight */
-	SNOOP_IO_PATH = 1 << 2,	    /* path_id names a path in the paths map */
-	SNOOP_IO_ERROR = 1 << 3,    /* completed with an error (error) */
+	SNOOP_IO_NO_OWNER = 1 << 0,  /* no submitter known (queued before tracing, or lost) */
+	SNOOP_IO_NO_ISSUE = 1 << 1,  /* dispatched before tracing started: no d, inflight */
+	SNOOP_IO_PATH = 1 << 2,	     /* path_id names a path in the paths map */
+	SNOOP_IO_ERROR = 1 << 3,     /* completed with an error (error) */
 	SNOOP_IO_WRITEBACK = 1 << 4, /* written back by flusher for the dirtier (pid) */
 };
 
 /* Counters of the snoop programs (per-CPU array). */
 enum snoop_count {
-	SNOOP_CNT_NO_OWNER,  /* completed requests whose submitter was unknown */
-	SNOOP_CNT_NO_ISSUE,  /* completed requests not seen at dispatch */
-	SNOOP_CNT_PARTIAL,   /* partial completions folded into their request's line */
-	SNOOP_CNT_FILTERED,  /* completed requests the filters left out */
+	SNOOP_CNT_NO_OWNER,	 /* completed requests whose submitter was unknown */
+	SNOOP_CNT_NO_ISSUE,	 /* completed requests not seen at dispatch */
+	SNOOP_CNT_PARTIAL,	 /* partial completions folded into their request's line */
+	SNOOP_CNT_FILTERED,	 /* completed requests the filters left out */
 	SNOOP_CNT_INFLIGHT_FULL, /* a disk's in-flight counter had no room */
 	SNOOP_CNT_DIRTIER_FULL,	 /* a page's dirtier not recorded (no room in the map) */
 	SNOOP_CNT_NO_DIRTIER,	 /* page cache writes whose dirtier was not on record */
@@ -74,7 +74,7 @@ struct snoop_io {
 	__u32 dev;	/* device the request went to (partition, else disk) */
 	__u32 fs_dev;	/* the file's fs (its s_dev), 0 if none */
 	__u32 bytes;
-	__u32 op; /* enum snoop_op */
+	__u32 op;	/* enum snoop_op */
 	__u32 rq_flags; /* enum snoop_rq_flags */
 	__u32 flags;	/* enum snoop_io_flags */
 	__u32 kind;	/* enum blk_owner_kind */

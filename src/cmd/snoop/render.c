@@ -150,9 +150,8 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 		snprintf(sector, sizeof(sector), "%" PRIu64, (uint64_t)e->sector);
 	fprintf(r->out, "%s.%06u %-15s %7u %7u %-7s %-4s %11s %7u %6s %6s %6s ", r->hms,
 		(unsigned int)((l->wall - sec) * 1e6), printable(l->comm), e->pid, e->tid,
-		printable(l->disk), l->rwbs, sector, e->bytes,
-		dur(l->queue_ns, q, sizeof(q)), dur(l->device_ns, d, sizeof(d)),
-		dur(l->total_ns, t, sizeof(t)));
+		printable(l->disk), l->rwbs, sector, e->bytes, dur(l->queue_ns, q, sizeof(q)),
+		dur(l->device_ns, d, sizeof(d)), dur(l->total_ns, t, sizeof(t)));
 	if (e->flags & SNOOP_IO_NO_ISSUE)
 		fprintf(r->out, "%3s %4s", "-", "-");
 	else
@@ -183,9 +182,9 @@ void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
 		jw_kv_uint(jw, "events", t->events);
 		jw_kv_uint(jw, "lost", t->lost);
 		jw_kv_uint(jw, "malformed", t->malformed);
-		jw_kv_uint(jw, "not_arrived", t->sent > t->events + t->malformed ?
-							t->sent - t->events - t->malformed :
-							0);
+		jw_kv_uint(jw, "not_arrived",
+			   t->sent > t->events + t->malformed ? t->sent - t->events - t->malformed :
+								0);
 		jw_kv_uint(jw, "owner_unknown", t->no_owner);
 		jw_kv_uint(jw, "dispatch_not_seen", t->no_issue);
 		jw_kv_uint(jw, "filtered", t->filtered);

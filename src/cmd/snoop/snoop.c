@@ -152,8 +152,7 @@ static int snoop_parse(int argc, char **argv, struct snoop_opts *o)
 	int opt, err = 0;
 
 	o->rb_bytes = RB_DEFAULT;
-	while ((opt = getopt_long(argc, argv, "d:p:o:" COMMON_SHORT_OPTS, long_opts, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "d:p:o:" COMMON_SHORT_OPTS, long_opts, NULL)) != -1) {
 		if (args_common_opt(opt))
 			continue;
 		switch (opt) {
@@ -325,7 +324,8 @@ static int snoop_setup(struct snoop_ctx *c)
 	err = snoop_bpf__load(s);
 	if (err)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
-			    geteuid() ? " (run as root)" : " (see 'iospan doctor', -v for details)");
+			    geteuid() ? " (run as root)" :
+					" (see 'iospan doctor', -v for details)");
 	err = filter_maps_fill(bpf_map__fd(s->maps.filter_devs), o->have_disk ? &o->disk : NULL,
 			       bpf_map__fd(s->maps.filter_cgroups),
 			       o->have_cgroup ? o->cgroup_dir : NULL);

@@ -36,14 +36,14 @@ struct snoop_opts {
 
 /* One record in the words a user reads (format.c); strings valid until the next. */
 struct snoop_line {
-	double wall;		/* CLOCK_REALTIME seconds of the completion */
-	const char *comm;	/* submitter's name, "?" if unknown */
+	double wall;	  /* CLOCK_REALTIME seconds of the completion */
+	const char *comm; /* submitter's name, "?" if unknown */
 	const char *disk;
 	char rwbs[8];
-	const char *cgroup;	/* cgroup v2 path, NULL if unknown */
-	const char *container;	/* short container id, NULL if none */
-	const char *kind;	/* enum blk_owner_kind's name */
-	const char *path;	/* file path, NULL if none captured */
+	const char *cgroup;		       /* cgroup v2 path, NULL if unknown */
+	const char *container;		       /* short container id, NULL if none */
+	const char *kind;		       /* enum blk_owner_kind's name */
+	const char *path;		       /* file path, NULL if none captured */
 	int64_t queue_ns, device_ns, total_ns; /* -1: unknown */
 };
 
