@@ -26,6 +26,7 @@ const volatile __u32 ops_mask = 0;	   /* bit (1 << REQ_OP_*) of the ops shown; 0
 const volatile __u64 min_latency_ns = 0;   /* requests faster than this are not sent */
 const volatile bool want_paths = true;
 const volatile __u32 page_size = 4096;
+const volatile __u64 flush_data_end_io = 0; /* mq_flush_data_end_io, 0 if unknown */
 
 /* Set by user space at the end: no record is sent after it (the rest is drained). */
 bool stopped;
@@ -358,13 +359,17 @@ static __always_inline struct inode *rq_file_inode(struct request *rq, __u64 ino
 /*
  * Whether a completion is the data part of a flush sequence (a write with PREFLUSH or
  * FUA the device cannot do at once): the request ends again, with no bytes, when the
- * sequence is done, and only then does diskstats count it. The flag's bit moved into
- * an enum in 6.9; before, it was bit 4.
+ * sequence is done, and only then does diskstats count it. Until then the flush
+ * machinery has made its end_io mq_flush_data_end_io (@flush_data_end_io, from
+ * kallsyms); without it, the RQF_FLUSH_SEQ flag where BTF numbers it (6.9+ have the
+ * enum, but not every kernel's BTF keeps it), else the flag's old bit 4 (6.1).
  */
 static __always_inline bool in_flush_seq(struct request *rq)
 {
 	__u32 bit = 4;
 
+	if (flush_data_end_io)
+		return (__u64)rq->end_io == flush_data_end_io;
 	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
 		bit = bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
 	return rq->rq_flags & (1U << bit);

@@ -275,11 +275,11 @@ static int build_hooks(struct snoop_ctx *c)
 
 static int snoop_setup(struct snoop_ctx *c)
 {
-	static const char *const syms[] = {"iomap_dio_bio_end_io"};
+	static const char *const syms[] = {"iomap_dio_bio_end_io", "mq_flush_data_end_io"};
 	const struct snoop_opts *o = c->o;
 	struct target_filter *tf;
 	struct snoop_bpf *s;
-	uint64_t end_io = 0;
+	uint64_t addrs[2] = {};
 	int err;
 
 	probe_setup_libbpf_print();
@@ -287,8 +287,9 @@ static int snoop_setup(struct snoop_ctx *c)
 	err = probe_require_bpf_privileges("snoop");
 	if (err)
 		return err;
-	if (ksyms_lookup(NULL, syms, &end_io, 1))
-		end_io = 0; /* direct I/O then shows its inode, without a path */
+	/* Without them direct I/O shows no file, and flush sequences go by a flag. */
+	if (ksyms_lookup(NULL, syms, addrs, 2))
+		memset(addrs, 0, sizeof(addrs));
 	s = SKEL_OPEN(snoop);
 	if (!s)
 		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
@@ -307,7 +308,8 @@ static int snoop_setup(struct snoop_ctx *c)
 	s->rodata->ops_mask = o->ops_mask;
 	s->rodata->min_latency_ns = o->min_latency_ns;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
-	s->rodata->blk_owner_dio_end_io = end_io;
+	s->rodata->blk_owner_dio_end_io = addrs[0];
+	s->rodata->flush_data_end_io = addrs[1];
 	/* Stacks are lat's (--by stack): not taken here. */
 	bpf_map__set_max_entries(s->maps.blk_owner_stacks, 1);
 	bpf_map__set_max_entries(s->maps.events, o->rb_bytes);

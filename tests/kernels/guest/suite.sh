@@ -177,6 +177,8 @@ snoop_scenario() {
 	start_tracer "$d" snoop iospan snoop --json -d "$disk" --duration $TRACER_MAX_S || return
 	sync
 	sleep 1
+	# Marker reads (their pids in their JSON lines) bound the window in snoop's lines.
+	step "$d" mark-before iowork pread "/dev/$disk" -b 4096 -n 1 --direct
 	snap "$d" before
 	if [ -n "$raw" ]; then
 		step "$d" w-dio-write iowork pwrite "$raw" -b 1048576 -n 8 --direct
@@ -192,6 +194,7 @@ snoop_scenario() {
 	sync
 	sleep 1
 	snap "$d" after
+	step "$d" mark-after iowork pread "/dev/$disk" -b 4096 -n 1 --direct
 	stop_tracer "$d" snoop
 }
 
