@@ -323,10 +323,10 @@ def test_min_latency(filtered):
     assert lines, "no request took 300us"
     assert all(l["total_us"] >= 300 for l in lines)
     timed = [l for l in every if l["total_us"] is not None]
-    fast = [l for l in timed if l["total_us"] < 150]
+    # Fast ones filtered out, slow ones all kept (margins: see above).
+    fast = [l for l in timed if l["total_us"] < 200]
     slow = [l for l in timed if l["total_us"] >= 450]
-    assert fast and slow, "the workload shows nothing: %s" % sorted(
-        l["total_us"] for l in timed)
+    assert slow and len(lines) < len(timed), sorted(l["total_us"] for l in timed)
     assert not set(keys(fast)) & set(keys(lines))
     assert set(keys(slow)) <= set(keys(lines))
 
