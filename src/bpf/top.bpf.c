@@ -18,6 +18,7 @@
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
+#include "rbuf.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -184,10 +185,7 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} stall_events SEC(".maps");
+DEFINE_RBUF(stall_events, 256 * 1024);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1801,7 +1799,7 @@ next:
 		return 0;
 	if (filter_cgroup && !cgroup_ok(task_cgid(next)))
 		return 0;
-	e = bpf_ringbuf_reserve(&stall_events, sizeof(*e), 0);
+	e = rbuf_reserve(stall_events, TOP_REC_STALL, sizeof(*e));
 	if (!e) {
 		drop(TOP_DROP_RINGBUF_FULL);
 		return 0;
@@ -1814,7 +1812,7 @@ next:
 	e->pad = 0;
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), next->comm);
 	e->stack_bytes = bpf_get_task_stack(next, e->stack, sizeof(e->stack), 0);
-	bpf_ringbuf_submit(e, 0);
+	rbuf_submit(stall_events, e);
 	return 0;
 }
 
