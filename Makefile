@@ -32,7 +32,7 @@ ASAN_OUT ?= $(OUT)-asan
 CFLAGS += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
-	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/lib -I$(OUT)
+	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/lib -Isrc/cmd -I$(OUT)
 LDLIBS += -lbpf -lelf -lz -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wno-unused-function \
 	      -I$(OUT) -Isrc/bpf -Isrc
@@ -42,7 +42,7 @@ CMD_SRCS := $(wildcard src/cmd/*.c src/cmd/*/*.c)
 BPF_SRCS := $(wildcard src/bpf/*.bpf.c)
 # Command objects are also built for kernels without the kfunc bpf_rdonly_cast
 # (src/bpf/kptr.bpf.h): <cmd>_compat.skel.h, opened by src/lib/skel.h where needed.
-COMPAT_BPF := top trace lat
+COMPAT_BPF := top trace lat snoop
 SKELS := $(patsubst src/bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS)) \
 	 $(patsubst %,$(OUT)/%_compat.skel.h,$(COMPAT_BPF))
 LIB_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(LIB_SRCS))
@@ -85,7 +85,7 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/%.o: src/%.c $(wildcard src/*.h src/lib/*.h) $(SKELS) | $(OUT)
+$(OUT)/%.o: src/%.c $(wildcard src/*.h src/lib/*.h src/cmd/*/*.h) $(SKELS) | $(OUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@

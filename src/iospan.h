@@ -37,6 +37,8 @@ int cmd_trace(int argc, char **argv);
 int trace_plan(plan_show_fn show, void *arg);
 int cmd_lat(int argc, char **argv);
 int lat_plan(plan_show_fn show, void *arg);
+int cmd_snoop(int argc, char **argv);
+int snoop_plan(plan_show_fn show, void *arg);
 
 /* getopt_long helper for commands: resets getopt state before a command parses. */
 void cmd_reset_getopt(void);

@@ -18,6 +18,7 @@
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
+#include "rbuf.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -161,35 +162,6 @@ struct {
 DEFINE_VFS_PATH_CACHE(8192);
 DEFINE_PROC_TITLES(8192);
 
-/*
- * Who dirtied each page cache page, for crediting its writeback: one record per file
- * and run of DIRTY_CHUNK_PAGES pages, holding each page's dirtier (0: unknown), written
- * in the dirtying task when a folio goes from clean to dirty (all its pages). Runs keep
- * the cost per chunk, not per page: dirtying consecutive pages finds the record made
- * for the first, and a writeback bio's pages are resolved with one lookup per chunk.
- * LRU: the records of files deleted or truncated while dirty would otherwise stay.
- */
-#define DIRTY_CHUNK_SHIFT 4
-#define DIRTY_CHUNK_PAGES (1U << DIRTY_CHUNK_SHIFT)
-
-struct dirty_key {
-	__u32 dev;
-	__u32 pad;
-	__u64 ino;
-	__u64 chunk; /* page index >> DIRTY_CHUNK_SHIFT */
-};
-
-struct dirty_chunk {
-	__u32 owner[DIRTY_CHUNK_PAGES];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536); /* from --max-entries */
-	__type(key, struct dirty_key);
-	__type(value, struct dirty_chunk);
-} dirtiers SEC(".maps");
-
 /* Cache flushes completed per disk (the flush request the block layer issues). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -213,10 +185,7 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} stall_events SEC(".maps");
+DEFINE_RBUF(stall_events, 256 * 1024);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -843,57 +812,9 @@ static __always_inline int filemap_read_pages(struct kiocb *iocb, struct iov_ite
 
 FILEMAP_READ_PROGS(top_filemap_read, filemap_read_pages)
 
-/*
- * Pages @first..@end - 1 of the chunk @dk->chunk were dirtied by @owner. A global
- * function: verified once, not at each call site and loop state. Map keys are copied
- * to its stack: 6.1 takes no argument memory as a key.
- */
-__noinline int mark_chunk(struct dirty_key *dk, __u64 first, __u64 end, __u32 owner)
-{
-	struct dirty_chunk *c, zero = {};
-	struct dirty_key key, *k = &key;
-	__u64 base;
-	__u32 i, lo, hi;
-
-	if (!dk)
-		return 0;
-	key = *dk;
-	c = bpf_map_lookup_elem(&dirtiers, k);
-	if (!c) {
-		long err = bpf_map_update_elem(&dirtiers, k, &zero, BPF_NOEXIST);
-
-		c = bpf_map_lookup_elem(&dirtiers, k);
-		if (!c) {
-			drop_insert(err, TOP_DROP_DIRTIER_FULL);
-			return 0;
-		}
-	}
-	base = k->chunk << DIRTY_CHUNK_SHIFT;
-	lo = first > base ? first - base : 0;
-	hi = end - base < DIRTY_CHUNK_PAGES ? end - base : DIRTY_CHUNK_PAGES;
-#pragma unroll
-	for (i = 0; i < DIRTY_CHUNK_PAGES; i++) {
-		/* Stores only when it changes: the line stays shared with readers. */
-		if (i >= lo && i < hi && c->owner[i] != owner)
-			c->owner[i] = owner;
-	}
-	return 0;
-}
-
-struct mark_folio {
-	struct dirty_key k;
-	__u64 first, end;
-	__u32 owner;
-};
-
-static int mark_chunk_cb(__u32 i, void *ctx)
-{
-	struct mark_folio *m = ctx;
-
-	mark_chunk(&m->k, m->first, m->end, m->owner);
-	m->k.chunk++;
-	return 0;
-}
+/* Who dirtied which page (src/bpf/dirtier.bpf.h), a full map counted as a drop. */
+#define DIRTIER_INSERT_FAILED(err) drop_insert(err, TOP_DROP_DIRTIER_FULL)
+#include "dirtier.bpf.h"
 
 /*
  * Runs in the task that dirties a page cache folio: records it as the dirtier of the
@@ -904,7 +825,6 @@ SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct mark_folio m = {};
 	struct top_task *t;
 	struct inode *host;
 	struct top_key k;
@@ -924,16 +844,7 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 
 	bytes = folio_bytes(folio, page_size);
 	nr = bytes / page_size;
-	m.k.dev = k.dev;
-	m.k.ino = k.ino;
-	m.first = folio->index;
-	m.end = m.first + nr;
-	m.owner = k.pid;
-	m.k.chunk = m.first >> DIRTY_CHUNK_SHIFT;
-	if (((m.end - 1) >> DIRTY_CHUNK_SHIFT) == m.k.chunk)
-		mark_chunk(&m.k, m.first, m.end, m.owner);
-	else
-		bpf_loop(((m.end - 1) >> DIRTY_CHUNK_SHIFT) - m.k.chunk + 1, mark_chunk_cb, &m, 0);
+	dirtier_mark(k.dev, k.ino, folio->index, nr, k.pid);
 
 	if (t && t->op == SYS_WRITE)
 		return 0;
@@ -1103,19 +1014,6 @@ struct walk;
  * bio_vec) per step, finding each page's dirtier: at queue time to tell whether one
  * process dirtied them all (@w NULL), at completion to split a mixed bio's bytes.
  */
-struct page_pos {
-	__u64 vec;	     /* address of the next bio_vec */
-	__u64 page0;	     /* first page of the current bio_vec (address) */
-	__u32 off;	     /* byte offset from page0 */
-	__u32 vec_left;	     /* bytes left in the current bio_vec */
-	__u32 skip;	     /* bytes of the first bio_vec already done (bi_bvec_done) */
-	__u32 left;	     /* bytes still to walk */
-	struct dirty_key dk; /* the file (the chunk is set per lookup) */
-	/* The last step: its bytes and their dirtier (0: unknown). */
-	__u32 bytes;
-	__u32 dirtier;
-};
-
 struct page_walk {
 	struct page_pos pos;
 	/* Queue time: the first page's dirtier (0: unknown), and whether others differ. */
@@ -1131,85 +1029,10 @@ struct page_walk {
 static __always_inline void page_walk_init(struct page_walk *pw, struct bio *bio, __u32 bytes,
 					   __u32 dev, __u64 ino)
 {
-	__u32 idx = BPF_CORE_READ(bio, bi_iter.bi_idx);
-
-	pw->pos.vec =
-		(__u64)BPF_CORE_READ(bio, bi_io_vec) + idx * bpf_core_type_size(struct bio_vec);
-	pw->pos.skip = BPF_CORE_READ(bio, bi_iter.bi_bvec_done);
-	pw->pos.left = bytes;
-	pw->pos.dk.dev = dev;
-	pw->pos.dk.ino = ino;
-}
-
-/*
- * The dirtier of page @index of the walk's file, 0 if unknown. One lookup per folio:
- * remembering a chunk across steps makes the loop's states too many to verify.
- */
-static __always_inline __u32 page_dirtier(struct page_pos *pp, __u64 index)
-{
-	struct dirty_key k = pp->dk; /* on the stack: 6.1 takes no argument memory as key */
-	struct dirty_chunk *c;
-
-	k.chunk = index >> DIRTY_CHUNK_SHIFT;
-	c = bpf_map_lookup_elem(&dirtiers, &k);
-	return c ? c->owner[index & (DIRTY_CHUNK_PAGES - 1)] : 0;
+	page_pos_init(&pw->pos, bio, bytes, dev, ino);
 }
 
 static __always_inline void split_segment(struct page_walk *pw, __u32 dirtier, __u32 bytes);
-
-/* The folio of the page struct at @page (an address), and the page's place in it. */
-static __always_inline struct folio *page_folio_pos(__u64 page, __u64 *pos)
-{
-	__u64 head = BPF_CORE_READ((struct page *)page, compound_head);
-
-	/* A number in both builds: the page is known by its address. */
-	head = head & 1 ? head - 1 : page;
-	*pos = (page - head) / bpf_core_type_size(struct page);
-	return KPTR_AS(struct folio, head);
-}
-
-/*
- * Moves @pp over the next folio segment of the bio: its bytes and their dirtier in
- * pp->bytes and pp->dirtier. Returns 0, or -ENOENT at the end of the bio. A global
- * function (verified once, not at each state of the loops that walk), so it sees only
- * numbers.
- */
-__noinline int page_walk_next(struct page_pos *pp)
-{
-	__u64 page, index, nr, pos, room;
-	struct folio *folio;
-	struct bio_vec *bv;
-	__u32 n, psz = bpf_core_type_size(struct page);
-
-	if (!pp || !pp->left)
-		return -ENOENT;
-	if (!pp->vec_left) {
-		bv = (struct bio_vec *)pp->vec;
-		pp->page0 = (__u64)BPF_CORE_READ(bv, bv_page);
-		pp->off = BPF_CORE_READ(bv, bv_offset) + pp->skip;
-		pp->vec_left = BPF_CORE_READ(bv, bv_len);
-		if (!pp->page0 || pp->vec_left <= pp->skip)
-			return -ENOENT;
-		pp->vec_left -= pp->skip;
-		pp->skip = 0;
-		pp->vec += bpf_core_type_size(struct bio_vec);
-	}
-	/* Multi-page bio_vecs: page structs are contiguous (vmemmap). */
-	page = pp->page0 + (__u64)(pp->off / page_size) * psz;
-	folio = page_folio_pos(page, &pos);
-	index = KR(struct folio, folio, index) + pos;
-	nr = folio_bytes(folio, page_size) / page_size;
-	room = nr > pos ? (nr - pos) * page_size - pp->off % page_size : page_size;
-	n = pp->vec_left < pp->left ? pp->vec_left : pp->left;
-	if (room < n)
-		n = room;
-	pp->dirtier = page_dirtier(pp, index);
-	pp->bytes = n;
-	pp->off += n;
-	pp->vec_left -= n;
-	pp->left -= n;
-	return 0;
-}
 
 /* One step: the next folio segment of the bio, its dirtier. */
 static int page_walk_step(__u32 i, void *ctx)
@@ -2034,7 +1857,7 @@ next:
 		return 0;
 	if (filter_cgroup && !cgroup_ok(task_cgid(next)))
 		return 0;
-	e = bpf_ringbuf_reserve(&stall_events, sizeof(*e), 0);
+	e = rbuf_reserve(stall_events, TOP_REC_STALL, sizeof(*e));
 	if (!e) {
 		drop(TOP_DROP_RINGBUF_FULL);
 		return 0;
@@ -2047,7 +1870,7 @@ next:
 	e->pad = 0;
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), next->comm);
 	e->stack_bytes = bpf_get_task_stack(next, e->stack, sizeof(e->stack), 0);
-	bpf_ringbuf_submit(e, 0);
+	rbuf_submit(stall_events, e);
 	return 0;
 }
 

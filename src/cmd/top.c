@@ -40,6 +40,7 @@
 #include "printable.h"
 #include "probe.h"
 #include "procinfo.h"
+#include "rbuf.h"
 #include "units.h"
 #include "top.skel.h"
 #include "top_compat.skel.h"
@@ -140,7 +141,7 @@ struct dev_flush_row {
 struct top_ctx {
 	struct top_opts *o;
 	struct top_bpf *skel;
-	struct ring_buffer *rb;
+	struct rbuf *rb; /* stall records */
 	struct attach_hook *hooks;
 	int nr_hooks;
 	int ncpus;
@@ -1005,15 +1006,13 @@ static int compute_coverage(struct top_ctx *c, struct report *rep)
 
 /* ------------------------------------------------------------------ stalls */
 
-static int on_stall(void *ctx, void *data, size_t size)
+static int on_stall(void *ctx, const void *data, uint32_t size)
 {
 	const struct top_stall *e = data;
 	struct top_ctx *c = ctx;
 	struct stall_agg *a;
 	int nr, i;
 
-	if (size < sizeof(*e))
-		return 0;
 	nr = e->stack_bytes > 0 ? e->stack_bytes / (int)sizeof(uint64_t) : 0;
 	if (nr > TOP_STACK_DEPTH)
 		nr = TOP_STACK_DEPTH;
@@ -2674,10 +2673,14 @@ static int top_setup(struct top_ctx *c)
 		return err;
 	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stderr, "iospan top: ");
 	if (o->stall_ns) {
-		c->rb = ring_buffer__new(bpf_map__fd(s->maps.stall_events), on_stall, c, NULL);
-		if (!c->rb)
-			return fail(-errno, "cannot open the stall ring buffer: %s",
-				    strerror(errno));
+		static const struct rbuf_handler handlers[] = {
+			{.type = TOP_REC_STALL, .min_size = sizeof(struct top_stall), .fn = on_stall},
+		};
+
+		err = rbuf_new(bpf_map__fd(s->maps.stall_events),
+			       bpf_map__fd(s->maps.stall_events_counts), handlers, 1, c, &c->rb);
+		if (err)
+			return fail(err, "cannot open the stall ring buffer: %s", strerror(-err));
 	}
 	attach_plan_print(c->hooks, c->nr_hooks, NULL);
 	return 0;
@@ -2734,13 +2737,13 @@ static int wait_until(struct top_ctx *c, uint64_t deadline)
 				break;
 			continue;
 		}
-		err = ring_buffer__poll(c->rb, ms);
-		if (err < 0 && err != -EINTR)
+		err = rbuf_poll(c->rb, ms, 0);
+		if (err)
 			return fail(err, "cannot read the stall ring buffer: %s", strerror(-err));
 	}
 	/* Whatever arrived until now belongs to this report. */
 	if (c->rb)
-		ring_buffer__consume(c->rb);
+		rbuf_poll(c->rb, 0, 0);
 	return stop_requested;
 }
 
@@ -2788,7 +2791,7 @@ static int top_run(struct top_ctx *c)
 
 static void top_cleanup(struct top_ctx *c)
 {
-	ring_buffer__free(c->rb);
+	rbuf_free(c->rb);
 	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
 	attach_plan_detach(c->hooks, c->nr_hooks);
 	top_bpf__destroy(c->skel);

@@ -223,27 +223,6 @@ enum {
 	OPT_BUFFER_SIZE,
 };
 
-/* (dev, ino) of a path, as the kernel names them; @dir: must be a directory. */
-static int parse_fs_object(const char *opt, const char *arg, bool dir, uint32_t *dev, uint64_t *ino)
-{
-	struct stat st;
-
-	if (stat(arg, &st))
-		return fail_usage("%s '%s': %s", opt, arg, strerror(errno));
-	if (dir && !S_ISDIR(st.st_mode))
-		return fail_usage("%s '%s' is not a directory", opt, arg);
-	if (!dir && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return fail_usage("%s '%s' is not a regular file or block device", opt, arg);
-	if (!dir && S_ISBLK(st.st_mode)) {
-		*dev = KDEV(major(st.st_rdev), minor(st.st_rdev));
-	} else if (mounts_path_dev(arg, dev)) {
-		/* The super block's dev, not st_dev: they differ on btrfs. */
-		*dev = KDEV(major(st.st_dev), minor(st.st_dev));
-	}
-	*ino = st.st_ino;
-	return 0;
-}
-
 static int trace_parse(int argc, char **argv, struct trace_opts *o)
 {
 	static const struct option long_opts[] = {
@@ -325,14 +304,14 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 			break;
 		case OPT_FILE:
 			err = args_once("--file", &have_file) ?:
-				      parse_fs_object("--file", optarg, false, &o->file_dev,
+				      args_fs_object("--file", optarg, false, &o->file_dev,
 						      &o->file_ino);
 			if (err)
 				return err;
 			break;
 		case OPT_DIR:
 			err = args_once("--dir", &have_dir) ?:
-				      parse_fs_object("--dir", optarg, true, &o->dir_dev,
+				      args_fs_object("--dir", optarg, true, &o->dir_dev,
 						      &o->dir_ino);
 			if (err)
 				return err;

@@ -9,11 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "args.h"
 #include "cgroups.h"
 #include "disks.h"
 #include "err.h"
+#include "fspath.h"
+#include "mounts.h"
 #include "probe.h"
 #include "units.h"
 
@@ -282,5 +289,25 @@ int args_task_id(const char *arg, const char *what, uint32_t *out)
 		return fail_usage("no %s %" PRIu64 " (see 'ps -eL')",
 				  !strcmp(what, "pid") ? "process with pid" : "thread with tid", v);
 	*out = v;
+	return 0;
+}
+
+int args_fs_object(const char *opt, const char *arg, bool dir, uint32_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat(arg, &st))
+		return fail_usage("%s '%s': %s", opt, arg, strerror(errno));
+	if (dir && !S_ISDIR(st.st_mode))
+		return fail_usage("%s '%s' is not a directory", opt, arg);
+	if (!dir && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return fail_usage("%s '%s' is not a regular file or block device", opt, arg);
+	if (!dir && S_ISBLK(st.st_mode)) {
+		*dev = KDEV(major(st.st_rdev), minor(st.st_rdev));
+	} else if (mounts_path_dev(arg, dev)) {
+		/* The super block's dev, not st_dev: they differ on btrfs. */
+		*dev = KDEV(major(st.st_dev), minor(st.st_dev));
+	}
+	*ino = st.st_ino;
 	return 0;
 }

@@ -91,6 +91,11 @@ int args_cgroup(const char *arg, char *dir, size_t dir_len, char *rel, size_t re
  * thread.
  */
 int args_task_id(const char *arg, const char *what, uint32_t *out);
+/*
+ * --file or --dir (@opt): the (dev, ino) of path @arg as the kernel names them (the
+ * super block's dev); @dir: it must be a directory, else a file or a block device.
+ */
+int args_fs_object(const char *opt, const char *arg, bool dir, uint32_t *dev, uint64_t *ino);
 /* A filter option given a second time: refused, as the filter holds one value. */
 int args_once(const char *opt, bool *seen);
 

@@ -14,6 +14,8 @@
 #include <linux/types.h>
 #endif
 
+#include "rbuf_abi.h"
+
 #define TOP_COMM_LEN 16
 
 /*
@@ -165,9 +167,14 @@ struct top_path {
 	char buf[TOP_PATH_BUF];
 };
 
-/* A thread that waited for I/O longer than --stall-threshold (ring buffer record). */
+/*
+ * A thread that waited for I/O longer than --stall-threshold: a record of type
+ * TOP_REC_STALL in the stall_events ring buffer (src/lib/rbuf.h).
+ */
 #define TOP_STACK_DEPTH 32
+#define TOP_REC_STALL	1
 struct top_stall {
+	struct rb_hdr hdr;
 	__u32 tid, tgid;
 	__u64 cgid;
 	__u64 dur_ns;

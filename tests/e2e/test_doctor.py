@@ -125,7 +125,7 @@ def test_plans_are_the_commands_own(doc):
     """Each BPF command's default hooks, evaluated here: tp_btf wherever BTF has the
     tracepoint, classic tracepoints for syscalls, and every required hook attachable."""
     plans = doc["plans"]
-    assert set(plans) == {"top", "trace", "lat"}, plans.keys()
+    assert set(plans) == {"top", "trace", "lat", "snoop"}, plans.keys()
     # lat's default (q2c, overall) needs the completion alone: no issue, no bio queue.
     assert set(plans["lat"]) == {"block_rq_complete"}, plans["lat"]
     assert plans["lat"]["block_rq_complete"]["mode"] == "tp_btf", plans["lat"]
@@ -147,6 +147,11 @@ def test_plans_are_the_commands_own(doc):
     # Both see fsync: trace as a request, top to know who syncs (blk-throttle).
     assert "sys_enter_fsync" in plans["trace"] and "sys_enter_fsync" in plans["top"]
     assert plans["top"]["writeback_dirty_folio"]["mode"] == "tp_btf"
+    # snoop: the block life cycle and the dirtiers, no syscalls.
+    for hook in ("block_bio_queue", "block_split", "block_rq_issue", "block_rq_complete",
+                 "writeback_dirty_folio"):
+        assert plans["snoop"][hook]["mode"] == "tp_btf", (hook, plans["snoop"][hook])
+    assert not any(h.startswith("sys_") for h in plans["snoop"]), plans["snoop"].keys()
     assert doc["ready"] is True
 
 

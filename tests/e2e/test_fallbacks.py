@@ -64,7 +64,7 @@ def stop(proc):
 def test_doctor_sets_up_each_command():
     tl.require_root("loads BPF")
     doc = doctor()
-    assert set(doc["commands"]) == {"top", "trace", "lat"}, doc["commands"]
+    assert set(doc["commands"]) == {"top", "trace", "lat", "snoop"}, doc["commands"]
     for cmd, check in doc["commands"].items():
         assert check == {"loaded": True, "error": None, "needs": None}, (cmd, check)
     assert doc["ready"] is True
@@ -74,7 +74,7 @@ def test_doctor_not_ready_when_a_command_cannot_attach():
     """block_bio_queue is required; with tp_btf and raw_tp off it attaches in no way."""
     tl.require_root("loads BPF")
     doc = doctor("tp_btf,raw_tp")
-    for cmd in ("top", "trace"):
+    for cmd in ("top", "trace", "snoop"):
         check = doc["commands"][cmd]
         assert check["loaded"] is False, (cmd, check)
         assert "block_bio_queue" in check["error"], (cmd, check)
@@ -83,7 +83,7 @@ def test_doctor_not_ready_when_a_command_cannot_attach():
     assert p.returncode == 0, p.stderr
     assert "FAILS: " in p.stdout and "Ready: no" in p.stdout, p.stdout[-2000:]
     # The command itself: a runtime failure naming the hook (exit 1), not bad usage (2).
-    for cmd in ("top", "trace"):
+    for cmd in ("top", "trace", "snoop"):
         p = tl.run_iospan(cmd, "--duration", "1", timeout=120, env=env_off("tp_btf,raw_tp"))
         err = [line for line in p.stderr.splitlines() if ": warning: " not in line]
         assert p.returncode == 1 and len(err) == 1, (cmd, p.returncode, p.stderr)

@@ -8,7 +8,7 @@
 # failure and never waits without a bound: every command runs under `timeout`.
 #
 # iospan.suite=full (default) or smoke on the kernel command line: smoke runs doctor,
-# stat and top/trace/lat on ext4 only.
+# stat and top/trace/lat/snoop on ext4 only.
 
 R=/results
 TRACER_START_S=180   # BPF load and attach under TCG can take a while
@@ -197,6 +197,37 @@ lat_scenario() {
 	snap "$d" late
 }
 
+# snoop -d: one line per request of DISK; diskstats read while the tracer runs and the
+# disk is idle, around workloads in their own processes (their pids in their JSON lines).
+snoop_scenario() {
+	local name=$1 disk=$2 dir=$3 raw=$4 d
+	d=$(scenario "$name" "$disk")
+	drop_caches
+	log "$name"
+	start_tracer "$d" snoop iospan snoop --json -d "$disk" --duration $TRACER_MAX_S || return
+	sync
+	sleep 1
+	# Marker reads (their pids in their JSON lines) bound the window in snoop's lines.
+	step "$d" mark-before iowork pread "/dev/$disk" -b 4096 -n 1 --direct
+	snap "$d" before
+	if [ -n "$raw" ]; then
+		step "$d" w-dio-write iowork pwrite "$raw" -b 1048576 -n 8 --direct
+		step "$d" w-dio-read iowork pread "$raw" -b 65536 -n 64 --direct --random
+	else
+		step "$d" w-dio-write iowork pwrite "$dir/snoop-direct" -b 1048576 -n 8 --direct
+		step "$d" w-dio-read iowork pread "$dir/snoop-direct" -b 65536 -n 64 --direct --random
+		step "$d" w-fsync iowork pwrite "$dir/snoop-fsync" -b 1048576 -n 4 --fsync
+		step "$d" w-lazy iowork pwrite "$dir/snoop-lazy" -b 1048576 -n 4
+		# Another process writes the lazy writer's pages back.
+		sync
+	fi
+	sync
+	sleep 1
+	snap "$d" after
+	step "$d" mark-after iowork pread "/dev/$disk" -b 4096 -n 1 --direct
+	stop_tracer "$d" snoop
+}
+
 disk_of() { awk -v m="$1" '$2 == m { sub("/dev/", "", $1); print $1 }' /proc/mounts; }
 
 t0=$(date +%s)
@@ -211,7 +242,7 @@ for fs in $fslist; do
 	disk=$(disk_of /mnt/$fs)
 	if [ -z "$disk" ]; then
 		log "/mnt/$fs is not mounted"
-		for s in top trace lat; do
+		for s in top trace lat snoop; do
 			mkdir -p $R/$s-$fs && echo "/mnt/$fs is not mounted" >$R/$s-$fs/missing
 		done
 		continue
@@ -220,6 +251,7 @@ for fs in $fslist; do
 	top_scenario "top-$fs" "$disk" "/mnt/$fs"
 	trace_scenario "trace-$fs" "$disk" "/mnt/$fs"
 	lat_scenario "lat-$fs" "$disk" "/mnt/$fs"
+	snoop_scenario "snoop-$fs" "$disk" "/mnt/$fs"
 done
 if [ -n "$RAW_DEV" ]; then
 	raw=${RAW_DEV#/dev/}
@@ -228,6 +260,7 @@ if [ -n "$RAW_DEV" ]; then
 		top_scenario top-raw "$raw" "" "$RAW_DEV"
 		trace_scenario trace-raw "$raw" "" "$RAW_DEV"
 		lat_scenario lat-raw "$raw" "" "$RAW_DEV"
+		snoop_scenario snoop-raw "$raw" "" "$RAW_DEV"
 	fi
 fi
 log "done in $(($(date +%s) - t0)) s"

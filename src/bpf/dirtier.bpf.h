@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Who dirtied each page cache page, for crediting writeback to the process that wrote
+ * the data rather than to the flusher that wrote it out: the dirtiers map, its update
+ * in the dirtying task (writeback_dirty_folio) and the walk over a bio's pages that
+ * finds each one's dirtier. Shared by top and snoop. Include once per .bpf.c, after
+ * vfs.bpf.h and kptr.bpf.h, with defined before it: `page_size` (the kernel's page
+ * size, a global) and DIRTIER_INSERT_FAILED(err), what to do when a record cannot be
+ * made (err from the map update).
+ */
+#ifndef IOSPAN_DIRTIER_BPF_H
+#define IOSPAN_DIRTIER_BPF_H
+
+/*
+ * Who dirtied each page cache page, for crediting its writeback: one record per file
+ * and run of DIRTY_CHUNK_PAGES pages, holding each page's dirtier (0: unknown), written
+ * in the dirtying task when a folio goes from clean to dirty (all its pages). Runs keep
+ * the cost per chunk, not per page: dirtying consecutive pages finds the record made
+ * for the first, and a writeback bio's pages are resolved with one lookup per chunk.
+ * LRU: the records of files deleted or truncated while dirty would otherwise stay.
+ */
+#define DIRTY_CHUNK_SHIFT 4
+#define DIRTY_CHUNK_PAGES (1U << DIRTY_CHUNK_SHIFT)
+
+struct dirty_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+	__u64 chunk; /* page index >> DIRTY_CHUNK_SHIFT */
+};
+
+struct dirty_chunk {
+	__u32 owner[DIRTY_CHUNK_PAGES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* from --max-entries */
+	__type(key, struct dirty_key);
+	__type(value, struct dirty_chunk);
+} dirtiers SEC(".maps");
+
+/*
+ * Pages @first..@end - 1 of the chunk @dk->chunk were dirtied by @owner. A global
+ * function: verified once, not at each call site and loop state. Map keys are copied
+ * to its stack: 6.1 takes no argument memory as a key.
+ */
+__noinline int mark_chunk(struct dirty_key *dk, __u64 first, __u64 end, __u32 owner)
+{
+	struct dirty_chunk *c, zero = {};
+	struct dirty_key key, *k = &key;
+	__u64 base;
+	__u32 i, lo, hi;
+
+	if (!dk)
+		return 0;
+	key = *dk;
+	c = bpf_map_lookup_elem(&dirtiers, k);
+	if (!c) {
+		long err = bpf_map_update_elem(&dirtiers, k, &zero, BPF_NOEXIST);
+
+		c = bpf_map_lookup_elem(&dirtiers, k);
+		if (!c) {
+			DIRTIER_INSERT_FAILED(err);
+			return 0;
+		}
+	}
+	base = k->chunk << DIRTY_CHUNK_SHIFT;
+	lo = first > base ? first - base : 0;
+	hi = end - base < DIRTY_CHUNK_PAGES ? end - base : DIRTY_CHUNK_PAGES;
+#pragma unroll
+	for (i = 0; i < DIRTY_CHUNK_PAGES; i++) {
+		/* Stores only when it changes: the line stays shared with readers. */
+		if (i >= lo && i < hi && c->owner[i] != owner)
+			c->owner[i] = owner;
+	}
+	return 0;
+}
+
+struct mark_folio {
+	struct dirty_key k;
+	__u64 first, end;
+	__u32 owner;
+};
+
+static int mark_chunk_cb(__u32 i, void *ctx)
+{
+	struct mark_folio *m = ctx;
+
+	mark_chunk(&m->k, m->first, m->end, m->owner);
+	m->k.chunk++;
+	return 0;
+}
+
+/*
+ * Pages @first..@first + @nr - 1 of file (@dev, @ino) were dirtied by @owner (a folio
+ * going from clean to dirty, in the dirtying task).
+ */
+static __always_inline void dirtier_mark(__u32 dev, __u64 ino, __u64 first, __u64 nr, __u32 owner)
+{
+	struct mark_folio m = {};
+
+	m.k.dev = dev;
+	m.k.ino = ino;
+	m.first = first;
+	m.end = m.first + nr;
+	m.owner = owner;
+	m.k.chunk = m.first >> DIRTY_CHUNK_SHIFT;
+	if (((m.end - 1) >> DIRTY_CHUNK_SHIFT) == m.k.chunk)
+		mark_chunk(&m.k, m.first, m.end, m.owner);
+	else
+		bpf_loop(((m.end - 1) >> DIRTY_CHUNK_SHIFT) - m.k.chunk + 1, mark_chunk_cb, &m, 0);
+}
+
+/*
+ * A walk over the pages of a page cache write bio, one folio (or the part of it in one
+ * bio_vec) per step (page_walk_next()), finding each page's dirtier.
+ */
+struct page_pos {
+	__u64 vec;	     /* address of the next bio_vec */
+	__u64 page0;	     /* first page of the current bio_vec (address) */
+	__u32 off;	     /* byte offset from page0 */
+	__u32 vec_left;	     /* bytes left in the current bio_vec */
+	__u32 skip;	     /* bytes of the first bio_vec already done (bi_bvec_done) */
+	__u32 left;	     /* bytes still to walk */
+	struct dirty_key dk; /* the file (the chunk is set per lookup) */
+	/* The last step: its bytes and their dirtier (0: unknown). */
+	__u32 bytes;
+	__u32 dirtier;
+};
+
+/* Starts a walk over the first @bytes of @bio, whose pages belong to file (@dev, @ino). */
+static __always_inline void page_pos_init(struct page_pos *pp, struct bio *bio, __u32 bytes,
+					  __u32 dev, __u64 ino)
+{
+	__u32 idx = BPF_CORE_READ(bio, bi_iter.bi_idx);
+
+	pp->vec = (__u64)BPF_CORE_READ(bio, bi_io_vec) + idx * bpf_core_type_size(struct bio_vec);
+	pp->skip = BPF_CORE_READ(bio, bi_iter.bi_bvec_done);
+	pp->left = bytes;
+	pp->dk.dev = dev;
+	pp->dk.ino = ino;
+}
+
+/*
+ * The dirtier of page @index of the walk's file, 0 if unknown. One lookup per folio:
+ * remembering a chunk across steps makes the loop's states too many to verify.
+ */
+static __always_inline __u32 page_dirtier(struct page_pos *pp, __u64 index)
+{
+	struct dirty_key k = pp->dk; /* on the stack: 6.1 takes no argument memory as key */
+	struct dirty_chunk *c;
+
+	k.chunk = index >> DIRTY_CHUNK_SHIFT;
+	c = bpf_map_lookup_elem(&dirtiers, &k);
+	return c ? c->owner[index & (DIRTY_CHUNK_PAGES - 1)] : 0;
+}
+
+/* The folio of the page struct at @page (an address), and the page's place in it. */
+static __always_inline struct folio *page_folio_pos(__u64 page, __u64 *pos)
+{
+	__u64 head = BPF_CORE_READ((struct page *)page, compound_head);
+
+	/* A number in both builds: the page is known by its address. */
+	head = head & 1 ? head - 1 : page;
+	*pos = (page - head) / bpf_core_type_size(struct page);
+	return KPTR_AS(struct folio, head);
+}
+
+/*
+ * Moves @pp over the next folio segment of the bio: its bytes and their dirtier in
+ * pp->bytes and pp->dirtier. Returns 0, or -ENOENT at the end of the bio. A global
+ * function (verified once, not at each state of the loops that walk), so it sees only
+ * numbers.
+ */
+__noinline int page_walk_next(struct page_pos *pp)
+{
+	__u64 page, index, nr, pos, room;
+	struct folio *folio;
+	struct bio_vec *bv;
+	__u32 n, psz = bpf_core_type_size(struct page);
+
+	if (!pp || !pp->left)
+		return -ENOENT;
+	if (!pp->vec_left) {
+		bv = (struct bio_vec *)pp->vec;
+		pp->page0 = (__u64)BPF_CORE_READ(bv, bv_page);
+		pp->off = BPF_CORE_READ(bv, bv_offset) + pp->skip;
+		pp->vec_left = BPF_CORE_READ(bv, bv_len);
+		if (!pp->page0 || pp->vec_left <= pp->skip)
+			return -ENOENT;
+		pp->vec_left -= pp->skip;
+		pp->skip = 0;
+		pp->vec += bpf_core_type_size(struct bio_vec);
+	}
+	/* Multi-page bio_vecs: page structs are contiguous (vmemmap). */
+	page = pp->page0 + (__u64)(pp->off / page_size) * psz;
+	folio = page_folio_pos(page, &pos);
+	index = KR(struct folio, folio, index) + pos;
+	nr = folio_bytes(folio, page_size) / page_size;
+	room = nr > pos ? (nr - pos) * page_size - pp->off % page_size : page_size;
+	n = pp->vec_left < pp->left ? pp->vec_left : pp->left;
+	if (room < n)
+		n = room;
+	pp->dirtier = page_dirtier(pp, index);
+	pp->bytes = n;
+	pp->off += n;
+	pp->vec_left -= n;
+	pp->left -= n;
+	return 0;
+}
+
+#endif

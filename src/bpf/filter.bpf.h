@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The target filter (-p, --tid, --comm, --cgroup, -d, --file, --dir), checked in the
+ * kernel from one read-only struct (src/lib/filter_abi.h) and the two set maps that
+ * src/lib/filters.c fills. Include once per .bpf.c (it defines them). Needs
+ * vfs.bpf.h for --dir.
+ */
+#ifndef IOSPAN_FILTER_BPF_H
+#define IOSPAN_FILTER_BPF_H
+
+#include "lib/filter_abi.h"
+
+/* How far up --dir looks for the directory (deeper files do not match). */
+#define FILTER_DIR_DEPTH 32
+
+/* The filter itself, filled by user space before loading, and its two sets. */
+const volatile struct target_filter tfilter = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u8);
+} filter_cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} filter_devs SEC(".maps");
+
+/* Whether any process filter is set (pid, tid, comm, cgroup). */
+#define tfilter_proc_on() (tfilter.pid || tfilter.tid || tfilter.comm_on || tfilter.cgroups)
+
+/* The process filters for a known owner: thread @tid of @pid, named @comm, in @cgid. */
+static __always_inline bool tfilter_proc_ok(__u32 pid, __u32 tid, const char *comm, __u64 cgid)
+{
+	int i;
+
+	if (tfilter.pid && pid != tfilter.pid)
+		return false;
+	if (tfilter.tid && tid != tfilter.tid)
+		return false;
+	if (tfilter.comm_on) {
+		for (i = 0; i < FILTER_COMM_LEN; i++) {
+			if (comm[i] != tfilter.comm[i])
+				return false;
+			if (!comm[i])
+				break;
+		}
+	}
+	if (tfilter.cgroups && !bpf_map_lookup_elem(&filter_cgroups, &cgid))
+		return false;
+	return true;
+}
+
+static __always_inline bool tfilter_dev_ok(__u32 dev)
+{
+	return !tfilter.devs || bpf_map_lookup_elem(&filter_devs, &dev);
+}
+
+/* Whether a file filter (--file, --dir) is set: I/O of no file then never passes. */
+#define tfilter_file_on() (tfilter.file_dev || tfilter.dir_dev)
+
+/* --file and --dir for file (@dev, @ino), @d one of its dentries (NULL if unknown). */
+static __always_inline bool tfilter_file_ok(__u32 dev, __u64 ino, struct dentry *d)
+{
+	if (tfilter.file_dev && (dev != tfilter.file_dev || ino != tfilter.file_ino))
+		return false;
+	if (tfilter.dir_dev &&
+	    (!d || !vfs_under_dir(d, tfilter.dir_dev, tfilter.dir_ino, FILTER_DIR_DEPTH)))
+		return false;
+	return true;
+}
+
+#endif

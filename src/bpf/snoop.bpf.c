@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan snoop: one record per completed block request, through a ring buffer.
+ *
+ * The submitter of each bio is noted at block_bio_queue by the shared attribution
+ * core (blk_owner.bpf.h) and found again from the request at completion. The kernel's
+ * own stamps give the request's start (rq->start_time_ns); its dispatch time, the
+ * disk's requests in flight then and the bios it carries are kept at block_rq_issue
+ * in a direct-mapped slot of the request. Filters run at completion, before a record
+ * is reserved.
+ */
+#include "iospan.bpf.h"
+#include "lib/iospan_types.h"
+#include "lib/snoop_abi.h"
+#include "kptr.bpf.h"
+#include "vfs.bpf.h"
+#include "bio_slot.bpf.h"
+#include "rbuf.bpf.h"
+#include "filter.bpf.h"
+#include "blk_owner.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Load-time configuration. */
+const volatile __u32 ops_mask = 0;	   /* bit (1 << REQ_OP_*) of the ops shown; 0: all */
+const volatile __u64 min_latency_ns = 0;   /* requests faster than this are not sent */
+const volatile bool want_paths = true;
+const volatile __u32 page_size = 4096;
+const volatile __u64 flush_data_end_io = 0; /* mq_flush_data_end_io, 0 if unknown */
+
+/* Set by user space at the end: no record is sent after it (the rest is drained). */
+bool stopped;
+
+DEFINE_RBUF(events, 8 << 20); /* --buffer-size */
+DEFINE_VFS_PATH_CACHE(8192);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SNOOP_CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+/*
+ * The path id (vfs_path_capture()) last captured per file: a request whose bios do not
+ * lead to the inode (the front part of a split direct I/O) names its file by it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct top_file_key);
+	__type(value, __u64);
+} file_ids SEC(".maps");
+
+/* Who dirtied which page (dirtier.bpf.h): writeback is credited to them. */
+static __always_inline void count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&counts, &what);
+
+	if (v)
+		*v += 1;
+}
+
+#define DIRTIER_INSERT_FAILED(err) ((void)(err), count(SNOOP_CNT_DIRTIER_FULL))
+#include "dirtier.bpf.h"
+
+/* The dirtiers by tgid: the thread that last dirtied pages, its cgroup and name. */
+struct dirtier_proc {
+	__u32 tid;
+	__u32 pad;
+	__u64 cgid;
+	char comm[SNOOP_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct dirtier_proc);
+} dirtier_procs SEC(".maps");
+
+/* Requests in flight per disk (dev_t of the whole disk), counted from their dispatch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} inflight SEC(".maps");
+
+/*
+ * What block_rq_issue saw of a request, direct-mapped by its address. Two requests in
+ * flight in one slot: the older one's completion finds the other's tag and shows no
+ * dispatch time (counted). 2^14 slots: more than the tags of a few busy disks.
+ */
+#define NR_RQ_SLOTS (1U << 14)
+/* Bios counted per request at dispatch; longer chains show this many. */
+#define MAX_BIOS 256
+
+struct rq_slot {
+	__u64 tag;
+	__u64 issue_ns;
+	__u64 sector;
+	__u32 bytes;
+	__u32 inflight;
+	__u32 nr_bios;
+	__u32 counted; /* added to its disk's in-flight count */
+	__u32 done;    /* bytes of partial completions so far */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_RQ_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rq_slot);
+} rq_slots SEC(".maps");
+
+#define E2BIG_NR	  7
+#define REQ_OP_WRITE_NR	  1
+#define REQ_OP_DRV_IN_NR  34
+#define REQ_OP_DRV_OUT_NR 35
+
+static __always_inline __u32 rq_disk_dev(struct request *rq)
+{
+	struct gendisk *disk = rq->q->disk;
+
+	return disk ? ((__u32)disk->major << 20) | disk->first_minor : 0;
+}
+
+/* The device a request's bios were queued to: its partition, else the disk. */
+static __always_inline __u32 rq_part_dev(struct request *rq)
+{
+	struct block_device *part = rq->part;
+
+	return part ? part->bd_dev : rq_disk_dev(rq);
+}
+
+/* ------------------------------------------------------------------ submit */
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(snoop_bio_queue, struct bio *bio)
+{
+	blk_owner_note_bio(ctx, bio);
+	return 0;
+}
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(snoop_bio_queue_raw, void *bio)
+{
+	blk_owner_note_bio(ctx, AS_BIO(bio));
+	return 0;
+}
+
+SEC("tp_btf/block_split")
+int BPF_PROG(snoop_bio_split, struct bio *bio, unsigned int new_sector)
+{
+	blk_owner_note_split(ctx, bio);
+	return 0;
+}
+
+SEC("raw_tp/block_split")
+int BPF_PROG(snoop_bio_split_raw, void *bio)
+{
+	blk_owner_note_split(ctx, AS_BIO(bio));
+	return 0;
+}
+
+/*
+ * Runs in the task that dirties a page cache folio: it becomes the dirtier of the
+ * folio's pages, whose writeback is credited to it.
+ */
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(snoop_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dirtier_proc *p, np = {};
+	struct inode *host;
+	__u32 tgid = task->tgid;
+	__u64 cgid;
+
+	/* Kernel threads re-dirty pages during writeback: they are never the source. */
+	if (task->flags & PF_KTHREAD || !mapping)
+		return 0;
+	host = mapping->host;
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
+		return 0;
+	dirtier_mark(host->i_sb->s_dev, host->i_ino, folio->index,
+		     folio_bytes(folio, page_size) / page_size, tgid);
+	/* Written only when the thread or its cgroup changes. */
+	cgid = bpf_get_current_cgroup_id();
+	p = bpf_map_lookup_elem(&dirtier_procs, &tgid);
+	if (p && p->tid == task->pid && p->cgid == cgid)
+		return 0;
+	np.tid = task->pid;
+	np.cgid = cgid;
+	bpf_get_current_comm(np.comm, sizeof(np.comm));
+	bpf_map_update_elem(&dirtier_procs, &tgid, &np, BPF_ANY);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+static int count_bio(__u32 i, void *ctx)
+{
+	struct bio **b = ctx;
+
+	if (!*b)
+		return 1;
+	*b = (*b)->bi_next;
+	return 0;
+}
+
+static __always_inline __u32 *disk_inflight(__u32 disk)
+{
+	__u32 zero = 0, *n = bpf_map_lookup_elem(&inflight, &disk);
+
+	if (n)
+		return n;
+	if (bpf_map_update_elem(&inflight, &disk, &zero, BPF_NOEXIST) == -E2BIG_NR)
+		count(SNOOP_CNT_INFLIGHT_FULL);
+	return bpf_map_lookup_elem(&inflight, &disk);
+}
+
+static __always_inline int issue_rq(struct request *rq)
+{
+	struct rq_slot *s = slot_at(&rq_slots, rq, NR_RQ_SLOTS);
+	struct bio *bio = rq->bio;
+	__u32 *n, nr = 0;
+
+	if (!s)
+		return 0;
+	/*
+	 * A slot still counted: its request's completion ran no program (this request
+	 * again, dispatched anew: no requeue was seen either), or another request that
+	 * shared the slot has not completed yet. Either way it stops counting here.
+	 */
+	if (s->counted) {
+		if (s->tag == pv(rq))
+			count(SNOOP_CNT_COMPLETION_UNSEEN);
+		n = bpf_map_lookup_elem(&inflight, &s->counted);
+		if (n)
+			__sync_fetch_and_add(n, -1);
+	}
+	s->tag = pv(rq);
+	s->issue_ns = bpf_ktime_get_ns();
+	s->sector = rq->__sector;
+	s->bytes = rq->__data_len;
+	if (bio && !bio->bi_next)
+		nr = 1;
+	else if (bio)
+		nr = bpf_loop(MAX_BIOS, count_bio, &bio, 0);
+	s->nr_bios = nr;
+	s->counted = 0;
+	s->done = 0;
+	s->inflight = 0;
+	n = disk_inflight(rq_disk_dev(rq));
+	if (n) {
+		/* Read after the add (the return of an atomic add needs -mcpu=v3). */
+		__sync_fetch_and_add(n, 1);
+		s->inflight = *n;
+		s->counted = rq_disk_dev(rq);
+	}
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(snoop_rq_issue, struct request *rq)
+{
+	return issue_rq(rq);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(snoop_rq_issue_raw, void *rq)
+{
+	return issue_rq(AS_RQ(rq));
+}
+
+/* A request sent back to be dispatched again: no longer in flight on the disk. */
+static __always_inline int requeue_rq(struct request *rq)
+{
+	struct rq_slot *s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
+	__u32 *n;
+
+	if (!s || !s->counted)
+		return 0;
+	n = bpf_map_lookup_elem(&inflight, &s->counted);
+	if (n)
+		__sync_fetch_and_add(n, -1);
+	s->counted = 0;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(snoop_rq_requeue, struct request *rq)
+{
+	return requeue_rq(rq);
+}
+
+SEC("raw_tp/block_rq_requeue")
+int BPF_PROG(snoop_rq_requeue_raw, void *rq)
+{
+	return requeue_rq(AS_RQ(rq));
+}
+
+/* ------------------------------------------------------------------ complete */
+
+/* blktrace's flag letters, from the request's flag bits as this kernel numbers them. */
+static __always_inline __u32 rq_flags_of(__u32 opf)
+{
+	__u32 f = 0;
+
+	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)))
+		f |= SNOOP_RQ_PREFLUSH;
+	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA)))
+		f |= SNOOP_RQ_FUA;
+	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_RAHEAD)))
+		f |= SNOOP_RQ_RAHEAD;
+	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)))
+		f |= SNOOP_RQ_SYNC;
+	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_META)))
+		f |= SNOOP_RQ_META;
+	return f;
+}
+
+/*
+ * The inode @ino of the file whose data a request carries (page cache or iomap DIO),
+ * or NULL; @split: its first bio was split off a larger one.
+ */
+static __always_inline struct inode *rq_file_inode(struct request *rq, __u64 ino, bool split)
+{
+	struct bio *bio = rq->bio, *pbio;
+	struct iomap_dio *dio;
+	struct inode *inode;
+	__u64 parent;
+
+	if (!bio)
+		return NULL;
+	dio = bio_iomap_dio(bio, blk_owner_dio_end_io);
+	if (dio)
+		return dio_inode(dio);
+	/* Page cache pages of the file; not a user buffer's (anonymous, or shmem). */
+	inode = bio_page_inode(bio);
+	if (inode && KR(struct inode, inode, i_ino) == ino)
+		return inode;
+	if (!split)
+		return NULL;
+	/* The front part of a split direct I/O: its bi_private is the bio it was cut from. */
+	parent = (__u64)bio->bi_private;
+	if (!parent || !blk_owner_dio_end_io)
+		return NULL;
+	pbio = AS_BIO(parent);
+	if ((__u64)KR(struct bio, pbio, bi_end_io) != blk_owner_dio_end_io)
+		return NULL;
+	parent = (__u64)KR(struct bio, pbio, bi_private);
+	inode = parent ? dio_inode(KPTR_AS(struct iomap_dio, parent)) : NULL;
+	return inode && KR(struct inode, inode, i_ino) == ino ? inode : NULL;
+}
+
+/*
+ * Whether a completion is the data part of a flush sequence (a write with PREFLUSH or
+ * FUA the device cannot do at once): the request ends again, with no bytes, when the
+ * sequence is done, and only then does diskstats count it. Until then the flush
+ * machinery has made its end_io mq_flush_data_end_io (@flush_data_end_io, from
+ * kallsyms); without it, the RQF_FLUSH_SEQ flag where BTF numbers it (6.9+ have the
+ * enum, but not every kernel's BTF keeps it), else the flag's old bit 4 (6.1).
+ */
+static __always_inline bool in_flush_seq(struct request *rq)
+{
+	__u32 bit = 4;
+
+	if (flush_data_end_io)
+		return (__u64)rq->end_io == flush_data_end_io;
+	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
+		bit = bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
+	return rq->rq_flags & (1U << bit);
+}
+
+/*
+ * A page cache write: credits it to the process that dirtied its first page, if that
+ * is not the submitter (a flusher, `sync`, another process's fsync). Returns the
+ * submitter's tid (the flusher) when it did, else 0.
+ */
+static __noinline __u32 credit_dirtier(struct request *rq, struct blk_owner *o)
+{
+	struct page_pos pp = {};
+	struct dirtier_proc *p;
+	struct bio *bio = rq->bio;
+	__u32 dirtier, flusher;
+
+	if (!bio || !o)
+		return 0;
+	page_pos_init(&pp, bio, BPF_CORE_READ(bio, bi_iter.bi_size), o->dev, o->ino);
+	if (page_walk_next(&pp))
+		return 0;
+	dirtier = pp.dirtier;
+	if (!dirtier) {
+		count(SNOOP_CNT_NO_DIRTIER);
+		return 0;
+	}
+	if (dirtier == o->pid)
+		return 0;
+	flusher = o->tid;
+	o->pid = dirtier;
+	p = bpf_map_lookup_elem(&dirtier_procs, &dirtier);
+	if (p) {
+		o->tid = p->tid;
+		o->cgid = p->cgid;
+		__builtin_memcpy(o->comm, p->comm, sizeof(o->comm));
+	} else {
+		o->tid = dirtier;
+		o->cgid = 0;
+		__builtin_memset(o->comm, 0, sizeof(o->comm));
+	}
+	return flusher;
+}
+
+/* The path of the request's file into @e, captured from @inode or as last captured. */
+static __always_inline void note_path(struct snoop_io *e, struct inode *inode)
+{
+	struct top_file_key fk = {.dev = e->fs_dev, .ino = e->ino};
+	__u64 id = 0, *last;
+
+	last = bpf_map_lookup_elem(&file_ids, &fk);
+	if (inode && !vfs_path_capture(e->fs_dev, e->ino, (__u64)inode, VFS_FROM_INODE, &id)) {
+		if (!last || *last != id)
+			bpf_map_update_elem(&file_ids, &fk, &id, BPF_ANY);
+	} else if (last) {
+		id = *last;
+	} else {
+		return;
+	}
+	e->path_id = id;
+	e->flags |= SNOOP_IO_PATH;
+}
+
+static __always_inline int complete_rq(struct request *rq, int error, unsigned int nr_bytes)
+{
+	__u32 op = rq->cmd_flags & REQ_OP_MASK, dev, disk, *n;
+	struct rq_slot *s, slot = {};
+	struct inode *inode = NULL;
+	struct snoop_io *e;
+	struct blk_owner *o, who;
+	__u32 wb_flusher = 0;
+	__u64 now, lat;
+
+	/* Passthrough requests (SG_IO, driver commands) are not block I/O in diskstats. */
+	if (op == REQ_OP_DRV_IN_NR || op == REQ_OP_DRV_OUT_NR)
+		return 0;
+	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
+	/* A slot left by an earlier use of this request, whose dispatch ran no program. */
+	if (s && rq->start_time_ns && s->issue_ns < rq->start_time_ns)
+		s = NULL;
+	/* A request completed in parts: diskstats counts it once, at its end. */
+	if (nr_bytes < rq->__data_len || (op != REQ_OP_FLUSH && in_flush_seq(rq))) {
+		count(SNOOP_CNT_PARTIAL);
+		if (s)
+			s->done += nr_bytes;
+		return 0;
+	}
+	if (s) {
+		slot = *s;
+		if (s->counted) {
+			n = bpf_map_lookup_elem(&inflight, &s->counted);
+			if (n)
+				__sync_fetch_and_add(n, -1);
+			s->counted = 0;
+		}
+	}
+	if (stopped)
+		return 0;
+	disk = rq_disk_dev(rq);
+	dev = rq_part_dev(rq);
+	if (tfilter.devs && !tfilter_dev_ok(dev) && !tfilter_dev_ok(disk))
+		goto filtered;
+	if (ops_mask && op < 32 && !(ops_mask & (1U << op)))
+		goto filtered;
+	now = bpf_ktime_get_ns();
+	if (min_latency_ns) {
+		__u64 t0 = rq->start_time_ns ?: slot.issue_ns;
+
+		lat = t0 && t0 < now ? now - t0 : 0;
+		if (lat < min_latency_ns)
+			goto filtered;
+	}
+	o = blk_owner_of_rq(rq);
+	if (!o) {
+		count(SNOOP_CNT_NO_OWNER);
+		if (tfilter_proc_on() || tfilter_file_on())
+			goto filtered;
+	} else {
+		who = *o;
+		o = &who;
+		if (op == REQ_OP_WRITE_NR && who.kind == BLK_OWN_BUFFERED)
+			wb_flusher = credit_dirtier(rq, &who);
+		if (tfilter_proc_on() && !tfilter_proc_ok(who.pid, who.tid, who.comm, who.cgid))
+			goto filtered;
+	}
+	if (o && o->ino && (want_paths || tfilter.dir_dev)) {
+		inode = rq_file_inode(rq, o->ino, o->flags & BLK_OWN_F_SPLIT);
+	}
+	if (tfilter_file_on() &&
+	    (!o || !o->ino ||
+	     !tfilter_file_ok(o->dev, o->ino, vfs_dentry((__u64)inode, VFS_FROM_INODE))))
+		goto filtered;
+
+	if (!s)
+		count(SNOOP_CNT_NO_ISSUE);
+	e = rbuf_reserve(events, SNOOP_REC_IO, sizeof(struct snoop_io));
+	if (!e)
+		return 0;
+	e->ts = now;
+	e->start_ns = rq->start_time_ns;
+	e->issue_ns = slot.issue_ns;
+	e->sector = s ? slot.sector : rq->__sector;
+	/* What the kernel completed, as diskstats counts it (the parts before included). */
+	e->bytes = nr_bytes + slot.done;
+	e->dev = disk;
+	e->op = op;
+	/* The flush machinery takes PREFLUSH and FUA off the request, not off its bio. */
+	e->rq_flags = rq_flags_of(rq->cmd_flags | (rq->bio ? rq->bio->bi_opf : 0));
+	e->flags = (s ? 0 : SNOOP_IO_NO_ISSUE) | (o ? 0 : SNOOP_IO_NO_OWNER) |
+		   (error ? SNOOP_IO_ERROR : 0);
+	e->inflight = slot.inflight;
+	e->nr_bios = slot.nr_bios;
+	e->error = error;
+	e->path_id = 0;
+	e->flusher = wb_flusher;
+	if (wb_flusher)
+		e->flags |= SNOOP_IO_WRITEBACK;
+	if (o) {
+		e->pid = o->pid;
+		e->tid = o->tid;
+		e->cgid = o->cgid;
+		e->fs_dev = o->dev;
+		e->ino = o->ino;
+		e->kind = o->kind;
+		e->owner_flags = o->flags;
+		__builtin_memcpy(e->comm, o->comm, sizeof(e->comm));
+	} else {
+		e->pid = 0;
+		e->tid = 0;
+		e->cgid = 0;
+		e->fs_dev = 0;
+		e->ino = 0;
+		e->kind = 0;
+		e->owner_flags = 0;
+		__builtin_memset(e->comm, 0, sizeof(e->comm));
+	}
+	if (want_paths && e->ino)
+		note_path(e, inode);
+	rbuf_submit(events, e);
+	return 0;
+filtered:
+	count(SNOOP_CNT_FILTERED);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(snoop_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return complete_rq(rq, error, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(snoop_rq_complete_raw, void *rq, int error, unsigned int nr_bytes)
+{
+	return complete_rq(AS_RQ(rq), error, nr_bytes);
+}

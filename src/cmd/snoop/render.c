@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+/* iospan snoop: the lines, as text or JSON Lines, and the closing counts. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "err.h"
+#include "fspath.h"
+#include "json.h"
+#include "printable.h"
+#include "units.h"
+#include "snoop.h"
+
+struct snoop_render {
+	FILE *out;
+	struct jw *jw;
+	bool header_done;
+	/* The last second formatted as HH:MM:SS: lines come many per second. */
+	time_t sec;
+	char hms[16];
+};
+
+int snoop_render_new(FILE *out, bool json, struct snoop_render **outp)
+{
+	struct snoop_render *r = calloc(1, sizeof(*r));
+
+	*outp = NULL;
+	if (!r)
+		return -ENOMEM;
+	r->out = out;
+	r->sec = (time_t)-1;
+	if (json) {
+		r->jw = jw_new(out);
+		if (!r->jw) {
+			free(r);
+			return -ENOMEM;
+		}
+	}
+	*outp = r;
+	return 0;
+}
+
+void snoop_render_free(struct snoop_render *r)
+{
+	if (!r)
+		return;
+	jw_free(r->jw);
+	free(r);
+}
+
+static const char *dur(int64_t ns, char *buf, size_t len)
+{
+	return ns < 0 ? "-" : fmt_ns(ns, buf, len);
+}
+
+static void kv_dur_us(struct jw *jw, const char *name, int64_t ns)
+{
+	if (ns < 0)
+		jw_kv_null(jw, name);
+	else
+		jw_kv_float(jw, name, ns / 1e3, 3);
+}
+
+static void render_json(struct snoop_render *r, const struct snoop_io *e,
+			const struct snoop_line *l)
+{
+	struct jw *jw = r->jw;
+
+	jw_start_object(jw);
+	jw_kv_float(jw, "time", l->wall, 6);
+	jw_kv_string(jw, "comm", l->comm);
+	jw_kv_uint(jw, "pid", e->pid);
+	jw_kv_uint(jw, "tid", e->tid);
+	if (l->cgroup)
+		jw_kv_string(jw, "cgroup", l->cgroup);
+	else
+		jw_kv_null(jw, "cgroup");
+	if (l->container)
+		jw_kv_string(jw, "container", l->container);
+	jw_kv_string(jw, "disk", l->disk);
+	jw_kv_string(jw, "rwbs", l->rwbs);
+	if (e->sector == SNOOP_NO_SECTOR)
+		jw_kv_null(jw, "sector");
+	else
+		jw_kv_uint(jw, "sector", e->sector);
+	jw_kv_uint(jw, "bytes", e->bytes);
+	kv_dur_us(jw, "queue_us", l->queue_ns);
+	kv_dur_us(jw, "device_us", l->device_ns);
+	kv_dur_us(jw, "total_us", l->total_ns);
+	if (e->flags & SNOOP_IO_NO_ISSUE) {
+		jw_kv_null(jw, "inflight");
+		jw_kv_null(jw, "merged");
+	} else {
+		jw_kv_uint(jw, "inflight", e->inflight);
+		jw_kv_uint(jw, "merged", e->nr_bios ? e->nr_bios - 1 : 0);
+	}
+	jw_kv_string(jw, "kind", l->kind);
+	jw_kv_bool(jw, "writeback", e->flags & SNOOP_IO_WRITEBACK);
+	if (e->flags & SNOOP_IO_WRITEBACK)
+		jw_kv_uint(jw, "flusher_tid", e->flusher);
+	if (e->ino) {
+		jw_kv_uint(jw, "ino", e->ino);
+		if (l->path)
+			jw_kv_string(jw, "path", l->path);
+		else
+			jw_kv_null(jw, "path");
+	}
+	if (e->flags & SNOOP_IO_ERROR)
+		jw_kv_int(jw, "error", e->error);
+	jw_end_object(jw);
+}
+
+static void render_text(struct snoop_render *r, const struct snoop_io *e,
+			const struct snoop_line *l)
+{
+	char q[UNITS_BUF], d[UNITS_BUF], t[UNITS_BUF], file[64], sector[24];
+	const char *what, *group;
+	time_t sec = (time_t)l->wall;
+	struct tm tm;
+
+	if (!r->header_done) {
+		fprintf(r->out, "%-15s %-15s %7s %7s %-7s %-4s %11s %7s %6s %6s %6s %3s %4s %s\n",
+			"TIME", "COMM", "PID", "TID", "DISK", "RWBS", "SECTOR", "BYTES", "QUEUE",
+			"DEVICE", "TOTAL", "QD", "BIOS", "CGROUP FILE");
+		r->header_done = true;
+	}
+	if (sec != r->sec) {
+		r->sec = sec;
+		localtime_r(&sec, &tm);
+		strftime(r->hms, sizeof(r->hms), "%H:%M:%S", &tm);
+	}
+	if (l->path) {
+		what = printable(l->path);
+	} else if (e->ino) {
+		snprintf(file, sizeof(file), "%u:%u:ino=%" PRIu64, KDEV_MAJOR(e->fs_dev),
+			 KDEV_MINOR(e->fs_dev), (uint64_t)e->ino);
+		what = file;
+	} else {
+		/* The disk's own cache flush has no bio, hence no submitter. */
+		snprintf(file, sizeof(file), "[%s]",
+			 e->op == SNOOP_OP_FLUSH && (e->flags & SNOOP_IO_NO_OWNER) ? "flush" :
+										     l->kind);
+		what = file;
+	}
+	group = l->container ? l->container : l->cgroup ? printable(l->cgroup) : "-";
+	if (e->sector == SNOOP_NO_SECTOR)
+		snprintf(sector, sizeof(sector), "-");
+	else
+		snprintf(sector, sizeof(sector), "%" PRIu64, (uint64_t)e->sector);
+	fprintf(r->out, "%s.%06u %-15s %7u %7u %-7s %-4s %11s %7u %6s %6s %6s ", r->hms,
+		(unsigned int)((l->wall - sec) * 1e6), printable(l->comm), e->pid, e->tid,
+		printable(l->disk), l->rwbs, sector, e->bytes, dur(l->queue_ns, q, sizeof(q)),
+		dur(l->device_ns, d, sizeof(d)), dur(l->total_ns, t, sizeof(t)));
+	if (e->flags & SNOOP_IO_NO_ISSUE)
+		fprintf(r->out, "%3s %4s", "-", "-");
+	else
+		fprintf(r->out, "%3u %4u", e->inflight, e->nr_bios);
+	fprintf(r->out, " %s %s", group, what);
+	if (e->flags & SNOOP_IO_WRITEBACK)
+		fprintf(r->out, " (writeback by %u)", e->flusher);
+	fputc('\n', r->out);
+}
+
+void snoop_render_event(struct snoop_render *r, const struct snoop_io *e,
+			const struct snoop_line *l)
+{
+	if (r->jw)
+		render_json(r, e, l);
+	else
+		render_text(r, e, l);
+}
+
+void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
+{
+	struct jw *jw = r->jw;
+
+	if (jw) {
+		jw_start_object(jw);
+		jw_kv_object(jw, "summary");
+		jw_kv_float(jw, "seconds", t->seconds, 3);
+		jw_kv_uint(jw, "events", t->events);
+		jw_kv_uint(jw, "lost", t->lost);
+		jw_kv_uint(jw, "malformed", t->malformed);
+		jw_kv_uint(jw, "not_arrived",
+			   t->sent > t->events + t->malformed ? t->sent - t->events - t->malformed :
+								0);
+		jw_kv_uint(jw, "owner_unknown", t->no_owner);
+		jw_kv_uint(jw, "dispatch_not_seen", t->no_issue);
+		jw_kv_uint(jw, "filtered", t->filtered);
+		jw_kv_uint(jw, "partial_completions", t->partial);
+		jw_kv_uint(jw, "inflight_map_full", t->inflight_full);
+		jw_kv_uint(jw, "dirtier_map_full", t->dirtier_full);
+		jw_kv_uint(jw, "writeback_dirtier_unknown", t->no_dirtier);
+		jw_kv_uint(jw, "missed_runs", t->missed_runs);
+		jw_kv_uint(jw, "completion_not_seen", t->completion_unseen);
+		jw_end_object(jw);
+		jw_end_object(jw);
+		return;
+	}
+	fflush(r->out);
+	fprintf(stderr,
+		"iospan snoop: %" PRIu64 " requests in %.1f s; lost %" PRIu64
+		" (ring buffer full), malformed %" PRIu64 "; submitter unknown %" PRIu64
+		", dispatch not seen %" PRIu64 ", filtered out %" PRIu64 "\n",
+		t->events, t->seconds, t->lost, t->malformed, t->no_owner, t->no_issue,
+		t->filtered);
+	if (t->completion_unseen)
+		fprintf(stderr,
+			"iospan snoop: %" PRIu64 " completions ran no program (the request was "
+			"dispatched again unseen): their lines are missing\n",
+			t->completion_unseen);
+	if (t->missed_runs)
+		fprintf(stderr,
+			"iospan snoop: %" PRIu64 " program runs skipped by the kernel (nested): "
+			"their requests are missing\n",
+			t->missed_runs);
+}

@@ -1,0 +1,380 @@
+# SPDX-License-Identifier: GPL-2.0
+"""End-to-end tests for `iospan snoop` on loop devices (ext4, xfs, btrfs).
+
+Each line is one completed request: during a window the lines of a disk must be the
+requests /proc/diskstats completed (reads + writes + discards + flushes) and carry its
+sectors; each line names the process that submitted the request, known here because
+each workload part runs in its own process (and cgroup) and prints its pid; the libaio
+QD32 random-read workload of the overhead harness, over a tmpfs-backed loop device, must
+lose nothing with output to a file; filters keep exactly the lines they describe.
+"""
+import ctypes
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+import iospan_testlib as tl
+
+MiB = 1 << 20
+SIZE = 8 * MiB
+PYTHON = "/usr/bin/python3"
+
+# One workload process: sets its name (comm), does its I/O, prints its pid and tid.
+WORKLOAD = r"""
+import ctypes, json, mmap, os, sys
+
+op, name, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+paths = sys.argv[4:]
+ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
+CHUNK = 1 << 20
+buf = mmap.mmap(-1, CHUNK)  # page aligned, as O_DIRECT needs
+buf.write(b"s" * CHUNK)
+if op == "dio":
+    wpath, rpath = paths
+    fd = os.open(wpath, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)
+    for off in range(0, size, CHUNK):
+        assert os.pwritev(fd, [buf], off) == CHUNK
+    os.close(fd)
+    fd = os.open(rpath, os.O_RDONLY | os.O_DIRECT)
+    for off in range(0, size, CHUNK):
+        assert os.preadv(fd, [buf], off) == CHUNK
+    os.close(fd)
+elif op in ("write_fsync", "write_lazy"):
+    fd = os.open(paths[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for _ in range(size // CHUNK):
+        assert os.write(fd, bytes(buf)) == CHUNK
+    if op == "write_fsync":
+        os.fsync(fd)
+    os.close(fd)
+else:
+    raise SystemExit("unknown op " + op)
+print(json.dumps({"pid": os.getpid(), "tid": os.getpid()}))
+"""
+
+
+def run_workload(op, name, paths, cgroup, size=SIZE):
+    """Runs one workload process named @name in @cgroup; returns its pid."""
+    p = subprocess.run([PYTHON, "-B", "-c", WORKLOAD, op, name, str(size)] + list(paths),
+                       capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: tl.move_to_cgroup(cgroup))
+    assert p.returncode == 0, "workload %s failed: %s" % (op, p.stderr)
+    return json.loads(p.stdout.strip().splitlines()[-1])["pid"]
+
+
+def split(docs):
+    """(request lines, the summary object)."""
+    assert docs and "summary" in docs[-1], docs[-3:]
+    assert all("summary" not in d for d in docs[:-1])
+    return docs[:-1], docs[-1]["summary"]
+
+
+def settle():
+    os.sync()
+    time.sleep(0.5)
+
+
+def ds_expect(before, after, name):
+    d = tl.diskstats_delta(before, after, name)
+    return (d["rd_ios"] + d["wr_ios"] + d["dc_ios"] + d["fl_ios"],
+            512 * (d["rd_sectors"] + d["wr_sectors"] + d["dc_sectors"]))
+
+
+def assert_counts(lines, nr, nbytes, summary):
+    """@lines are the @nr requests of @nbytes diskstats counted, but for those whose
+    completion ran no BPF program (a gap of the kernel's, counted by snoop when their
+    request is dispatched again: iospan-snoop(8)); each missing one is 4 KiB at most
+    where this is used with bytes."""
+    missing = nr - len(lines)
+    assert 0 <= missing <= summary["completion_not_seen"], (len(lines), nr, summary)
+    if not missing:
+        assert sum(l["bytes"] for l in lines) == nbytes
+    else:
+        assert 0 <= nbytes - sum(l["bytes"] for l in lines) <= missing * 1024 * 1024
+
+
+def rel_cgroup(path):
+    return "/" + os.path.relpath(path, tl.cgroup2_root())
+
+
+@pytest.fixture(scope="module", params=["ext4", "xfs", "btrfs"])
+def session(request):
+    """One snoop session over a mixed workload on a fresh file system, with diskstats
+    read around the workload while the device is otherwise idle."""
+    tl.require_root("creates loop devices, file systems and cgroups, loads BPF")
+    fstype = request.param
+    with tl.scratch_fs(fstype, 512) as fs, tl.cgroup2("snoop-dio") as cg_dio, \
+            tl.cgroup2("snoop-fsync") as cg_fsync, tl.cgroup2("snoop-lazy") as cg_lazy:
+        f = {n: os.path.join(fs.mnt, n + ".dat")
+             for n in ("dio_read", "dio_write", "fsync", "lazy")}
+        tl.dd(f["dio_read"], bs="1M", count=SIZE // MiB, conv="fsync")
+        tl.drop_caches()
+        subprocess.run([PYTHON, "-B", "-c", "import ctypes, json, mmap, os, sys"], check=True)
+        snoop = tl.Tracer("--json", "snoop", "-d", fs.dev, "--duration", "300")
+        try:
+            settle()
+            t0, before = time.time(), tl.read_diskstats()
+            pids = {
+                "dio": run_workload("dio", "snoop-dio", [f["dio_write"], f["dio_read"]],
+                                    cg_dio),
+                "fsync": run_workload("write_fsync", "snoop-fsync", [f["fsync"]], cg_fsync),
+                "lazy": run_workload("write_lazy", "snoop-lazy", [f["lazy"]], cg_lazy),
+            }
+            # Another process writes the lazy writer's pages back.
+            subprocess.run(["sync"], check=True)
+            settle()
+            after, t1 = tl.read_diskstats(), time.time()
+        finally:
+            docs = snoop.json_lines()
+        lines, summary = split(docs)
+        yield {"fs": fs, "lines": lines, "summary": summary, "pids": pids, "files": f,
+               "window": (t0, t1), "before": before, "after": after,
+               "cgroups": {"dio": cg_dio, "fsync": cg_fsync, "lazy": cg_lazy}}
+
+
+def test_lines_are_diskstats_requests(session):
+    """Lines of the disk in the window == requests diskstats completed, bytes == its
+    sectors * 512."""
+    fs, (t0, t1) = session["fs"], session["window"]
+    mine = [l for l in session["lines"] if l["disk"] == fs.name and t0 <= l["time"] <= t1]
+    nr, nbytes = ds_expect(session["before"], session["after"], fs.name)
+    assert nr >= 3 * SIZE // (512 * 1024), nr
+    assert_counts(mine, nr, nbytes, session["summary"])
+    assert session["summary"]["lost"] == 0 and session["summary"]["malformed"] == 0
+    assert session["summary"]["events"] == len(session["lines"])
+    assert all(l["disk"] == fs.name for l in session["lines"])  # -d
+
+
+def test_direct_io_credited_to_its_process(session):
+    pid, f, fs = session["pids"]["dio"], session["files"], session["fs"]
+    rows = [l for l in session["lines"] if l["pid"] == pid]
+    assert all(l["comm"] == "snoop-dio" and l["tid"] == pid for l in rows), rows[:3]
+    assert all(l["cgroup"] == rel_cgroup(session["cgroups"]["dio"]) for l in rows)
+    # btrfs writes a new file's O_DIRECT data through the page cache, in the writer.
+    data = [l for l in rows if l["kind"] in ("direct", "buffered")]
+    writes = [l for l in data if "W" in l["rwbs"]]
+    reads = [l for l in data if l["rwbs"].startswith("R")]
+    assert sum(l["bytes"] for l in writes) == SIZE
+    assert sum(l["bytes"] for l in reads) == SIZE
+    assert not any(l["writeback"] for l in data)
+    # Files named on every request (split ones too); btrfs ends its direct I/O its
+    # own way, so the core cannot tell its file (iospan-snoop(8)).
+    assert {l["path"] for l in writes} == {os.path.realpath(f["dio_write"])}
+    if fs.fstype != "btrfs":
+        assert {l["path"] for l in reads} == {os.path.realpath(f["dio_read"])}
+    for l in data:
+        assert l["device_us"] is not None and l["total_us"] >= l["device_us"]
+        assert l["inflight"] >= 1 and l["merged"] >= 0
+
+
+def test_fsync_write_credited_to_writer(session):
+    pid, f = session["pids"]["fsync"], session["files"]
+    ino = os.stat(f["fsync"]).st_ino
+    rows = [l for l in session["lines"] if l.get("ino") == ino and "W" in l["rwbs"]]
+    assert sum(l["bytes"] for l in rows) == SIZE, rows[:3]
+    assert {l["pid"] for l in rows} == {pid}, {(l["pid"], l["comm"]) for l in rows}
+
+
+def test_writeback_credited_to_dirtier(session):
+    """The lazy writer's pages, written back by `sync` (or a flusher), are its lines."""
+    pid, f = session["pids"]["lazy"], session["files"]
+    ino = os.stat(f["lazy"]).st_ino
+    rows = [l for l in session["lines"] if l.get("ino") == ino and "W" in l["rwbs"]]
+    assert sum(l["bytes"] for l in rows) == SIZE, rows[:3]
+    assert {l["pid"] for l in rows} == {pid}, {(l["pid"], l["comm"]) for l in rows}
+    assert all(l["writeback"] for l in rows)
+    assert all(l["cgroup"] == rel_cgroup(session["cgroups"]["lazy"]) for l in rows)
+    assert all(l["path"] == os.path.realpath(f["lazy"]) for l in rows)
+
+
+def test_qd32_randread_to_file_loses_nothing(tmp_path):
+    """The overhead harness's workload (4k random reads, libaio, QD32, O_DIRECT) over a
+    tmpfs-backed loop device, snoop writing to a file: no record lost, one line per
+    request diskstats counted, and per request fio made."""
+    tl.require_root("creates loop devices, loads BPF")
+    out = str(tmp_path / "snoop.json")
+    with tl.tmpfs(600) as mnt, tl.loop_device(size_mb=512, backing_dir=mnt) as dev:
+        name = os.path.basename(dev)
+        tl.dd(dev, bs="1M", count=512, oflag="direct")
+        snoop = tl.Tracer("--json", "snoop", "-d", dev, "-o", out, "--duration", "300")
+        try:
+            settle()
+            before = tl.read_diskstats()
+            doc = tl.fio(["--name=snoop", "--filename=" + dev, "--rw=randread", "--bs=4k",
+                          "--direct=1", "--ioengine=libaio", "--iodepth=32",
+                          "--numjobs=1", "--time_based", "--runtime=5"])
+            settle()
+            after = tl.read_diskstats()
+        finally:
+            assert snoop.stop() == ""
+        with open(out) as fh:
+            docs = [json.loads(line) for line in fh]
+    lines, summary = split(docs)
+    nr, nbytes = ds_expect(before, after, name)
+    ios = doc["jobs"][0]["read"]["total_ios"]
+    assert ios > 10000, ios
+    assert summary["lost"] == 0 and summary["malformed"] == 0 and summary["not_arrived"] == 0
+    assert len(lines) == summary["events"], summary
+    assert_counts(lines, nr, nbytes, summary)
+    fio_lines = [l for l in lines if l["comm"] == "fio"]
+    assert ios - len(fio_lines) == nr - len(lines)  # the lines missing are all fio's
+    assert all(l["rwbs"] == "R" and l["bytes"] == 4096 and l["kind"] == "direct"
+               for l in fio_lines)
+    # fio keeps up to 32 in flight: requests find others on the disk, never more than
+    # fio's (but for completions the kernel ran no program for, counted until their
+    # request is reused).
+    qd = sorted(l["inflight"] for l in fio_lines)
+    assert 1 < qd[len(qd) // 2] <= 32, qd[len(qd) // 2]
+    assert qd[0] >= 1 and qd[-1] <= 32 + summary["completion_not_seen"]
+
+
+# ---------------------------------------------------------------------------- filters
+
+@pytest.fixture(scope="module")
+def filtered():
+    """Snoops with each filter and one without, side by side over one workload: two
+    processes (own names, cgroups, directories) doing direct writes and reads."""
+    tl.require_root("creates loop devices, file systems and cgroups, loads BPF")
+    with tl.scratch_fs("ext4", 256) as fs, tl.loop_device(64) as other, \
+            tl.cgroup2("snoop-a") as cg_a, tl.cgroup2("snoop-b") as cg_b:
+        da, db = os.path.join(fs.mnt, "a"), os.path.join(fs.mnt, "b")
+        os.mkdir(da)
+        os.mkdir(db)
+        fa = [os.path.join(da, n) for n in ("w", "r")]
+        fb = [os.path.join(db, n) for n in ("w", "r")]
+        for p in (fa[1], fb[1]):
+            tl.dd(p, bs="1M", count=4, conv="fsync")
+        for p in (fa[0], fb[0]):
+            open(p, "wb").close()  # --file needs it to exist
+        settle()
+        # The pids are known only once they run: a process filter needs one running
+        # beforehand, so process A is a shell that waits, then execs the workload.
+        gate_r, gate_w = os.pipe()
+        a = subprocess.Popen(["sh", "-c", 'read _; exec "$@"', "sh", PYTHON, "-B", "-c",
+                              WORKLOAD, "dio", "snoop-a", str(4 * MiB)] + fa,
+                             stdin=gate_r, stdout=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: tl.move_to_cgroup(cg_a))
+        os.close(gate_r)
+        runs = {
+            "everything": [],
+            "all": ["-d", fs.dev],
+            "pid": ["-p", a.pid],
+            "tid": ["--tid", a.pid],
+            "comm": ["--comm", "snoop-b"],
+            "cgroup": ["--cgroup", cg_a],
+            "file": ["--file", fb[0]],
+            "dir": ["--dir", db],
+            "ops": ["-d", fs.dev, "--ops", "write"],
+            "latency": ["-d", fs.dev, "--min-latency", "300us"],
+            "other_disk": ["-d", other],
+        }
+        tracers = {k: tl.Tracer("--json", "snoop", "--duration", "300", *v)
+                   for k, v in runs.items()}
+        try:
+            settle()
+            os.write(gate_w, b"go\n")
+            os.close(gate_w)
+            out, _ = a.communicate(timeout=120)
+            assert a.returncode == 0
+            pid_b = run_workload("dio", "snoop-b", fb, cg_b, size=4 * MiB)
+            settle()
+        finally:
+            got = {k: split(t.json_lines())[0] for k, t in tracers.items()}
+        yield {"got": got, "pid_a": a.pid, "pid_b": pid_b, "fs": fs, "fa": fa, "fb": fb}
+
+
+def keys(lines):
+    return sorted((l["disk"], -1 if l["sector"] is None else l["sector"], l["bytes"],
+                   l["rwbs"], l["pid"]) for l in lines)
+
+
+@pytest.mark.parametrize("name", ["pid", "tid", "comm", "cgroup", "file", "dir", "ops",
+                                  "other_disk"])
+def test_filter_keeps_exactly_its_lines(filtered, name):
+    got, pa, pb = filtered["got"], filtered["pid_a"], filtered["pid_b"]
+    ino = lambda p: os.stat(p).st_ino  # noqa: E731
+    want = {
+        "pid": lambda l: l["pid"] == pa,
+        "tid": lambda l: l["tid"] == pa,
+        "comm": lambda l: l["comm"] == "snoop-b",
+        "cgroup": lambda l: l["pid"] == pa,
+        "file": lambda l: l.get("ino") == ino(filtered["fb"][0]),
+        "dir": lambda l: l.get("ino") in (ino(filtered["fb"][0]), ino(filtered["fb"][1])),
+        "ops": lambda l: l["rwbs"].lstrip("F").startswith("W"),  # F: preflush
+        "other_disk": lambda l: False,
+    }[name]
+    # Process filters see every disk (python's own files come from the root disk).
+    pool = got["everything"] if name in ("pid", "tid", "comm", "cgroup", "other_disk") \
+        else got["all"]
+    base = [l for l in pool if want(l)]
+    if name != "other_disk":
+        assert sum(l["bytes"] for l in base) >= 4 * MiB, name
+    assert keys(got[name]) == keys(base) or name == "ops" and \
+        keys([l for l in got[name] if l["disk"] == filtered["fs"].name]) == keys(base), \
+        (name, len(got[name]), len(base))
+
+
+def test_min_latency(filtered):
+    """Only requests of 300us or more. The side-by-side tracers time each request at
+    slightly different moments (one program after the other): compared with a margin."""
+    lines, every = filtered["got"]["latency"], filtered["got"]["all"]
+    assert lines, "no request took 300us"
+    assert all(l["total_us"] >= 300 for l in lines)
+    timed = [l for l in every if l["total_us"] is not None]
+    # Fast ones filtered out, slow ones all kept (margins: see above).
+    fast = [l for l in timed if l["total_us"] < 200]
+    slow = [l for l in timed if l["total_us"] >= 450]
+    assert slow and len(lines) < len(timed), sorted(l["total_us"] for l in timed)
+    assert not set(keys(fast)) & set(keys(lines))
+    assert set(keys(slow)) <= set(keys(lines))
+
+
+def test_text_output_names_and_escapes(tmp_path):
+    tl.require_root("creates loop devices, loads BPF")
+    name = "evil\x1b[2Jname"
+    with tl.scratch_fs("ext4", 64) as fs:
+        path = os.path.join(fs.mnt, name)
+        snoop = tl.Tracer("snoop", "-d", fs.dev, "--duration", "300")
+        try:
+            settle()
+            tl.dd(path, bs="64k", count=4, oflag="direct")
+            settle()
+        finally:
+            out = snoop.stop()
+    head, rows = out.splitlines()[0], out.splitlines()[1:]
+    assert head.split()[:6] == ["TIME", "COMM", "PID", "TID", "DISK", "RWBS"]
+    assert "\x1b" not in out
+    mine = [r for r in rows if r.split()[1] == "dd"]
+    assert any(r.endswith("/evil\\x1b[2Jname") for r in mine), mine
+
+
+@pytest.mark.parametrize("args, what", [
+    (["-d", "nosuchdisk"], "nosuchdisk"),
+    (["--min-latency", "abc"], "abc"),
+    (["--ops", "read,bogus"], "bogus"),
+    (["-p", "999999999"], "999999999"),
+    (["--buffer-size", "1k"], "buffer-size"),
+    (["--comm", "x" * 20], "comm"),
+    (["--cgroup", "/nonexistent"], "nonexistent"),
+    (["--file", "/nonexistent/f"], "nonexistent"),
+    (["--duration", "0"], "duration"),
+    (["extra"], "extra"),
+])
+def test_bad_input(args, what):
+    p = tl.run_iospan("snoop", *args)
+    assert p.returncode == 2, (args, p.returncode, p.stdout, p.stderr)
+    assert p.stdout == ""
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and what in err[0], p.stderr
+    p = tl.run_iospan("--json", "snoop", *args)
+    assert p.returncode == 2
+    doc = json.loads(p.stdout)
+    assert what in doc["error"] and doc["exit_code"] == 2
+
+
+def test_output_file_unwritable():
+    tl.require_root("loads BPF")
+    p = tl.run_iospan("snoop", "-o", "/nonexistent/dir/out")
+    assert p.returncode == 1 and "nonexistent" in p.stderr and p.stdout == ""
