@@ -150,14 +150,18 @@ def test_lines_are_diskstats_requests(session):
 def test_direct_io_credited_to_its_process(session):
     pid, f, fs = session["pids"]["dio"], session["files"], session["fs"]
     rows = [l for l in session["lines"] if l["pid"] == pid]
-    assert all(l["comm"] == "snoop-dio" and l["tid"] == pid for l in rows), rows[:3]
     assert all(l["cgroup"] == rel_cgroup(session["cgroups"]["dio"]) for l in rows)
     # btrfs writes a new file's O_DIRECT data through the page cache, in the writer.
     data = [l for l in rows if l["kind"] in ("direct", "buffered")]
+    assert all(l["comm"] == "snoop-dio" and l["tid"] == pid for l in data), data[:3]
     writes = [l for l in data if "W" in l["rwbs"]]
     reads = [l for l in data if l["rwbs"].startswith("R")]
-    assert sum(l["bytes"] for l in writes) == SIZE
-    assert sum(l["bytes"] for l in reads) == SIZE
+    # Exact, but for requests whose owner record was lost (shown unknown, counted).
+    unknown = [l for l in session["lines"] if l["kind"] == "unknown"]
+    for mine, letter in ((writes, "W"), (reads, "R")):
+        short = SIZE - sum(l["bytes"] for l in mine)
+        lost = sum(l["bytes"] for l in unknown if letter in l["rwbs"])
+        assert 0 <= short <= lost, (letter, short, lost, session["summary"])
     assert not any(l["writeback"] for l in data)
     # Files named on every request (split ones too); btrfs ends its direct I/O its
     # own way, so the core cannot tell its file (iospan-snoop(8)).
