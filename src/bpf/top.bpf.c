@@ -58,6 +58,8 @@ const volatile bool dio_fs_at_complete = false;
 const volatile __u64 iomap_dio_end_io = 0;   /* address of iomap_dio_bio_end_io, 0 if unknown */
 const volatile __u64 throtl_dispatch_fn = 0; /* blk_throtl_dispatch_work_fn, 0 if unknown */
 const volatile __u32 page_size = 4096;
+/* IOSPAN_FAULT=map_nomem (tests): every new row takes the path of a failed allocation. */
+const volatile bool fault_map_nomem = false;
 const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not news */
 /* By syscall number: SYS_READ, SYS_WRITE or SYS_SYNC for the syscalls traced, else SYS_NONE. */
 const volatile __u8 sys_op[SYS_NR_TABLE] = {};
@@ -152,6 +154,19 @@ struct {
 	__type(value, struct top_stat);
 } stats SEC(".maps");
 
+/*
+ * Rows the allocator of the maps above could not give at that moment (-ENOMEM: its
+ * per-CPU cache ran empty, and on PREEMPT_RT it is refilled later from a thread;
+ * -EBUSY: the bucket is held on this CPU) go here instead: preallocated, so an insert
+ * fails only when it is full. User space adds these rows to those of the main map.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 128);
+	__type(key, struct top_key);
+	__type(value, struct top_stat);
+} stats_spill SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
@@ -177,6 +192,14 @@ struct {
 	__type(key, struct top_wb_key);
 	__type(value, struct top_wb_val);
 } wb SEC(".maps");
+
+/* wb rows that could not be made for want of memory: as stats_spill. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct top_wb_key);
+	__type(value, struct top_wb_val);
+} wb_spill SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -293,6 +316,28 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 static const struct top_stat stat_zero;
 
 /* The stats row of @k, created if missing (*created then set). NULL if the map is full. */
+/* An insert that failed with @err for want of memory or of the bucket lock. */
+static __always_inline bool insert_may_spill(long err)
+{
+	return err == -ENOMEM || err == -EBUSY;
+}
+
+static __always_inline struct top_stat *stat_spill_get(struct top_key *k, bool *created)
+{
+	struct top_stat *s = bpf_map_lookup_elem(&stats_spill, k);
+	long err;
+
+	if (s)
+		return s;
+	err = bpf_map_update_elem(&stats_spill, k, &stat_zero, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		drop_insert(err, TOP_DROP_STATS_FULL);
+		return NULL;
+	}
+	*created = !err;
+	return bpf_map_lookup_elem(&stats_spill, k);
+}
+
 static __always_inline struct top_stat *stat_get(struct top_key *k, bool *created)
 {
 	struct top_stat *s;
@@ -301,13 +346,23 @@ static __always_inline struct top_stat *stat_get(struct top_key *k, bool *create
 	s = bpf_map_lookup_elem(&stats, k);
 	if (s)
 		return s;
-	err = bpf_map_update_elem(&stats, k, &stat_zero, BPF_NOEXIST);
+	err = fault_map_nomem ? -ENOMEM : bpf_map_update_elem(&stats, k, &stat_zero, BPF_NOEXIST);
+	if (insert_may_spill(err))
+		return stat_spill_get(k, created);
 	if (err && err != -EEXIST /* created meanwhile on another CPU */) {
 		drop_insert(err, TOP_DROP_STATS_FULL);
 		return NULL;
 	}
 	*created = !err;
 	return bpf_map_lookup_elem(&stats, k);
+}
+
+/* The row of @k, wherever stat_get() put it. */
+static __always_inline struct top_stat *stat_find(struct top_key *k)
+{
+	struct top_stat *s = bpf_map_lookup_elem(&stats, k);
+
+	return s ? s : bpf_map_lookup_elem(&stats_spill, k);
 }
 
 static __always_inline void add_fs(struct top_key *k, bool write, __u64 bytes, __u32 flags,
@@ -1464,10 +1519,20 @@ __noinline bool account_run(struct run *r, struct rq_info *ri)
 		k.wk.pad = 0;
 		w = bpf_map_lookup_elem(&wb, &k.wk);
 		if (!w) {
-			long err = bpf_map_update_elem(&wb, &k.wk, &wb_zero, BPF_NOEXIST);
+			long err = fault_map_nomem ? -ENOMEM :
+						     bpf_map_update_elem(&wb, &k.wk, &wb_zero,
+									 BPF_NOEXIST);
 
 			/* -EEXIST: created meanwhile on another CPU. */
 			w = bpf_map_lookup_elem(&wb, &k.wk);
+			if (!w && insert_may_spill(err)) {
+				w = bpf_map_lookup_elem(&wb_spill, &k.wk);
+				if (!w) {
+					err = bpf_map_update_elem(&wb_spill, &k.wk, &wb_zero,
+								  BPF_NOEXIST);
+					w = bpf_map_lookup_elem(&wb_spill, &k.wk);
+				}
+			}
 			if (!w) {
 				drop_insert(err, TOP_DROP_WB_FULL);
 				return created;
@@ -1505,7 +1570,7 @@ static __always_inline void account_run_named(struct walk *w)
 		return;
 	vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE, &id);
 	/* The row just created: which file (generation) its path is of. */
-	s = bpf_map_lookup_elem(&stats, &r->key);
+	s = stat_find(&r->key);
 	if (s) {
 		s->gen = id;
 		s->path_epoch = path_epoch;

@@ -509,6 +509,32 @@ struct max_slot {
 	uint32_t slot, gen;
 };
 
+static void row_add(struct row *sum, const struct row *r);
+
+/* The part of a row that stats_spill held (see top.bpf.c). */
+static void row_merge(void *into, const void *from)
+{
+	const struct row *f = from;
+	struct row *r = into;
+
+	row_add(r, f);
+	if (f->bdev)
+		r->bdev = f->bdev;
+	if (f->path_epoch > r->path_epoch) {
+		r->path_epoch = f->path_epoch;
+		r->gen = f->gen;
+	}
+}
+
+static void wb_merge(void *into, const void *from)
+{
+	const struct wbrow *f = from;
+	struct wbrow *r = into;
+
+	r->bytes += f->bytes;
+	r->nr += f->nr;
+}
+
 static void fold_stat(void *row, const void *key, const void *vals, int ncpus, void *arg)
 {
 	const struct max_slot *ms = arg;
@@ -553,12 +579,13 @@ static int read_stats(struct top_ctx *c, uint32_t slot, uint32_t gen, struct row
 	void *rows;
 	int err;
 
-	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.stats), sizeof(struct top_key),
-				    sizeof(struct top_stat), sizeof(struct row), fold_stat, &ms,
-				    &rows, nr);
+	err = bpfmap_collect_percpu_spilled(bpf_map__fd(c->skel->maps.stats),
+					    bpf_map__fd(c->skel->maps.stats_spill),
+					    sizeof(struct top_key), sizeof(struct top_stat),
+					    sizeof(struct row), fold_stat, &ms, row_cmp_key,
+					    row_merge, &rows, nr);
 	if (err)
 		return err;
-	qsort(rows, *nr, sizeof(struct row), row_cmp_key);
 	*out = rows;
 	return 0;
 }
@@ -581,12 +608,13 @@ static int read_wb(struct top_ctx *c, struct wbrow **out, size_t *nr)
 	void *rows;
 	int err;
 
-	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.wb), sizeof(struct top_wb_key),
-				    sizeof(struct top_wb_val), sizeof(struct wbrow), fold_wb, NULL,
-				    &rows, nr);
+	err = bpfmap_collect_percpu_spilled(bpf_map__fd(c->skel->maps.wb),
+					    bpf_map__fd(c->skel->maps.wb_spill),
+					    sizeof(struct top_wb_key), sizeof(struct top_wb_val),
+					    sizeof(struct wbrow), fold_wb, NULL, wb_cmp_key, wb_merge,
+					    &rows, nr);
 	if (err)
 		return err;
-	qsort(rows, *nr, sizeof(struct wbrow), wb_cmp_key);
 	*out = rows;
 	return 0;
 }
@@ -705,6 +733,7 @@ static bool row_active(const struct row *r)
 static void prune_idle(struct top_ctx *c, const struct row *cur, const struct row *delta, size_t nr)
 {
 	int fd = bpf_map__fd(c->skel->maps.stats);
+	int spill_fd = bpf_map__fd(c->skel->maps.stats_spill);
 	size_t i;
 
 	if (nr < c->o->max_entries * 3 / 4)
@@ -712,6 +741,8 @@ static void prune_idle(struct top_ctx *c, const struct row *cur, const struct ro
 	for (i = 0; i < nr; i++) {
 		if (row_active(&delta[i]) || cur[i].key.pid == TOP_PID_NONE)
 			continue;
+		/* Both parts of the row, or its next total would count the rest again. */
+		bpf_map_delete_elem(spill_fd, &cur[i].key);
 		if (!bpf_map_delete_elem(fd, &cur[i].key))
 			c->pruned++;
 	}
@@ -2646,6 +2677,7 @@ static int top_setup(struct top_ctx *c)
 	if (err)
 		return err == -ENOMEM ? fail(err, "out of memory") : err;
 	s->rodata->dio_fs_at_complete = dio_complete_is_reliable(c);
+	s->rodata->fault_map_nomem = fault_injected("map_nomem");
 	err = top_bpf__load(s);
 	if (err)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),

@@ -116,6 +116,51 @@ cleanup:
 	return err;
 }
 
+int bpfmap_collect_percpu_spilled(int map_fd, int spill_fd, size_t key_size, size_t val_size,
+				  size_t row_size, bpfmap_fold_fn fold, void *arg,
+				  int (*cmp)(const void *, const void *), bpfmap_merge_fn merge,
+				  void **rows_out, size_t *nr_out)
+{
+	char *rows = NULL, *spill = NULL, *grown;
+	size_t nr = 0, nr_spill = 0, i, n;
+	int err;
+
+	err = bpfmap_collect_percpu(map_fd, key_size, val_size, row_size, fold, arg,
+				    (void **)&rows, &nr);
+	if (err)
+		goto cleanup;
+	err = bpfmap_collect_percpu(spill_fd, key_size, val_size, row_size, fold, arg,
+				    (void **)&spill, &nr_spill);
+	if (err)
+		goto cleanup;
+	if (nr_spill) {
+		grown = realloc(rows, (nr + nr_spill) * row_size);
+		if (!grown) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		rows = grown;
+		memcpy(rows + nr * row_size, spill, nr_spill * row_size);
+		nr += nr_spill;
+	}
+	if (nr)
+		qsort(rows, nr, row_size, cmp);
+	/* Only keys in both maps repeat (each map has a key once). */
+	for (i = 1, n = nr ? 1 : 0; i < nr; i++) {
+		if (!cmp(rows + (n - 1) * row_size, rows + i * row_size))
+			merge(rows + (n - 1) * row_size, rows + i * row_size);
+		else if (n++ != i)
+			memcpy(rows + (n - 1) * row_size, rows + i * row_size, row_size);
+	}
+	*rows_out = rows;
+	*nr_out = n;
+	rows = NULL;
+cleanup:
+	free(rows);
+	free(spill);
+	return err;
+}
+
 uint64_t bpfobj_missed_runs(const struct bpf_object *obj)
 {
 	struct bpf_program *prog;

@@ -25,6 +25,20 @@ typedef void (*bpfmap_fold_fn)(void *row, const void *key, const void *vals, int
 int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t row_size,
 			  bpfmap_fold_fn fold, void *arg, void **rows, size_t *nr);
 
+/* Adds the row @from to @into, the row of the same key. */
+typedef void (*bpfmap_merge_fn)(void *into, const void *from);
+
+/*
+ * bpfmap_collect_percpu() of @map_fd and of @spill_fd, a map of the same types that
+ * takes the entries the BPF side could not create in the first (its allocator had no
+ * memory at that moment): rows sorted by @cmp, which compares keys, and the rows of one
+ * key combined by @merge.
+ */
+int bpfmap_collect_percpu_spilled(int map_fd, int spill_fd, size_t key_size, size_t val_size,
+				  size_t row_size, bpfmap_fold_fn fold, void *arg,
+				  int (*cmp)(const void *, const void *), bpfmap_merge_fn merge,
+				  void **rows, size_t *nr);
+
 /*
  * Readies each CPU's cache of the BPF memory allocator behind a hash map made with
  * BPF_F_NO_PREALLOC, before any program runs: one insert and delete of a zero key on

@@ -763,21 +763,32 @@ static int target_state(enum attach_mode mode, const char *target)
 	}
 }
 
+/* True if the comma-separated list in environment variable @var names @name. */
+static bool env_list_has(const char *var, const char *name)
+{
+	const char *list = getenv(var), *p;
+	size_t len = strlen(name);
+
+	for (p = list; p && *p; p += strcspn(p, ",")) {
+		p += *p == ',';
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+	}
+	return false;
+}
+
 /*
  * IOSPAN_ATTACH_OFF="fentry,tp_btf,...": attach modes treated as unavailable, to run
  * the fallbacks on a kernel that would not need them (tests, comparisons).
  */
 static bool mode_turned_off(enum attach_mode mode)
 {
-	const char *off = getenv("IOSPAN_ATTACH_OFF"), *name = attach_mode_name(mode), *p;
-	size_t len = strlen(name);
+	return env_list_has("IOSPAN_ATTACH_OFF", attach_mode_name(mode));
+}
 
-	for (p = off; p && *p; p += strcspn(p, ",")) {
-		p += *p == ',';
-		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
-			return true;
-	}
-	return false;
+bool fault_injected(const char *name)
+{
+	return env_list_has("IOSPAN_FAULT", name);
 }
 
 /*

@@ -82,6 +82,12 @@ const struct btf *probe_vmlinux_btf(void);
 bool tracepoint_in_btf(const char *name);
 /* The kernel function is described in vmlinux BTF (fentry/kprobe target). */
 bool kernel_func_in_btf(const char *name);
+
+/*
+ * IOSPAN_FAULT="map_nomem,...": kernel failures to act out, so that tests reach the
+ * paths that handle them (see docs/iospan-doctor.md).
+ */
+bool fault_injected(const char *name);
 /* events/<category>/<name> exists in tracefs (false if tracefs is not mounted). */
 bool tracepoint_in_tracefs(const char *category, const char *name);
 /*
