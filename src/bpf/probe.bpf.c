@@ -28,12 +28,6 @@ struct {
 	__uint(value_size, 8 * sizeof(__u64));
 } probe_stack_map SEC(".maps");
 
-SEC("tp_btf/block_rq_complete")
-int probe_tp_btf(void *ctx)
-{
-	return 0;
-}
-
 SEC("raw_tp/block_rq_complete")
 int probe_raw_tp(void *ctx)
 {
@@ -109,20 +103,6 @@ int probe_stack_map_prog(void *ctx)
 {
 	bpf_get_stackid(ctx, &probe_stack_map, 0);
 	return 0;
-}
-
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-
-/* What the commands do with it: a typed view of a pointer known only as a number. */
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(probe_kptr_cast_prog, struct request *rq)
-{
-	__u64 addr = 0;
-	struct request *view;
-
-	bpf_probe_read_kernel(&addr, sizeof(addr), &rq->q);
-	view = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct request));
-	return view ? view->tag : 0;
 }
 
 SEC("raw_tp")

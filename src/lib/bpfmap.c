@@ -125,8 +125,8 @@ int bpfmap_collect_percpu_spilled(int map_fd, int spill_fd, size_t key_size, siz
 	size_t nr = 0, nr_spill = 0, i, n;
 	int err;
 
-	err = bpfmap_collect_percpu(map_fd, key_size, val_size, row_size, fold, arg,
-				    (void **)&rows, &nr);
+	err = bpfmap_collect_percpu(map_fd, key_size, val_size, row_size, fold, arg, (void **)&rows,
+				    &nr);
 	if (err)
 		goto cleanup;
 	err = bpfmap_collect_percpu(spill_fd, key_size, val_size, row_size, fold, arg,

@@ -56,7 +56,7 @@ struct probe_def {
 
 static const struct probe_def probe_defs[PROBE_NR] = {
 	[PROBE_BTF] = {"btf", "vmlinux BTF", NULL, NULL, PA_NONE},
-	[PROBE_TP_BTF] = {"tp_btf", "BTF tracepoints (tp_btf)", "probe_tp_btf", NULL, PA_AUTO},
+	[PROBE_TP_BTF] = {"tp_btf", "BTF tracepoints (tp_btf)", NULL, NULL, PA_AUTO},
 	[PROBE_RAW_TP] = {"raw_tp", "raw tracepoints (raw_tp)", "probe_raw_tp", NULL, PA_AUTO},
 	[PROBE_TRACEPOINT] = {"tracepoint", "classic tracepoints", "probe_tracepoint", NULL,
 			      PA_AUTO},
@@ -70,8 +70,7 @@ static const struct probe_def probe_defs[PROBE_NR] = {
 	[PROBE_STACK_TRACE_MAP] = {"stack_trace_map", "stack trace map (get_stackid)",
 				   "probe_stack_map_prog", "probe_stack_map", PA_NONE},
 	[PROBE_GET_STACK] = {"get_stack", "bpf_get_stack", "probe_get_stack_prog", NULL, PA_NONE},
-	[PROBE_KPTR_CAST] = {"kptr_cast", "kfunc bpf_rdonly_cast", "probe_kptr_cast_prog", NULL,
-			     PA_NONE},
+	[PROBE_KPTR_CAST] = {"kptr_cast", "kfunc bpf_rdonly_cast", NULL, NULL, PA_NONE},
 	[PROBE_BPF_STATS] = {"bpf_stats", "run-time stats (bpf_stats)", NULL, NULL, PA_NONE},
 };
 
@@ -252,6 +251,114 @@ cleanup:
 	return err;
 }
 
+/*
+ * Probes that need kernel type ids are built here from the one parsed vmlinux BTF: a
+ * libbpf object would parse the kernel's BTF again (15-20 ms per object, on the path
+ * to tracing of every command).
+ */
+#define INSN(c, dst, src, o, i) \
+	((struct bpf_insn){.code = (c), .dst_reg = (dst), .src_reg = (src), .off = (o), .imm = (i)})
+#define INSN_MOV_IMM(dst, i) INSN(BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, i)
+#define INSN_EXIT()	     INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
+#define PSEUDO_KFUNC_CALL    2 /* BPF_PSEUDO_KFUNC_CALL, absent from old headers */
+
+/* A tp_btf program on block_rq_complete: loaded (its fd) or a negative errno. */
+static int tp_btf_load(const char *name, const struct bpf_insn *insns, size_t nr,
+		       struct probe_result *res)
+{
+	const struct btf *btf = probe_vmlinux_btf();
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_RAW_TP);
+	int id, fd;
+
+	id = btf ? btf__find_by_name_kind(btf, "btf_trace_block_rq_complete", BTF_KIND_TYPEDEF) :
+		   -ENOENT;
+	if (id < 0) {
+		result_fail(res, btf ? id : vmlinux_btf_err, "kernel BTF");
+		return id < 0 && btf ? id : -ENOENT;
+	}
+	opts.attach_btf_id = id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, name, "GPL", insns, nr, &opts);
+	if (fd < 0) {
+		fd = -errno;
+		result_fail(res, fd, "load");
+	}
+	return fd;
+}
+
+static int probe_tp_btf(struct probe_result *res)
+{
+	const struct bpf_insn insns[] = {INSN_MOV_IMM(BPF_REG_0, 0), INSN_EXIT()};
+	int fd, link;
+
+	fd = tp_btf_load("probe_tp_btf", insns, sizeof(insns) / sizeof(insns[0]), res);
+	if (fd < 0)
+		return 0;
+	/* As libbpf attaches tp_btf (a raw tracepoint open on kernels before links). */
+	link = bpf_link_create(fd, 0, BPF_TRACE_RAW_TP, NULL);
+	if (link < 0)
+		result_fail(res, -errno, "attach");
+	else
+		result_ok(res, "loaded and attached");
+	if (link >= 0)
+		close(link);
+	close(fd);
+	return 0;
+}
+
+/* Byte offset of member @name of struct @type in @btf, or a negative errno. */
+static int btf_member_offset(const struct btf *btf, const char *type, const char *name,
+			     int *type_id)
+{
+	const struct btf_member *m;
+	const struct btf_type *t;
+	int id, i;
+
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	if (id < 0)
+		return id;
+	*type_id = id;
+	t = btf__type_by_id(btf, id);
+	m = btf_members(t);
+	for (i = 0; i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), name))
+			return btf_member_bit_offset(t, i) / 8;
+	return -ENOENT;
+}
+
+/*
+ * What the commands do with bpf_rdonly_cast(): a typed, read-only view of a pointer
+ * known only as a number, read through. An unresolved kfunc would not load at all.
+ */
+static int probe_kptr_cast(struct probe_result *res)
+{
+	const struct btf *btf = probe_vmlinux_btf();
+	int func, rq, tag, fd;
+
+	func = btf ? btf__find_by_name_kind(btf, "bpf_rdonly_cast", BTF_KIND_FUNC) : -ENOENT;
+	tag = btf ? btf_member_offset(btf, "request", "tag", &rq) : -ENOENT;
+	if (func < 0 || tag < 0) {
+		result_fail(res, -ENOENT, "kernel BTF");
+		return 0;
+	}
+	{
+		const struct bpf_insn insns[] = {
+			INSN_MOV_IMM(BPF_REG_1, 0),
+			INSN_MOV_IMM(BPF_REG_2, rq),
+			INSN(BPF_JMP | BPF_CALL, 0, PSEUDO_KFUNC_CALL, 0, func),
+			INSN(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 1, 0),
+			INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_0, tag, 0),
+			INSN_EXIT(),
+		};
+
+		fd = tp_btf_load("probe_kptr_cast", insns, sizeof(insns) / sizeof(insns[0]), res);
+	}
+	if (fd < 0)
+		return 0;
+	close(fd);
+	result_ok(res, "program loaded");
+	return 0;
+}
+
 static int probe_bpf_stats(struct probe_result *res)
 {
 	int fd;
@@ -327,18 +434,10 @@ static int probe_run(enum probe_feature f)
 		err = probe_bpf_stats(&r);
 		break;
 	case PROBE_KPTR_CAST:
-		/*
-		 * An unresolved weak kfunc loads as a dead call: only a kernel whose BTF
-		 * has the function can tell whether calling it works.
-		 */
-		if (!probe_vmlinux_btf() ||
-		    btf__find_by_name_kind(probe_vmlinux_btf(), "bpf_rdonly_cast", BTF_KIND_FUNC) <
-			    0) {
-			result_fail(&r, -ENOENT, "kernel BTF");
-			err = 0;
-			break;
-		}
-		err = probe_program(&probe_defs[f], &r);
+		err = probe_kptr_cast(&r);
+		break;
+	case PROBE_TP_BTF:
+		err = probe_tp_btf(&r);
 		break;
 	case PROBE_TRACEPOINT:
 		/* libbpf attaches classic tracepoints through tracefs. */
