@@ -270,11 +270,14 @@ static int tp_btf_load(const char *name, const struct bpf_insn *insns, size_t nr
 	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_RAW_TP);
 	int id, fd;
 
-	id = btf ? btf__find_by_name_kind(btf, "btf_trace_block_rq_complete", BTF_KIND_TYPEDEF) :
-		   -ENOENT;
+	if (!btf) {
+		result_fail(res, vmlinux_btf_err, "kernel BTF");
+		return -ENOENT;
+	}
+	id = btf__find_by_name_kind(btf, "btf_trace_block_rq_complete", BTF_KIND_TYPEDEF);
 	if (id < 0) {
-		result_fail(res, btf ? id : vmlinux_btf_err, "kernel BTF");
-		return id < 0 && btf ? id : -ENOENT;
+		result_fail(res, id, "kernel BTF");
+		return id;
 	}
 	opts.attach_btf_id = id;
 	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, name, "GPL", insns, nr, &opts);
