@@ -13,8 +13,7 @@
 
 #define MKDEV_K(ma, mi) ((uint32_t)(((ma) << 20) | (mi)))
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape(char *s)
+void mounts_unescape(char *s)
 {
 	char *out = s;
 
@@ -95,9 +94,9 @@ int mounts_load(const char *path, struct mounts *m)
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		unescape(e->root);
-		unescape(e->mnt);
-		unescape(e->source);
+		mounts_unescape(e->root);
+		mounts_unescape(e->mnt);
+		mounts_unescape(e->source);
 	}
 cleanup:
 	free(line);

@@ -58,4 +58,10 @@ int mounts_backing_devs(const struct mount_entry *e, uint32_t *devs, int max);
  */
 uint32_t mounts_fs_disk(const struct mounts *m, uint32_t dev);
 
+/*
+ * Undoes mountinfo's escapes in place: space, tab, newline and backslash are written as
+ * \ooo (three octal digits of a byte, so the first is 0-3).
+ */
+void mounts_unescape(char *s);
+
 #endif

@@ -23,6 +23,7 @@
 
 #include "err.h"
 #include "json.h"
+#include "mounts.h"
 #include "probe.h"
 #include "probe.skel.h"
 #include "skel.h"
@@ -622,23 +623,6 @@ bool tracepoint_in_tracefs(const char *category, const char *name)
 	return tracefs_event_state(category, name) == 1;
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(char *s)
-{
-	char *out = s;
-
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 4;
-		} else {
-			*out++ = *s++;
-		}
-	}
-	*out = '\0';
-}
-
 int probe_cgroup2_mount(char *buf, size_t len)
 {
 	char mnt[PATH_MAX], *line = NULL;
@@ -657,7 +641,7 @@ int probe_cgroup2_mount(char *buf, size_t len)
 			continue;
 		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
 			continue;
-		unescape_octal(mnt);
+		mounts_unescape(mnt);
 		if (strlen(mnt) >= len) {
 			err = -ENAMETOOLONG;
 			goto cleanup;

@@ -64,6 +64,16 @@ static void test_join(void **state)
 }
 
 /* Backing devices only for anonymous devs mounted from a block device. */
+static void test_unescape(void **state)
+{
+	char s[] = "a\\040b\\011c\\012d\\134e \\400 \\12";
+
+	(void)state;
+	mounts_unescape(s);
+	/* Bytes are \000-\377: \400 is not an escape, nor an unfinished \12. */
+	assert_string_equal(s, "a b\tc\nd\\e \\400 \\12");
+}
+
 static void test_backing(void **state)
 {
 	struct mount_entry e = {.major = 7, .minor = 3, .fstype = "xfs", .source = "/dev/loop3"};
@@ -82,6 +92,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_backing),
+		cmocka_unit_test(test_unescape),
 	};
 
 	return cmocka_run_group_tests_name("mounts", tests, NULL, NULL);
