@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Slow requests as JSON Lines. */
+#include "trace.h"
+
+void json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio)
+{
+	unsigned int i;
+
+	jw_kv_array(jw, key);
+	if (bio) {
+		for (i = 0; bio_flag_names[i].name; i++)
+			if (flags & bio_flag_names[i].bit)
+				jw_string(jw, bio_flag_names[i].name);
+	} else {
+		for (i = 0; rec_flag_names[i].name; i++)
+			if (flags & rec_flag_names[i].bit)
+				jw_string(jw, rec_flag_names[i].name);
+	}
+	jw_end_array(jw);
+}
+
+static void json_devnum(struct jw *jw, const char *key, uint32_t dev)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%u:%u", KDEV_MAJOR(dev), KDEV_MINOR(dev));
+	jw_kv_string(jw, key, buf);
+}
+
+/* Time of @ts relative to the request start, in µs (0 if unknown). */
+static double rel_us(const struct trace_rec *r, uint64_t ts)
+{
+	return ts >= r->start ? us(ts - r->start) : 0;
+}
+
+void print_json(struct trace_ctx *c, const struct trace_rec *r)
+{
+	char pbuf[PATH_MAX], dn[DISK_NAME_LEN], dirs[2] = {0};
+	struct jw *jw = c->jw;
+	struct proc_ident id;
+	const char *path;
+	unsigned int i;
+
+	jw_start_object(jw);
+	jw_kv_string(jw, "type", "request");
+	jw_kv_uint(jw, "time_ns", r->start + c->mono_to_real);
+	jw_kv_uint(jw, "start_mono_ns", r->start);
+	jw_kv_string(jw, "op", trace_op_name(r->op));
+	if (r->op == TRACE_OP_WRITEBACK && !r->pid) {
+		/* Pages dirtied before tracing began: the owner is unknown, not pid 0. */
+		jw_kv_null(jw, "pid");
+		jw_kv_null(jw, "tid");
+		jw_kv_null(jw, "comm");
+		jw_kv_null(jw, "cgroup_id");
+		jw_kv_null(jw, "cgroup");
+		jw_kv_null(jw, "cmdline");
+		jw_kv_null(jw, "blkio_cgroup");
+	} else {
+		jw_kv_uint(jw, "pid", r->pid);
+		jw_kv_uint(jw, "tid", r->tid);
+		jw_kv_string(jw, "comm", r->comm);
+		jw_kv_uint(jw, "cgroup_id", r->cgid);
+		jw_kv_string(jw, "cgroup", cgroup_name(c, r->cgid));
+		procinfo_get(c->procinfo, r->pid, r->comm, &id);
+		if (id.cmdline)
+			jw_kv_string(jw, "cmdline", id.cmdline);
+		else
+			jw_kv_null(jw, "cmdline");
+		if (id.blkio)
+			jw_kv_string(jw, "blkio_cgroup", id.blkio);
+		else
+			jw_kv_null(jw, "blkio_cgroup");
+	}
+	if (r->op == TRACE_OP_WRITEBACK)
+		jw_kv_uint(jw, "flusher_tid", r->flusher);
+	json_devnum(jw, "dev", r->dev);
+	jw_kv_uint(jw, "inode", r->ino);
+	path = rec_path(c, r, pbuf, sizeof(pbuf));
+	if (path)
+		jw_kv_string(jw, "path", path);
+	else
+		jw_kv_null(jw, "path");
+	jw_kv_int(jw, "offset", r->offset);
+	jw_kv_uint(jw, "bytes", r->bytes);
+	jw_kv_int(jw, "ret", r->ret);
+	jw_kv_float(jw, "total_us", us(r->stages[TRACE_ST_TOTAL]), 3);
+	json_flags(jw, "flags", r->flags, false);
+	jw_kv_object(jw, "stages");
+	for (i = 0; i < TRACE_ST_NR; i++)
+		jw_kv_float(jw, trace_stage_name(i), us(r->stages[i]), 3);
+	jw_end_object(jw);
+	jw_kv_bool(jw, "has_block_io", r->nr_done > 0);
+	jw_kv_uint(jw, "switches", r->nr_switches);
+	jw_kv_float(jw, "runq_us", us(r->runq_ns), 3);
+	jw_kv_string(jw, "offcpu_from", offcpu_source(c, r));
+	jw_kv_object(jw, "page_cache");
+	jw_kv_uint(jw, "lookups", r->pc_lookups);
+	jw_kv_uint(jw, "lookup_pages", r->pc_lookup_pages);
+	jw_kv_uint(jw, "added_pages", r->pc_added);
+	jw_kv_uint(jw, "readahead_sync", r->ra_sync);
+	jw_kv_uint(jw, "readahead_async", r->ra_async);
+	jw_end_object(jw);
+	jw_kv_uint(jw, "bios_queued", r->nr_queued);
+	jw_kv_uint(jw, "bios_completed", r->nr_done);
+	jw_kv_uint(jw, "bios_not_recorded", bios_missing(r));
+	jw_kv_array(jw, "bios");
+	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++) {
+		const struct trace_bio *b = &r->bios[i];
+
+		jw_start_object(jw);
+		json_devnum(jw, "dev", b->dev);
+		jw_kv_string(jw, "disk", dev_name(b->dev, dn, sizeof(dn)));
+		jw_kv_uint(jw, "sector", b->sector);
+		jw_kv_uint(jw, "bytes", b->bytes);
+		dirs[0] = bio_dir(b);
+		jw_kv_string(jw, "op", dirs);
+		jw_kv_float(jw, "held_us", b->h && b->q >= b->h ? us(b->q - b->h) : 0.0, 3);
+		jw_kv_float(jw, "q_us", rel_us(r, b->q), 3);
+		jw_kv_float(jw, "g_us", rel_us(r, b->g), 3);
+		jw_kv_float(jw, "i_us", rel_us(r, b->i), 3);
+		jw_kv_float(jw, "d_us", rel_us(r, b->d), 3);
+		jw_kv_float(jw, "c_us", rel_us(r, b->c), 3);
+		jw_kv_float(jw, "q2g_us", us(b->g - b->q), 3);
+		jw_kv_float(jw, "g2i_us", us(b->i - b->g), 3);
+		jw_kv_float(jw, "i2d_us", us(b->d - b->i), 3);
+		jw_kv_float(jw, "d2c_us", us(b->c - b->d), 3);
+		jw_kv_float(jw, "q2c_us", us(b->c - b->q), 3);
+		json_flags(jw, "flags", b->flags, true);
+		jw_kv_int(jw, "error", b->error);
+		jw_kv_uint(jw, "requeues", b->requeues);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+	jw_kv_array(jw, "events");
+	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {
+		const struct trace_evt *e = &r->events[i];
+
+		jw_start_object(jw);
+		jw_kv_string(jw, "type", ev_name(e->type));
+		jw_kv_float(jw, "t_us", rel_us(r, e->ts), 3);
+		jw_kv_uint(jw, "arg", e->arg);
+		jw_kv_uint(jw, "arg2", e->arg2);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+	jw_kv_uint(jw, "events_not_recorded", r->events_lost);
+	jw_end_object(jw);
+}

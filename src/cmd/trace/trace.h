@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * iospan trace: each request followed through the whole storage stack; the slow ones
+ * logged with a stage breakdown and a timeline, all of them summarised per op.
+ *
+ * The BPF side (src/bpf/trace.bpf.c) correlates everything in the kernel and keeps
+ * per-op stage histograms; only requests over the threshold arrive here, through a
+ * ring buffer. The files of this folder:
+ *   trace.c        options, set-up (filters, attach plan), the main loop, clean-up
+ *   consume.c      records from the kernel: the ring buffer, unpacking, draining
+ *   record.c       what a record says: who, which file, flag and event names, timeline
+ *   render_text.c  slow requests as text
+ *   render_json.c  slow requests as JSON Lines
+ *   perfetto.c     slow requests as a Chrome Trace Event file
+ *   summary.c      the periodic per-op summary from the kernel's histograms
+ *   accounts.c     counters, requests still in flight, the exit accounts
+ */
+#ifndef IOSPAN_CMD_TRACE_H
+#define IOSPAN_CMD_TRACE_H
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "iospan.h"
+#include "args.h"
+#include "bpfmap.h"
+#include "cgroups.h"
+#include "disks.h"
+#include "diskstats.h"
+#include "err.h"
+#include "filters.h"
+#include "fspath.h"
+#include "procinfo.h"
+#include "hist.h"
+#include "iospan_types.h"
+#include "json.h"
+#include "ksyms.h"
+#include "mapmem.h"
+#include "ops.h"
+#include "perfetto.h"
+#include "printable.h"
+#include "probe.h"
+#include "units.h"
+#include "trace.skel.h"
+#include "trace_compat.skel.h"
+#include "skel.h"
+
+#define NSEC_PER_SEC ((uint64_t)1000000000)
+/* Perfetto tracks for bios and async requests: per process, lanes that never overlap. */
+#define MAX_LANES   256
+#define LANE_BIOS   0x40000000U
+#define LANE_AIO    0x50000000U
+#define LANE_WB	    0x60000000U
+#define LANE_OFFCPU 0x20000000U
+/* Writeback requests older than this with bios still missing are given up. */
+#define WB_SWEEP_NS (60 * NSEC_PER_SEC)
+/* Ring buffer for slow requests: bounds, and defaults with and without -t 0. */
+#define RB_MIN	       (1ULL << 20)
+#define RB_MAX	       (1ULL << 30)
+#define RB_DEFAULT     (16ULL << 20)
+#define RB_DEFAULT_ALL (64ULL << 20)
+/* Bytes of a typical record in the ring buffer: the header, one bio, its 8-byte header. */
+#define RB_TYPICAL_REC (offsetof(struct trace_rec, bios) + sizeof(struct trace_bio) + 8)
+
+struct trace_opts {
+	uint64_t threshold_ns;
+	uint64_t interval_ns;
+	uint64_t duration_ns; /* 0: until Ctrl-C */
+	uint32_t pid, tid;
+	char comm[TOP_COMM_LEN];
+	bool have_comm;
+	char cgroup_dir[PATH_MAX];
+	char cgroup_rel[PATH_MAX];
+	bool have_cgroup;
+	uint32_t file_dev, dir_dev; /* kernel dev_t */
+	uint64_t file_ino, dir_ino;
+	struct disk disk;
+	bool have_disk;
+	uint32_t ops;
+	const char *perfetto_path;
+	bool offcpu_periods; /* sched_switch: time each off-CPU period */
+	bool delayacct;	     /* kernel.task_delayacct on: exact iowait from counters */
+	uint64_t rb_bytes;   /* ring buffer size (a power of two) */
+};
+
+/* Perfetto lanes of one (pid, kind): the end of the last span on each. */
+struct lanes {
+	uint32_t pid, base;
+	uint64_t end[MAX_LANES];
+	int nr;
+	struct lanes *next;
+};
+
+struct trace_ctx {
+	struct trace_opts *o;
+	struct trace_bpf *skel;
+	struct ring_buffer *rb;
+	struct attach_hook *hooks;
+	int nr_hooks;
+	int ncpus;
+	struct fspath_cache *paths;
+	struct procinfo *procinfo;
+	struct cgroup_map *cgmap;
+	struct jw *jw;
+	struct perfetto *pf;
+	struct lanes *lanes;
+	uint64_t lanes_full;
+	int64_t mono_to_real;	     /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
+	struct trace_op_hists *pcpu; /* one map value per CPU, for reading */
+	struct trace_op_hists *prev; /* cumulative histograms at the previous summary */
+	uint64_t received, printed, malformed;
+	uint64_t wb_swept, in_flight;
+	uint64_t last_summary;
+	/* Counts at the previous summary: the output's rate and the drops per interval. */
+	uint64_t prev_printed, prev_emitted, prev_dropped;
+	uint64_t yield_at; /* the loop's next deadline, checked while reading records */
+	unsigned int since_yield;
+	bool draining; /* programs stopped emitting: read everything */
+};
+
+/* record.c */
+struct proc_ident;
+struct proc_title;
+
+/* A flag bit and its name; tables end with a NULL name. */
+struct trace_flag_name {
+	uint32_t bit;
+	const char *name;
+};
+
+extern const struct trace_flag_name bio_flag_names[], rec_flag_names[];
+
+/* One line of the timeline, sortable by time. */
+struct tl_item {
+	uint64_t ts;
+	int order; /* ties: in the order they were added */
+	char text[96];
+};
+
+#define TL_MAX (TRACE_MAX_EVENTS + TRACE_MAX_BIOS * 6 + 4)
+
+double us(uint64_t ns);
+const char *fmt_dur(uint64_t ns, char *buf, size_t len);
+const char *dev_name(uint32_t dev, char *buf, size_t len);
+const char *cgroup_name(struct trace_ctx *c, uint64_t cgid);
+int lookup_title(void *arg, uint32_t tgid, struct proc_title *t);
+void rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
+	       const char **name, const char **cgroup, char *buf, size_t len);
+const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r);
+int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p);
+const char *rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len);
+const char *ev_name(uint32_t type);
+char bio_dir(const struct trace_bio *b);
+uint32_t bios_missing(const struct trace_rec *r);
+int build_timeline(const struct trace_rec *r, struct tl_item *v);
+
+/* render_text.c, render_json.c, perfetto.c */
+void print_text(struct trace_ctx *c, const struct trace_rec *r);
+void print_json(struct trace_ctx *c, const struct trace_rec *r);
+void json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio);
+void write_perfetto(struct trace_ctx *c, const struct trace_rec *r);
+
+/* consume.c */
+int on_record(void *ctx, void *data, size_t size);
+int stop_and_drain(struct trace_ctx *c);
+
+/* summary.c */
+int summary(struct trace_ctx *c, double seconds, bool final);
+
+/* accounts.c */
+int read_counters(struct trace_ctx *c, uint64_t *out);
+void sweep_writeback(struct trace_ctx *c, bool at_exit);
+void print_accounts(struct trace_ctx *c);
+
+#endif
