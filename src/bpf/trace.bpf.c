@@ -20,6 +20,7 @@
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
+#include "rbuf.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -249,10 +250,7 @@ struct {
 } counters SEC(".maps");
 
 /* Slow requests; sized by user space (--buffer-size). */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 * 1024 * 1024);
-} events SEC(".maps");
+DEFINE_RBUF(events, 16 * 1024 * 1024);
 
 DEFINE_VFS_PATH_CACHE(8192);
 DEFINE_PROC_TITLES(4096);
@@ -551,11 +549,11 @@ static __noinline int capture_path(struct trace_rec *r)
 /*
  * Sends a record as its header followed by the bios and events it has, not the whole
  * struct (a read with one bio is a fifth of it): the ring buffer holds five times as
- * many requests while the output catches up.
+ * many requests while the output catches up. Sent and lost are counted by rbuf.
  */
 static __noinline int emit(struct trace_rec *r)
 {
-	const __u32 hdr = offsetof(struct trace_rec, bios);
+	const __u32 at = sizeof(struct rb_hdr), hdr = offsetof(struct trace_rec, bios);
 	__u32 nb = r->nr_bios, ne = r->nr_events, lb, le;
 	struct bpf_dynptr p;
 	long err;
@@ -568,20 +566,18 @@ static __noinline int emit(struct trace_rec *r)
 		ne = TRACE_MAX_EVENTS;
 	lb = nb * sizeof(struct trace_bio);
 	le = ne * sizeof(struct trace_evt);
-	err = bpf_ringbuf_reserve_dynptr(&events, hdr + lb + le, 0, &p);
+	err = rbuf_reserve_dynptr(events, TRACE_REC_REQUEST, at + hdr + lb + le, &p);
 	if (!err)
-		err = bpf_dynptr_write(&p, 0, r, hdr, 0);
+		err = bpf_dynptr_write(&p, at, r, hdr, 0);
 	if (!err && lb)
-		err = bpf_dynptr_write(&p, hdr, r->bios, lb, 0);
+		err = bpf_dynptr_write(&p, at + hdr, r->bios, lb, 0);
 	if (!err && le)
-		err = bpf_dynptr_write(&p, hdr + lb, r->events, le, 0);
+		err = bpf_dynptr_write(&p, at + hdr + lb, r->events, le, 0);
 	if (err) {
-		bpf_ringbuf_discard_dynptr(&p, 0);
-		count(TRACE_CNT_RINGBUF_FULL);
+		rbuf_discard_dynptr(events, &p);
 		return 0;
 	}
-	bpf_ringbuf_submit_dynptr(&p, 0);
-	count(TRACE_CNT_EMITTED);
+	rbuf_submit_dynptr(events, &p);
 	return 0;
 }
 

@@ -2,7 +2,7 @@
 /* The counters, the requests still in flight, and the accounts printed at exit. */
 #include "trace.h"
 
-static const char *const cnt_names[TRACE_CNT_NR] = {
+const char *const trace_cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_STARTED] = "started",
 	[TRACE_CNT_DONE] = "completed",
 	[TRACE_CNT_EMITTED] = "emitted",
@@ -24,7 +24,7 @@ static const char *const cnt_names[TRACE_CNT_NR] = {
 };
 
 /* Requests lost: counted in "lost" (the others are informational). */
-static bool cnt_is_loss(int i)
+bool trace_cnt_is_loss(int i)
 {
 	return i == TRACE_CNT_RINGBUF_FULL || i == TRACE_CNT_REQS_FULL ||
 	       i == TRACE_CNT_ABANDONED || i == TRACE_CNT_ASYNC_COLLIDED ||
@@ -34,9 +34,22 @@ static bool cnt_is_loss(int i)
 int read_counters(struct trace_ctx *c, uint64_t *out)
 {
 	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
+	struct rbuf_stats st;
 
 	out[TRACE_CNT_HOOK_MISSED] = bpfobj_missed_runs(c->skel->obj);
+	if (!err)
+		err = rbuf_stats(c->rb, &st);
+	out[TRACE_CNT_EMITTED] = err ? 0 : st.sent;
+	out[TRACE_CNT_RINGBUF_FULL] = err ? 0 : st.lost;
 	return err;
+}
+
+/* Records lost on the way: malformed (by rbuf or by their layout) and never read. */
+static uint64_t records_malformed(struct trace_ctx *c)
+{
+	struct rbuf_stats st;
+
+	return c->malformed + (rbuf_stats(c->rb, &st) ? 0 : st.malformed);
 }
 
 /*
@@ -86,19 +99,25 @@ void sweep_writeback(struct trace_ctx *c, bool at_exit)
 
 void print_accounts(struct trace_ctx *c)
 {
-	uint64_t cnt[TRACE_CNT_NR], lost = 0, traced;
+	struct trace_totals t = {0};
+	uint64_t *cnt = t.cnt;
 	int i;
 
 	if (read_counters(c, cnt))
-		memset(cnt, 0, sizeof(cnt));
+		memset(t.cnt, 0, sizeof(t.cnt));
 	sweep_writeback(c, true);
 	cnt[TRACE_CNT_WB_SWEPT] += c->wb_swept;
 	for (i = 0; i < TRACE_CNT_NR; i++)
-		if (cnt_is_loss(i))
-			lost += cnt[i];
+		if (trace_cnt_is_loss(i))
+			t.lost += cnt[i];
 	/* A fault served from the page cache turned out not to be a request. */
-	traced = cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED];
-	lost += c->malformed;
+	t.traced = cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED];
+	t.malformed = records_malformed(c);
+	t.not_arrived = c->not_arrived;
+	t.lost += t.malformed + t.not_arrived;
+	t.printed = c->printed;
+	t.in_flight = c->in_flight;
+	t.lanes_full = c->lanes_full;
 	if (cnt[TRACE_CNT_RINGBUF_FULL])
 		warn("%" PRIu64 " of %" PRIu64 " slow requests (%.1f%%) were dropped because the "
 		     "output did not keep up: see the '!!' lines, raise -t, filter, or use "
@@ -107,40 +126,5 @@ void print_accounts(struct trace_ctx *c)
 		     cnt[TRACE_CNT_RINGBUF_FULL] + cnt[TRACE_CNT_EMITTED],
 		     100.0 * cnt[TRACE_CNT_RINGBUF_FULL] /
 			     (cnt[TRACE_CNT_RINGBUF_FULL] + cnt[TRACE_CNT_EMITTED]));
-	if (c->jw) {
-		jw_start_object(c->jw);
-		jw_kv_string(c->jw, "type", "totals");
-		jw_kv_uint(c->jw, "traced", traced);
-		jw_kv_uint(c->jw, "completed", cnt[TRACE_CNT_DONE]);
-		jw_kv_uint(c->jw, "emitted", cnt[TRACE_CNT_EMITTED]);
-		jw_kv_uint(c->jw, "printed", c->printed);
-		jw_kv_uint(c->jw, "in_flight_at_exit", c->in_flight);
-		jw_kv_uint(c->jw, "lost", lost);
-		jw_kv_object(c->jw, "counters");
-		for (i = 0; i < TRACE_CNT_NR; i++)
-			jw_kv_uint(c->jw, cnt_names[i], cnt[i]);
-		jw_kv_uint(c->jw, "perfetto_lanes_full", c->lanes_full);
-		jw_kv_uint(c->jw, "records_malformed", c->malformed);
-		jw_end_object(c->jw);
-		attach_plan_unavailable(c->hooks, c->nr_hooks, c->jw, "unavailable", NULL, NULL);
-		jw_end_object(c->jw);
-		return;
-	}
-	printf("iospan trace: %" PRIu64 " requests traced, %" PRIu64 " completed, %" PRIu64
-	       " emitted, %" PRIu64 " printed, %" PRIu64 " in flight, %" PRIu64 " lost\n",
-	       traced, cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], c->printed, c->in_flight, lost);
-	for (i = 0; i < TRACE_CNT_NR; i++) {
-		if (i <= TRACE_CNT_EMITTED || !cnt[i])
-			continue;
-		printf("  %-24s %" PRIu64 "%s\n", cnt_names[i], cnt[i],
-		       cnt_is_loss(i)		  ? " (lost)" :
-		       i == TRACE_CNT_HOOK_MISSED ? " (events skipped by the kernel: some requests "
-						    "may lack a stage or be missing)" :
-						    "");
-	}
-	if (c->lanes_full)
-		printf("  %-24s %" PRIu64 "\n", "perfetto_spans_dropped", c->lanes_full);
-	if (c->malformed)
-		printf("  %-24s %" PRIu64 " (lost)\n", "records_malformed", c->malformed);
-	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stdout, "  ");
+	c->render->totals(c, &t);
 }

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Records from the kernel: the ring buffer of slow requests, read and drained. */
+/*
+ * Records from the kernel: the ring buffer of slow requests, read through the shared
+ * consumer (src/lib/rbuf.h: batches, size checks, losses counted per CPU) and drained
+ * at the end.
+ */
 #include "trace.h"
 
 /*
- * A record as sent (the header, then only the bios and events it has) into @r; the
- * unused tail of @r is left as is (nr_bios and nr_events bound every reader).
+ * A request's record as sent (struct trace_rec up to its bios, then only the bios and
+ * events it has) into @r; the unused tail of @r is left as is (nr_bios and nr_events
+ * bound every reader).
  */
 static int rec_unpack(const void *data, size_t size, struct trace_rec *r)
 {
@@ -24,33 +29,44 @@ static int rec_unpack(const void *data, size_t size, struct trace_rec *r)
 	return 0;
 }
 
-int on_record(void *ctx, void *data, size_t size)
+static int on_request(void *arg, const void *data, uint32_t size)
 {
 	static struct trace_rec rec;
-	struct trace_ctx *c = ctx;
-	const struct trace_rec *r = &rec;
+	struct trace_ctx *c = arg;
 
-	c->received++;
-	if (rec_unpack(data, size, &rec)) {
+	if (rec_unpack((const char *)data + sizeof(struct rb_hdr), size - sizeof(struct rb_hdr),
+		       &rec)) {
 		c->malformed++; /* counted as lost */
 		return 0;
 	}
-	if (c->jw)
-		print_json(c, r);
-	else
-		print_text(c, r);
+	c->render->request(c, &rec);
 	if (c->pf)
-		write_perfetto(c, r);
+		write_perfetto(c, &rec);
 	c->printed++;
-	/*
-	 * A ring buffer read returns only once the buffer is empty: while requests come
-	 * as fast as they are printed, give the loop its turn now and then (summaries,
-	 * --duration, Ctrl-C). A negative return ends the read after this record.
-	 */
-	if (c->draining || ++c->since_yield < 64)
-		return 0;
-	c->since_yield = 0;
-	return stop_requested || now_ns(CLOCK_MONOTONIC) >= c->yield_at ? -EINTR : 0;
+	return 0;
+}
+
+static const struct rbuf_handler handlers[] = {
+	{.type = TRACE_REC_REQUEST,
+	 .min_size = sizeof(struct rb_hdr) + offsetof(struct trace_rec, bios),
+	 .max_size = sizeof(struct rb_hdr) + sizeof(struct trace_rec),
+	 .fn = on_request},
+};
+
+int consume_open(struct trace_ctx *c)
+{
+	int err = rbuf_new(bpf_map__fd(c->skel->maps.events),
+			   bpf_map__fd(c->skel->maps.events_counts), handlers,
+			   sizeof(handlers) / sizeof(handlers[0]), c, &c->rb);
+
+	return err ? fail(err, "cannot open the ring buffer: %s", strerror(-err)) : 0;
+}
+
+int consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at)
+{
+	int err = rbuf_poll(c->rb, timeout_ms, yield_at);
+
+	return err ? fail(err, "cannot read the ring buffer: %s", strerror(-err)) : 0;
 }
 
 /*
@@ -61,24 +77,19 @@ int on_record(void *ctx, void *data, size_t size)
  */
 int stop_and_drain(struct trace_ctx *c)
 {
-	uint64_t cnt[TRACE_CNT_NR];
-	int i, err;
+	struct rbuf_stats st;
+	int err;
 
 	/* Attached still (detaching takes long, trace_cleanup() does it), but silent. */
 	__atomic_store_n(&c->skel->bss->emit_stopped, true, __ATOMIC_SEQ_CST);
-	c->draining = true;
-	for (i = 0; i < 1000; i++) {
-		err = ring_buffer__consume(c->rb);
-		if (err < 0)
-			return fail(err, "cannot read the ring buffer: %s", strerror(-err));
-		err = read_counters(c, cnt);
-		if (err)
-			return fail(err, "cannot read the counters map: %s", strerror(-err));
-		if (c->received >= cnt[TRACE_CNT_EMITTED] && i)
-			return 0;
-		usleep(1000);
-	}
-	warn("%" PRIu64 " requests were sent but never arrived",
-	     cnt[TRACE_CNT_EMITTED] - c->received);
+	usleep(1000);
+	err = rbuf_drain(c->rb, 1000);
+	if (err != -ETIMEDOUT)
+		return err ? fail(err, "cannot read the ring buffer: %s", strerror(-err)) : 0;
+	err = rbuf_stats(c->rb, &st);
+	if (err)
+		return fail(err, "cannot read the counters map: %s", strerror(-err));
+	c->not_arrived = st.sent > st.received ? st.sent - st.received : 0;
+	warn("%" PRIu64 " requests were sent but never arrived", c->not_arrived);
 	return 0;
 }

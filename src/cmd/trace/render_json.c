@@ -33,7 +33,7 @@ static double rel_us(const struct trace_rec *r, uint64_t ts)
 	return ts >= r->start ? us(ts - r->start) : 0;
 }
 
-void print_json(struct trace_ctx *c, const struct trace_rec *r)
+static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 {
 	char pbuf[PATH_MAX], dn[DISK_NAME_LEN], dirs[2] = {0};
 	struct jw *jw = c->jw;
@@ -146,3 +146,74 @@ void print_json(struct trace_ctx *c, const struct trace_rec *r)
 	jw_kv_uint(jw, "events_not_recorded", r->events_lost);
 	jw_end_object(jw);
 }
+
+static void print_summary(struct trace_ctx *c, const struct trace_summary *sum)
+{
+	struct jw *jw = c->jw;
+	unsigned int op, s;
+
+	jw_start_object(jw);
+	jw_kv_string(jw, "type", "summary");
+	jw_kv_float(jw, "interval_s", sum->seconds, 3);
+	jw_kv_bool(jw, "final", sum->final);
+	jw_kv_uint(jw, "emitted", sum->emitted);
+	jw_kv_uint(jw, "printed", sum->printed);
+	jw_kv_uint(jw, "dropped", sum->dropped);
+	jw_kv_object(jw, "ops");
+	for (op = 0; op < TRACE_OP_NR; op++) {
+		const struct trace_op_hists *delta = &sum->ops[op];
+
+		if (!delta->st[TRACE_ST_TOTAL].count)
+			continue;
+		jw_kv_object(jw, trace_op_name(op));
+		jw_kv_uint(jw, "count", delta->st[TRACE_ST_TOTAL].count);
+		jw_kv_object(jw, "stages");
+		for (s = 0; s < TRACE_ST_NR; s++) {
+			const struct hist *h = &delta->st[s];
+
+			if (!h->count)
+				continue;
+			jw_kv_object(jw, trace_stage_name(s));
+			jw_kv_uint(jw, "count", h->count);
+			jw_kv_float(jw, "avg_us", hist_mean(h) / 1e3, 3);
+			jw_kv_float(jw, "p50_us", hist_percentile(h, 50) / 1e3, 3);
+			jw_kv_float(jw, "p99_us", hist_percentile(h, 99) / 1e3, 3);
+			jw_end_object(jw);
+		}
+		jw_end_object(jw);
+		jw_end_object(jw);
+	}
+	jw_end_object(jw);
+	jw_kv_uint(jw, "requests", sum->requests);
+	jw_end_object(jw);
+}
+
+static void print_totals(struct trace_ctx *c, const struct trace_totals *t)
+{
+	struct jw *jw = c->jw;
+	int i;
+
+	jw_start_object(jw);
+	jw_kv_string(jw, "type", "totals");
+	jw_kv_uint(jw, "traced", t->traced);
+	jw_kv_uint(jw, "completed", t->cnt[TRACE_CNT_DONE]);
+	jw_kv_uint(jw, "emitted", t->cnt[TRACE_CNT_EMITTED]);
+	jw_kv_uint(jw, "printed", t->printed);
+	jw_kv_uint(jw, "in_flight_at_exit", t->in_flight);
+	jw_kv_uint(jw, "lost", t->lost);
+	jw_kv_object(jw, "counters");
+	for (i = 0; i < TRACE_CNT_NR; i++)
+		jw_kv_uint(jw, trace_cnt_names[i], t->cnt[i]);
+	jw_kv_uint(jw, "perfetto_lanes_full", t->lanes_full);
+	jw_kv_uint(jw, "records_malformed", t->malformed);
+	jw_kv_uint(jw, "records_not_arrived", t->not_arrived);
+	jw_end_object(jw);
+	attach_plan_unavailable(c->hooks, c->nr_hooks, jw, "unavailable", NULL, NULL);
+	jw_end_object(jw);
+}
+
+const struct trace_renderer trace_json_renderer = {
+	.request = print_json,
+	.summary = print_summary,
+	.totals = print_totals,
+};

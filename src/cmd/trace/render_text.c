@@ -2,7 +2,7 @@
 /* Slow requests as text. */
 #include "trace.h"
 
-void print_text(struct trace_ctx *c, const struct trace_rec *r)
+static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 {
 	char b[8][UNITS_BUF], tbuf[32], pbuf[PATH_MAX], dn[DISK_NAME_LEN], cgbuf[PATH_MAX];
 	static struct tl_item tl[TL_MAX];
@@ -102,3 +102,102 @@ void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		printf("    ... %u more events not recorded\n", r->events_lost);
 	printf("\n");
 }
+
+/*
+ * Says loudly that slow requests were dropped in the interval, with the rate the
+ * output kept up with (it was busy all along: the buffer filled) and the rate they
+ * came at.
+ */
+static void print_drops(struct trace_ctx *c, const struct trace_summary *sum)
+{
+	double seconds = sum->seconds;
+	char size[UNITS_BUF];
+
+	if (!sum->dropped)
+		return;
+	fmt_bytes(c->o->rb_bytes, size, sizeof(size));
+	printf("!! %" PRIu64 " slow requests dropped: the output printed %.0f/s, they came at "
+	       "%.0f/s and the %s ring buffer filled (raise -t, filter, write to a file, or "
+	       "use --buffer-size)\n",
+	       sum->dropped, sum->printed / seconds, (sum->emitted + sum->dropped) / seconds, size);
+	warn("%" PRIu64 " of %" PRIu64 " slow requests in the last %.1f s were dropped: the "
+	     "output printed %.0f/s, they came at %.0f/s (ring buffer %s full)",
+	     sum->dropped, sum->emitted + sum->dropped, seconds, sum->printed / seconds,
+	     (sum->emitted + sum->dropped) / seconds, size);
+}
+
+static void print_summary(struct trace_ctx *c, const struct trace_summary *sum)
+{
+	char b[3][UNITS_BUF];
+	bool header = false;
+	unsigned int op, s;
+
+	for (op = 0; op < TRACE_OP_NR; op++) {
+		const struct trace_op_hists *delta = &sum->ops[op];
+
+		if (!delta->st[TRACE_ST_TOTAL].count)
+			continue;
+		if (!header) {
+			printf("--- summary over %.1f s ---\n", sum->seconds);
+			printf("%-16s %8s  %-11s %9s %9s %9s\n", "OP", "COUNT", "STAGE", "AVG",
+			       "P50", "P99");
+			header = true;
+		}
+		for (s = 0; s < TRACE_ST_NR; s++) {
+			const struct hist *h = &delta->st[s];
+
+			if (!h->count)
+				continue;
+			if (s == TRACE_ST_TOTAL)
+				printf("%-16s %8" PRIu64 "  ", trace_op_name(op),
+				       (uint64_t)h->count);
+			else
+				printf("%-16s %8s  ", "", "");
+			printf("%-11s %9s %9s %9s", trace_stage_name(s),
+			       fmt_ns(hist_mean(h), b[0], sizeof(b[0])),
+			       fmt_ns(hist_percentile(h, 50), b[1], sizeof(b[1])),
+			       fmt_ns(hist_percentile(h, 99), b[2], sizeof(b[2])));
+			if (s != TRACE_ST_TOTAL && h->count != delta->st[TRACE_ST_TOTAL].count)
+				printf("  (%" PRIu64 " with it)", (uint64_t)h->count);
+			printf("\n");
+		}
+	}
+	if (!header)
+		printf("--- summary over %.1f s: no requests ---\n", sum->seconds);
+	else
+		printf("\n");
+	print_drops(c, sum);
+}
+
+static void print_totals(struct trace_ctx *c, const struct trace_totals *t)
+{
+	const uint64_t *cnt = t->cnt;
+	int i;
+
+	printf("iospan trace: %" PRIu64 " requests traced, %" PRIu64 " completed, %" PRIu64
+	       " emitted, %" PRIu64 " printed, %" PRIu64 " in flight, %" PRIu64 " lost\n",
+	       t->traced, cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], t->printed, t->in_flight,
+	       t->lost);
+	for (i = 0; i < TRACE_CNT_NR; i++) {
+		if (i <= TRACE_CNT_EMITTED || !cnt[i])
+			continue;
+		printf("  %-24s %" PRIu64 "%s\n", trace_cnt_names[i], cnt[i],
+		       trace_cnt_is_loss(i)	  ? " (lost)" :
+		       i == TRACE_CNT_HOOK_MISSED ? " (events skipped by the kernel: some requests "
+						    "may lack a stage or be missing)" :
+						    "");
+	}
+	if (t->lanes_full)
+		printf("  %-24s %" PRIu64 "\n", "perfetto_spans_dropped", t->lanes_full);
+	if (t->malformed)
+		printf("  %-24s %" PRIu64 " (lost)\n", "records_malformed", t->malformed);
+	if (t->not_arrived)
+		printf("  %-24s %" PRIu64 " (lost)\n", "records_not_arrived", t->not_arrived);
+	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stdout, "  ");
+}
+
+const struct trace_renderer trace_text_renderer = {
+	.request = print_text,
+	.summary = print_summary,
+	.totals = print_totals,
+};

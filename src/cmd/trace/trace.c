@@ -541,9 +541,9 @@ static int trace_setup(struct trace_ctx *c)
 	if (err)
 		return err;
 	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stderr, "iospan trace: ");
-	c->rb = ring_buffer__new(bpf_map__fd(s->maps.events), on_record, c, NULL);
-	if (!c->rb)
-		return fail(-errno, "cannot open the ring buffer: %s", strerror(errno));
+	err = consume_open(c);
+	if (err)
+		return err;
 	attach_plan_print(c->hooks, c->nr_hooks, NULL);
 	return 0;
 }
@@ -589,10 +589,9 @@ static int trace_run(struct trace_ctx *c)
 			ms = (end - now) / 1000000 + 1;
 		if (ms > 100)
 			ms = 100;
-		c->yield_at = now + ms * 1000000ULL;
-		err = ring_buffer__poll(c->rb, ms);
-		if (err < 0 && err != -EINTR)
-			return fail(err, "cannot read the ring buffer: %s", strerror(-err));
+		err = consume(c, ms, now + ms * 1000000ULL);
+		if (err)
+			return err;
 		/* A trace file that lost a write is broken: stop, with the report so far. */
 		if (perfetto_error(c->pf))
 			break;
@@ -617,7 +616,7 @@ static void trace_cleanup(struct trace_ctx *c)
 {
 	struct lanes *l, *next;
 
-	ring_buffer__free(c->rb);
+	rbuf_free(c->rb);
 	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
 	attach_plan_detach(c->hooks, c->nr_hooks);
 	trace_bpf__destroy(c->skel);
@@ -649,6 +648,7 @@ int cmd_trace(int argc, char **argv)
 	if (err)
 		return err > 0 ? 0 : err;
 	ctx.o = &opts;
+	ctx.render = gopts.json ? &trace_json_renderer : &trace_text_renderer;
 	if (gopts.json) {
 		ctx.jw = jw_new(stdout);
 		if (!ctx.jw) {

@@ -54,6 +54,7 @@
 #include "perfetto.h"
 #include "printable.h"
 #include "probe.h"
+#include "rbuf.h"
 #include "units.h"
 #include "trace.skel.h"
 #include "trace_compat.skel.h"
@@ -73,8 +74,10 @@
 #define RB_MAX	       (1ULL << 30)
 #define RB_DEFAULT     (16ULL << 20)
 #define RB_DEFAULT_ALL (64ULL << 20)
-/* Bytes of a typical record in the ring buffer: the header, one bio, its 8-byte header. */
-#define RB_TYPICAL_REC (offsetof(struct trace_rec, bios) + sizeof(struct trace_bio) + 8)
+/* Bytes of a typical record in the ring buffer: its headers (rbuf's, the kernel's 8 bytes), one
+ * bio. */
+#define RB_TYPICAL_REC \
+	(sizeof(struct rb_hdr) + offsetof(struct trace_rec, bios) + sizeof(struct trace_bio) + 8)
 
 struct trace_opts {
 	uint64_t threshold_ns;
@@ -105,10 +108,37 @@ struct lanes {
 	struct lanes *next;
 };
 
+/* One periodic summary: the interval's slow requests and stage histograms per op. */
+struct trace_summary {
+	double seconds;
+	bool final;
+	uint64_t emitted, printed, dropped; /* slow requests sent, printed, lost (buffer full) */
+	uint64_t requests;		    /* completed, all ops */
+	struct trace_op_hists ops[TRACE_OP_NR];
+};
+
+/* The accounts at exit. */
+struct trace_totals {
+	uint64_t cnt[TRACE_CNT_NR];
+	uint64_t traced, lost, printed, in_flight, lanes_full, malformed, not_arrived;
+};
+
+struct trace_ctx;
+
+/* How the output is written (text or JSON Lines), chosen once at start. */
+struct trace_renderer {
+	void (*request)(struct trace_ctx *c, const struct trace_rec *r);
+	void (*summary)(struct trace_ctx *c, const struct trace_summary *s);
+	void (*totals)(struct trace_ctx *c, const struct trace_totals *t);
+};
+
+extern const struct trace_renderer trace_text_renderer, trace_json_renderer;
+
 struct trace_ctx {
+	const struct trace_renderer *render;
 	struct trace_opts *o;
 	struct trace_bpf *skel;
-	struct ring_buffer *rb;
+	struct rbuf *rb;
 	struct attach_hook *hooks;
 	int nr_hooks;
 	int ncpus;
@@ -122,14 +152,13 @@ struct trace_ctx {
 	int64_t mono_to_real;	     /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
 	struct trace_op_hists *pcpu; /* one map value per CPU, for reading */
 	struct trace_op_hists *prev; /* cumulative histograms at the previous summary */
-	uint64_t received, printed, malformed;
+	uint64_t printed;
+	uint64_t malformed;   /* records whose bios and events do not add up to their size */
+	uint64_t not_arrived; /* sent, never read (the drain at exit timed out) */
 	uint64_t wb_swept, in_flight;
 	uint64_t last_summary;
 	/* Counts at the previous summary: the output's rate and the drops per interval. */
 	uint64_t prev_printed, prev_emitted, prev_dropped;
-	uint64_t yield_at; /* the loop's next deadline, checked while reading records */
-	unsigned int since_yield;
-	bool draining; /* programs stopped emitting: read everything */
 };
 
 /* record.c */
@@ -168,20 +197,24 @@ char bio_dir(const struct trace_bio *b);
 uint32_t bios_missing(const struct trace_rec *r);
 int build_timeline(const struct trace_rec *r, struct tl_item *v);
 
-/* render_text.c, render_json.c, perfetto.c */
-void print_text(struct trace_ctx *c, const struct trace_rec *r);
-void print_json(struct trace_ctx *c, const struct trace_rec *r);
+/* render_json.c (also for Perfetto's arguments), perfetto.c */
 void json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio);
 void write_perfetto(struct trace_ctx *c, const struct trace_rec *r);
 
 /* consume.c */
-int on_record(void *ctx, void *data, size_t size);
+/* The reader of the slow requests' ring buffer (c->rb). 0 or -errno, said. */
+int consume_open(struct trace_ctx *c);
+/* Reads records for up to @timeout_ms, giving the turn back at @yield_at. 0 or -errno, said. */
+int consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at);
 int stop_and_drain(struct trace_ctx *c);
 
-/* summary.c */
+/* summary.c: reads the interval's histograms and hands them to the renderer. */
 int summary(struct trace_ctx *c, double seconds, bool final);
 
 /* accounts.c */
+extern const char *const trace_cnt_names[TRACE_CNT_NR];
+/* Requests lost: counted in "lost" (the others are informational). */
+bool trace_cnt_is_loss(int i);
 int read_counters(struct trace_ctx *c, uint64_t *out);
 void sweep_writeback(struct trace_ctx *c, bool at_exit);
 void print_accounts(struct trace_ctx *c);
