@@ -21,6 +21,7 @@
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
 #include "rbuf.bpf.h"
+#include "filter.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -42,17 +43,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Load-time configuration: features that are off cost nothing. */
 const volatile __u64 threshold_ns = 10000000;
 const volatile __u32 self_tgid = 0;
-const volatile __u32 filter_pid = 0;
-const volatile __u32 filter_tid = 0;
-const volatile bool filter_cgroup = false;
-const volatile bool filter_dev = false;
-const volatile bool filter_comm_on = false;
-const volatile char filter_comm[TOP_COMM_LEN] = {};
-const volatile __u32 file_dev = 0; /* --file: (dev, ino); 0 = off */
-const volatile __u64 file_ino = 0;
-const volatile __u32 dir_dev = 0; /* --dir: (dev, ino); 0 = off */
-const volatile __u64 dir_ino = 0;
-const volatile __u32 dir_depth = 32;
 const volatile bool trace_faults = false;
 const volatile bool trace_writeback = false;
 const volatile bool trace_aio = false;
@@ -287,20 +277,6 @@ struct {
 	__type(value, struct inode_owner);
 } inode_owners SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u8);
-} filter_cgroups SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, __u8);
-} filter_devs SEC(".maps");
-
 static __always_inline void count_n(__u32 what, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &what);
@@ -317,48 +293,20 @@ static __always_inline void count(__u32 what)
 /* ------------------------------------------------------------------ filters */
 
 /*
- * Process filters (pid, tid, comm, cgroup) for the current task. *cgid: its cgroup id
- * if the filter needed it, else 0 (cgroup ids start at 1).
+ * The target filter (filter.bpf.h) for the current task, never iospan itself. *cgid:
+ * its cgroup id if the filter needed it, else 0 (cgroup ids start at 1).
  */
 static __always_inline bool task_ok(struct task_struct *task, __u64 *cgid)
 {
 	if (task->tgid == self_tgid)
 		return false;
-	if (filter_pid && task->tgid != filter_pid)
-		return false;
-	if (filter_tid && task->pid != filter_tid)
-		return false;
-	if (filter_comm_on) {
-		char comm[TOP_COMM_LEN];
-		int i;
-
-		bpf_get_current_comm(comm, sizeof(comm));
-		for (i = 0; i < TOP_COMM_LEN; i++) {
-			if (comm[i] != filter_comm[i])
-				return false;
-			if (!comm[i])
-				break;
-		}
-	}
-	*cgid = 0;
-	if (filter_cgroup) {
-		*cgid = bpf_get_current_cgroup_id();
-		if (!bpf_map_lookup_elem(&filter_cgroups, cgid))
-			return false;
-	}
-	return true;
+	return tfilter_current_ok(task->tgid, task->pid, cgid);
 }
 
 /* File filters (disk, file, dir). @d: a dentry of the file, for --dir. */
 static __always_inline bool file_ok(__u32 dev, __u64 ino, struct dentry *d)
 {
-	if (filter_dev && !bpf_map_lookup_elem(&filter_devs, &dev))
-		return false;
-	if (file_dev && (dev != file_dev || ino != file_ino))
-		return false;
-	if (dir_dev && !vfs_under_dir(d, dir_dev, dir_ino, dir_depth))
-		return false;
-	return true;
+	return tfilter_dev_ok(dev) && tfilter_file_ok(dev, ino, d);
 }
 
 /* ------------------------------------------------------------------ records */
@@ -1489,27 +1437,9 @@ static __always_inline __u64 wb_key(struct inode *inode)
 /* Whether the (absent or known) dirtier passes the process filters. */
 static __always_inline bool dirtier_ok(struct dirtier *d)
 {
-	int i;
-
-	if (!filter_pid && !filter_tid && !filter_comm_on && !filter_cgroup)
+	if (!tfilter_proc_on())
 		return true;
-	if (!d)
-		return false;
-	if (filter_pid && d->pid != filter_pid)
-		return false;
-	if (filter_tid && d->tid != filter_tid)
-		return false;
-	if (filter_cgroup && !bpf_map_lookup_elem(&filter_cgroups, &d->cgid))
-		return false;
-	if (filter_comm_on) {
-		for (i = 0; i < TOP_COMM_LEN; i++) {
-			if (d->comm[i] != filter_comm[i])
-				return false;
-			if (!d->comm[i])
-				break;
-		}
-	}
-	return true;
+	return d && tfilter_proc_ok(d->pid, d->tid, d->comm, d->cgid);
 }
 
 SEC("tp_btf/writeback_single_inode_start")

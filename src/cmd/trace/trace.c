@@ -61,12 +61,7 @@ static const char trace_usage[] =
 /* ------------------------------------------------------------------ options */
 
 enum {
-	OPT_TID = 0x2000,
-	OPT_COMM,
-	OPT_CGROUP,
-	OPT_FILE,
-	OPT_DIR,
-	OPT_OPS,
+	OPT_OPS = 0x2000,
 	OPT_PERFETTO,
 	OPT_DURATION,
 	OPT_OFFCPU_PERIODS,
@@ -79,13 +74,7 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		{"threshold", required_argument, NULL, 't'},
 		{"interval", required_argument, NULL, 'i'},
 		{"duration", required_argument, NULL, OPT_DURATION},
-		{"pid", required_argument, NULL, 'p'},
-		{"tid", required_argument, NULL, OPT_TID},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
-		{"file", required_argument, NULL, OPT_FILE},
-		{"dir", required_argument, NULL, OPT_DIR},
-		{"disk", required_argument, NULL, 'd'},
+		FILTER_LONG_OPTS,
 		{"ops", required_argument, NULL, OPT_OPS},
 		{"perfetto", required_argument, NULL, OPT_PERFETTO},
 		{"offcpu-periods", no_argument, NULL, OPT_OFFCPU_PERIODS},
@@ -93,7 +82,6 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
-	bool have_pid = false, have_tid = false, have_file = false, have_dir = false;
 	const char *bad;
 	size_t bad_len;
 	int opt, err;
@@ -102,10 +90,16 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 	o->interval_ns = 5 * NSEC_PER_SEC;
 	o->ops = TRACE_OPS_ALL;
 	o->delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
-	while ((opt = getopt_long(argc, argv, "t:i:p:d:" COMMON_SHORT_OPTS, long_opts, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "t:i:" FILTER_SHORT_OPTS COMMON_SHORT_OPTS, long_opts,
+				  NULL)) != -1) {
 		if (args_common_opt(opt))
 			continue;
+		err = filter_parse_opt("trace", opt, optarg, &o->filter);
+		if (err <= 0) {
+			if (err)
+				return err;
+			continue;
+		}
 		switch (opt) {
 		case OPT_HELP:
 			fputs(trace_usage, stdout);
@@ -122,53 +116,6 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 			break;
 		case OPT_DURATION:
 			err = args_period("--duration", optarg, &o->duration_ns);
-			if (err)
-				return err;
-			break;
-		case 'p':
-			err = args_once("-p/--pid", &have_pid) ?:
-								 args_task_id(optarg, "pid", &o->pid);
-			if (err)
-				return err;
-			break;
-		case OPT_TID:
-			err = args_once("--tid", &have_tid) ?: args_task_id(optarg, "tid", &o->tid);
-			if (err)
-				return err;
-			break;
-		case OPT_COMM:
-			err = args_once("--comm", &o->have_comm);
-			if (err)
-				return err;
-			if (!*optarg || strlen(optarg) >= TOP_COMM_LEN)
-				return fail_usage(
-					"invalid --comm '%s': give a thread name of 1 to %d "
-					"characters",
-					optarg, TOP_COMM_LEN - 1);
-			strcpy(o->comm, optarg);
-			break;
-		case OPT_CGROUP:
-			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
-					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
-			if (err)
-				return err;
-			break;
-		case OPT_FILE:
-			err = args_once("--file", &have_file) ?:
-				      args_fs_object("--file", optarg, false, &o->file_dev,
-						     &o->file_ino);
-			if (err)
-				return err;
-			break;
-		case OPT_DIR:
-			err = args_once("--dir", &have_dir) ?:
-				      args_fs_object("--dir", optarg, true, &o->dir_dev,
-						     &o->dir_ino);
-			if (err)
-				return err;
-			break;
-		case 'd':
-			err = args_disk("trace", optarg, &o->disk, &o->have_disk);
 			if (err)
 				return err;
 			break;
@@ -273,7 +220,7 @@ static bool need_insert_hook(const struct trace_opts *o)
 	for (i = 0; i < ds.nr && !need; i++) {
 		const struct ds_dev *d = &ds.devs[i];
 
-		if (o->have_disk && strcmp(d->name, o->disk.disk_name))
+		if (o->filter.have_disk && strcmp(d->name, o->filter.disk.disk_name))
 			continue;
 		snprintf(path, sizeof(path), "/sys/block/%s/queue/scheduler", d->name);
 		f = fopen(path, "r");
@@ -483,16 +430,7 @@ static int trace_setup(struct trace_ctx *c)
 	c->skel = s;
 	s->rodata->threshold_ns = o->threshold_ns;
 	s->rodata->self_tgid = getpid();
-	s->rodata->filter_pid = o->pid;
-	s->rodata->filter_tid = o->tid;
-	s->rodata->filter_cgroup = o->have_cgroup;
-	s->rodata->filter_dev = o->have_disk;
-	s->rodata->filter_comm_on = o->have_comm;
-	memcpy((char *)s->rodata->filter_comm, o->comm, sizeof(o->comm));
-	s->rodata->file_dev = o->file_dev;
-	s->rodata->file_ino = o->file_ino;
-	s->rodata->dir_dev = o->dir_dev;
-	s->rodata->dir_ino = o->dir_ino;
+	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
 	s->rodata->trace_faults = o->ops & (1U << TRACE_OP_FAULT);
 	s->rodata->trace_writeback = o->ops & (1U << TRACE_OP_WRITEBACK);
 	s->rodata->aio_ops = (o->ops >> TRACE_OP_AIO_READ) & 3;
@@ -527,10 +465,8 @@ static int trace_setup(struct trace_ctx *c)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
 			    geteuid() ? " (run as root)" :
 					" (see 'iospan doctor', -v for details)");
-	err = filter_maps_fill(bpf_map__fd(c->skel->maps.filter_devs),
-			       c->o->have_disk ? &c->o->disk : NULL,
-			       bpf_map__fd(c->skel->maps.filter_cgroups),
-			       c->o->have_cgroup ? c->o->cgroup_dir : NULL);
+	err = filter_maps_fill_opts(bpf_map__fd(s->maps.filter_devs),
+				    bpf_map__fd(s->maps.filter_cgroups), &o->filter);
 	if (err)
 		return err;
 	err = trace_bpf__attach(s);

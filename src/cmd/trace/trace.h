@@ -82,17 +82,8 @@
 struct trace_opts {
 	uint64_t threshold_ns;
 	uint64_t interval_ns;
-	uint64_t duration_ns; /* 0: until Ctrl-C */
-	uint32_t pid, tid;
-	char comm[TOP_COMM_LEN];
-	bool have_comm;
-	char cgroup_dir[PATH_MAX];
-	char cgroup_rel[PATH_MAX];
-	bool have_cgroup;
-	uint32_t file_dev, dir_dev; /* kernel dev_t */
-	uint64_t file_ino, dir_ino;
-	struct disk disk;
-	bool have_disk;
+	uint64_t duration_ns;	   /* 0: until Ctrl-C */
+	struct filter_opts filter; /* -p, --tid, --comm, --cgroup, --file, --dir, -d */
 	uint32_t ops;
 	const char *perfetto_path;
 	bool offcpu_periods; /* sched_switch: time each off-CPU period */
