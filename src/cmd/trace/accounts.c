@@ -2,6 +2,9 @@
 /* The counters, the requests still in flight, and the accounts printed at exit. */
 #include "trace.h"
 
+/* Writeback requests older than this with bios still missing are given up. */
+#define WB_SWEEP_NS (60 * NSEC_PER_SEC)
+
 const char *const trace_cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_STARTED] = "started",
 	[TRACE_CNT_DONE] = "completed",
@@ -31,7 +34,7 @@ bool trace_cnt_is_loss(int i)
 	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT;
 }
 
-int read_counters(struct trace_ctx *c, uint64_t *out)
+int trace_read_counters(struct trace_ctx *c, uint64_t *out)
 {
 	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
 	struct rbuf_stats st;
@@ -57,7 +60,7 @@ static uint64_t records_malformed(struct trace_ctx *c)
  * evicts them, silently: old ones are given up here and counted. At exit, also counts
  * the requests still in flight.
  */
-void sweep_writeback(struct trace_ctx *c, bool at_exit)
+void trace_sweep_writeback(struct trace_ctx *c, bool at_exit)
 {
 	int fd = bpf_map__fd(c->skel->maps.reqs);
 	static struct trace_rec r;
@@ -97,15 +100,15 @@ void sweep_writeback(struct trace_ctx *c, bool at_exit)
 	}
 }
 
-void print_accounts(struct trace_ctx *c)
+void trace_print_accounts(struct trace_ctx *c)
 {
 	struct trace_totals t = {0};
 	uint64_t *cnt = t.cnt;
 	int i;
 
-	if (read_counters(c, cnt))
+	if (trace_read_counters(c, cnt))
 		memset(t.cnt, 0, sizeof(t.cnt));
-	sweep_writeback(c, true);
+	trace_sweep_writeback(c, true);
 	cnt[TRACE_CNT_WB_SWEPT] += c->wb_swept;
 	for (i = 0; i < TRACE_CNT_NR; i++)
 		if (trace_cnt_is_loss(i))

@@ -41,7 +41,7 @@ static int on_request(void *arg, const void *data, uint32_t size)
 	}
 	c->render->request(c, &rec);
 	if (c->pf)
-		write_perfetto(c, &rec);
+		trace_perfetto_write(c, &rec);
 	c->printed++;
 	return 0;
 }
@@ -53,7 +53,7 @@ static const struct rbuf_handler handlers[] = {
 	 .fn = on_request},
 };
 
-int consume_open(struct trace_ctx *c)
+int trace_consume_open(struct trace_ctx *c)
 {
 	int err = rbuf_new(bpf_map__fd(c->skel->maps.events),
 			   bpf_map__fd(c->skel->maps.events_counts), handlers,
@@ -62,7 +62,7 @@ int consume_open(struct trace_ctx *c)
 	return err ? fail(err, "cannot open the ring buffer: %s", strerror(-err)) : 0;
 }
 
-int consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at)
+int trace_consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at)
 {
 	int err = rbuf_poll(c->rb, timeout_ms, yield_at);
 
@@ -75,7 +75,7 @@ int consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at)
  * nor counted. A program still running on another CPU when the flag was set ends within
  * microseconds; the wait is bounded all the same.
  */
-int stop_and_drain(struct trace_ctx *c)
+int trace_stop_and_drain(struct trace_ctx *c)
 {
 	struct rbuf_stats st;
 	int err;

@@ -2,6 +2,21 @@
 /* Slow requests as a Chrome Trace Event file (Perfetto), on lanes that never overlap. */
 #include "trace.h"
 
+/* Perfetto tracks for bios and async requests: per process, lanes that never overlap. */
+#define MAX_LANES   256
+#define LANE_BIOS   0x40000000U
+#define LANE_AIO    0x50000000U
+#define LANE_WB	    0x60000000U
+#define LANE_OFFCPU 0x20000000U
+
+/* Perfetto lanes of one (pid, kind): the end of the last span on each. */
+struct lanes {
+	uint32_t pid, base;
+	uint64_t end[MAX_LANES];
+	int nr;
+	struct lanes *next;
+};
+
 /* A track of @pid (lanes of @base) free from @start on; -1 if all are busy. */
 static int lane_get(struct trace_ctx *c, uint32_t pid, uint32_t base, uint64_t start, uint64_t end)
 {
@@ -56,15 +71,15 @@ static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_
 		return;
 	snprintf(tname, sizeof(tname), "bios %d", lane);
 	perfetto_thread(c->pf, pid, LANE_BIOS + lane, tname);
-	snprintf(name, sizeof(name), "bio %s %c %s", dev_name(b->dev, dn, sizeof(dn)), bio_dir(b),
-		 fmt_bytes(b->bytes, sz, sizeof(sz)));
+	snprintf(name, sizeof(name), "bio %s %c %s", trace_dev_name(b->dev, dn, sizeof(dn)),
+		 trace_bio_dir(b), fmt_bytes(b->bytes, sz, sizeof(sz)));
 	jw = perfetto_span(c->pf, name, "bio", pid, LANE_BIOS + lane, b->q, b->c - b->q);
 	jw_kv_string(jw, "request", trace_op_name(r->op));
 	jw_kv_uint(jw, "tid", r->tid);
 	jw_kv_uint(jw, "bio", idx);
 	jw_kv_uint(jw, "sector", b->sector);
 	jw_kv_uint(jw, "bytes", b->bytes);
-	json_flags(jw, "flags", b->flags, true);
+	trace_json_flags(jw, "flags", b->flags, true);
 	perfetto_end(c->pf);
 	pf_span(c, "q2g", "bio", pid, LANE_BIOS + lane, b->q, b->g);
 	pf_span(c, "g2i", "bio", pid, LANE_BIOS + lane, b->g, b->i);
@@ -72,7 +87,7 @@ static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_
 	pf_span(c, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
 }
 
-void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
+void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r)
 {
 	char name[64], pbuf[PATH_MAX], cgbuf[PATH_MAX];
 	const char *path, *pname = "(unknown dirtier)", *cgroup;
@@ -83,7 +98,7 @@ void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 	int lane = 0;
 
 	if (pid)
-		rec_ident(c, r, &id, &pname, &cgroup, cgbuf, sizeof(cgbuf));
+		trace_rec_ident(c, r, &id, &pname, &cgroup, cgbuf, sizeof(cgbuf));
 	perfetto_process(c->pf, pid, pname);
 	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
 	    r->op == TRACE_OP_AIO_WRITE) {
@@ -101,7 +116,7 @@ void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 		snprintf(name, sizeof(name), "%s %u", r->comm, tid);
 		perfetto_thread(c->pf, pid, tid, name);
 	}
-	path = rec_path(c, r, pbuf, sizeof(pbuf));
+	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
 	jw = perfetto_span(c->pf, trace_op_name(r->op), "request", pid, tid, r->start,
 			   r->end - r->start);
 	jw_kv_string(jw, "path", path ? path : "?");
@@ -139,11 +154,22 @@ void write_perfetto(struct trace_ctx *c, const struct trace_rec *r)
 		}
 		if (e->ts < r->start || e->ts > r->end)
 			continue;
-		jw = perfetto_instant(c->pf, ev_name(e->type), "event", pid, tid, e->ts);
+		jw = perfetto_instant(c->pf, trace_ev_name(e->type), "event", pid, tid, e->ts);
 		jw_kv_uint(jw, "arg", e->arg);
 		jw_kv_uint(jw, "arg2", e->arg2);
 		perfetto_end(c->pf);
 	}
 	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++)
 		perfetto_bio(c, r, pid, &r->bios[i], i);
+}
+
+void trace_perfetto_free_lanes(struct trace_ctx *c)
+{
+	struct lanes *l, *next;
+
+	for (l = c->lanes; l; l = next) {
+		next = l->next;
+		free(l);
+	}
+	c->lanes = NULL;
 }

@@ -2,29 +2,29 @@
 /* What a slow request's record says: who, which file, flag and event names, timeline. */
 #include "trace.h"
 
-double us(uint64_t ns)
+double trace_us(uint64_t ns)
 {
 	return ns / 1000.0;
 }
 
-const char *fmt_dur(uint64_t ns, char *buf, size_t len)
+const char *trace_fmt_dur(uint64_t ns, char *buf, size_t len)
 {
 	return fmt_ns(ns, buf, len);
 }
 
-const char *dev_name(uint32_t dev, char *buf, size_t len)
+const char *trace_dev_name(uint32_t dev, char *buf, size_t len)
 {
 	return disk_name_of(KDEV_MAJOR(dev), KDEV_MINOR(dev), buf, len);
 }
 
-const char *cgroup_name(struct trace_ctx *c, uint64_t cgid)
+const char *trace_cgroup_name(struct trace_ctx *c, uint64_t cgid)
 {
 	const char *p = c->cgmap && cgid ? cgroup_map_path(c->cgmap, cgid) : NULL;
 
 	return p ? p : "?";
 }
 
-int lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
+int trace_lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
 {
 	struct trace_ctx *c = arg;
 
@@ -36,12 +36,12 @@ int lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
  * checkpointer"), else its comm; *cgroup its cgroup v2 path, or its cgroup v1 blkio
  * group for a process in the v2 root (blk-throttle limits it there).
  */
-void rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
-	       const char **name, const char **cgroup, char *buf, size_t len)
+void trace_rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
+		     const char **name, const char **cgroup, char *buf, size_t len)
 {
 	procinfo_get(c->procinfo, r->pid, r->comm, id);
 	*name = id->title && id->cmdline ? id->cmdline : r->comm[0] ? r->comm : "?";
-	*cgroup = cgroup_name(c, r->cgid);
+	*cgroup = trace_cgroup_name(c, r->cgid);
 	if (id->blkio && (!strcmp(*cgroup, "/") || !strcmp(*cgroup, "?"))) {
 		snprintf(buf, len, "blkio:%s", id->blkio);
 		*cgroup = buf;
@@ -49,7 +49,7 @@ void rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident
 }
 
 /* Where a request's off-CPU accounts come from: JSON "offcpu_from". */
-const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
+const char *trace_offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
 {
 	if (!trace_op_in_thread(r->op) || r->flags & TRACE_F_NO_OFFCPU)
 		return "none"; /* not run by a thread of its own, or a fault */
@@ -58,7 +58,7 @@ const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
 	return c->o->delayacct ? "counters_delayacct" : "counters";
 }
 
-int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
+int trace_lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
 {
 	struct trace_ctx *c = arg;
 
@@ -69,12 +69,12 @@ int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
  * The user-visible path of the request's file as it was when the request ended, or
  * NULL if it was not captured (r->file: the capture's id).
  */
-const char *rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len)
+const char *trace_rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len)
 {
 	char name[DISK_NAME_LEN];
 
 	if (r->flags & TRACE_F_BLKDEV) {
-		snprintf(buf, len, "/dev/%s", dev_name(r->dev, name, sizeof(name)));
+		snprintf(buf, len, "/dev/%s", trace_dev_name(r->dev, name, sizeof(name)));
 		return buf;
 	}
 	return fspath_of_id(c->paths, r->dev, r->ino, r->file);
@@ -91,12 +91,12 @@ static const char *const ev_names[TRACE_EV_NR] = {
 	[TRACE_EV_FAULT] = "fault",
 };
 
-const char *ev_name(uint32_t type)
+const char *trace_ev_name(uint32_t type)
 {
 	return type < TRACE_EV_NR && ev_names[type] ? ev_names[type] : "?";
 }
 
-const struct trace_flag_name bio_flag_names[] = {
+const struct trace_flag_name trace_bio_flag_names[] = {
 	{TRACE_BIO_MERGED, "merged"},	       {TRACE_BIO_SPLIT, "split"},
 	{TRACE_BIO_REQUEUED, "requeued"},      {TRACE_BIO_ERROR, "error"},
 	{TRACE_BIO_KTHREAD, "kthread"},	       {TRACE_BIO_FLUSH, "flush"},
@@ -104,7 +104,7 @@ const struct trace_flag_name bio_flag_names[] = {
 	{TRACE_BIO_THROTTLED, "throttled"},    {0, NULL},
 };
 
-const struct trace_flag_name rec_flag_names[] = {
+const struct trace_flag_name trace_rec_flag_names[] = {
 	{TRACE_F_DIRECT, "direct"},
 	{TRACE_F_BLKDEV, "blockdev"},
 	{TRACE_F_LATE_BIOS, "bios_in_flight_at_end"},
@@ -116,7 +116,7 @@ const struct trace_flag_name rec_flag_names[] = {
 	{0, NULL},
 };
 
-char bio_dir(const struct trace_bio *b)
+char trace_bio_dir(const struct trace_bio *b)
 {
 	if (b->flags & TRACE_BIO_FLUSH && !b->bytes)
 		return 'F';
@@ -124,7 +124,7 @@ char bio_dir(const struct trace_bio *b)
 }
 
 /* Bios not recorded in the record (past TRACE_MAX_BIOS). */
-uint32_t bios_missing(const struct trace_rec *r)
+uint32_t trace_bios_missing(const struct trace_rec *r)
 {
 	return r->nr_done > r->nr_bios ? r->nr_done - r->nr_bios : 0;
 }
@@ -185,7 +185,7 @@ static const char *end_label(uint32_t op)
 	}
 }
 
-int build_timeline(const struct trace_rec *r, struct tl_item *v)
+int trace_timeline(const struct trace_rec *r, struct tl_item *v)
 {
 	char dn[DISK_NAME_LEN], b1[UNITS_BUF];
 	unsigned int i;
@@ -197,15 +197,15 @@ int build_timeline(const struct trace_rec *r, struct tl_item *v)
 
 		switch (e->type) {
 		case TRACE_EV_OFFCPU:
-			tl_add(v, &n, e->ts, "off CPU %s%s", fmt_dur(e->arg, b1, sizeof(b1)),
+			tl_add(v, &n, e->ts, "off CPU %s%s", trace_fmt_dur(e->arg, b1, sizeof(b1)),
 			       e->arg2 ? " (iowait)" : "");
 			break;
 		case TRACE_EV_PC_LOOKUP:
 		case TRACE_EV_PC_ADD:
 		case TRACE_EV_RA_SYNC:
 		case TRACE_EV_RA_ASYNC:
-			tl_add(v, &n, e->ts, "%s index %" PRIu64 " pages %u", ev_name(e->type),
-			       (uint64_t)e->arg, e->arg2);
+			tl_add(v, &n, e->ts, "%s index %" PRIu64 " pages %u",
+			       trace_ev_name(e->type), (uint64_t)e->arg, e->arg2);
 			break;
 		case TRACE_EV_DIO:
 			tl_add(v, &n, e->ts, "direct I/O %s %s", e->arg2 ? "write" : "read",
@@ -219,15 +219,16 @@ int build_timeline(const struct trace_rec *r, struct tl_item *v)
 			tl_add(v, &n, e->ts, "fault at page %" PRIu64, (uint64_t)e->arg);
 			break;
 		default:
-			tl_add(v, &n, e->ts, "%s %" PRIu64, ev_name(e->type), (uint64_t)e->arg);
+			tl_add(v, &n, e->ts, "%s %" PRIu64, trace_ev_name(e->type),
+			       (uint64_t)e->arg);
 		}
 	}
 	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++) {
 		const struct trace_bio *b = &r->bios[i];
 
-		dev_name(b->dev, dn, sizeof(dn));
-		tl_add(v, &n, b->q, "Q bio#%u %s %c %" PRIu64 " + %u", i, printable(dn), bio_dir(b),
-		       (uint64_t)b->sector, b->bytes / 512);
+		trace_dev_name(b->dev, dn, sizeof(dn));
+		tl_add(v, &n, b->q, "Q bio#%u %s %c %" PRIu64 " + %u", i, printable(dn),
+		       trace_bio_dir(b), (uint64_t)b->sector, b->bytes / 512);
 		if (b->flags & TRACE_BIO_SPLIT)
 			tl_add(v, &n, b->q, "X bio#%u split", i);
 		if (b->flags & TRACE_BIO_MERGED)

@@ -2,19 +2,19 @@
 /* Slow requests as JSON Lines. */
 #include "trace.h"
 
-void json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio)
+void trace_json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio)
 {
 	unsigned int i;
 
 	jw_kv_array(jw, key);
 	if (bio) {
-		for (i = 0; bio_flag_names[i].name; i++)
-			if (flags & bio_flag_names[i].bit)
-				jw_string(jw, bio_flag_names[i].name);
+		for (i = 0; trace_bio_flag_names[i].name; i++)
+			if (flags & trace_bio_flag_names[i].bit)
+				jw_string(jw, trace_bio_flag_names[i].name);
 	} else {
-		for (i = 0; rec_flag_names[i].name; i++)
-			if (flags & rec_flag_names[i].bit)
-				jw_string(jw, rec_flag_names[i].name);
+		for (i = 0; trace_rec_flag_names[i].name; i++)
+			if (flags & trace_rec_flag_names[i].bit)
+				jw_string(jw, trace_rec_flag_names[i].name);
 	}
 	jw_end_array(jw);
 }
@@ -30,7 +30,7 @@ static void json_devnum(struct jw *jw, const char *key, uint32_t dev)
 /* Time of @ts relative to the request start, in µs (0 if unknown). */
 static double rel_us(const struct trace_rec *r, uint64_t ts)
 {
-	return ts >= r->start ? us(ts - r->start) : 0;
+	return ts >= r->start ? trace_us(ts - r->start) : 0;
 }
 
 static void print_json(struct trace_ctx *c, const struct trace_rec *r)
@@ -60,7 +60,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		jw_kv_uint(jw, "tid", r->tid);
 		jw_kv_string(jw, "comm", r->comm);
 		jw_kv_uint(jw, "cgroup_id", r->cgid);
-		jw_kv_string(jw, "cgroup", cgroup_name(c, r->cgid));
+		jw_kv_string(jw, "cgroup", trace_cgroup_name(c, r->cgid));
 		procinfo_get(c->procinfo, r->pid, r->comm, &id);
 		if (id.cmdline)
 			jw_kv_string(jw, "cmdline", id.cmdline);
@@ -75,7 +75,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		jw_kv_uint(jw, "flusher_tid", r->flusher);
 	json_devnum(jw, "dev", r->dev);
 	jw_kv_uint(jw, "inode", r->ino);
-	path = rec_path(c, r, pbuf, sizeof(pbuf));
+	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
 	if (path)
 		jw_kv_string(jw, "path", path);
 	else
@@ -83,16 +83,16 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 	jw_kv_int(jw, "offset", r->offset);
 	jw_kv_uint(jw, "bytes", r->bytes);
 	jw_kv_int(jw, "ret", r->ret);
-	jw_kv_float(jw, "total_us", us(r->stages[TRACE_ST_TOTAL]), 3);
-	json_flags(jw, "flags", r->flags, false);
+	jw_kv_float(jw, "total_us", trace_us(r->stages[TRACE_ST_TOTAL]), 3);
+	trace_json_flags(jw, "flags", r->flags, false);
 	jw_kv_object(jw, "stages");
 	for (i = 0; i < TRACE_ST_NR; i++)
-		jw_kv_float(jw, trace_stage_name(i), us(r->stages[i]), 3);
+		jw_kv_float(jw, trace_stage_name(i), trace_us(r->stages[i]), 3);
 	jw_end_object(jw);
 	jw_kv_bool(jw, "has_block_io", r->nr_done > 0);
 	jw_kv_uint(jw, "switches", r->nr_switches);
-	jw_kv_float(jw, "runq_us", us(r->runq_ns), 3);
-	jw_kv_string(jw, "offcpu_from", offcpu_source(c, r));
+	jw_kv_float(jw, "runq_us", trace_us(r->runq_ns), 3);
+	jw_kv_string(jw, "offcpu_from", trace_offcpu_source(c, r));
 	jw_kv_object(jw, "page_cache");
 	jw_kv_uint(jw, "lookups", r->pc_lookups);
 	jw_kv_uint(jw, "lookup_pages", r->pc_lookup_pages);
@@ -102,30 +102,30 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 	jw_end_object(jw);
 	jw_kv_uint(jw, "bios_queued", r->nr_queued);
 	jw_kv_uint(jw, "bios_completed", r->nr_done);
-	jw_kv_uint(jw, "bios_not_recorded", bios_missing(r));
+	jw_kv_uint(jw, "bios_not_recorded", trace_bios_missing(r));
 	jw_kv_array(jw, "bios");
 	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++) {
 		const struct trace_bio *b = &r->bios[i];
 
 		jw_start_object(jw);
 		json_devnum(jw, "dev", b->dev);
-		jw_kv_string(jw, "disk", dev_name(b->dev, dn, sizeof(dn)));
+		jw_kv_string(jw, "disk", trace_dev_name(b->dev, dn, sizeof(dn)));
 		jw_kv_uint(jw, "sector", b->sector);
 		jw_kv_uint(jw, "bytes", b->bytes);
-		dirs[0] = bio_dir(b);
+		dirs[0] = trace_bio_dir(b);
 		jw_kv_string(jw, "op", dirs);
-		jw_kv_float(jw, "held_us", b->h && b->q >= b->h ? us(b->q - b->h) : 0.0, 3);
+		jw_kv_float(jw, "held_us", b->h && b->q >= b->h ? trace_us(b->q - b->h) : 0.0, 3);
 		jw_kv_float(jw, "q_us", rel_us(r, b->q), 3);
 		jw_kv_float(jw, "g_us", rel_us(r, b->g), 3);
 		jw_kv_float(jw, "i_us", rel_us(r, b->i), 3);
 		jw_kv_float(jw, "d_us", rel_us(r, b->d), 3);
 		jw_kv_float(jw, "c_us", rel_us(r, b->c), 3);
-		jw_kv_float(jw, "q2g_us", us(b->g - b->q), 3);
-		jw_kv_float(jw, "g2i_us", us(b->i - b->g), 3);
-		jw_kv_float(jw, "i2d_us", us(b->d - b->i), 3);
-		jw_kv_float(jw, "d2c_us", us(b->c - b->d), 3);
-		jw_kv_float(jw, "q2c_us", us(b->c - b->q), 3);
-		json_flags(jw, "flags", b->flags, true);
+		jw_kv_float(jw, "q2g_us", trace_us(b->g - b->q), 3);
+		jw_kv_float(jw, "g2i_us", trace_us(b->i - b->g), 3);
+		jw_kv_float(jw, "i2d_us", trace_us(b->d - b->i), 3);
+		jw_kv_float(jw, "d2c_us", trace_us(b->c - b->d), 3);
+		jw_kv_float(jw, "q2c_us", trace_us(b->c - b->q), 3);
+		trace_json_flags(jw, "flags", b->flags, true);
 		jw_kv_int(jw, "error", b->error);
 		jw_kv_uint(jw, "requeues", b->requeues);
 		jw_end_object(jw);
@@ -136,7 +136,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		const struct trace_evt *e = &r->events[i];
 
 		jw_start_object(jw);
-		jw_kv_string(jw, "type", ev_name(e->type));
+		jw_kv_string(jw, "type", trace_ev_name(e->type));
 		jw_kv_float(jw, "t_us", rel_us(r, e->ts), 3);
 		jw_kv_uint(jw, "arg", e->arg);
 		jw_kv_uint(jw, "arg2", e->arg2);

@@ -24,37 +24,38 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		/* The pages were dirtied before tracing started: nobody to credit. */
 		printf("(dirtier unknown: pages dirtied before tracing began)");
 	else {
-		rec_ident(c, r, &id, &name, &cgroup, cgbuf, sizeof(cgbuf));
+		trace_rec_ident(c, r, &id, &name, &cgroup, cgbuf, sizeof(cgbuf));
 		printf("%s pid %u tid %u cgroup %s", printable(name), r->pid, r->tid,
 		       printable(cgroup));
 	}
-	printf(" total %s ret %" PRId64 "\n", fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])),
+	printf(" total %s ret %" PRId64 "\n", trace_fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])),
 	       (int64_t)r->ret);
-	path = rec_path(c, r, pbuf, sizeof(pbuf));
+	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
 	printf("  file %s (%u:%u ino %" PRIu64 ")", path ? printable(path) : "?",
 	       KDEV_MAJOR(r->dev), KDEV_MINOR(r->dev), (uint64_t)r->ino);
 	if (r->offset >= 0)
 		printf(" offset %" PRId64, (int64_t)r->offset);
 	printf(" bytes %" PRIu64, (uint64_t)r->bytes);
-	for (i = 0; rec_flag_names[i].name; i++)
-		if (r->flags & rec_flag_names[i].bit)
-			printf(" %s", rec_flag_names[i].name);
+	for (i = 0; trace_rec_flag_names[i].name; i++)
+		if (r->flags & trace_rec_flag_names[i].bit)
+			printf(" %s", trace_rec_flag_names[i].name);
 	if (r->op == TRACE_OP_WRITEBACK)
 		printf(" flusher %u", r->flusher);
 	printf("\n");
 	if (r->nr_done)
 		printf("  stages pre_block %s%s%s q2q %s q2g %s g2i %s i2d %s d2c %s post_block "
 		       "%s\n",
-		       fmt_dur(st[TRACE_ST_PRE_BLOCK], b[0], sizeof(b[0])),
+		       trace_fmt_dur(st[TRACE_ST_PRE_BLOCK], b[0], sizeof(b[0])),
 		       st[TRACE_ST_THROTTLE] ? " throttle " : "",
-		       st[TRACE_ST_THROTTLE] ? fmt_dur(st[TRACE_ST_THROTTLE], b[7], sizeof(b[7])) :
-					       "",
-		       fmt_dur(st[TRACE_ST_Q2Q], b[1], sizeof(b[1])),
-		       fmt_dur(st[TRACE_ST_Q2G], b[2], sizeof(b[2])),
-		       fmt_dur(st[TRACE_ST_G2I], b[3], sizeof(b[3])),
-		       fmt_dur(st[TRACE_ST_I2D], b[4], sizeof(b[4])),
-		       fmt_dur(st[TRACE_ST_D2C], b[5], sizeof(b[5])),
-		       fmt_dur(st[TRACE_ST_POST_BLOCK], b[6], sizeof(b[6])));
+		       st[TRACE_ST_THROTTLE] ?
+			       trace_fmt_dur(st[TRACE_ST_THROTTLE], b[7], sizeof(b[7])) :
+			       "",
+		       trace_fmt_dur(st[TRACE_ST_Q2Q], b[1], sizeof(b[1])),
+		       trace_fmt_dur(st[TRACE_ST_Q2G], b[2], sizeof(b[2])),
+		       trace_fmt_dur(st[TRACE_ST_G2I], b[3], sizeof(b[3])),
+		       trace_fmt_dur(st[TRACE_ST_I2D], b[4], sizeof(b[4])),
+		       trace_fmt_dur(st[TRACE_ST_D2C], b[5], sizeof(b[5])),
+		       trace_fmt_dur(st[TRACE_ST_POST_BLOCK], b[6], sizeof(b[6])));
 	else if (r->nr_queued)
 		/* sync_file_range(WRITE), readahead: it did not wait for its bios. */
 		printf("  stages none: no bio completed before it ended (pre_block = total)\n");
@@ -64,36 +65,36 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		printf("  off-CPU unknown (faults: see --offcpu-periods)\n");
 	else
 		printf("  off-CPU %s %s %s runq %s switches %u\n",
-		       fmt_dur(r->offcpu_ns, b[0], sizeof(b[0])),
+		       trace_fmt_dur(r->offcpu_ns, b[0], sizeof(b[0])),
 		       r->flags & TRACE_F_IOWAIT_BLOCKED ? "blocked" : "iowait",
-		       fmt_dur(r->iowait_ns, b[1], sizeof(b[1])),
-		       fmt_dur(r->runq_ns, b[2], sizeof(b[2])), r->nr_switches);
+		       trace_fmt_dur(r->iowait_ns, b[1], sizeof(b[1])),
+		       trace_fmt_dur(r->runq_ns, b[2], sizeof(b[2])), r->nr_switches);
 	printf("  page cache lookups %u (%" PRIu64 " pages) added %u pages, readahead %u sync "
 	       "%u async\n",
 	       r->pc_lookups, (uint64_t)r->pc_lookup_pages, r->pc_added, r->ra_sync, r->ra_async);
 	if (r->nr_queued || r->nr_done)
 		printf("  bios queued %u completed %u%s\n", r->nr_queued, r->nr_done,
-		       bios_missing(r) ? " (first 16 shown)" : "");
+		       trace_bios_missing(r) ? " (first 16 shown)" : "");
 	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++) {
 		const struct trace_bio *bi = &r->bios[i];
 		unsigned int k;
 
 		printf("    bio#%-2u %-8s %c sector %-10" PRIu64 " %5s q2g %s g2i %s i2d %s "
 		       "d2c %s",
-		       i, printable(dev_name(bi->dev, dn, sizeof(dn))), bio_dir(bi),
+		       i, printable(trace_dev_name(bi->dev, dn, sizeof(dn))), trace_bio_dir(bi),
 		       (uint64_t)bi->sector, fmt_bytes(bi->bytes, b[0], sizeof(b[0])),
-		       fmt_dur(bi->g - bi->q, b[1], sizeof(b[1])),
-		       fmt_dur(bi->i - bi->g, b[2], sizeof(b[2])),
-		       fmt_dur(bi->d - bi->i, b[3], sizeof(b[3])),
-		       fmt_dur(bi->c - bi->d, b[4], sizeof(b[4])));
-		for (k = 0; bio_flag_names[k].name; k++)
-			if (bi->flags & bio_flag_names[k].bit)
-				printf(" %s", bio_flag_names[k].name);
+		       trace_fmt_dur(bi->g - bi->q, b[1], sizeof(b[1])),
+		       trace_fmt_dur(bi->i - bi->g, b[2], sizeof(b[2])),
+		       trace_fmt_dur(bi->d - bi->i, b[3], sizeof(b[3])),
+		       trace_fmt_dur(bi->c - bi->d, b[4], sizeof(b[4])));
+		for (k = 0; trace_bio_flag_names[k].name; k++)
+			if (bi->flags & trace_bio_flag_names[k].bit)
+				printf(" %s", trace_bio_flag_names[k].name);
 		if (bi->h && bi->q >= bi->h)
-			printf(" (held %s)", fmt_dur(bi->q - bi->h, b[5], sizeof(b[5])));
+			printf(" (held %s)", trace_fmt_dur(bi->q - bi->h, b[5], sizeof(b[5])));
 		printf("\n");
 	}
-	n = build_timeline(r, tl);
+	n = trace_timeline(r, tl);
 	printf("  timeline (ms from start):\n");
 	for (i = 0; i < (unsigned int)n; i++)
 		printf("    %10.3f  %s\n", tl[i].ts >= r->start ? (tl[i].ts - r->start) / 1e6 : 0.0,

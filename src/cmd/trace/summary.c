@@ -39,7 +39,7 @@ static void hist_delta(struct hist *out, const struct hist *cur, const struct hi
 static int output_counts(struct trace_ctx *c, struct trace_summary *sum)
 {
 	uint64_t cnt[TRACE_CNT_NR];
-	int err = read_counters(c, cnt);
+	int err = trace_read_counters(c, cnt);
 
 	if (err)
 		return fail(err, "cannot read the counters map: %s", strerror(-err));
@@ -52,7 +52,7 @@ static int output_counts(struct trace_ctx *c, struct trace_summary *sum)
 	return 0;
 }
 
-int summary(struct trace_ctx *c, double seconds, bool final)
+int trace_summarize(struct trace_ctx *c, double seconds, bool final)
 {
 	static struct trace_summary sum;
 	static struct trace_op_hists cur;

@@ -2,6 +2,15 @@
 /* iospan trace: options, set-up (filters, attach plan), the main loop, clean-up. */
 #include "trace.h"
 
+/* Ring buffer for slow requests: bounds, and defaults with and without -t 0. */
+#define RB_MIN	       (1ULL << 20)
+#define RB_MAX	       (1ULL << 30)
+#define RB_DEFAULT     (16ULL << 20)
+#define RB_DEFAULT_ALL (64ULL << 20)
+/* Bytes of a typical record in the ring buffer: its headers (rbuf's, the kernel's), one bio. */
+#define RB_TYPICAL_REC \
+	(sizeof(struct rb_hdr) + offsetof(struct trace_rec, bios) + sizeof(struct trace_bio) + 8)
+
 static const char trace_usage[] =
 	"Usage: iospan trace [OPTIONS]\n"
 	"\n"
@@ -408,9 +417,9 @@ static int trace_setup(struct trace_ctx *c)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
 	c->pcpu = calloc(c->ncpus, sizeof(*c->pcpu));
 	c->prev = calloc(TRACE_OP_NR, sizeof(*c->prev));
-	if (!c->pcpu || !c->prev || fspath_cache_new(lookup_path, c, &c->paths) ||
+	if (!c->pcpu || !c->prev || fspath_cache_new(trace_lookup_path, c, &c->paths) ||
 	    /* Read for every record: titles change between requests. */
-	    procinfo_new(lookup_title, c, 1, &c->procinfo))
+	    procinfo_new(trace_lookup_title, c, 1, &c->procinfo))
 		return fail(-ENOMEM, "out of memory");
 	err = ksyms_lookup(NULL, syms, addrs, 3);
 	end_io = addrs[0];
@@ -477,7 +486,7 @@ static int trace_setup(struct trace_ctx *c)
 	if (err)
 		return err;
 	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stderr, "iospan trace: ");
-	err = consume_open(c);
+	err = trace_consume_open(c);
 	if (err)
 		return err;
 	attach_plan_print(c->hooks, c->nr_hooks, NULL);
@@ -510,11 +519,11 @@ static int trace_run(struct trace_ctx *c)
 		if (end && now >= end)
 			break;
 		if (now >= next) {
-			err = summary(c, (now - c->last_summary) / 1e9, false);
+			err = trace_summarize(c, (now - c->last_summary) / 1e9, false);
 			if (err)
 				return err;
 			c->last_summary = now;
-			sweep_writeback(c, false);
+			trace_sweep_writeback(c, false);
 			next += o->interval_ns;
 			if (next <= now)
 				next = now + o->interval_ns;
@@ -525,21 +534,21 @@ static int trace_run(struct trace_ctx *c)
 			ms = (end - now) / 1000000 + 1;
 		if (ms > 100)
 			ms = 100;
-		err = consume(c, ms, now + ms * 1000000ULL);
+		err = trace_consume(c, ms, now + ms * 1000000ULL);
 		if (err)
 			return err;
 		/* A trace file that lost a write is broken: stop, with the report so far. */
 		if (perfetto_error(c->pf))
 			break;
 	}
-	err = stop_and_drain(c);
+	err = trace_stop_and_drain(c);
 	if (err)
 		return err;
 	now = now_ns(CLOCK_MONOTONIC);
-	err = summary(c, (now - c->last_summary) / 1e9, true);
+	err = trace_summarize(c, (now - c->last_summary) / 1e9, true);
 	if (err)
 		return err;
-	print_accounts(c);
+	trace_print_accounts(c);
 	err = perfetto_close(c->pf);
 	c->pf = NULL;
 	if (err)
@@ -550,18 +559,13 @@ static int trace_run(struct trace_ctx *c)
 
 static void trace_cleanup(struct trace_ctx *c)
 {
-	struct lanes *l, *next;
-
 	rbuf_free(c->rb);
 	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
 	attach_plan_detach(c->hooks, c->nr_hooks);
 	trace_bpf__destroy(c->skel);
 	/* After a failure reported already: what the file lacks is no news. */
 	perfetto_close(c->pf);
-	for (l = c->lanes; l; l = next) {
-		next = l->next;
-		free(l);
-	}
+	trace_perfetto_free_lanes(c);
 	free(c->hooks);
 	free(c->pcpu);
 	free(c->prev);

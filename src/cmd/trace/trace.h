@@ -61,24 +61,6 @@
 #include "skel.h"
 
 #define NSEC_PER_SEC ((uint64_t)1000000000)
-/* Perfetto tracks for bios and async requests: per process, lanes that never overlap. */
-#define MAX_LANES   256
-#define LANE_BIOS   0x40000000U
-#define LANE_AIO    0x50000000U
-#define LANE_WB	    0x60000000U
-#define LANE_OFFCPU 0x20000000U
-/* Writeback requests older than this with bios still missing are given up. */
-#define WB_SWEEP_NS (60 * NSEC_PER_SEC)
-/* Ring buffer for slow requests: bounds, and defaults with and without -t 0. */
-#define RB_MIN	       (1ULL << 20)
-#define RB_MAX	       (1ULL << 30)
-#define RB_DEFAULT     (16ULL << 20)
-#define RB_DEFAULT_ALL (64ULL << 20)
-/* Bytes of a typical record in the ring buffer: its headers (rbuf's, the kernel's 8 bytes), one
- * bio. */
-#define RB_TYPICAL_REC \
-	(sizeof(struct rb_hdr) + offsetof(struct trace_rec, bios) + sizeof(struct trace_bio) + 8)
-
 struct trace_opts {
 	uint64_t threshold_ns;
 	uint64_t interval_ns;
@@ -89,14 +71,6 @@ struct trace_opts {
 	bool offcpu_periods; /* sched_switch: time each off-CPU period */
 	bool delayacct;	     /* kernel.task_delayacct on: exact iowait from counters */
 	uint64_t rb_bytes;   /* ring buffer size (a power of two) */
-};
-
-/* Perfetto lanes of one (pid, kind): the end of the last span on each. */
-struct lanes {
-	uint32_t pid, base;
-	uint64_t end[MAX_LANES];
-	int nr;
-	struct lanes *next;
 };
 
 /* One periodic summary: the interval's slow requests and stage histograms per op. */
@@ -162,7 +136,7 @@ struct trace_flag_name {
 	const char *name;
 };
 
-extern const struct trace_flag_name bio_flag_names[], rec_flag_names[];
+extern const struct trace_flag_name trace_bio_flag_names[], trace_rec_flag_names[];
 
 /* One line of the timeline, sortable by time. */
 struct tl_item {
@@ -173,41 +147,42 @@ struct tl_item {
 
 #define TL_MAX (TRACE_MAX_EVENTS + TRACE_MAX_BIOS * 6 + 4)
 
-double us(uint64_t ns);
-const char *fmt_dur(uint64_t ns, char *buf, size_t len);
-const char *dev_name(uint32_t dev, char *buf, size_t len);
-const char *cgroup_name(struct trace_ctx *c, uint64_t cgid);
-int lookup_title(void *arg, uint32_t tgid, struct proc_title *t);
-void rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
-	       const char **name, const char **cgroup, char *buf, size_t len);
-const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r);
-int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p);
-const char *rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len);
-const char *ev_name(uint32_t type);
-char bio_dir(const struct trace_bio *b);
-uint32_t bios_missing(const struct trace_rec *r);
-int build_timeline(const struct trace_rec *r, struct tl_item *v);
+double trace_us(uint64_t ns);
+const char *trace_fmt_dur(uint64_t ns, char *buf, size_t len);
+const char *trace_dev_name(uint32_t dev, char *buf, size_t len);
+const char *trace_cgroup_name(struct trace_ctx *c, uint64_t cgid);
+int trace_lookup_title(void *arg, uint32_t tgid, struct proc_title *t);
+void trace_rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
+		     const char **name, const char **cgroup, char *buf, size_t len);
+const char *trace_offcpu_source(const struct trace_ctx *c, const struct trace_rec *r);
+int trace_lookup_path(void *arg, const struct top_file_key *key, struct top_path *p);
+const char *trace_rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len);
+const char *trace_ev_name(uint32_t type);
+char trace_bio_dir(const struct trace_bio *b);
+uint32_t trace_bios_missing(const struct trace_rec *r);
+int trace_timeline(const struct trace_rec *r, struct tl_item *v);
 
 /* render_json.c (also for Perfetto's arguments), perfetto.c */
-void json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio);
-void write_perfetto(struct trace_ctx *c, const struct trace_rec *r);
+void trace_json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio);
+void trace_perfetto_free_lanes(struct trace_ctx *c);
+void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r);
 
 /* consume.c */
 /* The reader of the slow requests' ring buffer (c->rb). 0 or -errno, said. */
-int consume_open(struct trace_ctx *c);
+int trace_consume_open(struct trace_ctx *c);
 /* Reads records for up to @timeout_ms, giving the turn back at @yield_at. 0 or -errno, said. */
-int consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at);
-int stop_and_drain(struct trace_ctx *c);
+int trace_consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at);
+int trace_stop_and_drain(struct trace_ctx *c);
 
 /* summary.c: reads the interval's histograms and hands them to the renderer. */
-int summary(struct trace_ctx *c, double seconds, bool final);
+int trace_summarize(struct trace_ctx *c, double seconds, bool final);
 
 /* accounts.c */
 extern const char *const trace_cnt_names[TRACE_CNT_NR];
 /* Requests lost: counted in "lost" (the others are informational). */
 bool trace_cnt_is_loss(int i);
-int read_counters(struct trace_ctx *c, uint64_t *out);
-void sweep_writeback(struct trace_ctx *c, bool at_exit);
-void print_accounts(struct trace_ctx *c);
+int trace_read_counters(struct trace_ctx *c, uint64_t *out);
+void trace_sweep_writeback(struct trace_ctx *c, bool at_exit);
+void trace_print_accounts(struct trace_ctx *c);
 
 #endif
