@@ -7,13 +7,15 @@
  * per-op stage histograms; only requests over the threshold arrive here, through a
  * ring buffer. The files of this folder:
  *   trace.c        options, set-up (filters, attach plan), the main loop, clean-up
- *   consume.c      records from the kernel: the ring buffer, unpacking, draining
+ *   consume.c      records from the kernel: the shared ring-buffer consumer, unpacking,
+ *                  draining at exit
  *   record.c       what a record says: who, which file, flag and event names, timeline
- *   render_text.c  slow requests as text
- *   render_json.c  slow requests as JSON Lines
- *   perfetto.c     slow requests as a Chrome Trace Event file
- *   summary.c      the periodic per-op summary from the kernel's histograms
- *   accounts.c     counters, requests still in flight, the exit accounts
+ *   summary.c      the periodic per-op summary (struct trace_summary) from the kernel's
+ *                  histograms
+ *   accounts.c     counters, requests still in flight, the exit accounts (trace_totals)
+ *   render_text.c  requests, summaries and accounts as text   } one struct
+ *   render_json.c  the same as JSON Lines                      } trace_renderer each
+ *   perfetto.c     slow requests as a Chrome Trace Event file (with either renderer)
  */
 #ifndef IOSPAN_CMD_TRACE_H
 #define IOSPAN_CMD_TRACE_H
