@@ -33,25 +33,57 @@ struct {
 /* Whether any process filter is set (pid, tid, comm, cgroup). */
 #define tfilter_proc_on() (tfilter.pid || tfilter.tid || tfilter.comm_on || tfilter.cgroups)
 
+/* --comm for a thread named @comm. */
+static __always_inline bool tfilter_comm_ok(const char *comm)
+{
+	int i;
+
+	for (i = 0; i < FILTER_COMM_LEN; i++) {
+		if (comm[i] != tfilter.comm[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
 /* The process filters for a known owner: thread @tid of @pid, named @comm, in @cgid. */
 static __always_inline bool tfilter_proc_ok(__u32 pid, __u32 tid, const char *comm, __u64 cgid)
 {
-	int i;
+	if (tfilter.pid && pid != tfilter.pid)
+		return false;
+	if (tfilter.tid && tid != tfilter.tid)
+		return false;
+	if (tfilter.comm_on && !tfilter_comm_ok(comm))
+		return false;
+	if (tfilter.cgroups && !bpf_map_lookup_elem(&filter_cgroups, &cgid))
+		return false;
+	return true;
+}
+
+/*
+ * The same for the current task, thread @tid of @pid: its name and cgroup are read only
+ * if filtered by. *cgid: its cgroup id if it was read, else 0 (ids start at 1).
+ */
+static __always_inline bool tfilter_current_ok(__u32 pid, __u32 tid, __u64 *cgid)
+{
+	char comm[FILTER_COMM_LEN];
 
 	if (tfilter.pid && pid != tfilter.pid)
 		return false;
 	if (tfilter.tid && tid != tfilter.tid)
 		return false;
 	if (tfilter.comm_on) {
-		for (i = 0; i < FILTER_COMM_LEN; i++) {
-			if (comm[i] != tfilter.comm[i])
-				return false;
-			if (!comm[i])
-				break;
-		}
+		bpf_get_current_comm(comm, sizeof(comm));
+		if (!tfilter_comm_ok(comm))
+			return false;
 	}
-	if (tfilter.cgroups && !bpf_map_lookup_elem(&filter_cgroups, &cgid))
-		return false;
+	*cgid = 0;
+	if (tfilter.cgroups) {
+		*cgid = bpf_get_current_cgroup_id();
+		if (!bpf_map_lookup_elem(&filter_cgroups, cgid))
+			return false;
+	}
 	return true;
 }
 

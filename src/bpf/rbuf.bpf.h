@@ -46,6 +46,34 @@ static __always_inline void rbuf_count(void *counts, __u32 what)
 		(void *)__h;                                                  \
 	})
 
+/*
+ * The same for a record of a size known only at run time, assembled in dynptr @p with
+ * bpf_dynptr_write() after the header (offset sizeof(struct rb_hdr)). 0 or -errno;
+ * either way @p must then go to rbuf_submit_dynptr() or rbuf_discard_dynptr().
+ */
+#define rbuf_reserve_dynptr(name, type_, size_, p) rbuf_reserve_dyn(&name, type_, size_, p)
+
+static __always_inline long rbuf_reserve_dyn(void *rb, __u32 type, __u32 size, struct bpf_dynptr *p)
+{
+	struct rb_hdr h = {.type = type, .size = size};
+	long err = bpf_ringbuf_reserve_dynptr(rb, size, 0, p);
+
+	return err ?: bpf_dynptr_write(p, 0, &h, sizeof(h), 0);
+}
+
+/* Gives up a record reserved (or not) with rbuf_reserve_dynptr(): counted as lost. */
+#define rbuf_discard_dynptr(name, p)                         \
+	({                                                   \
+		bpf_ringbuf_discard_dynptr(p, 0);            \
+		rbuf_count(&name##_counts, RB_LOST);         \
+	})
+
+#define rbuf_submit_dynptr(name, p)                          \
+	({                                                   \
+		rbuf_count(&name##_counts, RB_SENT);         \
+		bpf_ringbuf_submit_dynptr(p, 0);             \
+	})
+
 #define rbuf_submit(name, rec)                               \
 	({                                                   \
 		rbuf_count(&name##_counts, RB_SENT);         \

@@ -20,6 +20,8 @@
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
+#include "rbuf.bpf.h"
+#include "filter.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -41,17 +43,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Load-time configuration: features that are off cost nothing. */
 const volatile __u64 threshold_ns = 10000000;
 const volatile __u32 self_tgid = 0;
-const volatile __u32 filter_pid = 0;
-const volatile __u32 filter_tid = 0;
-const volatile bool filter_cgroup = false;
-const volatile bool filter_dev = false;
-const volatile bool filter_comm_on = false;
-const volatile char filter_comm[TOP_COMM_LEN] = {};
-const volatile __u32 file_dev = 0; /* --file: (dev, ino); 0 = off */
-const volatile __u64 file_ino = 0;
-const volatile __u32 dir_dev = 0; /* --dir: (dev, ino); 0 = off */
-const volatile __u64 dir_ino = 0;
-const volatile __u32 dir_depth = 32;
 const volatile bool trace_faults = false;
 const volatile bool trace_writeback = false;
 const volatile bool trace_aio = false;
@@ -249,10 +240,7 @@ struct {
 } counters SEC(".maps");
 
 /* Slow requests; sized by user space (--buffer-size). */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 * 1024 * 1024);
-} events SEC(".maps");
+DEFINE_RBUF(events, 16 * 1024 * 1024);
 
 DEFINE_VFS_PATH_CACHE(8192);
 DEFINE_PROC_TITLES(4096);
@@ -289,20 +277,6 @@ struct {
 	__type(value, struct inode_owner);
 } inode_owners SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u8);
-} filter_cgroups SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, __u8);
-} filter_devs SEC(".maps");
-
 static __always_inline void count_n(__u32 what, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &what);
@@ -319,48 +293,20 @@ static __always_inline void count(__u32 what)
 /* ------------------------------------------------------------------ filters */
 
 /*
- * Process filters (pid, tid, comm, cgroup) for the current task. *cgid: its cgroup id
- * if the filter needed it, else 0 (cgroup ids start at 1).
+ * The target filter (filter.bpf.h) for the current task, never iospan itself. *cgid:
+ * its cgroup id if the filter needed it, else 0 (cgroup ids start at 1).
  */
 static __always_inline bool task_ok(struct task_struct *task, __u64 *cgid)
 {
 	if (task->tgid == self_tgid)
 		return false;
-	if (filter_pid && task->tgid != filter_pid)
-		return false;
-	if (filter_tid && task->pid != filter_tid)
-		return false;
-	if (filter_comm_on) {
-		char comm[TOP_COMM_LEN];
-		int i;
-
-		bpf_get_current_comm(comm, sizeof(comm));
-		for (i = 0; i < TOP_COMM_LEN; i++) {
-			if (comm[i] != filter_comm[i])
-				return false;
-			if (!comm[i])
-				break;
-		}
-	}
-	*cgid = 0;
-	if (filter_cgroup) {
-		*cgid = bpf_get_current_cgroup_id();
-		if (!bpf_map_lookup_elem(&filter_cgroups, cgid))
-			return false;
-	}
-	return true;
+	return tfilter_current_ok(task->tgid, task->pid, cgid);
 }
 
 /* File filters (disk, file, dir). @d: a dentry of the file, for --dir. */
 static __always_inline bool file_ok(__u32 dev, __u64 ino, struct dentry *d)
 {
-	if (filter_dev && !bpf_map_lookup_elem(&filter_devs, &dev))
-		return false;
-	if (file_dev && (dev != file_dev || ino != file_ino))
-		return false;
-	if (dir_dev && !vfs_under_dir(d, dir_dev, dir_ino, dir_depth))
-		return false;
-	return true;
+	return tfilter_dev_ok(dev) && tfilter_file_ok(dev, ino, d);
 }
 
 /* ------------------------------------------------------------------ records */
@@ -551,11 +497,11 @@ static __noinline int capture_path(struct trace_rec *r)
 /*
  * Sends a record as its header followed by the bios and events it has, not the whole
  * struct (a read with one bio is a fifth of it): the ring buffer holds five times as
- * many requests while the output catches up.
+ * many requests while the output catches up. Sent and lost are counted by rbuf.
  */
 static __noinline int emit(struct trace_rec *r)
 {
-	const __u32 hdr = offsetof(struct trace_rec, bios);
+	const __u32 at = sizeof(struct rb_hdr), hdr = offsetof(struct trace_rec, bios);
 	__u32 nb = r->nr_bios, ne = r->nr_events, lb, le;
 	struct bpf_dynptr p;
 	long err;
@@ -568,20 +514,18 @@ static __noinline int emit(struct trace_rec *r)
 		ne = TRACE_MAX_EVENTS;
 	lb = nb * sizeof(struct trace_bio);
 	le = ne * sizeof(struct trace_evt);
-	err = bpf_ringbuf_reserve_dynptr(&events, hdr + lb + le, 0, &p);
+	err = rbuf_reserve_dynptr(events, TRACE_REC_REQUEST, at + hdr + lb + le, &p);
 	if (!err)
-		err = bpf_dynptr_write(&p, 0, r, hdr, 0);
+		err = bpf_dynptr_write(&p, at, r, hdr, 0);
 	if (!err && lb)
-		err = bpf_dynptr_write(&p, hdr, r->bios, lb, 0);
+		err = bpf_dynptr_write(&p, at + hdr, r->bios, lb, 0);
 	if (!err && le)
-		err = bpf_dynptr_write(&p, hdr + lb, r->events, le, 0);
+		err = bpf_dynptr_write(&p, at + hdr + lb, r->events, le, 0);
 	if (err) {
-		bpf_ringbuf_discard_dynptr(&p, 0);
-		count(TRACE_CNT_RINGBUF_FULL);
+		rbuf_discard_dynptr(events, &p);
 		return 0;
 	}
-	bpf_ringbuf_submit_dynptr(&p, 0);
-	count(TRACE_CNT_EMITTED);
+	rbuf_submit_dynptr(events, &p);
 	return 0;
 }
 
@@ -1493,27 +1437,9 @@ static __always_inline __u64 wb_key(struct inode *inode)
 /* Whether the (absent or known) dirtier passes the process filters. */
 static __always_inline bool dirtier_ok(struct dirtier *d)
 {
-	int i;
-
-	if (!filter_pid && !filter_tid && !filter_comm_on && !filter_cgroup)
+	if (!tfilter_proc_on())
 		return true;
-	if (!d)
-		return false;
-	if (filter_pid && d->pid != filter_pid)
-		return false;
-	if (filter_tid && d->tid != filter_tid)
-		return false;
-	if (filter_cgroup && !bpf_map_lookup_elem(&filter_cgroups, &d->cgid))
-		return false;
-	if (filter_comm_on) {
-		for (i = 0; i < TOP_COMM_LEN; i++) {
-			if (d->comm[i] != filter_comm[i])
-				return false;
-			if (!d->comm[i])
-				break;
-		}
-	}
-	return true;
+	return d && tfilter_proc_ok(d->pid, d->tid, d->comm, d->cgid);
 }
 
 SEC("tp_btf/writeback_single_inode_start")

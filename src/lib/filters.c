@@ -10,6 +10,7 @@
 #include "diskstats.h"
 #include "err.h"
 #include "filters.h"
+#include "args.h"
 #include "fspath.h"
 #include "mounts.h"
 
@@ -117,4 +118,60 @@ int filter_maps_fill(int devs_fd, const struct disk *disk, int cgroups_fd, const
 	if (cgroup_dir)
 		return filter_map_add_cgroup_tree(cgroups_fd, cgroup_dir);
 	return 0;
+}
+
+int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_opts *f)
+{
+	struct target_filter *tf = &f->tf;
+	uint64_t ino = 0;
+	int err;
+
+	switch (opt) {
+	case 'p':
+		return args_once("-p/--pid", &f->have_pid) ?: args_task_id(arg, "pid", &tf->pid);
+	case FILTER_OPT_TID:
+		return args_once("--tid", &f->have_tid) ?: args_task_id(arg, "tid", &tf->tid);
+	case FILTER_OPT_COMM: {
+		bool seen = tf->comm_on;
+
+		err = args_once("--comm", &seen);
+
+		if (err)
+			return err;
+		if (!*arg || strlen(arg) >= FILTER_COMM_LEN)
+			return fail_usage("invalid --comm '%s': give a thread name of 1 to %d "
+					  "characters",
+					  arg, FILTER_COMM_LEN - 1);
+		strcpy(tf->comm, arg);
+		tf->comm_on = 1;
+		return 0;
+	}
+	case FILTER_OPT_CGROUP:
+		err = args_cgroup(arg, f->cgroup_dir, sizeof(f->cgroup_dir), f->cgroup_rel,
+				  sizeof(f->cgroup_rel), &f->have_cgroup);
+		tf->cgroups = f->have_cgroup;
+		return err;
+	case FILTER_OPT_FILE:
+		err = args_once("--file", &f->have_file) ?:
+			      args_fs_object("--file", arg, false, &tf->file_dev, &ino);
+		tf->file_ino = ino;
+		return err;
+	case FILTER_OPT_DIR:
+		err = args_once("--dir", &f->have_dir) ?:
+			      args_fs_object("--dir", arg, true, &tf->dir_dev, &ino);
+		tf->dir_ino = ino;
+		return err;
+	case 'd':
+		err = args_disk(cmd, arg, &f->disk, &f->have_disk);
+		tf->devs = f->have_disk;
+		return err;
+	default:
+		return 1;
+	}
+}
+
+int filter_maps_fill_opts(int devs_fd, int cgroups_fd, const struct filter_opts *f)
+{
+	return filter_maps_fill(devs_fd, f->have_disk ? &f->disk : NULL, cgroups_fd,
+				f->have_cgroup ? f->cgroup_dir : NULL);
 }

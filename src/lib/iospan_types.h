@@ -415,6 +415,14 @@ struct trace_rec {
 	struct trace_evt events[TRACE_MAX_EVENTS];
 };
 
+/*
+ * Ring buffer records (struct rb_hdr first, src/lib/rbuf_abi.h): a slow request is
+ * its struct trace_rec up to bios[], then only the bios and events it has.
+ */
+enum trace_rec_type {
+	TRACE_REC_REQUEST = 1,
+};
+
 /* An asynchronous direct I/O in flight: direct-mapped by kiocb address (tag = pv). */
 struct trace_async_slot {
 	__u64 tag;
@@ -430,6 +438,7 @@ struct trace_async_slot {
 enum trace_cnt {
 	TRACE_CNT_STARTED,	/* requests that passed the filters */
 	TRACE_CNT_DONE,		/* requests that ended (stages in the histograms) */
+	/* These two are the ring buffer's (events_counts, src/lib/rbuf.h): */
 	TRACE_CNT_EMITTED,	/* slow requests sent to user space */
 	TRACE_CNT_RINGBUF_FULL, /* slow requests lost: ring buffer full */
 	TRACE_CNT_REQS_FULL,	/* requests not traced: request map full */

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The counters, the requests still in flight, and the accounts printed at exit. */
+#include "trace.h"
+
+/* Writeback requests older than this with bios still missing are given up. */
+#define WB_SWEEP_NS (60 * NSEC_PER_SEC)
+
+const char *const trace_cnt_names[TRACE_CNT_NR] = {
+	[TRACE_CNT_STARTED] = "started",
+	[TRACE_CNT_DONE] = "completed",
+	[TRACE_CNT_EMITTED] = "emitted",
+	[TRACE_CNT_RINGBUF_FULL] = "ringbuf_full",
+	[TRACE_CNT_REQS_FULL] = "request_map_full",
+	[TRACE_CNT_ABANDONED] = "abandoned",
+	[TRACE_CNT_ASYNC_COLLIDED] = "async_slot_collisions",
+	[TRACE_CNT_BIO_UNMATCHED] = "bios_unmatched",
+	[TRACE_CNT_BIO_LATE] = "bios_after_request_end",
+	[TRACE_CNT_BIOS_TRUNC] = "bios_not_recorded",
+	[TRACE_CNT_EVENTS_TRUNC] = "events_not_recorded",
+	[TRACE_CNT_CHAIN_TRUNC] = "truncated_bio_chains",
+	[TRACE_CNT_FAULTS_CACHED] = "faults_without_io",
+	[TRACE_CNT_WB_SWEPT] = "writeback_given_up",
+	[TRACE_CNT_PATHS_FULL] = "paths_map_full",
+	[TRACE_CNT_HOOK_MISSED] = "hook_runs_missed",
+	[TRACE_CNT_UNSEEN_DONE] = "bio_completions_not_seen",
+	[TRACE_CNT_END_INFERRED] = "async_ends_inferred",
+};
+
+/* Requests lost: counted in "lost" (the others are informational). */
+bool trace_cnt_is_loss(int i)
+{
+	return i == TRACE_CNT_RINGBUF_FULL || i == TRACE_CNT_REQS_FULL ||
+	       i == TRACE_CNT_ABANDONED || i == TRACE_CNT_ASYNC_COLLIDED ||
+	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT;
+}
+
+int trace_read_counters(struct trace_ctx *c, uint64_t *out)
+{
+	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
+	struct rbuf_stats st;
+
+	out[TRACE_CNT_HOOK_MISSED] = bpfobj_missed_runs(c->skel->obj);
+	if (!err)
+		err = rbuf_stats(c->rb, &st);
+	out[TRACE_CNT_EMITTED] = err ? 0 : st.sent;
+	out[TRACE_CNT_RINGBUF_FULL] = err ? 0 : st.lost;
+	return err;
+}
+
+/* Records lost on the way: malformed (by rbuf or by their layout) and never read. */
+static uint64_t records_malformed(struct trace_ctx *c)
+{
+	struct rbuf_stats st;
+
+	return c->malformed + (rbuf_stats(c->rb, &st) ? 0 : st.malformed);
+}
+
+/*
+ * Writeback requests whose bios never all completed would stay in the map until LRU
+ * evicts them, silently: old ones are given up here and counted. At exit, also counts
+ * the requests still in flight.
+ */
+void trace_sweep_writeback(struct trace_ctx *c, bool at_exit)
+{
+	int fd = bpf_map__fd(c->skel->maps.reqs);
+	static struct trace_rec r;
+	static struct trace_async_slot as;
+	uint64_t key, next, now = now_ns(CLOCK_MONOTONIC);
+	uint32_t idx;
+	bool first = true;
+
+	c->in_flight = 0;
+	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &r) || r.state == TRACE_S_IDLE)
+			continue;
+		if ((key >> 60) == 2 && !at_exit && now - r.start > WB_SWEEP_NS) {
+			if (!bpf_map_delete_elem(fd, &key))
+				c->wb_swept++;
+			continue;
+		}
+		c->in_flight++;
+	}
+	if (!at_exit)
+		return;
+	/* Syscalls and faults still in progress (a thread blocked in one, say). */
+	fd = bpf_map__fd(c->skel->maps.thread_recs);
+	for (idx = 0; idx < bpf_map__max_entries(c->skel->maps.thread_recs); idx++) {
+		if (!bpf_map_lookup_elem(fd, &idx, &r) && r.state == TRACE_S_ACTIVE)
+			c->in_flight++;
+	}
+	if (!c->skel->rodata->trace_aio)
+		return;
+	/* Async direct I/O still in flight (or whose completion was never seen). */
+	fd = bpf_map__fd(c->skel->maps.async_slots);
+	for (idx = 0; idx < bpf_map__max_entries(c->skel->maps.async_slots); idx++) {
+		if (!bpf_map_lookup_elem(fd, &idx, &as) && as.rec.state == TRACE_S_ACTIVE)
+			c->in_flight++;
+	}
+}
+
+void trace_print_accounts(struct trace_ctx *c)
+{
+	struct trace_totals t = {0};
+	uint64_t *cnt = t.cnt;
+	int i;
+
+	if (trace_read_counters(c, cnt))
+		memset(t.cnt, 0, sizeof(t.cnt));
+	trace_sweep_writeback(c, true);
+	cnt[TRACE_CNT_WB_SWEPT] += c->wb_swept;
+	for (i = 0; i < TRACE_CNT_NR; i++)
+		if (trace_cnt_is_loss(i))
+			t.lost += cnt[i];
+	/* A fault served from the page cache turned out not to be a request. */
+	t.traced = cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED];
+	t.malformed = records_malformed(c);
+	t.not_arrived = c->not_arrived;
+	t.lost += t.malformed + t.not_arrived;
+	t.printed = c->printed;
+	t.in_flight = c->in_flight;
+	t.lanes_full = c->lanes_full;
+	if (cnt[TRACE_CNT_RINGBUF_FULL])
+		warn("%" PRIu64 " of %" PRIu64 " slow requests (%.1f%%) were dropped because the "
+		     "output did not keep up: see the '!!' lines, raise -t, filter, or use "
+		     "--buffer-size",
+		     cnt[TRACE_CNT_RINGBUF_FULL],
+		     cnt[TRACE_CNT_RINGBUF_FULL] + cnt[TRACE_CNT_EMITTED],
+		     100.0 * cnt[TRACE_CNT_RINGBUF_FULL] /
+			     (cnt[TRACE_CNT_RINGBUF_FULL] + cnt[TRACE_CNT_EMITTED]));
+	c->render->totals(c, &t);
+}

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Slow requests as a Chrome Trace Event file (Perfetto), on lanes that never overlap. */
+#include "trace.h"
+
+/* Perfetto tracks for bios and async requests: per process, lanes that never overlap. */
+#define MAX_LANES   256
+#define LANE_BIOS   0x40000000U
+#define LANE_AIO    0x50000000U
+#define LANE_WB	    0x60000000U
+#define LANE_OFFCPU 0x20000000U
+
+/* Perfetto lanes of one (pid, kind): the end of the last span on each. */
+struct lanes {
+	uint32_t pid, base;
+	uint64_t end[MAX_LANES];
+	int nr;
+	struct lanes *next;
+};
+
+/* A track of @pid (lanes of @base) free from @start on; -1 if all are busy. */
+static int lane_get(struct trace_ctx *c, uint32_t pid, uint32_t base, uint64_t start, uint64_t end)
+{
+	struct lanes *l;
+	int i;
+
+	for (l = c->lanes; l; l = l->next)
+		if (l->pid == pid && l->base == base)
+			break;
+	if (!l) {
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return -1;
+		l->pid = pid;
+		l->base = base;
+		l->next = c->lanes;
+		c->lanes = l;
+	}
+	/* Every span already on the lane ends before this one starts: nothing overlaps. */
+	for (i = 0; i < l->nr; i++) {
+		if (l->end[i] <= start) {
+			l->end[i] = end;
+			return i;
+		}
+	}
+	if (l->nr == MAX_LANES) {
+		c->lanes_full++;
+		return -1;
+	}
+	l->end[l->nr] = end;
+	return l->nr++;
+}
+
+static void pf_span(struct trace_ctx *c, const char *name, const char *cat, uint32_t pid,
+		    uint32_t tid, uint64_t from, uint64_t to)
+{
+	if (to < from)
+		to = from;
+	perfetto_span(c->pf, name, cat, pid, tid, from, to - from);
+	perfetto_end(c->pf);
+}
+
+static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_t pid,
+			 const struct trace_bio *b, unsigned int idx)
+{
+	char name[64], tname[64], dn[DISK_NAME_LEN], sz[UNITS_BUF];
+	struct jw *jw;
+	int lane;
+
+	lane = lane_get(c, pid, LANE_BIOS, b->q, b->c);
+	if (lane < 0)
+		return;
+	snprintf(tname, sizeof(tname), "bios %d", lane);
+	perfetto_thread(c->pf, pid, LANE_BIOS + lane, tname);
+	snprintf(name, sizeof(name), "bio %s %c %s", trace_dev_name(b->dev, dn, sizeof(dn)),
+		 trace_bio_dir(b), fmt_bytes(b->bytes, sz, sizeof(sz)));
+	jw = perfetto_span(c->pf, name, "bio", pid, LANE_BIOS + lane, b->q, b->c - b->q);
+	jw_kv_string(jw, "request", trace_op_name(r->op));
+	jw_kv_uint(jw, "tid", r->tid);
+	jw_kv_uint(jw, "bio", idx);
+	jw_kv_uint(jw, "sector", b->sector);
+	jw_kv_uint(jw, "bytes", b->bytes);
+	trace_json_flags(jw, "flags", b->flags, true);
+	perfetto_end(c->pf);
+	pf_span(c, "q2g", "bio", pid, LANE_BIOS + lane, b->q, b->g);
+	pf_span(c, "g2i", "bio", pid, LANE_BIOS + lane, b->g, b->i);
+	pf_span(c, "i2d", "bio", pid, LANE_BIOS + lane, b->i, b->d);
+	pf_span(c, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
+}
+
+void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r)
+{
+	char name[64], pbuf[PATH_MAX], cgbuf[PATH_MAX];
+	const char *path, *pname = "(unknown dirtier)", *cgroup;
+	uint32_t pid = r->pid, tid = r->tid;
+	struct proc_ident id;
+	struct jw *jw;
+	unsigned int i;
+	int lane = 0;
+
+	if (pid)
+		trace_rec_ident(c, r, &id, &pname, &cgroup, cgbuf, sizeof(cgbuf));
+	perfetto_process(c->pf, pid, pname);
+	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
+	    r->op == TRACE_OP_AIO_WRITE) {
+		/* Several may be in flight at once: each on a lane of its own. */
+		uint32_t base = r->op == TRACE_OP_WRITEBACK ? LANE_WB : LANE_AIO;
+
+		lane = lane_get(c, pid, base, r->start, r->end);
+		if (lane < 0)
+			return;
+		tid = base + lane;
+		snprintf(name, sizeof(name), "%s %d", base == LANE_WB ? "writeback" : "async I/O",
+			 lane);
+		perfetto_thread(c->pf, pid, tid, name);
+	} else {
+		snprintf(name, sizeof(name), "%s %u", r->comm, tid);
+		perfetto_thread(c->pf, pid, tid, name);
+	}
+	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
+	jw = perfetto_span(c->pf, trace_op_name(r->op), "request", pid, tid, r->start,
+			   r->end - r->start);
+	jw_kv_string(jw, "path", path ? path : "?");
+	jw_kv_int(jw, "offset", r->offset);
+	jw_kv_uint(jw, "bytes", r->bytes);
+	jw_kv_int(jw, "ret", r->ret);
+	jw_kv_uint(jw, "bios", r->nr_done);
+	perfetto_end(c->pf);
+	if (r->nr_done) {
+		/* Children in time order; the block span holds the critical bio's stages. */
+		uint64_t thr_first = r->held_q && r->held_q == r->first_q ? r->held_h : 0;
+
+		pf_span(c, "pre_block", "stage", pid, tid, r->start, thr_first ?: r->first_q);
+		if (thr_first)
+			pf_span(c, "throttle", "stage", pid, tid, thr_first, r->first_q);
+		pf_span(c, "block (q2c)", "stage", pid, tid, r->first_q, r->last_c);
+		pf_span(c, "q2q", "stage", pid, tid, r->first_q, r->crit_q);
+		pf_span(c, "q2g", "stage", pid, tid, r->crit_q, r->crit_g);
+		pf_span(c, "g2i", "stage", pid, tid, r->crit_g, r->crit_i);
+		pf_span(c, "i2d", "stage", pid, tid, r->crit_i, r->crit_d);
+		pf_span(c, "d2c", "stage", pid, tid, r->crit_d, r->last_c);
+		pf_span(c, "post_block", "stage", pid, tid, r->last_c, r->end);
+	}
+	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {
+		const struct trace_evt *e = &r->events[i];
+
+		if (e->type == TRACE_EV_OFFCPU) {
+			/* Off-CPU periods cross stage boundaries: a track of their own. */
+			snprintf(name, sizeof(name), "%s %u off-CPU", r->comm, r->tid);
+			perfetto_thread(c->pf, pid, LANE_OFFCPU | r->tid, name);
+			jw = perfetto_span(c->pf, e->arg2 ? "iowait" : "off-CPU", "sched", pid,
+					   LANE_OFFCPU | r->tid, e->ts, e->arg);
+			perfetto_end(c->pf);
+			continue;
+		}
+		if (e->ts < r->start || e->ts > r->end)
+			continue;
+		jw = perfetto_instant(c->pf, trace_ev_name(e->type), "event", pid, tid, e->ts);
+		jw_kv_uint(jw, "arg", e->arg);
+		jw_kv_uint(jw, "arg2", e->arg2);
+		perfetto_end(c->pf);
+	}
+	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++)
+		perfetto_bio(c, r, pid, &r->bios[i], i);
+}
+
+void trace_perfetto_free_lanes(struct trace_ctx *c)
+{
+	struct lanes *l, *next;
+
+	for (l = c->lanes; l; l = next) {
+		next = l->next;
+		free(l);
+	}
+	c->lanes = NULL;
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The periodic per-op summary, from the kernel's stage histograms. */
+#include "trace.h"
+
+static int read_hists(struct trace_ctx *c, uint32_t op, struct trace_op_hists *out)
+{
+	int fd = bpf_map__fd(c->skel->maps.hists), cpu, s, k;
+
+	if (bpf_map_lookup_elem(fd, &op, c->pcpu))
+		return -errno;
+	memset(out, 0, sizeof(*out));
+	for (cpu = 0; cpu < c->ncpus; cpu++)
+		for (s = 0; s < TRACE_ST_NR; s++) {
+			struct hist *d = &out->st[s];
+			const struct hist *h = &c->pcpu[cpu].st[s];
+
+			d->count += h->count;
+			d->sum += h->sum;
+			if (h->max > d->max)
+				d->max = h->max;
+			for (k = 0; k < HIST_SLOTS; k++)
+				d->slots[k] += h->slots[k];
+		}
+	return 0;
+}
+
+/* @cur - @prev, slot by slot (max stays cumulative: it cannot be subtracted). */
+static void hist_delta(struct hist *out, const struct hist *cur, const struct hist *prev)
+{
+	int k;
+
+	out->count = cur->count - prev->count;
+	out->sum = cur->sum - prev->sum;
+	out->max = cur->max;
+	for (k = 0; k < HIST_SLOTS; k++)
+		out->slots[k] = cur->slots[k] - prev->slots[k];
+}
+
+static int output_counts(struct trace_ctx *c, struct trace_summary *sum)
+{
+	uint64_t cnt[TRACE_CNT_NR];
+	int err = trace_read_counters(c, cnt);
+
+	if (err)
+		return fail(err, "cannot read the counters map: %s", strerror(-err));
+	sum->emitted = cnt[TRACE_CNT_EMITTED] - c->prev_emitted;
+	sum->printed = c->printed - c->prev_printed;
+	sum->dropped = cnt[TRACE_CNT_RINGBUF_FULL] - c->prev_dropped;
+	c->prev_emitted = cnt[TRACE_CNT_EMITTED];
+	c->prev_printed = c->printed;
+	c->prev_dropped = cnt[TRACE_CNT_RINGBUF_FULL];
+	return 0;
+}
+
+int trace_summarize(struct trace_ctx *c, double seconds, bool final)
+{
+	static struct trace_summary sum;
+	static struct trace_op_hists cur;
+	unsigned int op, s;
+	int err;
+
+	memset(&sum, 0, sizeof(sum));
+	sum.seconds = seconds;
+	sum.final = final;
+	err = output_counts(c, &sum);
+	if (err)
+		return err;
+	for (op = 0; op < TRACE_OP_NR; op++) {
+		err = read_hists(c, op, &cur);
+		if (err)
+			return fail(err, "cannot read the histogram map: %s", strerror(-err));
+		for (s = 0; s < TRACE_ST_NR; s++)
+			hist_delta(&sum.ops[op].st[s], &cur.st[s], &c->prev[op].st[s]);
+		c->prev[op] = cur;
+		sum.requests += sum.ops[op].st[TRACE_ST_TOTAL].count;
+	}
+	c->render->summary(c, &sum);
+	fflush(stdout);
+	return 0;
+}
