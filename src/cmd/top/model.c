@@ -19,14 +19,20 @@
 #include "top.skel.h"
 
 const char *const top_drop_names[TOP_DROP_NR] = {
-	[TOP_DROP_STATS_FULL] = "stats_map_full", [TOP_DROP_LOST_BYTES] = "lost_bytes_events",
-	[TOP_DROP_PROCS_FULL] = "procs_map_full", [TOP_DROP_WB_FULL] = "writeback_map_full",
-	[TOP_DROP_UNMATCHED] = "unmatched_bios",  [TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
-	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full", [TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
+	[TOP_DROP_STATS_FULL] = "stats_map_full",
+	[TOP_DROP_LOST_BYTES] = "lost_bytes_events",
+	[TOP_DROP_PROCS_FULL] = "procs_map_full",
+	[TOP_DROP_WB_FULL] = "writeback_map_full",
+	[TOP_DROP_UNMATCHED] = "unmatched_bios",
+	[TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
+	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full",
+	[TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
 	[TOP_DROP_DIRTIER_FULL] = "dirtier_map_full",
 	[TOP_DROP_WB_UNKNOWN_BYTES] = "writeback_dirtier_unknown_bytes",
-	[TOP_DROP_MAP_BUSY] = "map_insert_busy", [TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
-	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed", [TOP_DROP_MAP_NOMEM] = "map_alloc_failed",
+	[TOP_DROP_MAP_BUSY] = "map_insert_busy",
+	[TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
+	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed",
+	[TOP_DROP_MAP_NOMEM] = "map_alloc_failed",
 };
 
 /* Informational counters: they do not mean anything was lost. */
@@ -115,12 +121,12 @@ static uint64_t row_sort_value(const struct row *r, enum sort_key k, uint64_t *t
 	}
 }
 
-enum sort_key top_sort; /* for qsort comparators */
-
-int top_row_ptr_cmp(const void *a, const void *b)
+/* Rows by --sort (@key: the enum sort_key), busiest first: a qsort_r() comparator. */
+int top_row_ptr_cmp(const void *a, const void *b, void *key)
 {
+	enum sort_key sort = *(const enum sort_key *)key;
 	const struct row *x = *(struct row *const *)a, *y = *(struct row *const *)b;
-	uint64_t tx, ty, vx = row_sort_value(x, top_sort, &tx), vy = row_sort_value(y, top_sort, &ty);
+	uint64_t tx, ty, vx = row_sort_value(x, sort, &tx), vy = row_sort_value(y, sort, &ty);
 
 	if (vx != vy)
 		return vx > vy ? -1 : 1;
@@ -129,11 +135,12 @@ int top_row_ptr_cmp(const void *a, const void *b)
 	return top_key_cmp(&x->key, &y->key);
 }
 
-static int proc_cmp(const void *a, const void *b)
+static int proc_cmp(const void *a, const void *b, void *key)
 {
+	enum sort_key sort = *(const enum sort_key *)key;
 	const struct proc_agg *x = a, *y = b;
-	uint64_t tx, ty, vx = row_sort_value(&x->sum, top_sort, &tx),
-			 vy = row_sort_value(&y->sum, top_sort, &ty);
+	uint64_t tx, ty, vx = row_sort_value(&x->sum, sort, &tx),
+			 vy = row_sort_value(&y->sum, sort, &ty);
 
 	if (vx != vy)
 		return vx > vy ? -1 : 1;
@@ -222,12 +229,13 @@ int top_group_procs(struct top_ctx *c, struct report *rep)
 			p->nr_files++;
 	}
 	for (i = 0; i < n; i++) {
-		qsort(procs[i].files, procs[i].nr_rows, sizeof(*procs[i].files), top_row_ptr_cmp);
+		qsort_r(procs[i].files, procs[i].nr_rows, sizeof(*procs[i].files), top_row_ptr_cmp,
+			(void *)&c->o->sort);
 		for (j = 0; j < rep->nr_wb; j++)
 			if (rep->wb[j].key.pid == procs[i].pid)
 				procs[i].writeback_bytes += rep->wb[j].bytes;
 	}
-	qsort(procs, n, sizeof(*procs), proc_cmp);
+	qsort_r(procs, n, sizeof(*procs), proc_cmp, (void *)&c->o->sort);
 	rep->procs = procs;
 	rep->nr_procs = n;
 	procs = NULL;
@@ -389,7 +397,7 @@ int top_stall_cmp(const void *a, const void *b)
 void top_describe_cgroup(struct top_ctx *c, uint64_t cgid, struct cg_desc *d)
 {
 	memset(d, 0, sizeof(*d));
-	d->path = cgroup_map_path(c->cgmap, cgid);
+	d->path = cgroup_map_path(c->cmd.cgmap, cgid);
 	d->has_ct = d->path && cgroup_container(d->path, &d->ct);
 }
 
@@ -463,11 +471,11 @@ static int file_key_cmp(const void *a, const void *b)
 	return 0;
 }
 
-static int group_cmp(const void *a, const void *b)
+static int group_cmp(const void *a, const void *b, void *key)
 {
 	const struct by_group *x = a, *y = b;
 
-	return top_row_ptr_cmp(&(const struct row *){&x->sum}, &(const struct row *){&y->sum});
+	return top_row_ptr_cmp(&(const struct row *){&x->sum}, &(const struct row *){&y->sum}, key);
 }
 
 static int pid_cmp(const void *a, const void *b)
@@ -659,12 +667,13 @@ int top_group_by(struct top_ctx *c, struct report *rep)
 		files = dirs;
 		nr_files = nr_dirs;
 	}
-	qsort(files, nr_files, sizeof(*files), group_cmp);
+	qsort_r(files, nr_files, sizeof(*files), group_cmp, (void *)&c->o->sort);
 	rep->groups = files;
 	rep->nr_groups = nr_files;
 	return 0;
 }
 
+/* Frees what the model built; rows, wb and flushes are the snapshot's. */
 void top_report_free(struct report *rep)
 {
 	size_t i;
@@ -675,7 +684,6 @@ void top_report_free(struct report *rep)
 	}
 	free(rep->procs);
 	free(rep->devs);
-	free(rep->flushes);
 	top_groups_free(rep->groups, rep->nr_groups);
 	memset(rep, 0, sizeof(*rep));
 }

@@ -148,7 +148,8 @@ static void json_by(struct top_ctx *c, struct jw *jw, const struct report *rep)
 		/* A directory may span file systems: only files and kinds have a device. */
 		if (special || c->o->by == BY_FILE) {
 			json_dev(jw, "dev", g->sum.key.dev);
-			jw_kv_string(jw, "disk", top_row_disk_name(c, &g->sum, dname, sizeof(dname)));
+			jw_kv_string(jw, "disk",
+				     top_row_disk_name(c, &g->sum, dname, sizeof(dname)));
 		}
 		if (c->o->by == BY_FILE && !special)
 			jw_kv_uint(jw, "inode", g->sum.key.ino);
@@ -303,7 +304,7 @@ void top_render_json(struct top_ctx *c, struct report *rep)
 		jw_kv_float(jw, "max_ms", a->max_ns / 1e6, 3);
 		jw_kv_array(jw, "stack");
 		for (k = 0; k < a->nr_ips; k++)
-			jw_string(jw, ksyms_format(c->ksyms, a->ips[k], sym, sizeof(sym)));
+			jw_string(jw, ksyms_format(c->cmd.ksyms, a->ips[k], sym, sizeof(sym)));
 		jw_end_array(jw);
 		jw_end_object(jw);
 	}
@@ -355,7 +356,7 @@ void top_render_json(struct top_ctx *c, struct report *rep)
 	}
 	jw_end_array(jw);
 
-	attach_plan_unavailable(c->hooks, c->nr_hooks, jw, "unavailable", NULL, NULL);
+	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, jw, "unavailable", NULL, NULL);
 	jw_kv_object(jw, "dropped");
 	for (k = 0; k < TOP_DROP_NR; k++)
 		jw_kv_uint(jw, top_drop_names[k], rep->drops[k]);
@@ -364,7 +365,7 @@ void top_render_json(struct top_ctx *c, struct report *rep)
 	jw_end_object(jw);
 
 	jw_name(jw, "attach_plan");
-	attach_plan_print(c->hooks, c->nr_hooks, jw);
+	attach_plan_print(c->cmd.hooks, c->cmd.nr_hooks, jw);
 	jw_end_object(jw);
 	fflush(stdout);
 }

@@ -199,8 +199,8 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 		shown++;
 		printf("%-7u %-12.12s %-16s %7s %8s %9s %10s %5u %8s %8s\n", p->pid,
 		       printable(p->info.comm),
-		       cgroup_cell(c, top_proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid, 16,
-				   cg, sizeof(cg)),
+		       cgroup_cell(c, top_proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid,
+				   16, cg, sizeof(cg)),
 		       bytes_cell(rep, p->sum.fs_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, p->sum.fs_write, b[1], UNITS_BUF),
 		       bytes_cell(rep, p->sum.disk_read, b[2], UNITS_BUF),
@@ -244,13 +244,12 @@ static void render_writeback(struct top_ctx *c, const struct report *rep, struct
 		top_proc_info(c, wb[i].key.flusher, &flusher);
 		snprintf(fl, sizeof(fl), "%s (%u)", printable(flusher.comm), wb[i].key.flusher);
 		printf("%-7u %-12.12s %-16s %-24.24s %10s\n", wb[i].key.pid, printable(src.comm),
-		       cgroup_cell(c, top_proc_tgid(wb[i].key.pid, &src), src.comm, src.cgid, 16, cg,
-				   sizeof(cg)),
+		       cgroup_cell(c, top_proc_tgid(wb[i].key.pid, &src), src.comm, src.cgid, 16,
+				   cg, sizeof(cg)),
 		       fl, bytes_cell(rep, wb[i].bytes, b, sizeof(b)));
 		path = top_wb_path(c, rep, &wb[i]);
-		printf("      %s\n",
-		       trunc_left(path ? printable(path) : "(path not captured)", 93, pbuf,
-				  sizeof(pbuf)));
+		printf("      %s\n", trunc_left(path ? printable(path) : "(path not captured)", 93,
+						pbuf, sizeof(pbuf)));
 	}
 }
 
@@ -296,8 +295,8 @@ static int render_nofile(struct top_ctx *c, const struct report *rep)
 			snprintf(pid, sizeof(pid), "%u", r->key.pid);
 		disk_name_of(KDEV_MAJOR(r->key.dev), KDEV_MINOR(r->key.dev), dname, sizeof(dname));
 		printf("%-7s %-14.14s %-8.8s %-13s %9s %10s %8s %8s\n", pid, printable(info.comm),
-		       printable(dname),
-		       top_kind_name(r->key.ino), bytes_cell(rep, r->disk_read, b[0], UNITS_BUF),
+		       printable(dname), top_kind_name(r->key.ino),
+		       bytes_cell(rep, r->disk_read, b[0], UNITS_BUF),
 		       bytes_cell(rep, r->disk_write, b[1], UNITS_BUF),
 		       lat_cell(r->q2c_sum, r->nr_q2c, r->q2c_max, q, sizeof(q)),
 		       lat_cell(r->d2c_sum, r->nr_d2c, r->d2c_max, d, sizeof(d)));
@@ -331,7 +330,8 @@ static void render_stalls(struct top_ctx *c)
 		       cgroup_cell(c, a->tgid, a->comm, a->cgid, 16, cg, sizeof(cg)), a->count,
 		       fmt_ns(a->total_ns, tot, sizeof(tot)), fmt_ns(a->max_ns, max, sizeof(max)));
 		for (j = 0; j < a->nr_ips; j++)
-			printf("        %s\n", ksyms_format(c->ksyms, a->ips[j], sym, sizeof(sym)));
+			printf("        %s\n",
+			       ksyms_format(c->cmd.ksyms, a->ips[j], sym, sizeof(sym)));
 		if (!a->nr_ips)
 			printf("        (no stack)\n");
 	}
@@ -401,7 +401,7 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 		any = true;
 	}
 	printf("%s\n", any ? "" : " nothing");
-	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stdout, "");
+	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, NULL, NULL, stdout, "");
 	if (rep->drops[TOP_DROP_UNMATCHED])
 		printf("(bios completed without an owner record: %" PRIu64
 		       ", counted as unattributed)\n",

@@ -4,9 +4,11 @@
  *
  * The BPF side (src/bpf/top.bpf.c) sums everything per (owner, device, inode) in
  * kernel maps. The files of this folder:
- *   top.c          options, set-up of the BPF side, the main loop;
- *   collect.c      reading the maps once per report: rows summed over CPUs, deltas in
- *                  periodic mode, I/O stall events from the ring buffer;
+ *   top.c          options, the main loop (src/lib/bpfcmd.h), a report per tick;
+ *   setup.c        the BPF side of a collector: globals, map sizes, hooks, load, attach;
+ *   collect.c      the collector API, and reading the maps once per report: rows summed
+ *                  over CPUs, deltas in periodic mode, I/O stall events from the ring
+ *                  buffer;
  *   model.c        the report: rows grouped into processes (or files, directories),
  *                  joined with paths, cgroups and containers, checked against
  *                  /proc/diskstats (coverage);
@@ -23,6 +25,7 @@
 #include "cgroups.h"
 #include "disks.h"
 #include "diskstats.h"
+#include "bpfcmd.h"
 #include "iospan_types.h"
 
 struct attach_hook;
@@ -120,16 +123,15 @@ struct dev_flush_row {
 	uint64_t nr, ns;
 };
 
+/*
+ * A collector of top's numbers (collect.c), and what the report needs besides. The
+ * BPF life cycle is cmd's: skeleton, attach plan, stall ring buffer, cgroup names,
+ * kernel symbols for the stall stacks.
+ */
 struct top_ctx {
-	struct top_opts *o;
-	struct top_bpf *skel;
-	struct rbuf *rb; /* stall records */
-	struct attach_hook *hooks;
-	int nr_hooks;
-	int ncpus;
-	struct ksyms *ksyms;
-	bool ksyms_wanted; /* stall stacks to symbolize: read once tracing runs */
-	struct cgroup_map *cgmap;
+	const struct top_opts *o;
+	struct bpfcmd cmd;
+	struct top_bpf *skel; /* cmd's */
 	struct fspath_cache *fspaths;
 	struct procinfo *procinfo;
 	/* Cumulative values at the previous report (periodic mode). */
@@ -145,14 +147,39 @@ struct top_ctx {
 	struct stall_agg *stalls;
 	size_t nr_stalls;
 	uint64_t stalls_dropped;
+	/* A snapshot has taken the stalls: the next one starts from none. */
+	bool stalls_taken;
 	struct jw *jw;
-	uint64_t reports;
+	uint64_t reads;
 	uint64_t pruned;
 	/* CLOCK_MONOTONIC of the last map read: where the next report's window starts. */
 	uint64_t window_start_ns;
+	uint64_t next_housekeep_ns; /* top_collect_poll() */
 };
 
-/* What one report shows. */
+/*
+ * One read of the maps (top_collect_read()): the window since the previous read, or
+ * since tracing started. @rows, @wb and @flushes are the snapshot's; the stalls and
+ * the /proc/diskstats samples of the window (ds_start, ds_end) stay the collector's,
+ * valid until its next poll or read.
+ */
+struct top_snapshot {
+	double seconds;	  /* the window the numbers cover: from one map read to the next */
+	double timestamp; /* wall clock of this read (the window's end) */
+	bool deltas;	  /* changes in the window (periodic), else totals since the start */
+	struct row *rows; /* sorted by key */
+	size_t nr_rows;
+	struct wbrow *wb;
+	size_t nr_wb;
+	struct dev_flush_row *flushes; /* per disk, in the window */
+	size_t nr_flushes;
+	uint64_t drops[TOP_DROP_NR];
+	struct stall_agg *stalls;
+	size_t nr_stalls;
+	uint64_t stalls_dropped;
+};
+
+/* What one report shows: a snapshot's numbers (not owned), and the model built on them. */
 struct report {
 	double seconds;	  /* the window the numbers cover: from one map read to the next */
 	double timestamp; /* wall clock of this report's map read (the window's end) */
@@ -188,28 +215,40 @@ struct cg_desc {
 	bool has_ct;
 };
 
-/* collect.c */
+/*
+ * The collection API (collect.c), for top and for commands that run collectors of
+ * their own (watch): open sets up and attaches the BPF side with @o (top_opts_default()
+ * then the caller's changes; @o must outlive the collector), read takes a snapshot,
+ * poll reads stall events and does the housekeeping for callers with a loop of their
+ * own (top's loop runs them through bpfcmd_run()). All report their failures.
+ */
+void top_opts_default(struct top_opts *o);
+int top_collect_open(const struct top_opts *o, struct top_ctx **out);
+int top_collect_read(struct top_ctx *c, struct top_snapshot *snap);
+void top_snapshot_free(struct top_snapshot *snap);
+int top_collect_poll(struct top_ctx *c, int timeout_ms);
+/* Once a second: cgroups and titles of the processes seen named while they live. */
+void top_collect_housekeep(void *ctx);
+void top_collect_close(struct top_ctx *c);
+
+/* setup.c: the BPF side of a collector, and the hooks of a plan (TOP_MAX_HOOKS). */
+#define TOP_MAX_HOOKS 64
+int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *hooks);
+int top_setup(struct top_ctx *c);
+void top_teardown(struct top_ctx *c);
+
+/* collect.c: reading the maps */
 int top_lookup_path(void *arg, const struct top_file_key *key, struct top_path *p);
 int top_lookup_title(void *arg, uint32_t tgid, struct proc_title *t);
 int top_key_cmp(const struct top_key *a, const struct top_key *b);
 int top_row_cmp_key(const void *a, const void *b);
 int top_wb_cmp_key(const void *a, const void *b);
-int top_read_stats(struct top_ctx *c, uint32_t slot, uint32_t gen, struct row **out, size_t *nr);
-int top_read_wb(struct top_ctx *c, struct wbrow **out, size_t *nr);
-int top_read_drops(struct top_ctx *c, uint64_t *out);
 uint64_t top_sub0(uint64_t a, uint64_t b);
-int top_read_dev_flushes(struct top_ctx *c, struct dev_flush_row **cum, size_t *nr,
-			 struct dev_flush_row **out);
-int top_rows_delta(struct top_ctx *c, struct row *cur, size_t nr, struct row **out);
-int top_wb_delta(struct top_ctx *c, struct wbrow *cur, size_t nr);
-void top_prune_idle(struct top_ctx *c, const struct row *cur, const struct row *delta, size_t nr);
 int top_on_stall(void *ctx, const void *data, uint32_t size);
-void top_refresh_cgroups(struct top_ctx *c);
 
 /* model.c */
 extern const char *const top_drop_names[TOP_DROP_NR];
 extern const char *const top_by_names[];
-extern enum sort_key top_sort;
 bool top_drop_is_info(int i);
 const char *top_file_path(struct top_ctx *c, const struct row *r);
 bool top_ino_special(uint64_t ino);
@@ -217,7 +256,7 @@ const char *top_kind_name(uint64_t ino);
 bool top_row_is_flush(const struct row *r);
 const char *top_kind_label(uint64_t ino);
 bool top_row_active(const struct row *r);
-int top_row_ptr_cmp(const void *a, const void *b);
+int top_row_ptr_cmp(const void *a, const void *b, void *key);
 void top_row_add(struct row *sum, const struct row *r);
 void top_proc_info(struct top_ctx *c, uint32_t pid, struct top_proc *info);
 int top_group_procs(struct top_ctx *c, struct report *rep);
