@@ -214,7 +214,7 @@ int bpfcmd_run(struct bpfcmd *c, const struct bpfcmd_loop *l)
 			t.seconds = (now - window) / 1e9;
 			t.last =
 				at_end || !l->interval_ns || (l->count && c->ticks + 1 >= l->count);
-			err = l->tick(l->arg, &t);
+			err = l->tick ? l->tick(l->arg, &t) : 0;
 			if (err)
 				return err;
 			c->ticks++;

@@ -145,6 +145,7 @@ struct bpfcmd_loop {
 	bool tick_at_end;
 	/* Longest wait between two looks at the clock and the ring buffer; 0: no limit. */
 	uint32_t max_wait_ms;
+	/* A report; NULL for a run without any (snoop: no interval, no last tick). */
 	int (*tick)(void *arg, const struct bpfcmd_tick *t);
 	/* Every @housekeeping_ns and at the start of each window, while not stopped. */
 	uint64_t housekeeping_ns;
