@@ -18,12 +18,11 @@
 
 #include "iospan.h"
 #include "args.h"
+#include "bpfcmd.h"
 #include "cgroups.h"
 #include "err.h"
-#include "filters.h"
 #include "json.h"
 #include "ksyms.h"
-#include "mapmem.h"
 #include "probe.h"
 #include "lat.h"
 #include "lat.skel.h"
@@ -190,34 +189,12 @@ static int lat_parse(int argc, char **argv, struct lat_opts *o)
 
 struct lat_ctx {
 	const struct lat_opts *o;
-	struct lat_bpf *skel;
-	struct attach_hook *hooks;
-	int nr_hooks;
-	int ncpus;
+	struct bpfcmd cmd;
+	struct lat_bpf *skel; /* cmd's */
 	struct lat_state state;
 	struct lat_view view;
 	uint64_t skipped; /* the programs' recursion misses so far */
 };
-
-/* Runs of the loaded programs the kernel skipped (bpf_prog_info.recursion_misses). */
-static uint64_t programs_skipped(struct lat_bpf *s)
-{
-	struct bpf_prog_info info;
-	struct bpf_program *prog;
-	uint64_t n = 0;
-	__u32 len;
-
-	bpf_object__for_each_program(prog, s->obj)
-	{
-		if (bpf_program__fd(prog) < 0)
-			continue;
-		memset(&info, 0, sizeof(info));
-		len = sizeof(info);
-		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
-			n += info.recursion_misses;
-	}
-	return n;
-}
 
 static bool needs_owner(const struct lat_opts *o)
 {
@@ -229,7 +206,8 @@ static bool needs_issue(const struct lat_opts *o)
 	return o->stage == LAT_D2C || o->stage == LAT_Q2D;
 }
 
-static int build_hooks(struct lat_ctx *c)
+/* The hooks the options need, with their variants, into @c's plan. */
+static int plan_hooks(struct lat_ctx *c)
 {
 	struct lat_bpf *s = c->skel;
 	struct attach_hook hooks[] = {
@@ -255,40 +233,28 @@ static int build_hooks(struct lat_ctx *c)
 		else
 			hooks[n++] = hooks[i];
 	}
-	c->nr_hooks = n;
-	return attach_hooks_dup(hooks, n, &c->hooks);
+	return bpfcmd_plan(&c->cmd, hooks, n, "give a smaller --max-entries");
 }
 
 static int lat_setup(struct lat_ctx *c)
 {
 	static const char *const syms[] = {"iomap_dio_bio_end_io"};
 	const struct lat_opts *o = c->o;
-	char root[PATH_MAX];
 	struct lat_bpf *s;
 	uint64_t addr = 0;
 	int err;
 
-	probe_setup_libbpf_print();
-	probe_prefetch();
-	err = probe_require_bpf_privileges("lat");
+	err = bpfcmd_prepare(&c->cmd, "lat",
+			     o->key_fields & LAT_K_CGROUP ? BPFCMD_CGROUP_NAMES : 0);
 	if (err)
 		return err;
-	c->ncpus = libbpf_num_possible_cpus();
-	if (c->ncpus <= 0)
-		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
-	if (needs_owner(o)) {
-		err = ksyms_lookup(NULL, syms, &addr, 1);
-		if (err)
-			warn("kernel symbols unavailable (%s): direct I/O is told by its pages, "
-			     "without its file",
-			     ksyms_strerror(err));
-	}
-	if ((o->key_fields & LAT_K_CGROUP) && !probe_cgroup2_mount(root, sizeof(root)))
-		cgroup_map_new(root, &c->view.cgmap);
-
-	s = SKEL_OPEN(lat);
+	c->view.cgmap = c->cmd.cgmap;
+	if (needs_owner(o))
+		bpfcmd_kernel_addrs(&c->cmd, syms, &addr, 1,
+				    "direct I/O is told by its pages, without its file");
+	s = BPFCMD_OPEN(&c->cmd, lat);
 	if (!s)
-		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
 	c->skel = s;
 	s->rodata->stage = o->stage;
 	s->rodata->key_fields = o->key_fields;
@@ -305,51 +271,31 @@ static int lat_setup(struct lat_ctx *c)
 		bpf_map__set_max_entries(s->maps.blk_owner_slots, 1);
 	if (!needs_issue(o))
 		bpf_map__set_max_entries(s->maps.rq_issues, 1);
-	err = mapmem_check(s->obj, "lat", "give a smaller --max-entries");
+	err = plan_hooks(c) ?:
+		      bpfcmd_load(&c->cmd, o->have_disk ? &o->disk : NULL, o->have_cgroup ? o->cgroup_dir : NULL) ?:
+		      bpfcmd_attach(&c->cmd);
 	if (err)
 		return err;
-	err = build_hooks(c);
-	if (err)
-		return fail(err, "out of memory");
-	err = attach_plan_choose(c->hooks, c->nr_hooks);
-	if (err)
-		return err;
-	err = lat_bpf__load(s);
-	if (err)
-		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
-			    geteuid() ? " (run as root)" :
-					" (see 'iospan doctor', -v for details)");
-	err = filter_maps_fill(bpf_map__fd(s->maps.filter_devs), o->have_disk ? &o->disk : NULL,
-			       bpf_map__fd(s->maps.filter_cgroups),
-			       o->have_cgroup ? o->cgroup_dir : NULL);
-	if (err)
-		return err;
-	err = lat_bpf__attach(s);
-	if (err)
-		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
-			    strerror(-err));
-	err = attach_plan_attach(c->hooks, c->nr_hooks);
-	if (err)
-		return err;
-	attach_plan_print(c->hooks, c->nr_hooks, NULL);
 	c->view.o = o;
 	c->view.stacks_fd =
 		o->key_fields & LAT_K_STACK ? bpf_map__fd(s->maps.blk_owner_stacks) : -1;
 	return 0;
 }
 
-static int lat_report(struct lat_ctx *c, double seconds)
+/* A report of the window that ends now (a tick of the main loop). */
+static int lat_report(void *arg, const struct bpfcmd_tick *t)
 {
+	struct lat_ctx *c = arg;
 	struct lat_report r;
 	uint64_t skipped;
 	int err;
 
 	err = lat_report_read(&c->state, bpf_map__fd(c->skel->maps.hists),
-			      bpf_map__fd(c->skel->maps.drops), c->ncpus, &r);
+			      bpf_map__fd(c->skel->maps.drops), c->cmd.ncpus, &r);
 	if (err)
 		return err;
-	r.seconds = seconds;
-	skipped = programs_skipped(c->skel);
+	r.seconds = t->seconds;
+	skipped = bpfcmd_missed_runs(&c->cmd);
 	r.skipped = skipped - c->skipped;
 	c->skipped = skipped;
 	err = lat_render(&c->view, &r);
@@ -360,46 +306,28 @@ static int lat_report(struct lat_ctx *c, double seconds)
 static int lat_run(struct lat_ctx *c)
 {
 	const struct lat_opts *o = c->o;
-	uint64_t start, deadline, now, reports = 0;
-	bool stopped;
-	int err;
+	const struct bpfcmd_loop loop = {
+		.interval_ns = o->interval_ns,
+		.count = o->count,
+		.tick_at_end = true,
+		.tick = lat_report,
+		.arg = c,
+	};
 
-	install_stop_handlers();
-	if (o->key_fields & LAT_K_STACK)
-		ksyms_load_async(NULL, &c->view.ksyms);
+	c->cmd.want_ksyms = o->key_fields & LAT_K_STACK;
 	if (o->interval_ns)
-		fprintf(stderr, "iospan lat: tracing %s, a report every %.1f s; Ctrl-C to stop\n",
-			lat_stage_name(o->stage), o->interval_ns / 1e9);
+		bpfcmd_start(&c->cmd, "tracing %s, a report every %.1f s; Ctrl-C to stop",
+			     lat_stage_name(o->stage), o->interval_ns / 1e9);
 	else
-		fprintf(stderr, "iospan lat: tracing %s; Ctrl-C to report\n",
-			lat_stage_name(o->stage));
-	start = now_ns(CLOCK_MONOTONIC);
-	deadline = o->interval_ns ? start + o->interval_ns : UINT64_MAX;
-	for (;;) {
-		stopped = sleep_until_ns(deadline);
-		now = now_ns(CLOCK_MONOTONIC);
-		err = lat_report(c, (now - start) / 1e9);
-		if (err)
-			return err;
-		reports++;
-		if (stopped || !o->interval_ns || (o->count && reports >= o->count))
-			return 0;
-		start = now;
-		deadline += o->interval_ns;
-		if (deadline < now)
-			deadline = now + o->interval_ns;
-	}
+		bpfcmd_start(&c->cmd, "tracing %s; Ctrl-C to report", lat_stage_name(o->stage));
+	c->view.ksyms = c->cmd.ksyms;
+	return bpfcmd_run(&c->cmd, &loop);
 }
 
 static void lat_cleanup(struct lat_ctx *c)
 {
-	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
-	attach_plan_detach(c->hooks, c->nr_hooks);
-	lat_bpf__destroy(c->skel);
-	free(c->hooks);
+	bpfcmd_close(&c->cmd);
 	lat_state_free(&c->state);
-	ksyms_free(c->view.ksyms);
-	cgroup_map_free(c->view.cgmap);
 	jw_free(c->view.jw);
 	probe_cleanup();
 }
@@ -423,9 +351,9 @@ int lat_plan(plan_show_fn show, void *arg)
 	err = lat_setup(&c);
 	err_capture(NULL, 0);
 	if (!err)
-		show("lat", c.hooks, c.nr_hooks, NULL, arg);
+		show("lat", c.cmd.hooks, c.cmd.nr_hooks, NULL, arg);
 	else
-		show("lat", c.hooks, c.nr_hooks, why[0] ? why : strerror(-err), arg);
+		show("lat", c.cmd.hooks, c.cmd.nr_hooks, why[0] ? why : strerror(-err), arg);
 	lat_cleanup(&c);
 	return 0;
 }

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan top: options, set-up of the BPF side (src/bpf/top.bpf.c) and the main loop.
+ * See top.h for the files of this command.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "iospan.h"
+#include "args.h"
+#include "bpfcmd.h"
+#include "err.h"
+#include "json.h"
+#include "probe.h"
+#include "top.h"
+#include "top.skel.h"
+#include "top_compat.skel.h"
+#include "skel.h"
+
+/*
+ * Largest --max-entries: about 0.8 GiB of kernel memory at load (paths and procs are
+ * preallocated), more per CPU as rows fill; mapmem_check() refuses what the machine
+ * cannot give below that.
+ */
+/*
+ * Largest --max-entries: about 0.8 GiB of kernel memory at load (paths and procs are
+ * preallocated), more per CPU as rows fill; mapmem_check() refuses what the machine
+ * cannot give below that.
+ */
+#define TOP_MAX_ENTRIES (1U << 20)
+
+static const char *const sort_names[] = {"disk", "fs", "read", "write", "latency"};
+
+static const char top_usage[] =
+	"Usage: iospan top [OPTIONS] [interval [count]]\n"
+	"\n"
+	"Who is doing I/O, to which file, and how slow. Per process (busiest first): FS\n"
+	"bytes (read/write syscalls, mmap, dirtied pages, async direct I/O) and DISK bytes\n"
+	"(completed requests, credited to the process that queued them, or to the process\n"
+	"that dirtied the pages for writeback), files, q2c and d2c latency; under each\n"
+	"process its busiest files with full paths. Also: writeback done by other threads,\n"
+	"I/O that belongs to no file, threads stalled on I/O with their kernel stacks, and\n"
+	"per-disk coverage against /proc/diskstats.\n"
+	"\n"
+	"Without an interval: one report of totals after --duration. With one: a report\n"
+	"of rates per second every interval, count times or until Ctrl-C.\n"
+	"\n"
+	"Options:\n"
+	"  -d, --disk DISK           only this disk or partition (sda, /dev/loop0, 7:0)\n"
+	"  -p, --pid PID             only this process\n"
+	"      --cgroup PATH         only this cgroup v2 and its children (path below the\n"
+	"                            cgroup2 mount, or absolute)\n"
+	"  -n, --max-processes N     processes shown (default 10)\n"
+	"      --max-files N         files shown per process (default 5)\n"
+	"      --sort KEY            disk (default), fs, read, write or latency\n"
+	"      --threads             one row per thread instead of per process\n"
+	"      --by file             rows are files, busiest first, across all processes\n"
+	"      --by dir DEPTH        rows are directories: files rolled up by the first\n"
+	"                            DEPTH components of their paths\n"
+	"      --stall-threshold D   report threads waiting for I/O longer than D (default\n"
+	"                            100ms; 0 turns stall tracing off)\n"
+	"      --duration S          length of the one-shot report (default 8 s)\n"
+	"      --max-entries N       rows of the stats map (default 16384, at most 1048576);\n"
+	"                            each costs about 0.8 KiB of kernel memory at start\n"
+	"                            and 0.1 KiB more per CPU once used (-v shows the\n"
+	"                            total); overflow is counted and shown\n"
+	"      --no-syscalls         cheaper: no read/write syscall tracepoints (which put\n"
+	"                            every syscall of every task on the slow path); FS\n"
+	"                            reads then count whole pages looked up in the page\n"
+	"                            cache, FS writes newly dirtied pages\n"
+	"      --json                one JSON document (one object per line when periodic)\n"
+	"  -v, --verbose             attach plan and libbpf messages on stderr\n"
+	"  -h, --help                this help\n"
+	"Durations are decimal numbers with a unit (ns, us, ms, s, m, h); --duration and\n"
+	"the interval are at least 1ms.\n"
+	"\n"
+	"Examples:\n"
+	"  iospan top                      8 s of totals\n"
+	"  iospan top -d sda 2 5           five 2-second reports for sda\n"
+	"  iospan top --cgroup /docker --json --duration 30\n"
+	"  iospan top --by dir 6 2         which database directory, every 2 s\n"
+	"\n"
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-top(8).\n";
+
+/* ------------------------------------------------------------------ options */
+
+enum {
+	OPT_CGROUP = 0x2000,
+	OPT_MAX_FILES,
+	OPT_SORT,
+	OPT_THREADS,
+	OPT_STALL,
+	OPT_DURATION,
+	OPT_MAX_ENTRIES,
+	OPT_NO_SYSCALLS,
+	OPT_BY,
+};
+
+void top_opts_default(struct top_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->duration_ns = 8 * NSEC_PER_SEC;
+	o->max_procs = 10;
+	o->max_files = 5;
+	o->max_entries = 16384;
+	o->stall_ns = 100 * 1000000ULL;
+}
+
+/* --by process|file|dir DEPTH: DEPTH is the word after "dir". */
+static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
+{
+	if (!strcmp(arg, "process")) {
+		o->by = BY_PROCESS;
+	} else if (!strcmp(arg, "file")) {
+		o->by = BY_FILE;
+	} else if (!strcmp(arg, "dir")) {
+		if (optind >= argc ||
+		    parse_u64_range(argv[optind], 1, TOP_PATH_DEPTH, &o->dir_depth))
+			return fail_usage("--by dir needs a DEPTH after it: how many path "
+					  "components the directories keep, 1 to %d (e.g. --by "
+					  "dir 3)",
+					  TOP_PATH_DEPTH);
+		optind++;
+		o->by = BY_DIR;
+	} else {
+		return fail_usage("invalid --by '%s': use process, file or dir DEPTH", arg);
+	}
+	return 0;
+}
+
+static int top_parse(int argc, char **argv, struct top_opts *o)
+{
+	static const struct option long_opts[] = {
+		{"disk", required_argument, NULL, 'd'},
+		{"pid", required_argument, NULL, 'p'},
+		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		{"max-processes", required_argument, NULL, 'n'},
+		{"max-files", required_argument, NULL, OPT_MAX_FILES},
+		{"sort", required_argument, NULL, OPT_SORT},
+		{"threads", no_argument, NULL, OPT_THREADS},
+		{"stall-threshold", required_argument, NULL, OPT_STALL},
+		{"duration", required_argument, NULL, OPT_DURATION},
+		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
+		{"no-syscalls", no_argument, NULL, OPT_NO_SYSCALLS},
+		{"by", required_argument, NULL, OPT_BY},
+		COMMON_LONG_OPTS,
+		{NULL, 0, NULL, 0},
+	};
+	bool have_pid = false;
+	int opt, err;
+	size_t i;
+
+	top_opts_default(o);
+	while ((opt = getopt_long(argc, argv, "d:p:n:" COMMON_SHORT_OPTS, long_opts, NULL)) != -1) {
+		if (args_common_opt(opt))
+			continue;
+		switch (opt) {
+		case OPT_HELP:
+			fputs(top_usage, stdout);
+			return 1;
+		case 'd':
+			err = args_disk("top", optarg, &o->disk, &o->have_disk);
+			if (err)
+				return err;
+			break;
+		case 'p':
+			err = args_once("-p/--pid", &have_pid) ?:
+								 args_task_id(optarg, "pid", &o->pid);
+			if (err)
+				return err;
+			break;
+		case OPT_CGROUP:
+			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
+					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
+			if (err)
+				return err;
+			break;
+		case 'n':
+			if (parse_u64_range(optarg, 1, 100000, &o->max_procs))
+				return fail_usage("invalid --max-processes '%s': give 1 or more",
+						  optarg);
+			break;
+		case OPT_MAX_FILES:
+			if (parse_u64_range(optarg, 0, 100000, &o->max_files))
+				return fail_usage("invalid --max-files '%s': give 0 or more",
+						  optarg);
+			break;
+		case OPT_SORT:
+			for (i = 0; i < sizeof(sort_names) / sizeof(sort_names[0]); i++)
+				if (!strcmp(optarg, sort_names[i]))
+					break;
+			if (i == sizeof(sort_names) / sizeof(sort_names[0]))
+				return fail_usage(
+					"invalid --sort '%s': use disk, fs, read, write or "
+					"latency",
+					optarg);
+			o->sort = i;
+			break;
+		case OPT_THREADS:
+			o->threads = true;
+			break;
+		case OPT_NO_SYSCALLS:
+			o->no_syscalls = true;
+			break;
+		case OPT_BY:
+			err = parse_by(o, optarg, argc, argv);
+			if (err)
+				return err;
+			break;
+		case OPT_STALL:
+			err = args_threshold("--stall-threshold", optarg, &o->stall_ns);
+			if (err)
+				return err;
+			break;
+		case OPT_DURATION:
+			err = args_period("--duration", optarg, &o->duration_ns);
+			if (err)
+				return err;
+			o->duration_set = true;
+			break;
+		case OPT_MAX_ENTRIES:
+			if (parse_u64_range(optarg, 64, TOP_MAX_ENTRIES, &o->max_entries))
+				return fail_usage("invalid --max-entries '%s': give 64 to %u (each "
+						  "costs about 0.8 KiB of kernel memory)",
+						  optarg, TOP_MAX_ENTRIES);
+			break;
+		default:
+			return args_bad_option("top", argv);
+		}
+	}
+	err = parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &o->count);
+	if (err)
+		return err;
+	if (o->interval_ns && o->duration_set)
+		return fail_usage("--duration is for the one-shot report: give either --duration "
+				  "or an interval");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ reports */
+
+/* A report of the window that ends now: a tick of the main loop. */
+static int top_report(void *arg, const struct bpfcmd_tick *t)
+{
+	struct top_ctx *c = arg;
+	struct top_snapshot snap;
+	struct report rep = {};
+	int err;
+
+	err = top_collect_read(c, &snap);
+	if (err)
+		return err;
+	rep.seconds = snap.seconds;
+	rep.timestamp = snap.timestamp;
+	rep.rates = snap.deltas;
+	rep.stopped = t->stopped;
+	rep.rows = snap.rows;
+	rep.nr_rows = snap.nr_rows;
+	rep.wb = snap.wb;
+	rep.nr_wb = snap.nr_wb;
+	rep.flushes = snap.flushes;
+	rep.nr_flushes = snap.nr_flushes;
+	memcpy(rep.drops, snap.drops, sizeof(rep.drops));
+	err = top_group_procs(c, &rep);
+	if (!err && c->o->by != BY_PROCESS)
+		err = top_group_by(c, &rep);
+	if (!err)
+		err = top_compute_coverage(c, &rep);
+	if (err) {
+		err = fail(err, "cannot build the report: %s", strerror(-err));
+		goto cleanup;
+	}
+	if (gopts.json)
+		top_render_json(c, &rep);
+	else
+		top_render_text(c, &rep);
+cleanup:
+	top_report_free(&rep);
+	top_snapshot_free(&snap);
+	return err;
+}
+
+int top_plan(plan_show_fn show, void *arg)
+{
+	struct attach_hook hooks[TOP_MAX_HOOKS];
+	char *argv[] = {"top", NULL};
+	struct top_opts *opts;
+	struct top_ctx *c;
+	struct top_bpf *s;
+	char why[256];
+	int err;
+
+	opts = calloc(1, sizeof(*opts));
+	c = calloc(1, sizeof(*c));
+	if (!opts || !c) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	cmd_reset_getopt();
+	err = top_parse(1, argv, opts);
+	if (err) {
+		err = err < 0 ? err : -EINVAL;
+		goto cleanup;
+	}
+	/* Set up as the command would run: a plan that cannot load or attach is no plan. */
+	c->o = opts;
+	ds_snapshot_init(&c->ds_start);
+	ds_snapshot_init(&c->ds_end);
+	err_capture(why, sizeof(why));
+	err = top_setup(c);
+	err_capture(NULL, 0);
+	if (!err)
+		show("top", c->cmd.hooks, c->cmd.nr_hooks, NULL, arg);
+	top_teardown(c);
+	if (!err)
+		goto cleanup;
+	if (!why[0])
+		snprintf(why, sizeof(why), "%s", strerror(-err));
+	/* Then what it would try, evaluated without loading. */
+	s = SKEL_OPEN(top);
+	if (!s) {
+		err = -errno;
+		goto cleanup;
+	}
+	show("top", hooks, top_hooks(s, opts, hooks), why, arg);
+	top_bpf__destroy(s);
+	err = 0;
+cleanup:
+	free(c);
+	free(opts);
+	probe_cleanup();
+	return err;
+}
+
+static int top_run(struct top_ctx *c)
+{
+	const struct top_opts *o = c->o;
+	const struct bpfcmd_loop loop = {
+		.interval_ns = o->interval_ns,
+		.duration_ns = o->interval_ns ? 0 : o->duration_ns,
+		.count = o->count,
+		.tick_at_end = true,
+		.max_wait_ms = 200,
+		.tick = top_report,
+		.housekeeping_ns = NSEC_PER_SEC,
+		.housekeep = top_collect_housekeep,
+		.arg = c,
+	};
+
+	if (o->interval_ns)
+		bpfcmd_start(&c->cmd, "tracing, a report every %.1f s; Ctrl-C to stop",
+			     o->interval_ns / 1e9);
+	else
+		bpfcmd_start(&c->cmd, "tracing for %.1f s; Ctrl-C to report early",
+			     o->duration_ns / 1e9);
+	return bpfcmd_run(&c->cmd, &loop);
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct top_ctx *c = NULL;
+	struct top_opts *opts;
+	struct jw *jw = NULL;
+	int err;
+
+	opts = calloc(1, sizeof(*opts));
+	if (!opts)
+		return fail(-ENOMEM, "out of memory");
+	err = top_parse(argc, argv, opts);
+	if (err) {
+		err = err > 0 ? 0 : err;
+		goto cleanup;
+	}
+	if (gopts.json) {
+		jw = jw_new(stdout);
+		if (!jw) {
+			err = fail(-ENOMEM, "out of memory");
+			goto cleanup;
+		}
+	}
+	err = top_collect_open(opts, &c);
+	if (err)
+		goto cleanup;
+	c->jw = jw;
+	err = top_run(c);
+cleanup:
+	top_collect_close(c);
+	jw_free(jw);
+	free(opts);
+	probe_cleanup();
+	return err;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * iospan top: who is doing I/O, to which file, and how slow.
+ *
+ * The BPF side (src/bpf/top.bpf.c) sums everything per (owner, device, inode) in
+ * kernel maps. The files of this folder:
+ *   top.c          options, the main loop (src/lib/bpfcmd.h), a report per tick;
+ *   setup.c        the BPF side of a collector: globals, map sizes, hooks, load, attach;
+ *   collect.c      the collector API, and reading the maps once per report: rows summed
+ *                  over CPUs, deltas in periodic mode, I/O stall events from the ring
+ *                  buffer;
+ *   model.c        the report: rows grouped into processes (or files, directories),
+ *                  joined with paths, cgroups and containers, checked against
+ *                  /proc/diskstats (coverage);
+ *   render_text.c  the report as tables, render_json.c as one JSON document.
+ */
+#ifndef IOSPAN_CMD_TOP_H
+#define IOSPAN_CMD_TOP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cgroups.h"
+#include "disks.h"
+#include "diskstats.h"
+#include "bpfcmd.h"
+#include "iospan_types.h"
+
+struct attach_hook;
+struct cgroup_map;
+struct fspath_cache;
+struct jw;
+struct ksyms;
+struct procinfo;
+struct rbuf;
+struct top_bpf;
+
+#define NSEC_PER_SEC 1000000000ULL
+#define MAX_STALLS   512
+
+enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
+
+/* What the main table's rows are: processes, files, or directories (--by). */
+/* What the main table's rows are: processes, files, or directories (--by). */
+enum top_by { BY_PROCESS, BY_FILE, BY_DIR };
+
+struct top_opts {
+	uint64_t duration_ns; /* one-shot window */
+	uint64_t interval_ns; /* periodic: > 0 */
+	uint64_t count;	      /* periodic reports, 0: until stopped */
+	bool duration_set;
+	struct disk disk;
+	bool have_disk;
+	uint32_t pid;
+	char cgroup_dir[PATH_MAX];
+	char cgroup_rel[PATH_MAX];
+	bool have_cgroup;
+	uint64_t max_procs, max_files, max_entries;
+	enum sort_key sort;
+	bool threads;
+	bool no_syscalls; /* FS bytes without syscall tracepoints */
+	enum top_by by;
+	uint64_t dir_depth; /* --by dir: path components the directories keep */
+	uint64_t stall_ns;  /* 0: stalls not traced */
+};
+
+/* One (owner, device, inode) row of the stats map, summed over CPUs. */
+/* One (owner, device, inode) row of the stats map, summed over CPUs. */
+struct row {
+	struct top_key key;
+	uint64_t fs_read, fs_write, disk_read, disk_write;
+	uint64_t q2c_sum, d2c_sum, q2c_max, d2c_max;
+	uint64_t nr_q2c, nr_d2c;
+	uint32_t flags, bdev;
+	uint32_t gen, path_epoch; /* the file's generation as last seen (paths map key) */
+};
+
+struct wbrow {
+	struct top_wb_key key;
+	uint64_t bytes, nr;
+};
+
+struct proc_agg {
+	uint32_t pid;
+	struct top_proc info;
+	struct row sum;	  /* totals over the process's rows but flushes (key unused) */
+	struct row flush; /* its cache flushes: nr_q2c of them, q2c_* their latency */
+	uint64_t writeback_bytes;
+	uint32_t nr_files;
+	struct row **files; /* rows of this process but flushes, sorted */
+	size_t nr_rows;
+	struct row **flushes; /* its flush rows, one per disk */
+	size_t nr_flush_rows;
+};
+
+struct stall_agg {
+	uint32_t tid, tgid;
+	uint64_t cgid;
+	char comm[TOP_COMM_LEN];
+	uint64_t count, total_ns, max_ns;
+	int nr_ips;
+	uint64_t ips[TOP_STACK_DEPTH];
+};
+
+struct dev_cov {
+	unsigned int major, minor;
+	char name[DISK_NAME_LEN];
+	uint64_t ds_read, ds_write;	/* /proc/diskstats sectors * 512 in the window */
+	uint64_t seen_read, seen_write; /* completed bytes iospan accounted */
+	uint64_t unattr_read, unattr_write;
+	uint64_t flushes, flush_ns;	  /* cache flushes the disk completed, their time */
+	uint64_t ds_flushes, ds_flush_ms; /* /proc/diskstats' flush fields in the window */
+	bool traced; /* request-based (blk-mq): bio-based devices are not counted */
+	bool ds_known;
+	bool ds_flush_known; /* the kernel prints flush fields (5.5+) */
+};
+
+/* The cache flushes of one disk, cumulative (dev_flushes map). */
+struct dev_flush_row {
+	uint32_t dev;
+	uint64_t nr, ns;
+};
+
+/*
+ * A collector of top's numbers (collect.c), and what the report needs besides. The
+ * BPF life cycle is cmd's: skeleton, attach plan, stall ring buffer, cgroup names,
+ * kernel symbols for the stall stacks.
+ */
+struct top_ctx {
+	const struct top_opts *o;
+	struct bpfcmd cmd;
+	struct top_bpf *skel; /* cmd's */
+	struct fspath_cache *fspaths;
+	struct procinfo *procinfo;
+	/* Cumulative values at the previous report (periodic mode). */
+	struct row *prev;
+	size_t nr_prev;
+	struct wbrow *prev_wb;
+	size_t nr_prev_wb;
+	struct dev_flush_row *prev_fl;
+	size_t nr_prev_fl;
+	uint64_t prev_drops[TOP_DROP_NR];
+	uint32_t gen;
+	struct ds_snapshot ds_start, ds_end;
+	struct stall_agg *stalls;
+	size_t nr_stalls;
+	uint64_t stalls_dropped;
+	/* A snapshot has taken the stalls: the next one starts from none. */
+	bool stalls_taken;
+	struct jw *jw;
+	uint64_t reads;
+	uint64_t pruned;
+	/* CLOCK_MONOTONIC of the last map read: where the next report's window starts. */
+	uint64_t window_start_ns;
+	uint64_t next_housekeep_ns; /* top_collect_poll() */
+};
+
+/*
+ * One read of the maps (top_collect_read()): the window since the previous read, or
+ * since tracing started. @rows, @wb and @flushes are the snapshot's; the stalls and
+ * the /proc/diskstats samples of the window (ds_start, ds_end) stay the collector's,
+ * valid until its next poll or read.
+ */
+struct top_snapshot {
+	double seconds;	  /* the window the numbers cover: from one map read to the next */
+	double timestamp; /* wall clock of this read (the window's end) */
+	bool deltas;	  /* changes in the window (periodic), else totals since the start */
+	struct row *rows; /* sorted by key */
+	size_t nr_rows;
+	struct wbrow *wb;
+	size_t nr_wb;
+	struct dev_flush_row *flushes; /* per disk, in the window */
+	size_t nr_flushes;
+	uint64_t drops[TOP_DROP_NR];
+	struct stall_agg *stalls;
+	size_t nr_stalls;
+	uint64_t stalls_dropped;
+};
+
+/* What one report shows: a snapshot's numbers (not owned), and the model built on them. */
+struct report {
+	double seconds;	  /* the window the numbers cover: from one map read to the next */
+	double timestamp; /* wall clock of this report's map read (the window's end) */
+	bool rates;
+	bool stopped;
+	struct row *rows;
+	size_t nr_rows;
+	struct wbrow *wb;
+	size_t nr_wb;
+	struct proc_agg *procs;
+	size_t nr_procs;
+	struct dev_cov *devs;
+	size_t nr_devs;
+	struct dev_flush_row *flushes; /* per disk, in the window */
+	size_t nr_flushes;
+	struct by_group *groups; /* --by file / dir: the rows of the main table */
+	size_t nr_groups;
+	uint64_t drops[TOP_DROP_NR];
+};
+
+/* A row of the file or directory table: the sum of its files' rows. */
+struct by_group {
+	struct row sum; /* key.dev, key.ino, gen: the file's, or a no-file kind's */
+	char *name;	/* the file's path or the directory; NULL: none (a kind, uncaptured) */
+	uint32_t nr_files;
+	uint32_t *pids; /* the processes whose rows it sums, distinct */
+	size_t nr_pids;
+};
+
+struct cg_desc {
+	const char *path; /* relative to the cgroup2 mount, NULL if unknown */
+	struct container ct;
+	bool has_ct;
+};
+
+/*
+ * The collection API (collect.c), for top and for commands that run collectors of
+ * their own (watch): open sets up and attaches the BPF side with @o (top_opts_default()
+ * then the caller's changes; @o must outlive the collector), read takes a snapshot,
+ * poll reads stall events and does the housekeeping for callers with a loop of their
+ * own (top's loop runs them through bpfcmd_run()). All report their failures.
+ */
+void top_opts_default(struct top_opts *o);
+int top_collect_open(const struct top_opts *o, struct top_ctx **out);
+int top_collect_read(struct top_ctx *c, struct top_snapshot *snap);
+void top_snapshot_free(struct top_snapshot *snap);
+int top_collect_poll(struct top_ctx *c, int timeout_ms);
+/* Once a second: cgroups and titles of the processes seen named while they live. */
+void top_collect_housekeep(void *ctx);
+void top_collect_close(struct top_ctx *c);
+
+/* setup.c: the BPF side of a collector, and the hooks of a plan (TOP_MAX_HOOKS). */
+#define TOP_MAX_HOOKS 64
+int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *hooks);
+int top_setup(struct top_ctx *c);
+void top_teardown(struct top_ctx *c);
+
+/* collect.c: reading the maps */
+int top_lookup_path(void *arg, const struct top_file_key *key, struct top_path *p);
+int top_lookup_title(void *arg, uint32_t tgid, struct proc_title *t);
+int top_key_cmp(const struct top_key *a, const struct top_key *b);
+int top_row_cmp_key(const void *a, const void *b);
+int top_wb_cmp_key(const void *a, const void *b);
+uint64_t top_sub0(uint64_t a, uint64_t b);
+int top_on_stall(void *ctx, const void *data, uint32_t size);
+
+/* model.c */
+extern const char *const top_drop_names[TOP_DROP_NR];
+extern const char *const top_by_names[];
+bool top_drop_is_info(int i);
+const char *top_file_path(struct top_ctx *c, const struct row *r);
+bool top_ino_special(uint64_t ino);
+const char *top_kind_name(uint64_t ino);
+bool top_row_is_flush(const struct row *r);
+const char *top_kind_label(uint64_t ino);
+bool top_row_active(const struct row *r);
+int top_row_ptr_cmp(const void *a, const void *b, void *key);
+void top_row_add(struct row *sum, const struct row *r);
+void top_proc_info(struct top_ctx *c, uint32_t pid, struct top_proc *info);
+int top_group_procs(struct top_ctx *c, struct report *rep);
+int top_compute_coverage(struct top_ctx *c, struct report *rep);
+int top_stall_cmp(const void *a, const void *b);
+void top_describe_cgroup(struct top_ctx *c, uint64_t cgid, struct cg_desc *d);
+double top_avg_us(uint64_t sum, uint64_t nr);
+const char *top_row_disk_name(struct top_ctx *c, const struct row *r, char *buf, size_t len);
+uint32_t top_proc_tgid(uint32_t pid, const struct top_proc *info);
+int top_wb_bytes_cmp(const void *a, const void *b);
+const char *top_wb_path(struct top_ctx *c, const struct report *rep, const struct wbrow *w);
+double top_pct(uint64_t part, uint64_t whole);
+bool top_coverage_meaningful(const struct top_opts *o);
+void top_groups_free(struct by_group *v, size_t n);
+int top_group_by(struct top_ctx *c, struct report *rep);
+void top_report_free(struct report *rep);
+
+/* render_text.c, render_json.c */
+void top_render_text(struct top_ctx *c, struct report *rep);
+void top_render_json(struct top_ctx *c, struct report *rep);
+
+#endif
