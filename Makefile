@@ -33,7 +33,7 @@ CFLAGS += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
 	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/lib -Isrc/cmd -I$(OUT)
-LDLIBS += -lbpf -lelf -lz -lm
+LDLIBS += -lbpf -lelf -lz -lm -lsqlite3
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wno-unused-function \
 	      -I$(OUT) -Isrc/bpf -Isrc
 

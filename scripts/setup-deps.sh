@@ -8,6 +8,8 @@ set -euo pipefail
 PACKAGES=(
 	# build: C, BPF objects, skeletons
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
+	libsqlite3-dev # the incident store of iospan watch
+	sqlite3 # end-to-end tests read the store as a user would
 	clang-format # make format
 	pandoc man-db # man pages (make man, make install) and the test that renders them
 	# unit tests
