@@ -102,7 +102,11 @@ $(OUT)/iowork: tests/kernels/guest/iowork.c | $(OUT)
 $(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) -o $@ $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) $(filter $(OUT)/cmd/%.o,$^) -o $@ \
+		$(LDLIBS) -lcmocka
+
+# Unit tests of a command's pure parts link those objects too.
+$(OUT)/tests/test_watch_trigger: $(OUT)/cmd/watch/trigger.o
 
 $(OUT):
 	$(Q)mkdir -p $(OUT)

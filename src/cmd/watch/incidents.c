@@ -503,7 +503,7 @@ static int find_onset(struct watch_store *st, const struct incident_row *r, stru
 		vals[n] = v[rule];
 		times[n++] = sqlite3_column_double(s, SC_TIME);
 	}
-	idx = wt_onset(vals, n);
+	idx = wt_onset(vals, n, r->threshold);
 	if (idx >= 0) {
 		o->found = true;
 		o->time = times[idx];

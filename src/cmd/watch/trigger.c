@@ -159,7 +159,7 @@ enum wt_action wt_gate_step(struct wt_gate *g, double now, bool fired)
 	return WT_OPEN;
 }
 
-int wt_onset(const double *v, int n)
+int wt_onset(const double *v, int n, double threshold)
 {
 	double base, quiet;
 	int i;
@@ -170,6 +170,8 @@ int wt_onset(const double *v, int n)
 	for (i = 1; i < n; i++)
 		if (v[i] < base)
 			base = v[i];
+	if (base >= threshold)
+		return 0; /* over the threshold all along: the rise is older than the window */
 	quiet = base + (v[n - 1] - base) * 0.1;
 	for (i = n - 2; i >= 0; i--)
 		if (v[i] <= quiet)

@@ -127,9 +127,10 @@ enum wt_action wt_gate_step(struct wt_gate *g, double now, bool fired);
  * trigger's sample): the index of the first sample of the rise that led to the
  * trigger. The baseline is the lowest value of the series; the rise starts after the
  * last sample, before the trigger, that was within 10% of the way from the baseline to
- * the trigger's value. Returns -1 for an empty series.
+ * the trigger's value. 0 when every sample is at or over @threshold: the rise began
+ * before the series. -1 for an empty series.
  */
-int wt_onset(const double *v, int n);
+int wt_onset(const double *v, int n, double threshold);
 
 /* ------------------------------------------------------------------ sampler.c */
 
