@@ -339,7 +339,8 @@ static int incidents_list(struct watch_store *st, struct jw *jw)
 	return ret;
 }
 
-static int find_incident(struct watch_store *st, int64_t id, struct incident_row *r)
+static int find_incident(struct watch_store *st, const char *path, int64_t id,
+			 struct incident_row *r)
 {
 	sqlite3_stmt *s = NULL;
 	int rc;
@@ -356,7 +357,7 @@ static int find_incident(struct watch_store *st, int64_t id, struct incident_row
 	sqlite3_finalize(s);
 	if (rc == SQLITE_DONE)
 		return fail_usage("no incident %lld in '%s' (see 'iospan incidents list')",
-				  (long long)id, "the database");
+				  (long long)id, path);
 	return rc == SQLITE_ROW ? 0 : query_fail(st, "incidents");
 }
 
@@ -773,7 +774,7 @@ int cmd_incidents(int argc, char **argv)
 	} else if (!strcmp(o.subcmd, "prune")) {
 		ret = incidents_prune(st, &o, jw);
 	} else {
-		ret = find_incident(st, o.id, &r);
+		ret = find_incident(st, o.db_path, o.id, &r);
 		if (ret)
 			goto cleanup;
 		if (!strcmp(o.subcmd, "export"))

@@ -26,6 +26,7 @@ struct watch_store {
 	sqlite3 *db;
 	const char *path;
 	int lock_fd; /* the watcher's flock; -1 for readers */
+	bool created; /* the watcher made the file: removed again if set-up fails */
 	int stale_closed;
 	sqlite3_stmt *sample_stmt;
 };
@@ -165,8 +166,10 @@ static int make_parent(const char *path)
  */
 static int lock_watcher(struct watch_store *st)
 {
+	struct stat sb;
 	int fd, ret;
 
+	st->created = lstat(st->path, &sb) && errno == ENOENT;
 	fd = open(st->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 && errno == ENOENT) {
 		ret = make_parent(st->path);
@@ -370,6 +373,9 @@ int store_open(const char *path, enum store_open how, struct watch_store **out)
 	}
 cleanup:
 	if (ret) {
+		/* A file this failed set-up made would only be an empty database. */
+		if (st->created && st->lock_fd >= 0)
+			unlink(path);
 		store_close(st);
 		return ret;
 	}
@@ -550,6 +556,25 @@ int store_incident_close(struct watch_store *st, int64_t id, double end_epoch_s,
 	bind_text_or_null(s, 3, end_reason);
 	sqlite3_bind_int64(s, 4, id);
 	return step_done(st, s);
+}
+
+int store_recent_starts(struct watch_store *st, double since, double *out, int max, int *nr)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	*nr = 0;
+	rc = sqlite3_prepare_v2(st->db,
+				"SELECT start_time FROM incidents WHERE start_time > ?"
+				" ORDER BY start_time",
+				-1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return sqlite_errno(rc);
+	sqlite3_bind_double(s, 1, since);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW && *nr < max)
+		out[(*nr)++] = sqlite3_column_double(s, 0);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
 }
 
 static int64_t query_int(struct watch_store *st, const char *sql)

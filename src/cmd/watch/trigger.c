@@ -126,6 +126,11 @@ static void gate_remember(struct wt_gate *g, double now)
 	g->nr_starts++;
 }
 
+void wt_gate_seed(struct wt_gate *g, double start)
+{
+	gate_remember(g, start);
+}
+
 enum wt_action wt_gate_step(struct wt_gate *g, double now, bool fired)
 {
 	double limit;

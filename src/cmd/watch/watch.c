@@ -48,6 +48,7 @@ struct watch_ctx {
 	unsigned int lost_samples; /* samples of it the store refused */
 	unsigned int stored_samples;
 	bool held_logged; /* a held trigger was logged in this cooldown */
+	bool store_failing; /* the last write failed (logged once until one succeeds) */
 	void *collector_priv[WATCH_MAX_COLLECTORS];
 	bool collector_on[WATCH_MAX_COLLECTORS];
 	struct jw *jw;
@@ -248,14 +249,23 @@ static void store_failed(struct watch_ctx *ctx, const char *what, int ret)
 {
 	store_rollback(ctx->store);
 	ctx->lost_samples++;
-	/* One line per incident: a full disk would otherwise log every second. */
-	if (ctx->lost_samples > 1)
+	/* One line until a write succeeds again: a full disk would log every second. */
+	if (ctx->store_failing)
 		return;
+	ctx->store_failing = true;
 	watch_event("error",
-		    "cannot store %s in '%s': %s; the watcher keeps running and will mark the "
-		    "incident incomplete",
+		    "cannot store %s in '%s': %s; the watcher keeps running (what it cannot "
+		    "store is lost; an incident cut short is marked incomplete)",
 		    what, ctx->o->db_path,
 		    ret == -ENOSPC ? "the file system is full" : store_errmsg(ctx->store));
+}
+
+static void store_succeeded(struct watch_ctx *ctx)
+{
+	if (!ctx->store_failing)
+		return;
+	ctx->store_failing = false;
+	watch_event("info", "'%s' accepts writes again", ctx->o->db_path);
 }
 
 /* A new incident: its row, the pre-trigger window and this sample, in one transaction. */
@@ -285,12 +295,13 @@ static void incident_open(struct watch_ctx *ctx, const struct watch_sample *s,
 	}
 	if (ret) {
 		ctx->incident_id = 0;
-		watch_event("trigger", "%s: no incident stored", msg);
+		watch_event("trigger", "%s: incident not stored", msg);
 		store_failed(ctx, "a new incident", ret);
 		return;
 	}
 	ctx->stored_samples = w->nr;
-	watch_event("trigger", "incident %lld opened: %s; capturing %.0f s",
+	store_succeeded(ctx);
+	watch_event("trigger", "incident %lld opened: %s; capturing %g s",
 		    (long long)ctx->incident_id, msg, ctx->o->capture_s);
 }
 
@@ -317,6 +328,7 @@ static void incident_sample(struct watch_ctx *ctx, const struct watch_sample *s,
 		store_failed(ctx, "a sample", ret);
 		return;
 	}
+	store_succeeded(ctx);
 	ctx->stored_samples++;
 }
 
@@ -493,6 +505,22 @@ static void collectors_close(struct watch_ctx *ctx)
 			watch_collectors[i]->close(ctx->collector_priv[i]);
 }
 
+/*
+ * The per-hour cap counts the incidents of the last hour that are stored, also those a
+ * watcher before this one opened: a restart does not reset it.
+ */
+static void seed_hourly_cap(struct watch_ctx *ctx, const struct watch_sample *s)
+{
+	static double starts[WT_MAX_PER_HOUR];
+	int i, nr;
+
+	if (store_recent_starts(ctx->store, s->epoch_s - 3600, starts, WT_MAX_PER_HOUR, &nr))
+		return;
+	/* The gate counts on the boot clock: each start as the same age on it. */
+	for (i = 0; i < nr; i++)
+		wt_gate_seed(&ctx->gate, s->uptime_s - (s->epoch_s - starts[i]));
+}
+
 static int watch_run(struct watch_ctx *ctx)
 {
 	const struct watch_opts *o = ctx->o;
@@ -504,6 +532,8 @@ static int watch_run(struct watch_ctx *ctx)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return fail(-ENOMEM, "out of memory");
+	/* Before the start line: a stop from then on is a clean one. */
+	install_stop_handlers();
 	ret = watch_sampler_read(&ctx->sampler, s);
 	if (ret) {
 		ret = fail(ret, "cannot read /proc/diskstats: %s", strerror(-ret));
@@ -523,10 +553,10 @@ static int watch_run(struct watch_ctx *ctx)
 	if (ret)
 		goto cleanup;
 	log_start(ctx, s);
+	seed_hourly_cap(ctx, s);
 	apply_retention(ctx);
 	collectors_open(ctx);
 
-	install_stop_handlers();
 	start = now_ns(CLOCK_MONOTONIC);
 	if (o->duration_ns)
 		end = start + o->duration_ns;

@@ -114,6 +114,8 @@ struct wt_gate {
 
 void wt_gate_init(struct wt_gate *g, double capture_s, double cooldown_s,
 		  unsigned int max_per_hour);
+/* An incident that opened at @start (before this watcher): it counts for the cap. */
+void wt_gate_seed(struct wt_gate *g, double start);
 /*
  * One sample at @now (seconds, any monotonic clock) where a rule fired or not: the
  * action to take. A capture ends when a sample comes at or after its end with no
@@ -222,6 +224,9 @@ int store_commit(struct watch_store *st);
 void store_rollback(struct watch_store *st);
 /* The last SQLite error of @st, for messages. */
 const char *store_errmsg(struct watch_store *st);
+
+/* Start times (epoch) of the incidents that opened after @since, oldest first. */
+int store_recent_starts(struct watch_store *st, double since, double *out, int max, int *nr);
 
 struct store_retention {
 	uint64_t keep;	      /* incidents kept, newest first; 0: any number */
