@@ -16,6 +16,7 @@ PACKAGES=(
 	libcmocka-dev
 	# end-to-end tests: pytest, workloads, ground truth, scratch devices
 	python3 python3-pytest fio sysstat e2fsprogs xfsprogs util-linux mount procps
+	systemd # systemd-analyze checks the unit of iospan watch
 	# kernel matrix (tests/kernels): QEMU, the guest's busybox, depmod, btrfs disks,
 	# a static libc for the guest workload
 	qemu-system-x86 busybox-static kmod btrfs-progs libc6-dev

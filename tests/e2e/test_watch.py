@@ -423,3 +423,27 @@ def test_incidents_without_database(tmp_path):
     not_db.write_text("hello\n" * 100)
     p = tl.run_iospan("incidents", "--db", str(not_db), "list")
     assert p.returncode == 1 and "not an iospan incident database" in p.stderr, p.stderr
+
+
+def test_systemd_unit(tmp_path):
+    """The unit `make install` installs: systemd accepts it, with the hardening the
+    README promises, and it runs the installed binary."""
+    out = str(tmp_path / "out")
+    sbindir = os.path.dirname(os.path.abspath(tl.iospan_bin()))
+    subprocess.run(["make", "-s", "-C", tl.repo_root(), "OUT=%s" % out, "SBINDIR=%s" % sbindir,
+                    "%s/iospan-watch.service" % out], check=True, capture_output=True)
+    unit = os.path.join(out, "iospan-watch.service")
+    text = open(unit).read()
+    assert "ExecStart=%s/iospan watch\n" % sbindir in text
+    for line in ("ProtectSystem=strict", "ReadWritePaths=/var/lib/iospan", "PrivateTmp=yes",
+                 "NoNewPrivileges=yes", "UMask=0077", "RestartPreventExitStatus=2",
+                 "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_RESOURCE "
+                 "CAP_DAC_READ_SEARCH CAP_SYS_PTRACE"):
+        assert "\n%s\n" % line in text, line
+    p = subprocess.run(["systemd-analyze", "verify", "--man=no", unit], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and not p.stderr.strip(), p.stderr
+    p = subprocess.run(["systemd-analyze", "security", "--offline=yes", unit],
+                       capture_output=True, text=True)
+    level = float(re.search(r"Overall exposure level for \S+: ([\d.]+)", p.stdout).group(1))
+    assert level <= 3.5, p.stdout[-2000:]
