@@ -380,7 +380,7 @@ def test_config_file_and_command_line(disk, tmp_path):
     assert p.returncode == 0, p.stderr
     start = [x for x in p.stderr.splitlines() if " start: " in x][0]
     assert "watching %s every 0.5 s" % os.path.basename(disk) in start, start
-    assert "rules await>=100ms read-mbps>=30MB/s write-mbps>=1500MB/s for 3 samples" in start
+    assert "rules await>=100 ms read-mbps>=30 MB/s write-mbps>=1500 MB/s for 3 samples" in start
     assert "store %s" % db in start and os.path.exists(db)
 
     conf.write_text("db = %s\nutill = 5\n" % db)

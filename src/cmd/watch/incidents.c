@@ -50,6 +50,7 @@ static const char incidents_usage[] =
 	"  -o, --output FILE   export to FILE instead of stdout\n"
 	"      --keep N, --max-age D, --max-db-size SIZE   prune's limits\n"
 	"      --json          machine output\n"
+	"  -v, --verbose       (accepted; nothing more to say)\n"
 	"  -h, --help          this help\n"
 	"\n"
 	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-incidents(8).\n";
@@ -231,8 +232,28 @@ static double incident_duration(sqlite3 *db, const struct incident_row *r)
 	return last - r->start;
 }
 
+/* The values of the samples a rule held for (stored as a JSON array of numbers). */
+static int parse_held(const struct incident_row *r, double *out, int max)
+{
+	const char *p = r->held[0] == '[' ? r->held + 1 : r->held;
+	char *end;
+	int n = 0;
+
+	while (*p && *p != ']' && n < max) {
+		out[n] = strtod(p, &end);
+		if (end == p)
+			break;
+		n++;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
 static void json_incident(struct jw *jw, sqlite3 *db, const struct incident_row *r)
 {
+	double held[64];
+	int i, n;
+
 	jw_kv_int(jw, "id", r->id);
 	jw_kv_float(jw, "start", r->start, 3);
 	if (isnan(r->end))
@@ -252,19 +273,9 @@ static void json_incident(struct jw *jw, sqlite3 *db, const struct incident_row 
 	jw_kv_float(jw, "threshold", r->threshold, 3);
 	jw_name(jw, "held_values");
 	jw_start_array(jw);
-	{
-		const char *p = r->held[0] == '[' ? r->held + 1 : r->held;
-		char *end;
-		double v;
-
-		while (*p && *p != ']') {
-			v = strtod(p, &end);
-			if (end == p)
-				break;
-			jw_float(jw, v, 3);
-			p = *end == ',' ? end + 1 : end;
-		}
-	}
+	n = parse_held(r, held, sizeof(held) / sizeof(held[0]));
+	for (i = 0; i < n; i++)
+		jw_float(jw, held[i], 3);
 	jw_end_array(jw);
 	jw_kv_string(jw, "state", r->state);
 	if (r->end_reason[0])
@@ -578,20 +589,25 @@ static int incident_text(struct watch_store *st, const struct incident_row *r)
 	struct onset on;
 	double t;
 	bool have;
-	int rc, ret, rows = 0, pre = 0;
+	int rc, ret, rows = 0, pre = 0, i, nr_held;
 	const char *unit = wt_metric_unit(wt_metric_from_name(r->rule));
+	double held[64];
 
 	ret = find_onset(st, r, &on);
 	if (ret)
 		return ret;
+	nr_held = parse_held(r, held, sizeof(held) / sizeof(held[0]));
 	format_time(r->start, a, sizeof(a), true);
 	format_time(r->start + incident_duration(store_db(st), r), b, sizeof(b), false);
 	printf("incident %lld  %s - %s (%.1f s), %s%s%s%s\n", (long long)r->id, a, b,
 	       incident_duration(store_db(st), r), r->state, r->end_reason[0] ? " (" : "",
 	       r->end_reason[0] ? r->end_reason : "", r->end_reason[0] ? ")" : "");
-	printf("trigger: %s %s %.2f%s >= %.2f%s, held %s\n",
+	printf("trigger: %s %s %.2f%s >= %.2f%s, held for %d samples:",
 	       r->disk[0] ? printable(r->disk) : "system", r->rule, r->value, unit, r->threshold,
-	       unit, r->held);
+	       unit, nr_held);
+	for (i = 0; i < nr_held; i++)
+		printf("%s %.2f", i ? "," : "", held[i]);
+	putchar('\n');
 	if (r->triggers > 1)
 		printf("triggers: %lld in all (each extended the capture)\n",
 		       (long long)r->triggers);

@@ -97,6 +97,7 @@ static const char watch_usage[] =
 	"      --config FILE      options as 'key = value' lines (default\n"
 	"                         " WATCH_DEFAULT_CONFIG " if present); the command line wins\n"
 	"      --json             events as JSON lines on stdout instead of text on stderr\n"
+	"  -v, --verbose          (accepted; watch logs every event anyway)\n"
 	"  -h, --help             this help\n"
 	"Durations are decimal with a unit (ns, us, ms, s, m, h; d for --max-age); a bare\n"
 	"number is seconds.\n"

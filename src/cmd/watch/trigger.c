@@ -13,9 +13,9 @@ static const struct {
 	const char *name, *unit;
 } metric_info[WT_NR_METRICS] = {
 	[WT_UTIL] = { "util", "%" },
-	[WT_AWAIT] = { "await", "ms" },
-	[WT_READ_MBPS] = { "read-mbps", "MB/s" },
-	[WT_WRITE_MBPS] = { "write-mbps", "MB/s" },
+	[WT_AWAIT] = { "await", " ms" },
+	[WT_READ_MBPS] = { "read-mbps", " MB/s" },
+	[WT_WRITE_MBPS] = { "write-mbps", " MB/s" },
 	[WT_IOPS] = { "iops", "/s" },
 	[WT_AQU] = { "aqu", "" },
 	[WT_PSI_SOME] = { "psi-some", "%" },

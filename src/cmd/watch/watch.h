@@ -44,7 +44,7 @@ enum wt_metric {
 
 /* The rule's name as the option and the store spell it ("util", "read-mbps", ...). */
 const char *wt_metric_name(enum wt_metric m);
-/* Its unit for messages ("%", "ms", "MB/s", "/s", ""). */
+/* Its unit for messages, to follow a number: "%", " ms", " MB/s", "/s", "". */
 const char *wt_metric_unit(enum wt_metric m);
 /* The rule named @name, or -1. */
 int wt_metric_from_name(const char *name);
