@@ -3,6 +3,7 @@
 workloads (rate-limited reads of the raw device, so fio's own byte count is the ground
 truth), fast settings (--interval 0.2, small --pre and --capture), and the store read
 back with `iospan incidents` and the sqlite3 shell."""
+import contextlib
 import json
 import os
 import re
@@ -155,6 +156,57 @@ def test_steady_load_then_burst_gives_one_incident(disk, tmp_path):
     listing = tl.run_iospan("incidents", "--db", db, "list", check=True).stdout
     assert re.search(r"^1\s+\S+ \S+\s+%s\s+read-mbps .*complete\s+-\s+-$" % name, listing,
                      re.M), listing
+
+
+@contextlib.contextmanager
+def slow_disk(read_bps):
+    """A loop device whose requests wait: it is backed (direct I/O) by a file on another
+    loop device, where blk-throttle holds the reads of the cgroup it yields at
+    @read_bps. The upper device's requests stay in flight while the loop worker waits,
+    so its await is that wait: 64 KiB at 2 MiB/s is 32 ms a request."""
+    tl.require_blkio()
+    with tl.scratch_fs("ext4", 128) as fs:
+        img = os.path.join(fs.mnt, "upper.img")
+        subprocess.run(["dd", "if=/dev/urandom", "of=" + img, "bs=1M", "count=32",
+                        "status=none", "conv=fsync"], check=True)
+        upper = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", img],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        try:
+            with tl.blkio_throttle(fs.devnum, read_bps=read_bps) as cgroup:
+                yield upper, cgroup
+        finally:
+            subprocess.run(["losetup", "-d", upper], check=False)
+
+
+def test_await_rule_on_a_throttled_device(tmp_path):
+    """The default await rule (100 ms): requests queued 4 deep behind 32 ms each fire it,
+    and the incident's samples count fio's requests and the kernel's wait exactly."""
+    tl.require_root("creates loop devices and a blkio cgroup")
+    db = str(tmp_path / "await.db")
+    with slow_disk(2 * 1024 * 1024) as (upper, cgroup):
+        name = os.path.basename(upper)
+        w = Watcher(db, upper, "--pre", "1", "--capture", "1.5", "--util", "0",
+                    "--read-mbps", "0", "--write-mbps", "0")
+        try:
+            before = tl.read_diskstats()
+            out = tl.fio(["--name=slow", "--filename=%s" % upper, "--rw=randread",
+                          "--bs=64k", "--direct=1", "--ioengine=libaio", "--iodepth=4",
+                          "--time_based", "--runtime=3", "--size=30m"], cgroup=cgroup)
+            after = tl.read_diskstats()
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    inc = incidents(db, "list")["incidents"]
+    assert [(i["disk"], i["rule"], i["state"]) for i in inc] == [(name, "await", "complete")]
+    assert all(v >= 100 for v in inc[0]["held_values"]), inc
+    truth = tl.diskstats_delta(before, after, name)
+    assert truth["rd_ios"] == out["jobs"][0]["read"]["total_ios"]
+    samples = [s for s in incidents(db, "show", "1")["samples"]
+               if s["disk"] == name and s["r_s"] is not None]
+    ios = sum(s["r_s"] * s["interval_s"] for s in samples)
+    ticks = sum(s["r_await"] * s["r_s"] * s["interval_s"] for s in samples)
+    assert round(ios) == truth["rd_ios"], (ios, truth)
+    assert abs(ticks - truth["rd_ticks"]) <= 0.01 * truth["rd_ticks"], (ticks, truth)
 
 
 def test_export_replays_to_the_same_numbers(disk, tmp_path):
