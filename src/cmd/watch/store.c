@@ -25,8 +25,9 @@
 struct watch_store {
 	sqlite3 *db;
 	const char *path;
-	int lock_fd; /* the watcher's flock; -1 for readers */
-	bool created; /* the watcher made the file: removed again if set-up fails */
+	int lock_fd;	   /* the watcher's flock; -1 for readers */
+	bool created;	   /* the watcher made the file: removed again if set-up fails */
+	bool watcher_seen; /* readers: a watcher held the database when it was opened */
 	int stale_closed;
 	sqlite3_stmt *sample_stmt;
 };
@@ -195,24 +196,27 @@ static int lock_watcher(struct watch_store *st)
 	return 0;
 }
 
-bool store_watcher_running(struct watch_store *st)
+/*
+ * Whether a watcher holds @path's flock. Asked before SQLite opens the file: closing
+ * this descriptor later would drop the POSIX locks SQLite holds on it.
+ */
+static bool watcher_holds(const char *path)
 {
 	bool running = false;
 	int fd;
 
-	if (st->lock_fd >= 0)
-		return true;
-	fd = open(st->path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	if (flock(fd, LOCK_SH | LOCK_NB))
 		running = errno == EWOULDBLOCK;
-	/*
-	 * Closing this descriptor would drop SQLite's POSIX locks on the file if it held
-	 * any now; a reader holds none between statements (WAL readers lock the -shm).
-	 */
 	close(fd);
 	return running;
+}
+
+bool store_watcher_running(struct watch_store *st)
+{
+	return st->lock_fd >= 0 || st->watcher_seen;
 }
 
 static int store_fail(struct watch_store *st, int rc, const char *what)
@@ -353,6 +357,7 @@ int store_open(const char *path, enum store_open how, struct watch_store **out)
 			ret = fail(-EINVAL, "'%s' is not an iospan incident database", path);
 			goto cleanup;
 		}
+		st->watcher_seen = watcher_holds(path);
 	} else {
 		ret = lock_watcher(st);
 		if (ret)

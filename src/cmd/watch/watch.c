@@ -47,7 +47,7 @@ struct watch_ctx {
 	bool incident_open;	   /* the gate is capturing (even if storing failed) */
 	unsigned int lost_samples; /* samples of it the store refused */
 	unsigned int stored_samples;
-	bool held_logged; /* a held trigger was logged in this cooldown */
+	bool held_logged;   /* a held trigger was logged in this cooldown */
 	bool store_failing; /* the last write failed (logged once until one succeeds) */
 	void *collector_priv[WATCH_MAX_COLLECTORS];
 	bool collector_on[WATCH_MAX_COLLECTORS];

@@ -195,7 +195,7 @@ enum store_open {
 int store_open(const char *path, enum store_open how, struct watch_store **out);
 void store_close(struct watch_store *st);
 struct sqlite3 *store_db(struct watch_store *st);
-/* Whether a watcher holds this database now (its open incident is being written). */
+/* Whether a watcher held this database when it was opened (its open incident is live). */
 bool store_watcher_running(struct watch_store *st);
 /* Incidents a previous watcher left open, marked incomplete at open (STORE_WATCHER). */
 int store_stale_closed(const struct watch_store *st);
