@@ -265,6 +265,7 @@ def test_cooldown_and_hourly_cap(disk, tmp_path):
         w.wait_for(r"held: no incident: .* the per-hour cap is reached")
     finally:
         assert w.stop() == 0
+    assert len(w.matching(r"held:")) == 1, w.lines  # once per trigger, not per sample
     # A new watcher counts the incidents of the last hour in the store.
     w = Watcher(db, disk, "--pre", "0.4", "--capture", "0.4", "--cooldown", "0",
                 "--max-per-hour", "2", *READ_RULE)
@@ -290,9 +291,16 @@ def test_retention_by_count_and_age(disk, tmp_path):
     assert [i["id"] for i in incidents(db, "list")["incidents"]] == [2, 3]
     assert sorted(sample_counts(db)) == [2, 3]  # the samples went with it
 
-    time.sleep(1.2)
-    assert incidents(db, "prune", "--max-age", "30s") == {"deleted": 0, "left": 2}
-    assert incidents(db, "prune", "--max-age", "1s") == {"deleted": 2, "left": 0}
+    # By age: a cut-off between the ends of the two, so only the older one goes.
+    ends = [i["end"] for i in incidents(db, "list")["incidents"]]
+    assert ends[1] - ends[0] > 0.5, ends
+    assert incidents(db, "prune", "--max-age", "1h") == {"deleted": 0, "left": 2}
+    age = time.time() - (ends[0] + ends[1]) / 2
+    assert incidents(db, "prune", "--max-age", "%.3fs" % age) == {"deleted": 1, "left": 1}
+    assert [i["id"] for i in incidents(db, "list")["incidents"]] == [3]
+    # By size: the live pages over the limit, the oldest go (here the last one).
+    assert incidents(db, "prune", "--max-db-size", "1G") == {"deleted": 0, "left": 1}
+    assert incidents(db, "prune", "--max-db-size", "1") == {"deleted": 1, "left": 0}
     assert sample_counts(db) == {}
     assert integrity(db) == "ok"
 
@@ -314,6 +322,8 @@ def test_kill_9_during_capture(disk, tmp_path):
     fio_read(disk, 1.2, "40m")
     w.wait_for(r"incident 2 opened")
     time.sleep(1)
+    # While the watcher writes it, the incident is open.
+    assert [i["state"] for i in incidents(db, "list")["incidents"]] == ["complete", "open"]
     w.stop(signal.SIGKILL)
     assert w.proc.returncode == -signal.SIGKILL
 

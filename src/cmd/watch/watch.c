@@ -47,7 +47,7 @@ struct watch_ctx {
 	bool incident_open;	   /* the gate is capturing (even if storing failed) */
 	unsigned int lost_samples; /* samples of it the store refused */
 	unsigned int stored_samples;
-	bool held_logged;   /* a held trigger was logged in this cooldown */
+	bool held_logged;   /* the trigger held back now was logged */
 	bool store_failing; /* the last write failed (logged once until one succeeds) */
 	void *collector_priv[WATCH_MAX_COLLECTORS];
 	bool collector_on[WATCH_MAX_COLLECTORS];
@@ -411,7 +411,7 @@ static void handle_sample(struct watch_ctx *ctx, const struct watch_sample *s)
 	case WT_CLOSE:
 		incident_sample(ctx, s, NULL, true);
 		incident_close(ctx, s->epoch_s, "capture ended");
-		break;
+		return;
 	case WT_HELD_COOLDOWN:
 	case WT_HELD_HOURLY_CAP:
 		if (!ctx->held_logged) {
@@ -427,7 +427,8 @@ static void handle_sample(struct watch_ctx *ctx, const struct watch_sample *s)
 			incident_sample(ctx, s, NULL, false);
 		break;
 	}
-	if (ctx->gate.phase == WT_IDLE)
+	/* A trigger held back is logged once, until its rules stop holding. */
+	if (!fired)
 		ctx->held_logged = false;
 	if (!ctx->incident_open)
 		run_collectors(ctx, s, false, false);
