@@ -509,3 +509,15 @@ def test_systemd_unit(tmp_path):
                        capture_output=True, text=True)
     level = float(re.search(r"Overall exposure level for \S+: ([\d.]+)", p.stdout).group(1))
     assert level <= 3.5, p.stdout[-2000:]
+
+
+def test_json_events(disk, tmp_path):
+    """--json: each event one JSON object on stdout, nothing on stderr."""
+    db = str(tmp_path / "json.db")
+    p = tl.run_iospan("--json", "watch", "--db", db, "-d", disk, "--interval", "0.1",
+                      "--duration", "0.5", *READ_RULE)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["start", "stop"], events
+    assert "watching %s every 0.1 s" % os.path.basename(disk) in events[0]["message"]
+    assert abs(events[0]["time"] - time.time()) < 30

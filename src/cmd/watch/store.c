@@ -286,7 +286,7 @@ static int check_db(struct watch_store *st)
 static int setup_watcher(struct watch_store *st)
 {
 	sqlite3_stmt *stmt = NULL;
-	const char *mode;
+	char mode[16] = "";
 	int rc, ret = 0;
 
 	/* Only effective on a new database: freed pages can then be given back. */
@@ -295,16 +295,19 @@ static int setup_watcher(struct watch_store *st)
 		rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &stmt, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW) {
-		ret = store_fail(st, rc, "cannot set up database");
-		goto cleanup;
-	}
-	mode = (const char *)sqlite3_column_text(stmt, 0);
-	if (!mode || strcmp(mode, "wal")) {
-		ret = fail(-EIO, "cannot set up database '%s': WAL mode refused (journal mode %s)",
-			   st->path, mode ? mode : "unknown");
-		goto cleanup;
-	}
+	if (rc == SQLITE_ROW && sqlite3_column_text(stmt, 0))
+		snprintf(mode, sizeof(mode), "%s", (const char *)sqlite3_column_text(stmt, 0));
+	/*
+	 * Finished before anything else runs: the statement still open would keep the
+	 * schema below out of the WAL (it went to the database file with a rollback
+	 * journal, and the WAL came only with the next write).
+	 */
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_ROW)
+		return store_fail(st, rc, "cannot set up database");
+	if (strcmp(mode, "wal"))
+		return fail(-EIO, "cannot set up database '%s': WAL mode refused (journal mode %s)",
+			    st->path, mode[0] ? mode : "unknown");
 	/*
 	 * NORMAL in WAL mode: a power loss may lose the last samples, never the database;
 	 * each sample is one transaction, so an incident is cut, not torn.
@@ -312,13 +315,10 @@ static int setup_watcher(struct watch_store *st)
 	rc = sqlite3_exec(st->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db, schema_sql, NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
+	if (rc != SQLITE_OK)
 		ret = store_fail(st, rc, "cannot set up database");
-		goto cleanup;
-	}
-	ret = close_stale(st);
-cleanup:
-	sqlite3_finalize(stmt);
+	if (!ret)
+		ret = close_stale(st);
 	return ret;
 }
 
