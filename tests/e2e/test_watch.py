@@ -345,6 +345,25 @@ def test_kill_9_during_capture(disk, tmp_path):
     con.close()
 
 
+def test_sigterm_during_capture(disk, tmp_path):
+    """SIGTERM (systemctl stop) in a capture: exit 0, the incident stored incomplete with
+    what it had, saying why."""
+    db = str(tmp_path / "term.db")
+    w = Watcher(db, disk, "--pre", "0.4", "--capture", "30", *READ_RULE)
+    try:
+        fio_read(disk, 1.2, "40m")
+        w.wait_for(r"incident 1 opened")
+    finally:
+        assert w.stop() == 0
+    w.wait_for(r"stored: incident 1 stored incomplete \(the watcher was stopped during the "
+               r"capture\): \d+ samples, 0 lost")
+    inc = incidents(db, "list")["incidents"]
+    assert [(i["state"], i["end_reason"]) for i in inc] == \
+        [("incomplete", "the watcher was stopped during the capture")]
+    assert inc[0]["end"] >= inc[0]["start"]
+    assert sorted(os.listdir(tmp_path)) == ["term.db"]  # -wal and -shm gone: closed clean
+
+
 def test_store_files_are_private(disk, tmp_path):
     """The database, its -wal and -shm: mode 0600 (paths and command lines are in it)."""
     db = str(tmp_path / "priv" / "incidents.db")
