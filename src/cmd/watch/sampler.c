@@ -96,11 +96,15 @@ int watch_sampler_read(struct watch_sampler *s, struct watch_sample *out)
 	out->uptime_s = s->cur.uptime_s;
 	out->epoch_s = s->cur.epoch_s;
 	out->interval_s = s->have_prev ? s->cur.uptime_s - s->prev.uptime_s : 0;
-	out->nr = 0;
-	for (i = 0; i < s->cur.nr && out->nr < WATCH_MAX_DISKS; i++) {
+	out->nr = out->nr_left_out = 0;
+	for (i = 0; i < s->cur.nr; i++) {
 		d = &s->cur.devs[i];
 		if (!sampler_selects(s, d))
 			continue;
+		if (out->nr == WATCH_MAX_DISKS) {
+			out->nr_left_out++;
+			continue;
+		}
 		ds = &out->disks[out->nr++];
 		ds->dev = *d;
 		before = s->have_prev ? ds_snapshot_find(&s->prev, d->major, d->minor, d->name) :

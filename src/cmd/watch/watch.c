@@ -49,6 +49,7 @@ struct watch_ctx {
 	unsigned int stored_samples;
 	bool held_logged;   /* the trigger held back now was logged */
 	bool store_failing; /* the last write failed (logged once until one succeeds) */
+	int left_out_logged; /* disks past WATCH_MAX_DISKS last said */
 	void *collector_priv[WATCH_MAX_COLLECTORS];
 	bool collector_on[WATCH_MAX_COLLECTORS];
 	struct jw *jw;
@@ -383,6 +384,14 @@ static void handle_sample(struct watch_ctx *ctx, const struct watch_sample *s)
 	int disk_idx = -1, i;
 	enum wt_action act;
 
+	/* Never silently: disks past the limit are named by number, when that changes. */
+	if (s->nr_left_out != ctx->left_out_logged) {
+		if (s->nr_left_out)
+			watch_event("error",
+				    "%d disk%s not watched: at most %d at once (name them with -d)",
+				    s->nr_left_out, s->nr_left_out == 1 ? "" : "s", WATCH_MAX_DISKS);
+		ctx->left_out_logged = s->nr_left_out;
+	}
 	watch_window_push(&ctx->window, s);
 	fired = check_rules(ctx, s, &t, &fresh, dev, sizeof(dev));
 	if (fired) {

@@ -147,6 +147,7 @@ struct watch_sample {
 	double uptime_s, epoch_s, interval_s;
 	struct psi_io psi;
 	int nr;
+	int nr_left_out; /* disks selected past WATCH_MAX_DISKS: not watched */
 	struct watch_disk_sample disks[WATCH_MAX_DISKS];
 };
 
