@@ -13,6 +13,8 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR ?= $(PREFIX)/share/doc/iospan
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/mips.*/mips/;s/riscv64/riscv/;s/loongarch64/loongarch/')
@@ -33,7 +35,7 @@ CFLAGS += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
 	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/lib -Isrc/cmd -I$(OUT)
-LDLIBS += -lbpf -lelf -lz -lm
+LDLIBS += -lbpf -lelf -lz -lm -lsqlite3
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wno-unused-function \
 	      -I$(OUT) -Isrc/bpf -Isrc
 
@@ -102,7 +104,11 @@ $(OUT)/iowork: tests/kernels/guest/iowork.c | $(OUT)
 $(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) -o $@ $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) $(filter $(OUT)/cmd/%.o,$^) -o $@ \
+		$(LDLIBS) -lcmocka
+
+# Unit tests of a command's pure parts link those objects too.
+$(OUT)/tests/test_watch_trigger: $(OUT)/cmd/watch/trigger.o
 
 $(OUT):
 	$(Q)mkdir -p $(OUT)
@@ -127,16 +133,27 @@ asan:
 		SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		$(ASAN_OUT)/iospan
 
-install: $(OUT)/iospan $(MAN_PAGES)
+# The service of iospan watch, naming the installed paths.
+$(OUT)/iospan-watch.service: dist/iospan-watch.service.in Makefile | $(OUT)
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $< > $@.tmp
+	$(Q)mv $@.tmp $@
+
+install: $(OUT)/iospan $(MAN_PAGES) $(OUT)/iospan-watch.service
 	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/iospan)
-	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8
+	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(DOCDIR)
 	$(Q)install -m 0755 $(OUT)/iospan $(DESTDIR)$(SBINDIR)/iospan
 	$(call msg,INSTALL,$(DESTDIR)$(MANDIR)/man8/iospan*.8)
 	$(Q)install -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man8/
+	$(call msg,INSTALL,$(DESTDIR)$(UNITDIR)/iospan-watch.service)
+	$(Q)install -m 0644 $(OUT)/iospan-watch.service $(DESTDIR)$(UNITDIR)/
+	$(Q)install -m 0644 dist/watch.conf $(DESTDIR)$(DOCDIR)/watch.conf.example
 
 uninstall:
 	$(Q)rm -f $(DESTDIR)$(SBINDIR)/iospan \
-		$(patsubst $(OUT)/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(MAN_PAGES))
+		$(patsubst $(OUT)/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(MAN_PAGES)) \
+		$(DESTDIR)$(UNITDIR)/iospan-watch.service $(DESTDIR)$(DOCDIR)/watch.conf.example
 
 # Installs missing Debian packages (quiet when nothing is missing).
 deps:

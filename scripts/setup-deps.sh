@@ -8,12 +8,15 @@ set -euo pipefail
 PACKAGES=(
 	# build: C, BPF objects, skeletons
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
+	libsqlite3-dev # the incident store of iospan watch
+	sqlite3 # end-to-end tests read the store as a user would
 	clang-format # make format
 	pandoc man-db # man pages (make man, make install) and the test that renders them
 	# unit tests
 	libcmocka-dev
 	# end-to-end tests: pytest, workloads, ground truth, scratch devices
 	python3 python3-pytest fio sysstat e2fsprogs xfsprogs util-linux mount procps
+	systemd # systemd-analyze checks the unit of iospan watch
 	# kernel matrix (tests/kernels): QEMU, the guest's busybox, depmod, btrfs disks,
 	# a static libc for the guest workload
 	qemu-system-x86 busybox-static kmod btrfs-progs libc6-dev

@@ -39,6 +39,8 @@ int cmd_lat(int argc, char **argv);
 int lat_plan(plan_show_fn show, void *arg);
 int cmd_snoop(int argc, char **argv);
 int snoop_plan(plan_show_fn show, void *arg);
+int cmd_watch(int argc, char **argv);
+int cmd_incidents(int argc, char **argv);
 
 /* getopt_long helper for commands: resets getopt state before a command parses. */
 void cmd_reset_getopt(void);

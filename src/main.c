@@ -23,6 +23,9 @@ static const struct cmd commands[] = {
 	  lat_plan },
 	{ "snoop", cmd_snoop, "every block request, one line each: who, where, how long",
 	  snoop_plan },
+	{ "watch", cmd_watch, "flight recorder: stores I/O incidents (trigger, before, after)",
+	  NULL },
+	{ "incidents", cmd_incidents, "what watch stored: list, show, export, prune", NULL },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -45,8 +48,8 @@ static void usage(FILE *out)
 		     "Numbers are decimal; durations take a unit (ns, us, ms, s, m, h).\n"
 		     "Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n"
 		     "Manual: iospan(8), iospan-stat(8), iospan-top(8), iospan-trace(8),\n"
-		     "iospan-lat(8), iospan-snoop(8), iospan-doctor(8) ('man iospan-top'; in the source\n"
-		     "tree: docs/).\n");
+		     "iospan-lat(8), iospan-snoop(8), iospan-watch(8), iospan-incidents(8),\n"
+		     "iospan-doctor(8) ('man iospan-top'; in the source tree: docs/).\n");
 }
 
 const struct cmd *iospan_commands(size_t *n)

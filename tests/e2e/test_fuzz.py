@@ -320,6 +320,14 @@ OPTIONS = {
               "--file": "path", "--dir": "path", "-d": "disk", "--ops": "ops",
               "--perfetto": "outpath", "--offcpu-periods": None},
     "doctor": {},
+    "watch": {"-d": "disk", "--util": "count", "--await": "threshold", "--read-mbps": "count",
+              "--iops": "count", "--psi-some": "threshold", "--for": "count",
+              "--interval": "period", "--pre": "threshold", "--capture": "period",
+              "--cooldown": "threshold", "--max-per-hour": "count", "--keep": "count",
+              "--max-age": "threshold", "--max-db-size": "count", "--duration": "period",
+              "--db": "outpath", "--config": "path"},
+    "incidents": {"--db": "path", "--format": "word", "-o": "outpath", "--keep": "count",
+                  "--max-age": "threshold", "--max-db-size": "count"},
 }
 COMMON = ["--json", "-v", "--verbose", "-h", "--help"]
 

@@ -265,6 +265,28 @@ def test_stat_matches_diskstats(kernel):
     assert not bad, "%s: %s" % (kernel, "; ".join(bad))
 
 
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_watch_incident(kernel):
+    """watch on the raw disk: reads for 1.5 s open one incident, complete, on the read
+    rule; the store (SQLite) is read back by incidents; the samples count the disk's
+    reads as diskstats does."""
+    g = guest(kernel)
+    scn = next((s for s in os.listdir(g.path) if s.startswith("watch-")), None)
+    assert scn, "%s: no watch scenario in the results (suite log:\n%s)" % (
+        kernel, g.file(".", "suite.log"))
+    disk = g.file(scn, "disk").strip()
+    assert (g.file(scn, "watch.rc") or "").strip() == "0", g.file(scn, "watch.err")
+    found = json.loads(g.ok(scn, "list"))["incidents"]
+    assert [(i["disk"], i["rule"], i["state"]) for i in found] == \
+        [(disk, "read-mbps", "complete")], (kernel, found, g.file(scn, "watch.err"))
+    samples = [s for s in json.loads(g.ok(scn, "show"))["samples"]
+               if s["disk"] == disk and s["r_s"] is not None]
+    delta = g.diskstats_delta(scn)
+    sectors = sum(s["rkB_s"] * s["interval_s"] * 2 for s in samples)
+    assert delta["rd_sectors"] == 15 * 16 * 128, (kernel, delta)
+    assert abs(sectors - delta["rd_sectors"]) < 1, (kernel, sectors, delta)
+
+
 def only_device(report, disk):
     rows = [d for d in report["devices"] if d["disk"] == disk]
     assert len(rows) == 1, (disk, report["devices"])

@@ -8,7 +8,7 @@
 # failure and never waits without a bound: every command runs under `timeout`.
 #
 # iospan.suite=full (default) or smoke on the kernel command line: smoke runs doctor,
-# stat and top/trace/lat/snoop on ext4 only.
+# stat, watch and top/trace/lat/snoop on ext4 only.
 
 R=/results
 TRACER_START_S=180   # BPF load and attach under TCG can take a while
@@ -107,6 +107,31 @@ stat_scenario() {
 	wait $pid
 	echo $? >"$d/stat.rc"
 	snap "$d" after
+}
+
+# watch: reads of DISK for about 1.5 s (1 MiB every 0.1 s) open one incident on a
+# 1 MB/s read rule; its samples must cover them (diskstats before and after).
+watch_scenario() {
+	local disk=$1 dev=$2 d pid i=0
+	log "watch-$disk"
+	d=$(scenario "watch-$disk" "$disk")
+	rm -f /tmp/watch.db
+	timeout -s KILL 60 iospan watch --db /tmp/watch.db -d "$disk" --interval 0.2 \
+		--read-mbps 1 --util 0 --await 0 --write-mbps 0 --pre 1 --capture 1 \
+		--duration 8 >"$d/watch.out" 2>"$d/watch.err" &
+	pid=$!
+	sleep 1
+	snap "$d" before
+	while [ $i -lt 15 ]; do
+		step "$d" w-read iowork pread "$dev" -b 65536 -n 16 --direct
+		sleep 0.1
+		i=$((i + 1))
+	done
+	wait $pid
+	echo $? >"$d/watch.rc"
+	snap "$d" after
+	step "$d" list iospan --json incidents --db /tmp/watch.db list
+	step "$d" show iospan --json incidents --db /tmp/watch.db show 1
 }
 
 # top: each workload in its own process (its pid in its JSON line), on DISK under DIR.
@@ -256,6 +281,7 @@ done
 if [ -n "$RAW_DEV" ]; then
 	raw=${RAW_DEV#/dev/}
 	stat_scenario "$raw" "$RAW_DEV"
+	watch_scenario "$raw" "$RAW_DEV"
 	if [ "$suite" != smoke ]; then
 		top_scenario top-raw "$raw" "" "$RAW_DEV"
 		trace_scenario trace-raw "$raw" "" "$RAW_DEV"

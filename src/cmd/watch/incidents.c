@@ -1,0 +1,807 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan incidents: what iospan watch stored. list, show ID, export ID (a stat
+ * recording that `iospan stat --replay` turns back into the incident's iostat reports,
+ * or JSON), prune (retention on demand).
+ */
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "iospan.h"
+#include "args.h"
+#include "err.h"
+#include "json.h"
+#include "printable.h"
+#include "watch.h"
+
+struct incidents_opts {
+	const char *db_path;
+	const char *format; /* export: stat or json */
+	const char *output; /* export: -o FILE */
+	struct store_retention retention;
+	bool have_retention;
+	const char *subcmd;
+	int64_t id;
+};
+
+static const char incidents_usage[] =
+	"Usage: iospan incidents [--db PATH] [--json] list\n"
+	"       iospan incidents [--db PATH] [--json] show ID\n"
+	"       iospan incidents [--db PATH] export ID [--format stat|json] [-o FILE]\n"
+	"       iospan incidents [--db PATH] [--json] prune [--keep N] [--max-age D]\n"
+	"                        [--max-db-size SIZE]\n"
+	"\n"
+	"The incidents `iospan watch` stored.\n"
+	"  list      one line each: start, disk, trigger, duration, state, top process, file\n"
+	"  show ID   the trigger, the onset (where the rise began, from the pre-trigger\n"
+	"            window) and the samples\n"
+	"  export ID --format stat: a recording for `iospan stat --replay` (default);\n"
+	"            --format json: the whole incident\n"
+	"  prune     deletes incidents past the retention limits (default as watch's: keep\n"
+	"            500, 30d, 1G)\n"
+	"\n"
+	"Options:\n"
+	"      --db PATH       the database (default " WATCH_DEFAULT_DB ")\n"
+	"      --format F      export format: stat or json\n"
+	"  -o, --output FILE   export to FILE instead of stdout\n"
+	"      --keep N, --max-age D, --max-db-size SIZE   prune's limits\n"
+	"      --json          machine output\n"
+	"  -v, --verbose       (accepted; nothing more to say)\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-incidents(8).\n";
+
+static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
+{
+	enum { OPT_DB = 0x2000, OPT_FORMAT, OPT_KEEP, OPT_MAX_AGE, OPT_MAX_DB_SIZE };
+	static const struct option long_opts[] = {
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "output", required_argument, NULL, 'o' },
+		{ "keep", required_argument, NULL, OPT_KEEP },
+		{ "max-age", required_argument, NULL, OPT_MAX_AGE },
+		{ "max-db-size", required_argument, NULL, OPT_MAX_DB_SIZE },
+		COMMON_LONG_OPTS,
+		{ 0 },
+	};
+	int opt, idx, ret, nargs;
+	uint64_t id;
+
+	o->db_path = WATCH_DEFAULT_DB;
+	o->retention.keep = 500;
+	o->retention.max_age_s = 30 * 86400;
+	o->retention.max_db_size = 1ULL << 30;
+	while ((opt = getopt_long(argc, argv, ":o:" COMMON_SHORT_OPTS, long_opts, &idx)) != -1) {
+		if (args_common_opt(opt))
+			continue;
+		switch (opt) {
+		case OPT_DB:
+			if (!*optarg)
+				return fail_usage("invalid --db '': give a file path");
+			o->db_path = optarg;
+			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "stat") && strcmp(optarg, "json"))
+				return fail_usage("invalid --format '%s': stat or json", optarg);
+			o->format = optarg;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case OPT_KEEP:
+		case OPT_MAX_AGE:
+		case OPT_MAX_DB_SIZE:
+			ret = watch_parse_retention("", long_opts[idx].name, optarg, &o->retention);
+			if (ret)
+				return ret;
+			o->have_retention = true;
+			break;
+		case 'h':
+			fputs(incidents_usage, stdout);
+			return 1;
+		default:
+			return args_bad_option("incidents", argv);
+		}
+	}
+	nargs = argc - optind;
+	if (!nargs)
+		return fail_usage("no subcommand: list, show ID, export ID or prune (see 'iospan "
+				  "incidents --help')");
+	o->subcmd = argv[optind];
+	if (strcmp(o->subcmd, "list") && strcmp(o->subcmd, "show") && strcmp(o->subcmd, "export") &&
+	    strcmp(o->subcmd, "prune"))
+		return fail_usage("unknown subcommand '%s': list, show ID, export ID or prune",
+				  o->subcmd);
+	if (!strcmp(o->subcmd, "show") || !strcmp(o->subcmd, "export")) {
+		if (nargs != 2)
+			return fail_usage("%s needs one incident ID (see 'iospan incidents list')",
+					  o->subcmd);
+		if (parse_u64_range(argv[optind + 1], 1, INT64_MAX, &id))
+			return fail_usage("invalid incident ID '%s': give a positive integer",
+					  argv[optind + 1]);
+		o->id = id;
+	} else if (nargs != 1) {
+		return fail_usage("unexpected argument '%s' after %s", argv[optind + 1], o->subcmd);
+	}
+	if ((o->format || o->output) && strcmp(o->subcmd, "export"))
+		return fail_usage("--format and --output are for export");
+	if (o->have_retention && strcmp(o->subcmd, "prune"))
+		return fail_usage("--keep, --max-age and --max-db-size are for prune");
+	if (!o->format)
+		o->format = "stat";
+	return 0;
+}
+
+static void format_time(double epoch_s, char *buf, size_t len, bool date)
+{
+	time_t t = (time_t)epoch_s;
+	struct tm tm;
+
+	if (epoch_s <= 0 || !localtime_r(&t, &tm)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	strftime(buf, len, date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
+}
+
+/* "15:40:01.3": the time of day with tenths, for samples. */
+static void format_tenths(double epoch_s, char *buf, size_t len)
+{
+	char hms[16];
+
+	format_time(epoch_s, hms, sizeof(hms), false);
+	snprintf(buf, len, "%s.%01d", hms, (int)(fmod(epoch_s, 1) * 10) % 10);
+}
+
+/* One incident row, as list and show read it. */
+struct incident_row {
+	int64_t id;
+	double start, end; /* end NAN: still open */
+	char disk[DISK_NAME_LEN], dev[24];
+	char rule[16], state[16];
+	char held[1600], end_reason[128];
+	double value, threshold, pre_s, capture_s;
+	int64_t triggers;
+	char top_process[64], top_file[256];
+};
+
+static void copy_text(char *dst, size_t len, sqlite3_stmt *s, int col)
+{
+	const char *v = (const char *)sqlite3_column_text(s, col);
+
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+#define INCIDENT_COLUMNS                                                                       \
+	"id, start_time, end_time, disk, dev, rule, value, threshold, held_values, state,"     \
+	" end_reason, pre_s, capture_s, triggers,"                                             \
+	" (SELECT comm || ' (' || pid || ')' FROM processes p WHERE p.incident_id = i.id"      \
+	"  GROUP BY pid, comm ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC LIMIT 1)," \
+	" (SELECT path FROM files f WHERE f.incident_id = i.id GROUP BY path"                  \
+	"  ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC LIMIT 1)"
+
+static void read_incident(sqlite3_stmt *s, bool watcher_running, struct incident_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = sqlite3_column_int64(s, 0);
+	r->start = sqlite3_column_double(s, 1);
+	r->end = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+	copy_text(r->disk, sizeof(r->disk), s, 3);
+	copy_text(r->dev, sizeof(r->dev), s, 4);
+	copy_text(r->rule, sizeof(r->rule), s, 5);
+	r->value = sqlite3_column_double(s, 6);
+	r->threshold = sqlite3_column_double(s, 7);
+	copy_text(r->held, sizeof(r->held), s, 8);
+	copy_text(r->state, sizeof(r->state), s, 9);
+	copy_text(r->end_reason, sizeof(r->end_reason), s, 10);
+	r->pre_s = sqlite3_column_double(s, 11);
+	r->capture_s = sqlite3_column_double(s, 12);
+	r->triggers = sqlite3_column_int64(s, 13);
+	copy_text(r->top_process, sizeof(r->top_process), s, 14);
+	copy_text(r->top_file, sizeof(r->top_file), s, 15);
+	/*
+	 * "open" with no watcher holding the database: the watcher died during the
+	 * capture, and the next one will mark it so.
+	 */
+	if (!strcmp(r->state, "open") && !watcher_running) {
+		snprintf(r->state, sizeof(r->state), "incomplete");
+		snprintf(r->end_reason, sizeof(r->end_reason),
+			 "the watcher stopped during the capture (killed or crashed)");
+	}
+}
+
+/* Seconds an incident covers: to its end, or to its last sample while open. */
+static double incident_duration(sqlite3 *db, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	double last = r->start;
+
+	if (!isnan(r->end))
+		return r->end - r->start;
+	if (sqlite3_prepare_v2(db, "SELECT max(time) FROM samples WHERE incident_id = ?", -1, &s,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(s, 1, r->id);
+		if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+			last = sqlite3_column_double(s, 0);
+	}
+	sqlite3_finalize(s);
+	return last - r->start;
+}
+
+/* The values of the samples a rule held for (stored as a JSON array of numbers). */
+static int parse_held(const struct incident_row *r, double *out, int max)
+{
+	const char *p = r->held[0] == '[' ? r->held + 1 : r->held;
+	char *end;
+	int n = 0;
+
+	while (*p && *p != ']' && n < max) {
+		out[n] = strtod(p, &end);
+		if (end == p)
+			break;
+		n++;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+static void json_incident(struct jw *jw, sqlite3 *db, const struct incident_row *r)
+{
+	double held[64];
+	int i, n;
+
+	jw_kv_int(jw, "id", r->id);
+	jw_kv_float(jw, "start", r->start, 3);
+	if (isnan(r->end))
+		jw_kv_null(jw, "end");
+	else
+		jw_kv_float(jw, "end", r->end, 3);
+	jw_kv_float(jw, "duration_s", incident_duration(db, r), 3);
+	if (r->disk[0]) {
+		jw_kv_string(jw, "disk", r->disk);
+		jw_kv_string(jw, "dev", r->dev);
+	} else {
+		jw_kv_null(jw, "disk");
+		jw_kv_null(jw, "dev");
+	}
+	jw_kv_string(jw, "rule", r->rule);
+	jw_kv_float(jw, "value", r->value, 3);
+	jw_kv_float(jw, "threshold", r->threshold, 3);
+	jw_name(jw, "held_values");
+	jw_start_array(jw);
+	n = parse_held(r, held, sizeof(held) / sizeof(held[0]));
+	for (i = 0; i < n; i++)
+		jw_float(jw, held[i], 3);
+	jw_end_array(jw);
+	jw_kv_string(jw, "state", r->state);
+	if (r->end_reason[0])
+		jw_kv_string(jw, "end_reason", r->end_reason);
+	else
+		jw_kv_null(jw, "end_reason");
+	jw_kv_int(jw, "triggers", r->triggers);
+	jw_kv_float(jw, "pre_s", r->pre_s, 3);
+	jw_kv_float(jw, "capture_s", r->capture_s, 3);
+	if (r->top_process[0])
+		jw_kv_string(jw, "top_process", r->top_process);
+	else
+		jw_kv_null(jw, "top_process");
+	if (r->top_file[0])
+		jw_kv_string(jw, "top_file", r->top_file);
+	else
+		jw_kv_null(jw, "top_file");
+}
+
+static int query_fail(struct watch_store *st, const char *what)
+{
+	return fail(-EIO, "cannot read %s: %s", what, store_errmsg(st));
+}
+
+static int incidents_list(struct watch_store *st, struct jw *jw)
+{
+	sqlite3 *db = store_db(st);
+	bool running = store_watcher_running(st);
+	struct incident_row r;
+	sqlite3_stmt *s = NULL;
+	char when[32], trig[64], dur[24];
+	int rc, ret = 0, n = 0;
+
+	rc = sqlite3_prepare_v2(db, "SELECT " INCIDENT_COLUMNS " FROM incidents i ORDER BY id", -1,
+				&s, NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "incidents");
+	if (jw) {
+		jw_start_object(jw);
+		jw_kv_array(jw, "incidents");
+	} else {
+		printf("%-5s %-19s %-10s %-24s %8s %-10s %-20s %s\n", "ID", "START", "DISK",
+		       "TRIGGER", "DURATION", "STATE", "TOP PROCESS", "TOP FILE");
+	}
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		read_incident(s, running, &r);
+		n++;
+		if (jw) {
+			jw_start_object(jw);
+			json_incident(jw, db, &r);
+			jw_end_object(jw);
+			continue;
+		}
+		format_time(r.start, when, sizeof(when), true);
+		snprintf(trig, sizeof(trig), "%s %.2f%s", r.rule, r.value,
+			 wt_metric_unit(wt_metric_from_name(r.rule)));
+		snprintf(dur, sizeof(dur), "%.1fs", incident_duration(db, &r));
+		printf("%-5lld %-19s %-10s %-24s %8s %-10s %-20s %s\n", (long long)r.id, when,
+		       r.disk[0] ? printable(r.disk) : "system", trig, dur, r.state,
+		       r.top_process[0] ? printable(r.top_process) : "-",
+		       r.top_file[0] ? printable(r.top_file) : "-");
+	}
+	if (rc != SQLITE_DONE)
+		ret = query_fail(st, "incidents");
+	if (jw) {
+		jw_end_array(jw);
+		jw_end_object(jw);
+	} else if (!n && !ret) {
+		printf("(no incident stored)\n");
+	}
+	sqlite3_finalize(s);
+	return ret;
+}
+
+static int find_incident(struct watch_store *st, const char *path, int64_t id,
+			 struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(store_db(st),
+				"SELECT " INCIDENT_COLUMNS " FROM incidents i WHERE id = ?", -1, &s,
+				NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "incidents");
+	sqlite3_bind_int64(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		read_incident(s, store_watcher_running(st), r);
+	sqlite3_finalize(s);
+	if (rc == SQLITE_DONE)
+		return fail_usage("no incident %lld in '%s' (see 'iospan incidents list')",
+				  (long long)id, path);
+	return rc == SQLITE_ROW ? 0 : query_fail(st, "incidents");
+}
+
+/* A samples row: the incident's columns in table order (store.c's schema). */
+enum {
+	SC_TIME = 1,
+	SC_UPTIME,
+	SC_INTERVAL,
+	SC_PHASE,
+	SC_DISK,
+	SC_DEV,
+	SC_R_S,
+	SC_UTIL = SC_R_S + 21,
+	SC_IN_FLIGHT,
+	SC_PSI_SOME,
+	SC_PSI_FULL,
+	SC_PSI_SOME_TOTAL,
+	SC_PSI_FULL_TOTAL,
+	SC_DISKSTATS,
+};
+
+static void read_sample_metrics(sqlite3_stmt *s, struct ds_metrics *m, struct psi_io *psi,
+				bool *have)
+{
+	double *f[] = {
+		&m->r_s,      &m->w_s,	    &m->d_s,	 &m->f_s,     &m->rkB_s,    &m->wkB_s,
+		&m->dkB_s,    &m->rrqm_s,   &m->wrqm_s,	 &m->drqm_s,  &m->rrqm_pct, &m->wrqm_pct,
+		&m->drqm_pct, &m->r_await,  &m->w_await, &m->d_await, &m->f_await,  &m->rareq_sz,
+		&m->wareq_sz, &m->dareq_sz, &m->aqu_sz,	 &m->util,
+	};
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	*have = sqlite3_column_type(s, SC_R_S) != SQLITE_NULL;
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		*f[i] = sqlite3_column_double(s, SC_R_S + i);
+	m->in_flight = sqlite3_column_int64(s, SC_IN_FLIGHT);
+	memset(psi, 0, sizeof(*psi));
+	psi->valid = sqlite3_column_type(s, SC_PSI_SOME) != SQLITE_NULL;
+	psi->some_avg10 = sqlite3_column_double(s, SC_PSI_SOME);
+	psi->full_avg10 = sqlite3_column_double(s, SC_PSI_FULL);
+}
+
+/* Every column of every row of @s as a JSON object: the store's tables, generically. */
+static int json_rows(struct jw *jw, sqlite3_stmt *s)
+{
+	int rc, i, n = sqlite3_column_count(s);
+
+	jw_start_array(jw);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		jw_start_object(jw);
+		for (i = 0; i < n; i++) {
+			const char *name = sqlite3_column_name(s, i);
+
+			if (!strcmp(name, "incident_id"))
+				continue;
+			switch (sqlite3_column_type(s, i)) {
+			case SQLITE_INTEGER:
+				jw_kv_int(jw, name, sqlite3_column_int64(s, i));
+				break;
+			case SQLITE_FLOAT:
+				jw_kv_float(jw, name, sqlite3_column_double(s, i), 6);
+				break;
+			case SQLITE_NULL:
+				jw_kv_null(jw, name);
+				break;
+			default:
+				jw_kv_string(jw, name, (const char *)sqlite3_column_text(s, i));
+			}
+		}
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int json_table(struct watch_store *st, struct jw *jw, const char *name, const char *sql,
+		      int64_t id)
+{
+	sqlite3_stmt *s = NULL;
+	int ret;
+
+	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, name);
+	sqlite3_bind_int64(s, 1, id);
+	jw_name(jw, name);
+	ret = json_rows(jw, s);
+	sqlite3_finalize(s);
+	return ret ? query_fail(st, name) : 0;
+}
+
+struct onset {
+	bool found, have_before;
+	double time, value, trigger_time;
+	double before; /* the last quiet sample's value */
+};
+
+/*
+ * The onset: where the trigger's metric began to rise on its disk, in the samples up to
+ * the trigger (the pre-trigger window and the trigger's sample).
+ */
+static int find_onset(struct watch_store *st, const struct incident_row *r, struct onset *o)
+{
+	sqlite3_stmt *s = NULL;
+	double *vals = NULL, *times = NULL, v[WT_NR_METRICS];
+	int rule = wt_metric_from_name(r->rule), n = 0, cap = 0, rc, idx, ret = 0;
+	struct ds_metrics m;
+	struct psi_io psi;
+	bool have;
+
+	memset(o, 0, sizeof(*o));
+	if (rule < 0)
+		return 0;
+	rc = sqlite3_prepare_v2(store_db(st),
+				"SELECT * FROM samples WHERE incident_id = ?1 AND time <= ?2"
+				" AND (?3 IS NULL OR disk = ?3) ORDER BY time, rowid",
+				-1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "samples");
+	sqlite3_bind_int64(s, 1, r->id);
+	sqlite3_bind_double(s, 2, r->start);
+	if (r->disk[0])
+		sqlite3_bind_text(s, 3, r->disk, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		read_sample_metrics(s, &m, &psi, &have);
+		wt_values(have ? &m : NULL, &psi, v);
+		if (isnan(v[rule]))
+			continue;
+		if (n == cap) {
+			double *nv, *nt;
+
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(vals, cap * sizeof(*vals));
+			if (nv)
+				vals = nv;
+			nt = realloc(times, cap * sizeof(*times));
+			if (nt)
+				times = nt;
+			if (!nv || !nt) {
+				ret = fail(-ENOMEM, "out of memory");
+				goto cleanup;
+			}
+		}
+		vals[n] = v[rule];
+		times[n++] = sqlite3_column_double(s, SC_TIME);
+	}
+	idx = wt_onset(vals, n, r->threshold);
+	if (idx >= 0) {
+		o->found = true;
+		o->time = times[idx];
+		o->value = vals[idx];
+		o->trigger_time = times[n - 1];
+		o->have_before = idx > 0;
+		o->before = idx > 0 ? vals[idx - 1] : 0;
+	}
+cleanup:
+	sqlite3_finalize(s);
+	free(vals);
+	free(times);
+	return ret;
+}
+
+static const char samples_sql[] = "SELECT * FROM samples WHERE incident_id = ?"
+				  " ORDER BY time, rowid";
+
+static int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r)
+{
+	static const char *const collector_tables[] = { "processes", "files", "slow_requests",
+						       "stalls" };
+	struct onset on;
+	char sql[128];
+	size_t i;
+	int ret;
+
+	ret = find_onset(st, r, &on);
+	if (ret)
+		return ret;
+	jw_start_object(jw);
+	json_incident(jw, store_db(st), r);
+	jw_kv_object(jw, "onset");
+	if (on.found) {
+		jw_kv_float(jw, "time", on.time, 3);
+		jw_kv_float(jw, "value", on.value, 3);
+		jw_kv_float(jw, "before_trigger_s", on.trigger_time - on.time, 3);
+		if (on.have_before)
+			jw_kv_float(jw, "quiet_value", on.before, 3);
+		else
+			jw_kv_null(jw, "quiet_value");
+	}
+	jw_end_object(jw);
+	ret = json_table(st, jw, "triggers",
+			 "SELECT * FROM triggers WHERE incident_id = ? ORDER BY time, rowid",
+			 r->id);
+	if (!ret)
+		ret = json_table(st, jw, "samples", samples_sql, r->id);
+	/* Filled by BPF collectors when they run (collector.h): empty until then. */
+	for (i = 0; !ret && i < sizeof(collector_tables) / sizeof(collector_tables[0]); i++) {
+		snprintf(sql, sizeof(sql), "SELECT * FROM %s WHERE incident_id = ? ORDER BY time",
+			 collector_tables[i]);
+		ret = json_table(st, jw, collector_tables[i], sql, r->id);
+	}
+	jw_end_object(jw);
+	return ret;
+}
+
+static void print_sample_header(void)
+{
+	printf("%-12s %-7s %-10s %8s %8s %8s %8s %8s %8s %7s %6s %6s\n", "TIME", "PHASE", "DISK",
+	       "r/s", "rMB/s", "w/s", "wMB/s", "r_await", "w_await", "aqu-sz", "%util", "psi");
+}
+
+static int incident_text(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	char a[32], b[32], tm[32];
+	struct ds_metrics m;
+	struct psi_io psi;
+	struct onset on;
+	double t;
+	bool have;
+	int rc, ret, rows = 0, pre = 0, i, nr_held;
+	const char *unit = wt_metric_unit(wt_metric_from_name(r->rule));
+	double held[64];
+
+	ret = find_onset(st, r, &on);
+	if (ret)
+		return ret;
+	nr_held = parse_held(r, held, sizeof(held) / sizeof(held[0]));
+	format_time(r->start, a, sizeof(a), true);
+	format_time(r->start + incident_duration(store_db(st), r), b, sizeof(b), false);
+	printf("incident %lld  %s - %s (%.1f s), %s%s%s%s\n", (long long)r->id, a, b,
+	       incident_duration(store_db(st), r), r->state, r->end_reason[0] ? " (" : "",
+	       r->end_reason[0] ? r->end_reason : "", r->end_reason[0] ? ")" : "");
+	printf("trigger: %s %s %.2f%s >= %.2f%s, held for %d samples:",
+	       r->disk[0] ? printable(r->disk) : "system", r->rule, r->value, unit, r->threshold,
+	       unit, nr_held);
+	for (i = 0; i < nr_held; i++)
+		printf("%s %.2f", i ? "," : "", held[i]);
+	putchar('\n');
+	if (r->triggers > 1)
+		printf("triggers: %lld in all (each extended the capture)\n",
+		       (long long)r->triggers);
+	if (on.found && !on.have_before) {
+		printf("onset: before the window: %s was already high in its first sample\n",
+		       r->rule);
+	} else if (on.found && on.trigger_time - on.time > 0) {
+		format_tenths(on.time, a, sizeof(a));
+		printf("onset: %s began to rise at %s (%.2f%s, after %.2f%s), %.1f s before the "
+		       "trigger\n",
+		       r->rule, a, on.value, unit, on.before, unit, on.trigger_time - on.time);
+	} else if (on.found) {
+		printf("onset: %s rose within the trigger's sample\n", r->rule);
+	}
+	printf("top processes and files: - (no collector ran: iostat and pressure only)\n");
+	printf("\nsamples%s%s (pre: before the trigger; capture: from it on):\n",
+	       r->disk[0] ? " of " : "", r->disk[0] ? printable(r->disk) : "");
+	print_sample_header();
+	rc = sqlite3_prepare_v2(store_db(st),
+				"SELECT * FROM samples WHERE incident_id = ?1 AND (?2 IS NULL OR"
+				" disk = ?2) ORDER BY time, rowid",
+				-1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "samples");
+	sqlite3_bind_int64(s, 1, r->id);
+	if (r->disk[0])
+		sqlite3_bind_text(s, 2, r->disk, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		read_sample_metrics(s, &m, &psi, &have);
+		t = sqlite3_column_double(s, SC_TIME);
+		format_tenths(t, tm, sizeof(tm));
+		rows++;
+		pre += !strcmp((const char *)sqlite3_column_text(s, SC_PHASE), "pre");
+		printf("%-12s %-7s %-10s ", tm, sqlite3_column_text(s, SC_PHASE),
+		       printable((const char *)sqlite3_column_text(s, SC_DISK)));
+		if (have)
+			printf("%8.1f %8.2f %8.1f %8.2f %8.2f %8.2f %7.2f %6.1f", m.r_s,
+			       m.rkB_s / 1024, m.w_s, m.wkB_s / 1024, m.r_await, m.w_await,
+			       m.aqu_sz, m.util);
+		else
+			printf("%8s %8s %8s %8s %8s %8s %7s %6s", "-", "-", "-", "-", "-", "-", "-",
+			       "-");
+		if (psi.valid)
+			printf(" %6.2f\n", psi.some_avg10);
+		else
+			printf(" %6s\n", "-");
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return query_fail(st, "samples");
+	printf("(%d samples: %d before the trigger)\n", rows, pre);
+	return 0;
+}
+
+/*
+ * A stat recording of the incident: every sample's raw /proc/diskstats counters as one
+ * snapshot, written by stat's own recording writer, so `iospan stat --replay` computes
+ * the numbers watch stored (each sample against the one before).
+ */
+static int export_stat(struct watch_store *st, const struct incident_row *r, FILE *out)
+{
+	struct ds_snapshot snap;
+	sqlite3_stmt *s = NULL;
+	struct ds_dev dev;
+	double uptime;
+	int rc, ret = 0;
+
+	ds_snapshot_init(&snap);
+	rc = sqlite3_prepare_v2(store_db(st), samples_sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "samples");
+	sqlite3_bind_int64(s, 1, r->id);
+	ret = ds_record_header(out);
+	if (!ret)
+		fprintf(out, "# iospan incident %lld: %s %s %.3f (threshold %.3f)\n",
+			(long long)r->id, r->disk[0] ? r->disk : "system", r->rule, r->value,
+			r->threshold);
+	while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		uptime = sqlite3_column_double(s, SC_UPTIME);
+		if (snap.nr && uptime != snap.uptime_s) {
+			ret = ds_record_snapshot(out, &snap, false);
+			ds_snapshot_clear(&snap);
+		}
+		snap.uptime_s = uptime;
+		snap.epoch_s = sqlite3_column_double(s, SC_TIME);
+		if (ds_parse_line((const char *)sqlite3_column_text(s, SC_DISKSTATS), &dev)) {
+			ret = fail(-EUCLEAN, "incident %lld: a sample holds no diskstats line",
+				   (long long)r->id);
+			break;
+		}
+		if (!ret)
+			ret = ds_snapshot_add(&snap, &dev);
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = query_fail(st, "samples");
+	if (!ret && snap.nr)
+		ret = ds_record_snapshot(out, &snap, false);
+	sqlite3_finalize(s);
+	ds_snapshot_free(&snap);
+	return ret;
+}
+
+static int incidents_export(struct watch_store *st, const struct incidents_opts *o,
+			    const struct incident_row *r)
+{
+	FILE *out = stdout;
+	struct jw *jw = NULL;
+	int ret;
+
+	if (o->output) {
+		out = fopen(o->output, "w");
+		if (!out)
+			return fail_usage("cannot create '%s': %s", o->output, strerror(errno));
+	}
+	if (!strcmp(o->format, "json")) {
+		jw = jw_new(out);
+		ret = jw ? incident_json(st, jw, r) : fail(-ENOMEM, "out of memory");
+		jw_free(jw);
+	} else {
+		ret = export_stat(st, r, out);
+	}
+	fflush(out);
+	if (!ret && ferror(out))
+		ret = fail(-EIO, "cannot write %s", o->output ? o->output : "stdout");
+	if (o->output && fclose(out) && !ret)
+		ret = fail(-errno, "cannot write '%s': %s", o->output, strerror(errno));
+	return ret;
+}
+
+static int incidents_prune(struct watch_store *st, const struct incidents_opts *o, struct jw *jw)
+{
+	struct timespec ts;
+	int deleted, ret;
+	int64_t left = -1;
+	sqlite3_stmt *s = NULL;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ret = store_prune(st, &o->retention, ts.tv_sec + ts.tv_nsec / 1e9, &deleted);
+	if (ret)
+		return fail(ret, "cannot prune '%s': %s", o->db_path,
+			    ret == -ENOSPC ? "the file system is full" : store_errmsg(st));
+	if (sqlite3_prepare_v2(store_db(st), "SELECT count(*) FROM incidents", -1, &s, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		left = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	if (jw) {
+		jw_start_object(jw);
+		jw_kv_int(jw, "deleted", deleted);
+		jw_kv_int(jw, "left", left);
+		jw_end_object(jw);
+	} else {
+		printf("deleted %d incident%s, %lld left\n", deleted, deleted == 1 ? "" : "s",
+		       (long long)left);
+	}
+	return 0;
+}
+
+int cmd_incidents(int argc, char **argv)
+{
+	struct incidents_opts o = {};
+	struct watch_store *st = NULL;
+	struct incident_row r;
+	struct jw *jw = NULL;
+	int ret;
+
+	ret = incidents_parse(argc, argv, &o);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	if (gopts.json) {
+		jw = jw_new(stdout);
+		if (!jw)
+			return fail(-ENOMEM, "out of memory");
+	}
+	ret = store_open(o.db_path, STORE_READER, &st);
+	if (ret)
+		goto cleanup;
+	if (!strcmp(o.subcmd, "list")) {
+		ret = incidents_list(st, jw);
+	} else if (!strcmp(o.subcmd, "prune")) {
+		ret = incidents_prune(st, &o, jw);
+	} else {
+		ret = find_incident(st, o.db_path, o.id, &r);
+		if (ret)
+			goto cleanup;
+		if (!strcmp(o.subcmd, "export"))
+			ret = incidents_export(st, &o, &r);
+		else if (jw)
+			ret = incident_json(st, jw, &r);
+		else
+			ret = incident_text(st, &r);
+	}
+cleanup:
+	store_close(st);
+	jw_free(jw);
+	return ret;
+}

@@ -1,0 +1,629 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan watch: every interval, one iostat sample of the watched disks and the I/O
+ * pressure; the last --pre seconds stay in memory; a rule held for --for samples opens
+ * an incident, stored with that window and --capture seconds after it. Events go to
+ * stderr one line each, so journald keeps them.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "iospan.h"
+#include "args.h"
+#include "err.h"
+#include "json.h"
+#include "printable.h"
+#include "collector.h"
+#include "watch.h"
+
+/* None yet: top's and trace's BPF collectors plug in here (collector.h). */
+const struct watch_collector_ops *const watch_collectors[] = { NULL };
+
+#define WATCH_MAX_COLLECTORS 8
+
+/* A disk's rule counters, kept across samples by its identity. */
+struct disk_counter {
+	unsigned int major, minor;
+	char name[DISK_NAME_LEN];
+	struct wt_counter c;
+};
+
+struct watch_ctx {
+	struct watch_opts *o;
+	struct watch_sampler sampler;
+	struct watch_window window;
+	struct watch_store *store;
+	struct wt_gate gate;
+	struct disk_counter counters[WATCH_MAX_DISKS];
+	int nr_counters;
+	struct wt_counter psi_counter;
+	/* The open incident: 0 when none, or when it could not be stored. */
+	int64_t incident_id;
+	bool incident_open;	   /* the gate is capturing (even if storing failed) */
+	unsigned int lost_samples; /* samples of it the store refused */
+	unsigned int stored_samples;
+	bool held_logged;   /* the trigger held back now was logged */
+	bool store_failing; /* the last write failed (logged once until one succeeds) */
+	int left_out_logged; /* disks past WATCH_MAX_DISKS last said */
+	void *collector_priv[WATCH_MAX_COLLECTORS];
+	bool collector_on[WATCH_MAX_COLLECTORS];
+	struct jw *jw;
+};
+
+static struct jw *log_jw;
+
+static void log_event(const char *event, const char *fmt, va_list ap)
+{
+	char when[32], *msg = NULL;
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return;
+	if (log_jw) {
+		jw_start_object(log_jw);
+		jw_kv_float(log_jw, "time", ts.tv_sec + ts.tv_nsec / 1e9, 3);
+		jw_kv_string(log_jw, "event", event);
+		jw_kv_string(log_jw, "message", msg);
+		jw_end_object(log_jw);
+		fflush(stdout);
+	} else {
+		localtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		fprintf(stderr, "iospan watch: %s %s: %s\n", when, event, msg);
+	}
+	free(msg);
+}
+
+static void watch_event(const char *event, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void watch_event(const char *event, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_event(event, fmt, ap);
+	va_end(ap);
+}
+
+void watch_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_event("info", fmt, ap);
+	va_end(ap);
+}
+
+/* The rule counters of this sample's disks; counters of disks gone are dropped. */
+static struct wt_counter *counter_of(struct watch_ctx *ctx, struct disk_counter *next, int *nr,
+				     const struct ds_dev *d)
+{
+	struct disk_counter *dc = &next[(*nr)++];
+	int i;
+
+	memset(dc, 0, sizeof(*dc));
+	dc->major = d->major;
+	dc->minor = d->minor;
+	snprintf(dc->name, sizeof(dc->name), "%s", d->name);
+	for (i = 0; i < ctx->nr_counters; i++) {
+		if (ctx->counters[i].major == d->major && ctx->counters[i].minor == d->minor &&
+		    !strcmp(ctx->counters[i].name, d->name)) {
+			dc->c = ctx->counters[i].c;
+			break;
+		}
+	}
+	return &dc->c;
+}
+
+/* The values of @rule on disk @disk (-1: pressure) over the last @n samples. */
+static unsigned int held_values(const struct watch_ctx *ctx, int disk_idx, const char *name,
+				enum wt_metric rule, double *out, unsigned int n)
+{
+	const struct watch_window *w = &ctx->window;
+	const struct watch_sample *s;
+	double v[WT_NR_METRICS];
+	unsigned int got = 0, i, start;
+	int j;
+
+	start = w->nr > n ? w->nr - n : 0;
+	for (i = start; i < w->nr; i++) {
+		s = watch_window_at(w, i);
+		if (disk_idx < 0) {
+			wt_values(NULL, &s->psi, v);
+		} else {
+			for (j = 0; j < s->nr; j++)
+				if (!strcmp(s->disks[j].dev.name, name) && s->disks[j].have_metrics)
+					break;
+			if (j == s->nr)
+				continue;
+			wt_values(&s->disks[j].m, NULL, v);
+		}
+		out[got++] = v[rule];
+	}
+	return got;
+}
+
+/*
+ * Checks every rule on this sample: a disk (in /proc/diskstats order) and rule that has
+ * just come to hold, else one that still holds; the pressure rules after the disks'.
+ * Fills @t (strings point into @s) and @fresh.
+ */
+static bool check_rules(struct watch_ctx *ctx, const struct watch_sample *s,
+			struct store_trigger *t, bool *fresh, char *dev, size_t dev_len)
+{
+	struct disk_counter next[WATCH_MAX_DISKS];
+	double v[WT_NR_METRICS];
+	int i, nr = 0, rule, fired_rule = -1, fired_disk = -1;
+	bool rule_fresh;
+	struct wt_counter *c;
+
+	*fresh = false;
+	for (i = 0; i < s->nr; i++) {
+		c = counter_of(ctx, next, &nr, &s->disks[i].dev);
+		if (!s->disks[i].have_metrics)
+			continue;
+		wt_values(&s->disks[i].m, NULL, v);
+		rule = wt_check(&ctx->o->rules, c, v, &rule_fresh);
+		if (rule >= 0 && (fired_rule < 0 || (rule_fresh && !*fresh))) {
+			fired_rule = rule;
+			fired_disk = i;
+			*fresh = rule_fresh;
+		}
+	}
+	memcpy(ctx->counters, next, nr * sizeof(next[0]));
+	ctx->nr_counters = nr;
+	wt_values(NULL, &s->psi, v);
+	rule = wt_check(&ctx->o->rules, &ctx->psi_counter, v, &rule_fresh);
+	if (rule >= 0 && (fired_rule < 0 || (rule_fresh && !*fresh))) {
+		fired_rule = rule;
+		fired_disk = -1;
+		*fresh = rule_fresh;
+	}
+	if (fired_rule < 0)
+		return false;
+	memset(t, 0, sizeof(*t));
+	t->epoch_s = s->epoch_s;
+	t->rule = fired_rule;
+	t->threshold = ctx->o->rules.threshold[fired_rule];
+	if (fired_disk >= 0) {
+		t->disk = s->disks[fired_disk].dev.name;
+		snprintf(dev, dev_len, "%u:%u", s->disks[fired_disk].dev.major,
+			 s->disks[fired_disk].dev.minor);
+		t->dev = dev;
+		wt_values(&s->disks[fired_disk].m, NULL, v);
+	} else {
+		wt_values(NULL, &s->psi, v);
+	}
+	t->value = v[fired_rule];
+	return true;
+}
+
+static void format_trigger(const struct watch_ctx *ctx, const struct store_trigger *t, char *buf,
+			   size_t len)
+{
+	const char *unit = wt_metric_unit(t->rule);
+	size_t n;
+	unsigned int i;
+
+	n = snprintf(buf, len, "%s %s %.2f%s >= %.2f%s for %u samples (",
+		     t->disk ? printable(t->disk) : "system", wt_metric_name(t->rule), t->value,
+		     unit, t->threshold, unit, ctx->o->rules.hold);
+	for (i = 0; i < t->nr_held && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%.2f", i ? ", " : "", t->held[i]);
+	if (n < len)
+		snprintf(buf + n, len - n, ")");
+}
+
+/* Collectors see every sample; with an incident open, inside its transaction. */
+static void run_collectors(struct watch_ctx *ctx, const struct watch_sample *s, bool opened,
+			   bool closing)
+{
+	struct watch_tick tick = {
+		.sample = s,
+		.pre_s = ctx->o->pre_s,
+		.incident_id = ctx->incident_id,
+		.opened = opened,
+		.closing = closing,
+		.db = ctx->incident_id ? store_db(ctx->store) : NULL,
+	};
+	int i, ret;
+
+	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++) {
+		if (!ctx->collector_on[i])
+			continue;
+		ret = watch_collectors[i]->sample(ctx->collector_priv[i], &tick);
+		if (ret)
+			watch_event("error", "collector %s: %s", watch_collectors[i]->name,
+				    strerror(-ret));
+	}
+}
+
+static void store_failed(struct watch_ctx *ctx, const char *what, int ret)
+{
+	store_rollback(ctx->store);
+	ctx->lost_samples++;
+	/* One line until a write succeeds again: a full disk would log every second. */
+	if (ctx->store_failing)
+		return;
+	ctx->store_failing = true;
+	watch_event("error",
+		    "cannot store %s in '%s': %s; the watcher keeps running (what it cannot "
+		    "store is lost; an incident cut short is marked incomplete)",
+		    what, ctx->o->db_path,
+		    ret == -ENOSPC ? "the file system is full" : store_errmsg(ctx->store));
+}
+
+static void store_succeeded(struct watch_ctx *ctx)
+{
+	if (!ctx->store_failing)
+		return;
+	ctx->store_failing = false;
+	watch_event("info", "'%s' accepts writes again", ctx->o->db_path);
+}
+
+/* A new incident: its row, the pre-trigger window and this sample, in one transaction. */
+static void incident_open(struct watch_ctx *ctx, const struct watch_sample *s,
+			  struct store_trigger *t)
+{
+	const struct watch_window *w = &ctx->window;
+	char msg[512];
+	unsigned int i;
+	int ret;
+
+	ctx->incident_open = true;
+	ctx->incident_id = 0;
+	ctx->lost_samples = ctx->stored_samples = 0;
+	format_trigger(ctx, t, msg, sizeof(msg));
+	ret = store_begin(ctx->store);
+	if (!ret)
+		ret = store_incident_open(ctx->store, t, ctx->o->pre_s, ctx->o->capture_s,
+					  &ctx->incident_id);
+	/* The window's last sample is this one: the capture's first. */
+	for (i = 0; !ret && i < w->nr; i++)
+		ret = store_sample_add(ctx->store, ctx->incident_id, watch_window_at(w, i),
+				       i + 1 < w->nr ? "pre" : "capture");
+	if (!ret) {
+		run_collectors(ctx, s, true, false);
+		ret = store_commit(ctx->store);
+	}
+	if (ret) {
+		ctx->incident_id = 0;
+		watch_event("trigger", "%s: incident not stored", msg);
+		store_failed(ctx, "a new incident", ret);
+		return;
+	}
+	ctx->stored_samples = w->nr;
+	store_succeeded(ctx);
+	watch_event("trigger", "incident %lld opened: %s; capturing %g s",
+		    (long long)ctx->incident_id, msg, ctx->o->capture_s);
+}
+
+/* One more sample of the open incident (and a trigger that extended it), on its own. */
+static void incident_sample(struct watch_ctx *ctx, const struct watch_sample *s,
+			    const struct store_trigger *extend, bool closing)
+{
+	int ret;
+
+	if (!ctx->incident_id) {
+		ctx->lost_samples++;
+		return;
+	}
+	ret = store_begin(ctx->store);
+	if (!ret && extend)
+		ret = store_trigger_add(ctx->store, ctx->incident_id, extend);
+	if (!ret)
+		ret = store_sample_add(ctx->store, ctx->incident_id, s, "capture");
+	if (!ret) {
+		run_collectors(ctx, s, false, closing);
+		ret = store_commit(ctx->store);
+	}
+	if (ret) {
+		store_failed(ctx, "a sample", ret);
+		return;
+	}
+	store_succeeded(ctx);
+	ctx->stored_samples++;
+}
+
+static void apply_retention(struct watch_ctx *ctx)
+{
+	struct timespec ts;
+	int deleted, ret;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ret = store_prune(ctx->store, &ctx->o->retention, ts.tv_sec + ts.tv_nsec / 1e9, &deleted);
+	if (ret)
+		watch_event("error", "retention: cannot delete old incidents in '%s': %s",
+			    ctx->o->db_path,
+			    ret == -ENOSPC ? "the file system is full" : store_errmsg(ctx->store));
+	else if (deleted)
+		watch_event("retention", "deleted %d old incident%s", deleted,
+			    deleted == 1 ? "" : "s");
+}
+
+static void incident_close(struct watch_ctx *ctx, double end_epoch_s, const char *reason)
+{
+	bool complete = !ctx->lost_samples && !strcmp(reason, "capture ended");
+	int ret;
+
+	ctx->incident_open = false;
+	if (!ctx->incident_id)
+		return;
+	ret = store_incident_close(ctx->store, ctx->incident_id, end_epoch_s, complete, reason);
+	if (ret) {
+		/* It stays "open" in the file; the next watcher marks it incomplete. */
+		watch_event("error", "cannot close incident %lld in '%s': %s",
+			    (long long)ctx->incident_id, ctx->o->db_path,
+			    ret == -ENOSPC ? "the file system is full" : store_errmsg(ctx->store));
+	} else if (complete) {
+		watch_event("stored", "incident %lld stored: %u samples",
+			    (long long)ctx->incident_id, ctx->stored_samples);
+	} else {
+		watch_event("stored", "incident %lld stored incomplete (%s): %u samples, %u lost",
+			    (long long)ctx->incident_id, reason, ctx->stored_samples,
+			    ctx->lost_samples);
+	}
+	ctx->incident_id = 0;
+	apply_retention(ctx);
+}
+
+static void handle_sample(struct watch_ctx *ctx, const struct watch_sample *s)
+{
+	struct store_trigger t;
+	double held[64];
+	char dev[24], msg[512];
+	bool fired, fresh;
+	int disk_idx = -1, i;
+	enum wt_action act;
+
+	/* Never silently: disks past the limit are named by number, when that changes. */
+	if (s->nr_left_out != ctx->left_out_logged) {
+		if (s->nr_left_out)
+			watch_event("error",
+				    "%d disk%s not watched: at most %d at once (name them with -d)",
+				    s->nr_left_out, s->nr_left_out == 1 ? "" : "s", WATCH_MAX_DISKS);
+		ctx->left_out_logged = s->nr_left_out;
+	}
+	watch_window_push(&ctx->window, s);
+	fired = check_rules(ctx, s, &t, &fresh, dev, sizeof(dev));
+	if (fired) {
+		for (i = 0; t.disk && i < s->nr; i++)
+			if (t.disk == s->disks[i].dev.name)
+				disk_idx = i;
+		t.held = held;
+		t.nr_held = held_values(ctx, disk_idx, t.disk, t.rule, held,
+					ctx->o->rules.hold < 64 ? ctx->o->rules.hold : 64);
+	}
+	act = wt_gate_step(&ctx->gate, s->uptime_s, fired);
+	switch (act) {
+	case WT_OPEN:
+		ctx->held_logged = false;
+		incident_open(ctx, s, &t);
+		return;
+	case WT_EXTEND:
+		/* A rule still holding extends quietly; one that comes to hold is logged. */
+		if (fresh) {
+			format_trigger(ctx, &t, msg, sizeof(msg));
+			watch_event("trigger", "incident %lld extended: %s",
+				    (long long)ctx->incident_id, msg);
+		}
+		incident_sample(ctx, s, fresh ? &t : NULL, false);
+		return;
+	case WT_CLOSE:
+		incident_sample(ctx, s, NULL, true);
+		incident_close(ctx, s->epoch_s, "capture ended");
+		return;
+	case WT_HELD_COOLDOWN:
+	case WT_HELD_HOURLY_CAP:
+		if (!ctx->held_logged) {
+			format_trigger(ctx, &t, msg, sizeof(msg));
+			watch_event("held", "no incident: %s: %s", msg,
+				    act == WT_HELD_COOLDOWN ? "in the cooldown after the last one" :
+							      "the per-hour cap is reached");
+			ctx->held_logged = true;
+		}
+		break;
+	case WT_NONE:
+		if (ctx->incident_open)
+			incident_sample(ctx, s, NULL, false);
+		break;
+	}
+	/* A trigger held back is logged once, until its rules stop holding. */
+	if (!fired)
+		ctx->held_logged = false;
+	if (!ctx->incident_open)
+		run_collectors(ctx, s, false, false);
+}
+
+/* Every -d must name a device of this machine. */
+static int check_disks(const struct watch_opts *o, const struct ds_snapshot *snap)
+{
+	int i;
+	size_t j;
+
+	for (i = 0; i < o->nr_disks; i++) {
+		for (j = 0; j < snap->nr; j++)
+			if (disk_spec_matches(&o->disks[i], snap->devs[j].major,
+					      snap->devs[j].minor, snap->devs[j].name))
+				break;
+		if (j == snap->nr)
+			return fail_usage("unknown disk '%s': name a device listed in "
+					  "/proc/diskstats (sda, /dev/loop0, 7:0)",
+					  o->disk_text[i]);
+	}
+	return 0;
+}
+
+static void log_start(struct watch_ctx *ctx, const struct watch_sample *s)
+{
+	const struct watch_opts *o = ctx->o;
+	char disks[256] = "", rules[256] = "";
+	size_t n = 0;
+	int i;
+
+	if (o->nr_disks) {
+		for (i = 0; i < s->nr && n < sizeof(disks); i++)
+			n += snprintf(disks + n, sizeof(disks) - n, "%s%s", i ? ", " : "",
+				      printable(s->disks[i].dev.name));
+	} else {
+		snprintf(disks, sizeof(disks), "every disk (%d now)", s->nr);
+	}
+	for (i = 0, n = 0; i < WT_NR_METRICS && n < sizeof(rules); i++)
+		if (o->rules.threshold[i] > 0)
+			n += snprintf(rules + n, sizeof(rules) - n, "%s%s>=%g%s", n ? " " : "",
+				      wt_metric_name(i), o->rules.threshold[i], wt_metric_unit(i));
+	watch_event("start",
+		    "watching %s every %g s; rules %s for %u samples; pre %g s, capture %g s, "
+		    "cooldown %g s, at most %u per hour; store %s%s",
+		    disks, o->interval_ns / 1e9, rules, o->rules.hold, o->pre_s, o->capture_s,
+		    o->cooldown_s, o->max_per_hour, o->db_path,
+		    o->config_path ? "" : " (no config file)");
+	if (store_stale_closed(ctx->store))
+		watch_event("start",
+			    "%d incident%s left open by a previous watcher marked incomplete",
+			    store_stale_closed(ctx->store),
+			    store_stale_closed(ctx->store) == 1 ? "" : "s");
+}
+
+static void collectors_open(struct watch_ctx *ctx)
+{
+	int i, ret;
+
+	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++) {
+		ret = watch_collectors[i]->open(&ctx->collector_priv[i]);
+		if (ret)
+			watch_event("error", "collector %s unavailable: %s; watching without it",
+				    watch_collectors[i]->name, strerror(-ret));
+		ctx->collector_on[i] = !ret;
+	}
+}
+
+static void collectors_close(struct watch_ctx *ctx)
+{
+	int i;
+
+	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++)
+		if (ctx->collector_on[i])
+			watch_collectors[i]->close(ctx->collector_priv[i]);
+}
+
+/*
+ * The per-hour cap counts the incidents of the last hour that are stored, also those a
+ * watcher before this one opened: a restart does not reset it.
+ */
+static void seed_hourly_cap(struct watch_ctx *ctx, const struct watch_sample *s)
+{
+	static double starts[WT_MAX_PER_HOUR];
+	int i, nr;
+
+	if (store_recent_starts(ctx->store, s->epoch_s - 3600, starts, WT_MAX_PER_HOUR, &nr))
+		return;
+	/* The gate counts on the boot clock: each start as the same age on it. */
+	for (i = 0; i < nr; i++)
+		wt_gate_seed(&ctx->gate, s->uptime_s - (s->epoch_s - starts[i]));
+}
+
+static int watch_run(struct watch_ctx *ctx)
+{
+	const struct watch_opts *o = ctx->o;
+	struct watch_sample *s;
+	uint64_t start, k, end = 0;
+	bool stopped = false;
+	int ret;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return fail(-ENOMEM, "out of memory");
+	/* Before the start line: a stop from then on is a clean one. */
+	install_stop_handlers();
+	ret = watch_sampler_read(&ctx->sampler, s);
+	if (ret) {
+		ret = fail(ret, "cannot read /proc/diskstats: %s", strerror(-ret));
+		goto cleanup;
+	}
+	ret = check_disks(o, &ctx->sampler.prev);
+	if (ret)
+		goto cleanup;
+	/* Samples of the window: --pre seconds before the trigger's sample, and that one. */
+	ret = watch_window_init(&ctx->window,
+				(unsigned int)ceil(o->pre_s * 1e9 / o->interval_ns) + 1);
+	if (ret) {
+		ret = fail(ret, "out of memory");
+		goto cleanup;
+	}
+	ret = store_open(o->db_path, STORE_WATCHER, &ctx->store);
+	if (ret)
+		goto cleanup;
+	log_start(ctx, s);
+	seed_hourly_cap(ctx, s);
+	apply_retention(ctx);
+	collectors_open(ctx);
+
+	start = now_ns(CLOCK_MONOTONIC);
+	if (o->duration_ns)
+		end = start + o->duration_ns;
+	for (k = 1; !stopped; k++) {
+		/* Absolute deadlines: samples do not drift by the time spent storing. */
+		if (end && start + k * o->interval_ns > end)
+			break;
+		stopped = sleep_until_ns(start + k * o->interval_ns);
+		if (stopped)
+			break;
+		ret = watch_sampler_read(&ctx->sampler, s);
+		if (ret) {
+			watch_event("error", "cannot read /proc/diskstats: %s; sampling goes on",
+				    strerror(-ret));
+			continue;
+		}
+		handle_sample(ctx, s);
+	}
+	ret = 0;
+	if (ctx->incident_open)
+		incident_close(ctx, s->epoch_s, "the watcher was stopped during the capture");
+	watch_event("stop", "stopped%s", stopped ? " by a signal" : " (--duration)");
+	collectors_close(ctx);
+cleanup:
+	free(s);
+	return ret;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+	struct watch_opts opts;
+	struct watch_ctx ctx = {};
+	int ret;
+
+	ret = watch_parse(argc, argv, &opts);
+	if (ret)
+		goto cleanup;
+	ctx.o = &opts;
+	if (gopts.json) {
+		ctx.jw = jw_new(stdout);
+		if (!ctx.jw) {
+			ret = fail(-ENOMEM, "out of memory");
+			goto cleanup;
+		}
+		log_jw = ctx.jw;
+	}
+	/* The database, its -wal and -shm: readable by root only (paths, command lines). */
+	umask(077);
+	wt_gate_init(&ctx.gate, opts.capture_s, opts.cooldown_s, opts.max_per_hour);
+	watch_sampler_init(&ctx.sampler, opts.disks, opts.nr_disks);
+	ret = watch_run(&ctx);
+	watch_sampler_free(&ctx.sampler);
+	watch_window_free(&ctx.window);
+	store_close(ctx.store);
+cleanup:
+	log_jw = NULL;
+	jw_free(ctx.jw);
+	watch_opts_free(&opts);
+	return ret > 0 ? 0 : ret;
+}

@@ -1,0 +1,542 @@
+# SPDX-License-Identifier: GPL-2.0
+"""iospan watch and iospan incidents, as a new user runs them: a loop device, known fio
+workloads (rate-limited reads of the raw device, so fio's own byte count is the ground
+truth), fast settings (--interval 0.2, small --pre and --capture), and the store read
+back with `iospan incidents` and the sqlite3 shell."""
+import contextlib
+import json
+import os
+import re
+import signal
+import sqlite3
+import stat
+import subprocess
+import threading
+import time
+
+import pytest
+
+import iospan_testlib as tl
+
+INTERVAL = 0.2
+# Only the read rule, at 20 MB/s: the other default rules off, so nothing else fires.
+READ_RULE = ["--read-mbps", "20", "--util", "0", "--await", "0", "--write-mbps", "0"]
+
+
+class Watcher:
+    """`iospan watch` in the background; its stderr log lines collected as they come."""
+
+    def __init__(self, db, dev, *extra):
+        self.args = ["watch", "--db", db, "-d", dev, "--interval", str(INTERVAL)] + \
+            [str(a) for a in extra]
+        self.proc = tl.popen_iospan(*self.args)
+        self.lines = []
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.wait_for(r" start: watching ")
+
+    def _read(self):
+        for line in self.proc.stderr:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+
+    def wait_for(self, pattern, timeout=20, count=1):
+        """The first line matching @pattern once @count lines match; fails on timeout or
+        when the watcher exits first."""
+        deadline = time.time() + timeout
+        with self.cond:
+            while True:
+                hits = [line for line in self.lines if re.search(pattern, line)]
+                if len(hits) >= count:
+                    return hits[count - 1]
+                left = deadline - time.time()
+                if left <= 0 or (self.proc.poll() is not None and not self.reader.is_alive()):
+                    raise AssertionError("no log line /%s/ (x%d) from iospan %s:\n%s" % (
+                        pattern, count, " ".join(self.args), "\n".join(self.lines)))
+                self.cond.wait(min(left, 0.2))
+
+    def matching(self, pattern):
+        with self.cond:
+            return [line for line in self.lines if re.search(pattern, line)]
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(timeout=30)
+        self.reader.join(timeout=10)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def disk():
+    tl.require_root("creates a loop device")
+    with tl.loop_device(256) as dev:
+        yield dev
+
+
+def fio_read(dev, seconds, rate):
+    """Reads @dev directly at @rate (fio's rate: "60m") for @seconds; fio's own count of
+    bytes read."""
+    out = tl.fio(["--name=burst", "--filename=%s" % dev, "--rw=read", "--bs=64k",
+                  "--direct=1", "--ioengine=psync", "--rate=%s" % rate, "--time_based",
+                  "--runtime=%s" % seconds, "--size=200m"])
+    return out["jobs"][0]["read"]["io_bytes"]
+
+
+def incidents(db, *args):
+    p = tl.run_iospan("--json", "incidents", "--db", db, *args, check=True)
+    return json.loads(p.stdout)
+
+
+def sample_counts(db):
+    con = sqlite3.connect(db)
+    try:
+        return dict(con.execute("SELECT incident_id, count(*) FROM samples GROUP BY 1"))
+    finally:
+        con.close()
+
+
+def integrity(db):
+    return subprocess.run(["sqlite3", db, "PRAGMA integrity_check"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_steady_load_then_burst_gives_one_incident(disk, tmp_path):
+    """A steady read under the threshold: no incident. Then a burst: one incident, within
+    --for samples of it, naming the disk, the rule and values, the onset in the window,
+    and the bytes its samples count are fio's."""
+    db = str(tmp_path / "incidents.db")
+    name = os.path.basename(disk)
+    w = Watcher(db, disk, "--pre", "3", "--capture", "3", "--cooldown", "0", *READ_RULE)
+    try:
+        fio_read(disk, 4, "2m")
+        assert not w.matching(r"trigger"), w.lines
+        assert incidents(db, "list")["incidents"] == []
+        time.sleep(1.5)  # quiet: the samples after this come from the burst only
+        burst_start = time.time()
+        burst_bytes = fio_read(disk, 2, "60m")
+        w.wait_for(r"stored: incident 1 stored: \d+ samples", timeout=30)
+    finally:
+        assert w.stop() == 0, w.lines
+    line = w.matching(r"incident 1 opened")[0]
+    assert "%s read-mbps" % name in line, line
+
+    found = incidents(db, "list")["incidents"]
+    assert len(found) == 1, found
+    inc = found[0]
+    assert (inc["disk"], inc["rule"], inc["state"]) == (name, "read-mbps", "complete")
+    assert inc["dev"] == tl.devnum_of(name)
+    # Held for 2 samples, each over the threshold, and no more than fio's rate.
+    assert len(inc["held_values"]) == 2, inc
+    assert all(20 <= v <= 60 * 1.1 for v in inc["held_values"]), inc
+    assert inc["value"] == inc["held_values"][-1]
+    # Fired within --for samples of the burst (fio's start-up and a sample's slack).
+    assert burst_start < inc["start"] < burst_start + 2 * INTERVAL + 1.0, (burst_start, inc)
+    assert inc["top_process"] is None and inc["top_file"] is None
+
+    doc = incidents(db, "show", "1")
+    onset = doc["onset"]
+    assert burst_start - INTERVAL <= onset["time"] <= inc["start"], (burst_start, onset)
+    assert onset["quiet_value"] < 1, onset
+    samples = [s for s in doc["samples"] if s["disk"] == name]
+    pre = [s for s in samples if s["phase"] == "pre"]
+    assert pre and all(s["time"] < inc["start"] for s in pre)
+    assert len(pre) <= 3 / INTERVAL + 1
+    # Ground truth: what the samples after the burst began count is what fio read.
+    counted = sum(s["rkB_s"] * s["interval_s"] * 1024 for s in samples
+                  if s["time"] > burst_start)
+    assert abs(counted - burst_bytes) <= 0.01 * burst_bytes, (counted, burst_bytes)
+    assert doc["processes"] == [] and doc["slow_requests"] == []
+
+    text = tl.run_iospan("incidents", "--db", db, "show", "1", check=True).stdout
+    assert "trigger: %s read-mbps" % name in text
+    assert "onset: read-mbps began to rise at" in text, text
+    listing = tl.run_iospan("incidents", "--db", db, "list", check=True).stdout
+    assert re.search(r"^1\s+\S+ \S+\s+%s\s+read-mbps .*complete\s+-\s+-$" % name, listing,
+                     re.M), listing
+
+
+@contextlib.contextmanager
+def slow_disk(read_bps):
+    """A loop device whose requests wait: it is backed (direct I/O) by a file on another
+    loop device, where blk-throttle holds the reads of the cgroup it yields at
+    @read_bps. The upper device's requests stay in flight while the loop worker waits,
+    so its await is that wait: 64 KiB at 2 MiB/s is 32 ms a request."""
+    tl.require_blkio()
+    with tl.scratch_fs("ext4", 128) as fs:
+        img = os.path.join(fs.mnt, "upper.img")
+        subprocess.run(["dd", "if=/dev/urandom", "of=" + img, "bs=1M", "count=32",
+                        "status=none", "conv=fsync"], check=True)
+        upper = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", img],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        try:
+            with tl.blkio_throttle(fs.devnum, read_bps=read_bps) as cgroup:
+                yield upper, cgroup
+        finally:
+            subprocess.run(["losetup", "-d", upper], check=False)
+
+
+def test_await_rule_on_a_throttled_device(tmp_path):
+    """The default await rule (100 ms): requests queued 4 deep behind 32 ms each fire it,
+    and the incident's samples count fio's requests and the kernel's wait exactly."""
+    tl.require_root("creates loop devices and a blkio cgroup")
+    db = str(tmp_path / "await.db")
+    with slow_disk(2 * 1024 * 1024) as (upper, cgroup):
+        name = os.path.basename(upper)
+        w = Watcher(db, upper, "--pre", "1", "--capture", "1.5", "--util", "0",
+                    "--read-mbps", "0", "--write-mbps", "0")
+        try:
+            before = tl.read_diskstats()
+            out = tl.fio(["--name=slow", "--filename=%s" % upper, "--rw=randread",
+                          "--bs=64k", "--direct=1", "--ioengine=libaio", "--iodepth=4",
+                          "--time_based", "--runtime=3", "--size=30m"], cgroup=cgroup)
+            after = tl.read_diskstats()
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    inc = incidents(db, "list")["incidents"]
+    assert [(i["disk"], i["rule"], i["state"]) for i in inc] == [(name, "await", "complete")]
+    assert all(v >= 100 for v in inc[0]["held_values"]), inc
+    truth = tl.diskstats_delta(before, after, name)
+    assert truth["rd_ios"] == out["jobs"][0]["read"]["total_ios"]
+    samples = [s for s in incidents(db, "show", "1")["samples"]
+               if s["disk"] == name and s["r_s"] is not None]
+    ios = sum(s["r_s"] * s["interval_s"] for s in samples)
+    ticks = sum(s["r_await"] * s["r_s"] * s["interval_s"] for s in samples)
+    assert round(ios) == truth["rd_ios"], (ios, truth)
+    assert abs(ticks - truth["rd_ticks"]) <= 0.01 * truth["rd_ticks"], (ticks, truth)
+
+
+def test_export_replays_to_the_same_numbers(disk, tmp_path):
+    """export --format stat, then `iospan stat --replay`: the incident's iostat numbers."""
+    db = str(tmp_path / "incidents.db")
+    rec = str(tmp_path / "incident.rec")
+    name = os.path.basename(disk)
+    w = Watcher(db, disk, "--pre", "1", "--capture", "1", *READ_RULE)
+    try:
+        fio_read(disk, 1.5, "40m")
+        w.wait_for(r"stored: incident 1 stored", timeout=30)
+    finally:
+        assert w.stop() == 0
+    tl.run_iospan("incidents", "--db", db, "export", "1", "-o", rec, check=True)
+    reports = [json.loads(x) for x in tl.run_iospan(
+        "--json", "stat", "--replay", rec, "-y", "-d", name, check=True).stdout.splitlines()]
+    samples = [s for s in incidents(db, "show", "1")["samples"] if s["disk"] == name]
+    # Each sample after the first is a report (the first is their base).
+    assert len(reports) == len(samples) - 1 >= 5, (len(reports), len(samples))
+    for rep, smp in zip(reports, samples[1:]):
+        dev = rep["devices"][0]
+        assert abs(rep["time"] - smp["time"]) < 0.001
+        assert abs(rep["interval_s"] - smp["interval_s"]) < 0.001
+        for key in ("r_s", "rkB_s", "w_s", "wkB_s", "util", "aqu_sz", "r_await"):
+            assert abs(dev[key] - smp[key]) <= 0.01, (key, dev, smp)
+        assert dev["in_flight"] == smp["in_flight"]
+    # JSON export: the same document as show --json.
+    p = tl.run_iospan("incidents", "--db", db, "export", "1", "--format", "json", check=True)
+    assert json.loads(p.stdout)["samples"] == incidents(db, "show", "1")["samples"]
+
+
+def test_cooldown_and_hourly_cap(disk, tmp_path):
+    """A burst in the cooldown after an incident opens none (one line says so); with no
+    cooldown, the per-hour cap holds, also across a restart of the watcher."""
+    db = str(tmp_path / "cool.db")
+    w = Watcher(db, disk, "--pre", "0.4", "--capture", "0.4", "--cooldown", "60",
+                *READ_RULE)
+    try:
+        fio_read(disk, 1.2, "40m")
+        w.wait_for(r"stored: incident 1 stored")
+        fio_read(disk, 1.2, "40m")
+        w.wait_for(r"held: no incident: .* in the cooldown after the last one")
+    finally:
+        assert w.stop() == 0
+    assert len(incidents(db, "list")["incidents"]) == 1
+    assert len(w.matching(r"held:")) == 1, w.lines
+
+    db = str(tmp_path / "cap.db")
+    w = Watcher(db, disk, "--pre", "0.4", "--capture", "0.4", "--cooldown", "0",
+                "--max-per-hour", "2", *READ_RULE)
+    try:
+        for i in (1, 2):
+            fio_read(disk, 1.2, "40m")
+            w.wait_for(r"stored: incident %d stored" % i)
+        fio_read(disk, 1.2, "40m")
+        w.wait_for(r"held: no incident: .* the per-hour cap is reached")
+    finally:
+        assert w.stop() == 0
+    assert len(w.matching(r"held:")) == 1, w.lines  # once per trigger, not per sample
+    # A new watcher counts the incidents of the last hour in the store.
+    w = Watcher(db, disk, "--pre", "0.4", "--capture", "0.4", "--cooldown", "0",
+                "--max-per-hour", "2", *READ_RULE)
+    try:
+        fio_read(disk, 1.2, "40m")
+        w.wait_for(r"held: no incident: .* the per-hour cap is reached")
+    finally:
+        assert w.stop() == 0
+    assert [i["id"] for i in incidents(db, "list")["incidents"]] == [1, 2]
+
+
+def test_retention_by_count_and_age(disk, tmp_path):
+    db = str(tmp_path / "keep.db")
+    w = Watcher(db, disk, "--pre", "0.4", "--capture", "0.4", "--cooldown", "0", "--keep",
+                "2", *READ_RULE)
+    try:
+        for i in (1, 2, 3):
+            fio_read(disk, 1.2, "40m")
+            w.wait_for(r"stored: incident %d stored" % i)
+        w.wait_for(r"retention: deleted 1 old incident$")
+    finally:
+        assert w.stop() == 0
+    assert [i["id"] for i in incidents(db, "list")["incidents"]] == [2, 3]
+    assert sorted(sample_counts(db)) == [2, 3]  # the samples went with it
+
+    # By age: a cut-off between the ends of the two, so only the older one goes.
+    ends = [i["end"] for i in incidents(db, "list")["incidents"]]
+    assert ends[1] - ends[0] > 0.5, ends
+    assert incidents(db, "prune", "--max-age", "1h") == {"deleted": 0, "left": 2}
+    age = time.time() - (ends[0] + ends[1]) / 2
+    assert incidents(db, "prune", "--max-age", "%.3fs" % age) == {"deleted": 1, "left": 1}
+    assert [i["id"] for i in incidents(db, "list")["incidents"]] == [3]
+    # By size: the live pages over the limit, the oldest go (here the last one).
+    assert incidents(db, "prune", "--max-db-size", "1G") == {"deleted": 0, "left": 1}
+    assert incidents(db, "prune", "--max-db-size", "1") == {"deleted": 1, "left": 0}
+    assert sample_counts(db) == {}
+    assert integrity(db) == "ok"
+
+
+def test_kill_9_during_capture(disk, tmp_path):
+    """SIGKILL in a capture: the database opens, the incident before is whole, the cut
+    one is incomplete (at once for readers; stored so by the next watcher)."""
+    db = str(tmp_path / "kill.db")
+    w = Watcher(db, disk, "--pre", "0.6", "--capture", "0.4", "--cooldown", "0", *READ_RULE)
+    try:
+        fio_read(disk, 1.2, "40m")
+        w.wait_for(r"stored: incident 1 stored")
+    finally:
+        assert w.stop() == 0
+    before = sample_counts(db)
+    first = incidents(db, "show", "1")
+
+    w = Watcher(db, disk, "--pre", "0.6", "--capture", "30", "--cooldown", "0", *READ_RULE)
+    fio_read(disk, 1.2, "40m")
+    w.wait_for(r"incident 2 opened")
+    time.sleep(1)
+    # While the watcher writes it, the incident is open.
+    assert [i["state"] for i in incidents(db, "list")["incidents"]] == ["complete", "open"]
+    w.stop(signal.SIGKILL)
+    assert w.proc.returncode == -signal.SIGKILL
+
+    assert integrity(db) == "ok"
+    found = incidents(db, "list")["incidents"]
+    assert [(i["id"], i["state"]) for i in found] == [(1, "complete"), (2, "incomplete")]
+    assert incidents(db, "show", "1") == first
+    assert sample_counts(db)[1] == before[1]
+    assert sample_counts(db)[2] >= 4  # the window, the trigger and samples after it
+    text = tl.run_iospan("incidents", "--db", db, "list", check=True).stdout
+    assert re.search(r"^2 .* incomplete ", text, re.M), text
+
+    w = Watcher(db, disk, "--duration", "0.5", *READ_RULE)
+    w.wait_for(r"1 incident left open by a previous watcher marked incomplete")
+    assert w.proc.wait(timeout=10) == 0
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT state FROM incidents WHERE id = 2").fetchone() == \
+        ("incomplete",)
+    con.close()
+
+
+def test_sigterm_during_capture(disk, tmp_path):
+    """SIGTERM (systemctl stop) in a capture: exit 0, the incident stored incomplete with
+    what it had, saying why."""
+    db = str(tmp_path / "term.db")
+    w = Watcher(db, disk, "--pre", "0.4", "--capture", "30", *READ_RULE)
+    try:
+        fio_read(disk, 1.2, "40m")
+        w.wait_for(r"incident 1 opened")
+    finally:
+        assert w.stop() == 0
+    w.wait_for(r"stored: incident 1 stored incomplete \(the watcher was stopped during the "
+               r"capture\): \d+ samples, 0 lost")
+    inc = incidents(db, "list")["incidents"]
+    assert [(i["state"], i["end_reason"]) for i in inc] == \
+        [("incomplete", "the watcher was stopped during the capture")]
+    assert inc[0]["end"] >= inc[0]["start"]
+    assert sorted(os.listdir(tmp_path)) == ["term.db"]  # -wal and -shm gone: closed clean
+
+
+def test_store_files_are_private(disk, tmp_path):
+    """The database, its -wal and -shm: mode 0600 (paths and command lines are in it)."""
+    db = str(tmp_path / "priv" / "incidents.db")
+    os.umask(0o022)
+    w = Watcher(db, disk, *READ_RULE)
+    try:
+        modes = {s: stat.S_IMODE(os.stat(db + s).st_mode) for s in ("", "-wal", "-shm")}
+        dir_mode = stat.S_IMODE(os.stat(os.path.dirname(db)).st_mode)
+    finally:
+        assert w.stop() == 0
+    assert modes == {"": 0o600, "-wal": 0o600, "-shm": 0o600}, modes
+    assert dir_mode == 0o700
+
+
+def test_full_file_system(disk):
+    """The store's file system fills up: one clear error line, the watcher keeps running
+    (an incident after space is back is stored), earlier incidents are intact."""
+    with tl.tmpfs(4) as mnt:
+        db = os.path.join(mnt, "incidents.db")
+        w = Watcher(db, disk, "--pre", "0.4", "--capture", "0.4", "--cooldown", "0",
+                    *READ_RULE)
+        try:
+            fio_read(disk, 1.2, "40m")
+            w.wait_for(r"stored: incident 1 stored")
+        finally:
+            assert w.stop() == 0
+        first = incidents(db, "show", "1")
+
+        w = Watcher(db, disk, "--pre", "0.4", "--capture", "0.4", "--cooldown", "0",
+                    *READ_RULE)
+        try:
+            fill = os.path.join(mnt, "fill")
+            subprocess.run(["dd", "if=/dev/zero", "of=" + fill, "bs=64k"],
+                           capture_output=True)
+            fio_read(disk, 1.2, "40m")
+            err = w.wait_for(r" error: ")
+            fio_read(disk, 1.2, "40m")  # still full: no second line
+            time.sleep(1)
+            os.unlink(fill)
+            time.sleep(0.5)
+            fio_read(disk, 1.2, "40m")
+            w.wait_for(r"stored: incident 2 stored")
+        finally:
+            assert w.stop() == 0
+        assert re.search(r"cannot store a new incident in '%s': the file system is full; "
+                         r"the watcher keeps running" % re.escape(db), err), err
+        assert w.matching(r"info: '%s' accepts writes again" % re.escape(db))
+        assert len(w.matching(r" error: ")) == 1, w.lines
+        assert integrity(db) == "ok"
+        assert incidents(db, "show", "1") == first
+        assert [i["state"] for i in incidents(db, "list")["incidents"]] == ["complete"] * 2
+
+
+def test_full_file_system_at_start(disk):
+    """No room for the store at start-up: one error line, exit 1, nothing lost."""
+    with tl.tmpfs(4) as mnt:
+        db = os.path.join(mnt, "incidents.db")
+        subprocess.run(["dd", "if=/dev/zero", "of=" + os.path.join(mnt, "fill"), "bs=64k"],
+                       capture_output=True)
+        p = tl.run_iospan("watch", "--db", db, "-d", disk, "--duration", "1")
+        assert not os.path.exists(db)  # no empty database left behind
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("iospan: ") and "full" in lines[0], lines
+
+
+def test_unwritable_path(disk, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    with tl.tmpfs(1) as mnt:
+        subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+        p = tl.run_iospan("watch", "--db", os.path.join(mnt, "x.db"), "-d", disk,
+                          "--duration", "1")
+    assert p.returncode == 1
+    assert p.stderr.count("\n") == 1 and "Read-only file system" in p.stderr, p.stderr
+
+
+def test_one_watcher_per_database(disk, tmp_path):
+    db = str(tmp_path / "one.db")
+    w = Watcher(db, disk, *READ_RULE)
+    try:
+        p = tl.run_iospan("watch", "--db", db, "-d", disk, "--duration", "1")
+    finally:
+        assert w.stop() == 0
+    assert p.returncode == 1
+    assert "in use by another iospan watch" in p.stderr, p.stderr
+
+
+def test_config_file_and_command_line(disk, tmp_path):
+    db = str(tmp_path / "conf.db")
+    conf = tmp_path / "watch.conf"
+    conf.write_text("# iospan watch\n db = %s\ndisk = %s\nread-mbps = 5\nutil = 0\n"
+                    "interval = 0.5\nfor=3\n" % (db, disk))
+    p = tl.run_iospan("watch", "--config", conf, "--duration", "0.6", "--read-mbps", "30")
+    assert p.returncode == 0, p.stderr
+    start = [x for x in p.stderr.splitlines() if " start: " in x][0]
+    assert "watching %s every 0.5 s" % os.path.basename(disk) in start, start
+    assert "rules await>=100 ms read-mbps>=30 MB/s write-mbps>=1500 MB/s for 3 samples" in start
+    assert "store %s" % db in start and os.path.exists(db)
+
+    conf.write_text("db = %s\nutill = 5\n" % db)
+    p = tl.run_iospan("watch", "--config", conf, "--duration", "0.5")
+    assert p.returncode == 2
+    assert p.stderr.strip() == ("iospan: %s line 2: unknown key 'utill' (keys are watch's "
+                                "long options, such as util, db, disk)" % conf)
+
+
+@pytest.mark.parametrize("args", [
+    ["watch", "--util", "abc"],
+    ["watch", "--util", "101"],
+    ["watch", "--interval", "0"],
+    ["watch", "--for", "0"],
+    ["watch", "-d", "nosuchdisk", "--duration", "1"],
+    ["watch", "--config", "/nonexistent/watch.conf"],
+    ["watch", "--util", "0", "--await", "0", "--read-mbps", "0", "--write-mbps", "0"],
+    ["watch", "extra"],
+    ["incidents"],
+    ["incidents", "frob"],
+    ["incidents", "show"],
+    ["incidents", "show", "abc"],
+    ["incidents", "export", "1", "--format", "xml"],
+    ["incidents", "list", "--keep", "3"],
+    ["incidents", "prune", "--max-age", "soon"],
+])
+def test_bad_input_exits_2(args, tmp_path):
+    p = tl.run_iospan(*args, "--db", str(tmp_path / "x.db"))
+    assert p.returncode == 2, (args, p.stderr)
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("iospan: "), p.stderr
+    p = tl.run_iospan("--json", *args, "--db", str(tmp_path / "x.db"))
+    assert p.returncode == 2 and json.loads(p.stdout)["exit_code"] == 2
+
+
+def test_incidents_without_database(tmp_path):
+    p = tl.run_iospan("incidents", "--db", str(tmp_path / "none.db"), "list")
+    assert p.returncode == 1
+    assert "no incident database at" in p.stderr and p.stderr.count("\n") == 1
+    not_db = tmp_path / "text.db"
+    not_db.write_text("hello\n" * 100)
+    p = tl.run_iospan("incidents", "--db", str(not_db), "list")
+    assert p.returncode == 1 and "not an iospan incident database" in p.stderr, p.stderr
+
+
+def test_systemd_unit(tmp_path):
+    """The unit `make install` installs: systemd accepts it, with the hardening the
+    README promises, and it runs the installed binary."""
+    out = str(tmp_path / "out")
+    sbindir = os.path.dirname(os.path.abspath(tl.iospan_bin()))
+    subprocess.run(["make", "-s", "-C", tl.repo_root(), "OUT=%s" % out, "SBINDIR=%s" % sbindir,
+                    "%s/iospan-watch.service" % out], check=True, capture_output=True)
+    unit = os.path.join(out, "iospan-watch.service")
+    text = open(unit).read()
+    assert "ExecStart=%s/iospan watch\n" % sbindir in text
+    for line in ("ProtectSystem=strict", "ReadWritePaths=/var/lib/iospan", "PrivateTmp=yes",
+                 "NoNewPrivileges=yes", "UMask=0077", "RestartPreventExitStatus=2",
+                 "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_RESOURCE "
+                 "CAP_DAC_READ_SEARCH CAP_SYS_PTRACE"):
+        assert "\n%s\n" % line in text, line
+    p = subprocess.run(["systemd-analyze", "verify", "--man=no", unit], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and not p.stderr.strip(), p.stderr
+    p = subprocess.run(["systemd-analyze", "security", "--offline=yes", unit],
+                       capture_output=True, text=True)
+    level = float(re.search(r"Overall exposure level for \S+: ([\d.]+)", p.stdout).group(1))
+    assert level <= 3.5, p.stdout[-2000:]
+
+
+def test_json_events(disk, tmp_path):
+    """--json: each event one JSON object on stdout, nothing on stderr."""
+    db = str(tmp_path / "json.db")
+    p = tl.run_iospan("--json", "watch", "--db", db, "-d", disk, "--interval", "0.1",
+                      "--duration", "0.5", *READ_RULE)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["start", "stop"], events
+    assert "watching %s every 0.1 s" % os.path.basename(disk) in events[0]["message"]
+    assert abs(events[0]["time"] - time.time()) < 30
