@@ -3,7 +3,8 @@
  * Ring buffers that count what they lose: DEFINE_RBUF(name, bytes) makes the buffer
  * `name` and its per-CPU counters `name_counts` (enum rb_count), which user space
  * (src/lib/rbuf.h) sums to show the records lost and to know when it has read every
- * record sent. Records start with struct rb_hdr (src/lib/rbuf_abi.h).
+ * record sent, and `name_woken_ns` (see rbuf_submit_batched()). Records start with
+ * struct rb_hdr (src/lib/rbuf_abi.h).
  */
 #ifndef IOSPAN_RBUF_BPF_H
 #define IOSPAN_RBUF_BPF_H
@@ -20,7 +21,8 @@
 		__uint(max_entries, RB_COUNT_NR);                  \
 		__type(key, __u32);                                \
 		__type(value, __u64);                              \
-	} name##_counts SEC(".maps")
+	} name##_counts SEC(".maps");                              \
+	__u64 name##_woken_ns
 
 static __always_inline void rbuf_count(void *counts, __u32 what)
 {
@@ -78,6 +80,30 @@ static __always_inline long rbuf_reserve_dyn(void *rb, __u32 type, __u32 size, s
 	({                                                   \
 		rbuf_count(&name##_counts, RB_SENT);         \
 		bpf_ringbuf_submit(rec, 0);                  \
+	})
+
+/*
+ * The consumer is woken at most once per RBUF_WAKE_NS: a wake-up costs the producer
+ * an interrupt (a self-IPI, a VM exit in a guest) and the consumer a context switch,
+ * which at one per record cost more than the record itself. Records sent between two
+ * wake-ups are read with the next batch, or when the consumer's poll times out
+ * (rbuf_poll() then reads what is there): it must poll with a timeout.
+ */
+#define RBUF_WAKE_NS (5 * 1000 * 1000)
+
+/* rbuf_submit(), waking the consumer if RBUF_WAKE_NS passed since the last wake-up. */
+#define rbuf_submit_batched(name, rec, now_ns)                                        \
+	({                                                                           \
+		__u64 __now = (now_ns);                                              \
+		__u64 __flags = BPF_RB_NO_WAKEUP;                                    \
+                                                                                     \
+		rbuf_count(&name##_counts, RB_SENT);                                 \
+		/* Signed: another CPU's clock may be a little ahead. */           \
+		if ((__s64)(__now - name##_woken_ns) >= RBUF_WAKE_NS) {              \
+			name##_woken_ns = __now;                                     \
+			__flags = BPF_RB_FORCE_WAKEUP;                               \
+		}                                                                    \
+		bpf_ringbuf_submit(rec, __flags);                                    \
 	})
 
 #endif

@@ -42,14 +42,27 @@ struct {
 } counts SEC(".maps");
 
 /*
- * The path id (vfs_path_capture()) last captured per file: a request whose bios do not
- * lead to the inode (the front part of a split direct I/O) names its file by it.
+ * Advanced by user space every SNOOP_PATH_EPOCH_MS: a file's path is checked again (its
+ * dentries' stamp, vfs_path_capture()) at its first completion in each epoch only.
+ */
+__u32 path_epoch;
+
+/* The path id (vfs_path_capture()) last captured per file, and the epoch it was. */
+struct file_path_id {
+	__u64 id;
+	__u32 epoch;
+	__u32 pad;
+};
+
+/*
+ * Also names the file of a request whose bios do not lead to the inode (the front part
+ * of a split direct I/O).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
 	__type(key, struct top_file_key);
-	__type(value, __u64);
+	__type(value, struct file_path_id);
 } file_ids SEC(".maps");
 
 /* Who dirtied which page (dirtier.bpf.h): writeback is credited to them. */
@@ -414,21 +427,42 @@ static __noinline __u32 credit_dirtier(struct request *rq, struct blk_owner *o)
 	return flusher;
 }
 
-/* The path of the request's file into @e, captured from @inode or as last captured. */
-static __always_inline void note_path(struct snoop_io *e, struct inode *inode)
+/*
+ * The path of the request's file into @e: as captured in this epoch, else captured
+ * again from @inode (the file's, if the caller looked it up: @have_inode) or, where
+ * the request does not lead to its inode, as last captured.
+ */
+static __always_inline void note_path(struct snoop_io *e, struct request *rq, struct blk_owner *o,
+				      struct inode *inode, bool have_inode)
 {
 	struct top_file_key fk = {.dev = e->fs_dev, .ino = e->ino};
-	__u64 id = 0, *last;
+	struct file_path_id *last, np = {};
+	__u32 epoch = path_epoch;
+	__u64 id = 0;
 
 	last = bpf_map_lookup_elem(&file_ids, &fk);
+	if (last && last->epoch == epoch) {
+		id = last->id;
+		goto found;
+	}
+	if (!have_inode)
+		inode = rq_file_inode(rq, o->ino, o->flags & BLK_OWN_F_SPLIT);
 	if (inode && !vfs_path_capture(e->fs_dev, e->ino, (__u64)inode, VFS_FROM_INODE, &id)) {
-		if (!last || *last != id)
-			bpf_map_update_elem(&file_ids, &fk, &id, BPF_ANY);
+		if (last) {
+			/* Racing CPUs write the same; the epoch last, as the mark. */
+			last->id = id;
+			last->epoch = epoch;
+		} else {
+			np.id = id;
+			np.epoch = epoch;
+			bpf_map_update_elem(&file_ids, &fk, &np, BPF_ANY);
+		}
 	} else if (last) {
-		id = *last;
+		id = last->id;
 	} else {
 		return;
 	}
+found:
 	e->path_id = id;
 	e->flags |= SNOOP_IO_PATH;
 }
@@ -438,6 +472,7 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	__u32 op = rq->cmd_flags & REQ_OP_MASK, dev, disk, *n;
 	struct rq_slot *s, slot = {};
 	struct inode *inode = NULL;
+	bool have_inode = false;
 	struct snoop_io *e;
 	struct blk_owner *o, who;
 	__u32 wb_flusher = 0;
@@ -495,8 +530,10 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		if (tfilter_proc_on() && !tfilter_proc_ok(who.pid, who.tid, who.comm, who.cgid))
 			goto filtered;
 	}
-	if (o && o->ino && (want_paths || tfilter.dir_dev)) {
+	/* --dir needs the file's dentry; paths need the inode only once per epoch. */
+	if (o && o->ino && tfilter.dir_dev) {
 		inode = rq_file_inode(rq, o->ino, o->flags & BLK_OWN_F_SPLIT);
+		have_inode = true;
 	}
 	if (tfilter_file_on() &&
 	    (!o || !o->ino ||
@@ -546,9 +583,9 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		e->owner_flags = 0;
 		__builtin_memset(e->comm, 0, sizeof(e->comm));
 	}
-	if (want_paths && e->ino)
-		note_path(e, inode);
-	rbuf_submit(events, e);
+	if (want_paths && o && o->ino)
+		note_path(e, rq, o, inode, have_inode);
+	rbuf_submit_batched(events, e, now);
 	return 0;
 filtered:
 	count(SNOOP_CNT_FILTERED);

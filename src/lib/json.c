@@ -14,6 +14,8 @@ struct jw {
 	bool has_member[JW_MAX_DEPTH];
 	/* A name was just written: the next value follows it without a comma. */
 	bool after_name;
+	/* Top-level values are not flushed each (jw_flush_lines()). */
+	bool no_line_flush;
 };
 
 struct jw *jw_new(FILE *out)
@@ -28,6 +30,11 @@ struct jw *jw_new(FILE *out)
 void jw_free(struct jw *jw)
 {
 	free(jw);
+}
+
+void jw_flush_lines(struct jw *jw, bool on)
+{
+	jw->no_line_flush = !on;
 }
 
 int jw_depth(const struct jw *jw)
@@ -52,7 +59,8 @@ static void jw_value_done(struct jw *jw)
 {
 	if (jw->depth == 0) {
 		fputc('\n', jw->out);
-		fflush(jw->out);
+		if (!jw->no_line_flush)
+			fflush(jw->out);
 	}
 }
 
@@ -155,6 +163,14 @@ static void jw_quoted(struct jw *jw, const char *s)
 
 	fputc('"', jw->out);
 	for (; *p; p++) {
+		/* A run of bytes written as they are, in one go. */
+		for (n = 0; p[n] >= 0x20 && p[n] < 0x7f && p[n] != '"' && p[n] != '\\'; n++)
+			;
+		if (n) {
+			fwrite(p, 1, n, jw->out);
+			p += n - 1;
+			continue;
+		}
 		switch (*p) {
 		case '"':
 			fputs("\\\"", jw->out);
@@ -206,17 +222,45 @@ void jw_string(struct jw *jw, const char *s)
 	jw_value_done(jw);
 }
 
+/* @v in decimal, "-" first if @neg; with @point, its last @point digits after a dot. */
+static void put_decimal(struct jw *jw, bool neg, uint64_t v, int point)
+{
+	char buf[48];
+	size_t i = sizeof(buf);
+	int n = 0;
+
+	do {
+		if (point && n == point)
+			buf[--i] = '.';
+		buf[--i] = '0' + v % 10;
+		v /= 10;
+		n++;
+	} while (v || n <= point);
+	if (neg)
+		buf[--i] = '-';
+	fwrite(buf + i, 1, sizeof(buf) - i, jw->out);
+}
+
 void jw_uint(struct jw *jw, uint64_t v)
 {
 	jw_sep(jw);
-	fprintf(jw->out, "%llu", (unsigned long long)v);
+	put_decimal(jw, false, v, 0);
 	jw_value_done(jw);
 }
 
 void jw_int(struct jw *jw, int64_t v)
 {
 	jw_sep(jw);
-	fprintf(jw->out, "%lld", (long long)v);
+	put_decimal(jw, v < 0, v < 0 ? -(uint64_t)v : (uint64_t)v, 0);
+	jw_value_done(jw);
+}
+
+void jw_fixed(struct jw *jw, int64_t v, int decimals)
+{
+	jw_sep(jw);
+	if (decimals < 0 || decimals > 18)
+		decimals = 0;
+	put_decimal(jw, v < 0, v < 0 ? -(uint64_t)v : (uint64_t)v, decimals);
 	jw_value_done(jw);
 }
 
@@ -266,6 +310,12 @@ void jw_kv_float(struct jw *jw, const char *name, double v, int decimals)
 {
 	jw_name(jw, name);
 	jw_float(jw, v, decimals);
+}
+
+void jw_kv_fixed(struct jw *jw, const char *name, int64_t v, int decimals)
+{
+	jw_name(jw, name);
+	jw_fixed(jw, v, decimals);
 }
 
 void jw_kv_bool(struct jw *jw, const char *name, bool v)

@@ -14,6 +14,11 @@ struct jw;
 
 struct jw *jw_new(FILE *out);
 void jw_free(struct jw *jw);
+/*
+ * Whether each top-level value is flushed to the stream (the default: a reader sees
+ * each line as it ends). A writer of many lines turns it off and flushes itself.
+ */
+void jw_flush_lines(struct jw *jw, bool on);
 
 void jw_start_object(struct jw *jw);
 void jw_end_object(struct jw *jw);
@@ -26,6 +31,8 @@ void jw_uint(struct jw *jw, uint64_t v);
 void jw_int(struct jw *jw, int64_t v);
 /* Non-finite values are written as null; @decimals digits after the point. */
 void jw_float(struct jw *jw, double v, int decimals);
+/* @v / 10^@decimals, exactly, with @decimals (0 to 18) digits after the point. */
+void jw_fixed(struct jw *jw, int64_t v, int decimals);
 void jw_bool(struct jw *jw, bool v);
 void jw_null(struct jw *jw);
 
@@ -33,6 +40,7 @@ void jw_kv_string(struct jw *jw, const char *name, const char *s);
 void jw_kv_uint(struct jw *jw, const char *name, uint64_t v);
 void jw_kv_int(struct jw *jw, const char *name, int64_t v);
 void jw_kv_float(struct jw *jw, const char *name, double v, int decimals);
+void jw_kv_fixed(struct jw *jw, const char *name, int64_t v, int decimals);
 void jw_kv_bool(struct jw *jw, const char *name, bool v);
 void jw_kv_null(struct jw *jw, const char *name);
 void jw_kv_object(struct jw *jw, const char *name);

@@ -106,9 +106,15 @@ static int finish_read(struct rbuf *r, int ret)
 
 int rbuf_poll(struct rbuf *r, int timeout_ms, uint64_t yield_ns)
 {
+	int ret;
+
 	r->yield_ns = yield_ns;
 	r->since_check = 0;
-	return finish_read(r, ring_buffer__poll(r->rb, timeout_ms));
+	ret = ring_buffer__poll(r->rb, timeout_ms);
+	/* Records sent without a wake-up (rbuf_submit_batched()) are read at the timeout. */
+	if (!ret)
+		ret = ring_buffer__consume(r->rb);
+	return finish_read(r, ret);
 }
 
 int rbuf_stats(struct rbuf *r, struct rbuf_stats *out)

@@ -40,9 +40,10 @@ int rbuf_new(int rb_fd, int counts_fd, const struct rbuf_handler *handlers, size
 void rbuf_free(struct rbuf *r);
 
 /*
- * Waits up to @timeout_ms for records and reads them. A long read gives the caller its
- * turn back: it ends, after a record, at CLOCK_MONOTONIC @yield_ns (0: when the buffer
- * is empty) or on a stop request. Returns 0 or -errno (a handler's, or libbpf's;
+ * Waits up to @timeout_ms for records and reads them; at the timeout, reads those
+ * sent without waking it (rbuf_submit_batched() in src/bpf/rbuf.bpf.h). A long read
+ * gives the caller its turn back: it ends, after a record, at CLOCK_MONOTONIC @yield_ns
+ * (0: when the buffer is empty) or on a stop request. Returns 0 or -errno (a handler's, or libbpf's;
  * -EINTR from a signal is not an error).
  */
 int rbuf_poll(struct rbuf *r, int timeout_ms, uint64_t yield_ns);

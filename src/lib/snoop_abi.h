@@ -9,6 +9,11 @@
 #include "rbuf_abi.h"
 
 #define SNOOP_COMM_LEN 16
+/*
+ * How often user space advances path_epoch (snoop.bpf.c): a file's path is checked
+ * again at its first completion in each epoch, so a rename shows within about this.
+ */
+#define SNOOP_PATH_EPOCH_MS 100
 /* The sector of a request that has none (a cache flush): the kernel's (sector_t)-1. */
 #define SNOOP_NO_SECTOR ((__u64)-1)
 

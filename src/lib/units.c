@@ -36,7 +36,8 @@ const char *fmt_rate(uint64_t bytes, double seconds, char *buf, size_t len)
 	return fmt_bytes((uint64_t)(bytes / seconds + 0.5), buf, len);
 }
 
-const char *fmt_ns(uint64_t ns, char *buf, size_t len)
+/* fmt_ns() through printf: its reference, used where the quick way cannot round alike. */
+static const char *fmt_ns_printf(uint64_t ns, char *buf, size_t len)
 {
 	static const struct {
 		double div;
@@ -60,6 +61,73 @@ const char *fmt_ns(uint64_t ns, char *buf, size_t len)
 			snprintf(buf, len, "%.0f%s", v, steps[i].unit);
 		break;
 	}
+	return buf;
+}
+
+/* @v in decimal at @p (no NUL): returns the digits written. */
+static size_t put_decimal(char *p, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/*
+ * The same text as fmt_ns_printf() in integers (per-event output calls it a million
+ * times): v = ns / div as a fraction is exact, so the unit and decimals chosen by
+ * comparing v with 999.5 and 9.95 are the same, and so is rounding, except on an exact
+ * tie, where printf rounds the double nearest v (to even): those go through printf.
+ */
+const char *fmt_ns(uint64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t div;
+		const char *unit;
+	} steps[] = {{1000, "us"}, {1000000, "ms"}, {1000000000, "s"}};
+	char tmp[UNITS_BUF];
+	uint64_t div = 0, q;
+	size_t n = 0;
+	int i;
+
+	/* Beyond this, ns * 100 could overflow: a run of years, printed the slow way. */
+	if (ns >= 100000000000000000ULL)
+		return fmt_ns_printf(ns, buf, len);
+	for (i = 0; i < 3; i++) {
+		div = steps[i].div;
+		if (i == 2 || ns * 2 < 1999 * div)
+			break;
+	}
+	if (ns < 1000) {
+		n = put_decimal(tmp, ns);
+		memcpy(tmp + n, "ns", 3);
+	} else if (ns * 100 < 995 * div) {
+		if ((ns * 10) % div * 2 == div)
+			return fmt_ns_printf(ns, buf, len);
+		q = (ns * 10 + div / 2) / div; /* tenths */
+		n = put_decimal(tmp, q / 10);
+		tmp[n++] = '.';
+		tmp[n++] = '0' + q % 10;
+		strcpy(tmp + n, steps[i].unit);
+	} else {
+		if (ns % div * 2 == div)
+			return fmt_ns_printf(ns, buf, len);
+		n = put_decimal(tmp, (ns + div / 2) / div);
+		strcpy(tmp + n, steps[i].unit);
+	}
+	n = strlen(tmp);
+	if (!len)
+		return buf;
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, tmp, n);
+	buf[n] = 0;
 	return buf;
 }
 

@@ -361,6 +361,43 @@ def test_text_output_names_and_escapes(tmp_path):
     assert any(r.endswith("/evil\\x1b[2Jname") for r in mine), mine
 
 
+def test_renamed_file_shows_new_name_after_an_epoch():
+    """A file's path is checked again once per path epoch (0.1 s, iospan-snoop(8)), not
+    at every request: I/O half a second after a rename of the file, then of its
+    directory, shows the new path."""
+    tl.require_root("creates loop devices, loads BPF")
+    with tl.scratch_fs("ext4", 64) as fs:
+        d1, d2 = os.path.join(fs.mnt, "d1"), os.path.join(fs.mnt, "d2")
+        os.mkdir(d1)
+        steps = []
+        snoop = tl.Tracer("--json", "snoop", "-d", fs.dev, "--duration", "300")
+        try:
+            settle()
+            path = os.path.join(d1, "f.dat")
+            for step in ("create", "rename file", "rename dir"):
+                if step == "rename file":
+                    os.rename(path, os.path.join(d1, "g.dat"))
+                    path = os.path.join(d1, "g.dat")
+                elif step == "rename dir":
+                    os.rename(d1, d2)
+                    path = os.path.join(d2, "g.dat")
+                time.sleep(0.5)
+                t0 = time.time()
+                if step == "create":
+                    tl.dd(path, bs="64k", count=8, oflag="direct")
+                else:
+                    tl.dd("/dev/null", if_=path, bs="64k", count=8, iflag="direct")
+                steps.append((step, t0, time.time(), path))
+            settle()
+        finally:
+            lines, _ = split(snoop.json_lines())
+    for step, t0, t1, path in steps:
+        mine = [l for l in lines if l["comm"] == "dd" and l.get("ino")
+                and t0 - 0.05 <= l["time"] <= t1 + 0.05]
+        assert mine, (step, lines)
+        assert all(l["path"] == path for l in mine), (step, path, [l["path"] for l in mine])
+
+
 @pytest.mark.parametrize("args, what", [
     (["-d", "nosuchdisk"], "nosuchdisk"),
     (["--min-latency", "abc"], "abc"),

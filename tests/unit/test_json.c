@@ -142,6 +142,42 @@ static void test_lines(void **state)
 	buf_close(&b);
 }
 
+static void test_integers(void **state)
+{
+	struct buf b;
+
+	buf_open(&b);
+	jw_start_array(b.jw);
+	jw_uint(b.jw, 0);
+	jw_uint(b.jw, UINT64_MAX);
+	jw_int(b.jw, INT64_MIN);
+	jw_int(b.jw, -7);
+	jw_fixed(b.jw, 5, 3);
+	jw_fixed(b.jw, 12345, 3);
+	jw_fixed(b.jw, -1500, 3);
+	jw_fixed(b.jw, 1795436924476279, 6);
+	jw_fixed(b.jw, 42, 0);
+	jw_end_array(b.jw);
+	assert_string_equal(buf_text(&b), "[0,18446744073709551615,-9223372036854775808,-7,"
+					  "0.005,12.345,-1.500,1795436924.476279,42]\n");
+	buf_close(&b);
+}
+
+static void test_no_line_flush(void **state)
+{
+	struct buf b = {};
+
+	/* Off, lines stay in the stream's buffer until it is flushed (len is set then). */
+	buf_open(&b);
+	jw_flush_lines(b.jw, false);
+	jw_start_object(b.jw);
+	jw_kv_string(b.jw, "s", "a \"b\" c");
+	jw_end_object(b.jw);
+	assert_int_equal(b.len, 0);
+	assert_string_equal(buf_text(&b), "{\"s\":\"a \\\"b\\\" c\"}\n");
+	buf_close(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +187,8 @@ int main(void)
 		cmocka_unit_test(test_utf8_copy),
 		cmocka_unit_test(test_floats),
 		cmocka_unit_test(test_lines),
+		cmocka_unit_test(test_integers),
+		cmocka_unit_test(test_no_line_flush),
 	};
 
 	return cmocka_run_group_tests_name("json", tests, NULL, NULL);

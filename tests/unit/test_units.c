@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Human-readable sizes and durations: boundaries and rounding. */
+#include <stdio.h>
+#include <string.h>
+
 #include "testutil.h"
 #include "units.h"
 
@@ -40,6 +43,63 @@ static void test_ns(void **state)
 	assert_string_equal(fmt_ns(100000000, b, sizeof(b)), "100ms");
 	assert_string_equal(fmt_ns(2500000000ULL, b, sizeof(b)), "2.5s");
 	assert_string_equal(fmt_ns(95000000000ULL, b, sizeof(b)), "95s");
+	/* Ties: printf rounds the double nearest (1.25 is one: to even; 1.35 is not). */
+	assert_string_equal(fmt_ns(1250, b, sizeof(b)), "1.2us");
+	assert_string_equal(fmt_ns(1350, b, sizeof(b)), "1.4us");
+	assert_string_equal(fmt_ns(10500, b, sizeof(b)), "10us");
+	assert_string_equal(fmt_ns(9950, b, sizeof(b)), "10us");
+}
+
+/* fmt_ns() as it was written first, with printf: the integer one must say the same. */
+static const char *fmt_ns_ref(uint64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		double div;
+		const char *unit;
+	} steps[] = {{1e3, "us"}, {1e6, "ms"}, {1e9, "s"}};
+	double v;
+	int i;
+
+	if (ns < 1000) {
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+		return buf;
+	}
+	for (i = 0; i < 3; i++) {
+		v = ns / steps[i].div;
+		if (i < 2 && v >= 999.5)
+			continue;
+		snprintf(buf, len, v < 9.95 ? "%.1f%s" : "%.0f%s", v, steps[i].unit);
+		break;
+	}
+	return buf;
+}
+
+static void test_fmt_ns_same_as_printf(void **state)
+{
+	char a[UNITS_BUF], b[UNITS_BUF];
+	uint64_t ns, x = 88172645463325252ULL;
+	int i;
+
+	/* Every value to 2 ms, then each unit's edges, then random ones of all sizes. */
+	for (ns = 0; ns < 2000000; ns++)
+		if (strcmp(fmt_ns(ns, a, sizeof(a)), fmt_ns_ref(ns, b, sizeof(b))))
+			fail_msg("%llu: %s, printf %s", (unsigned long long)ns, a, b);
+	for (ns = 9940000; ns < 10060000; ns++)
+		if (strcmp(fmt_ns(ns, a, sizeof(a)), fmt_ns_ref(ns, b, sizeof(b))))
+			fail_msg("%llu: %s, printf %s", (unsigned long long)ns, a, b);
+	for (ns = 999400000; ns < 999600000; ns += 7)
+		if (strcmp(fmt_ns(ns, a, sizeof(a)), fmt_ns_ref(ns, b, sizeof(b))))
+			fail_msg("%llu: %s, printf %s", (unsigned long long)ns, a, b);
+	for (i = 0; i < 2000000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		ns = x >> (i % 64);
+		if (strcmp(fmt_ns(ns, a, sizeof(a)), fmt_ns_ref(ns, b, sizeof(b))))
+			fail_msg("%llu: %s, printf %s", (unsigned long long)ns, a, b);
+	}
+	/* Cut short as snprintf would. */
+	assert_string_equal(fmt_ns(1500, a, 3), "1.");
 }
 
 static void test_scan_decimal(void **state)
@@ -70,6 +130,7 @@ int main(void)
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_ns),
+		cmocka_unit_test(test_fmt_ns_same_as_printf),
 		cmocka_unit_test(test_scan_decimal),
 	};
 

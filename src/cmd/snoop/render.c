@@ -2,7 +2,9 @@
 /* iospan snoop: the lines, as text or JSON Lines, and the closing counts. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "err.h"
@@ -12,9 +14,13 @@
 #include "units.h"
 #include "snoop.h"
 
+/* Any text line: the escaped path and cgroup (4 bytes a byte at most) and the rest. */
+#define LINE_BYTES (8 * PATH_MAX + 4096)
+
 struct snoop_render {
 	FILE *out;
 	struct jw *jw;
+	char *line; /* text: the line being built */
 	bool header_done;
 	/* The last second formatted as HH:MM:SS: lines come many per second. */
 	time_t sec;
@@ -32,10 +38,15 @@ int snoop_render_new(FILE *out, bool json, struct snoop_render **outp)
 	r->sec = (time_t)-1;
 	if (json) {
 		r->jw = jw_new(out);
-		if (!r->jw) {
-			free(r);
-			return -ENOMEM;
-		}
+		/* snoop flushes the output itself, after batches of lines. */
+		if (r->jw)
+			jw_flush_lines(r->jw, false);
+	}
+	else
+		r->line = malloc(LINE_BYTES);
+	if (!r->jw && !r->line) {
+		free(r);
+		return -ENOMEM;
 	}
 	*outp = r;
 	return 0;
@@ -46,6 +57,7 @@ void snoop_render_free(struct snoop_render *r)
 	if (!r)
 		return;
 	jw_free(r->jw);
+	free(r->line);
 	free(r);
 }
 
@@ -59,7 +71,7 @@ static void kv_dur_us(struct jw *jw, const char *name, int64_t ns)
 	if (ns < 0)
 		jw_kv_null(jw, name);
 	else
-		jw_kv_float(jw, name, ns / 1e3, 3);
+		jw_kv_fixed(jw, name, ns, 3);
 }
 
 static void render_json(struct snoop_render *r, const struct snoop_io *e,
@@ -68,7 +80,7 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 	struct jw *jw = r->jw;
 
 	jw_start_object(jw);
-	jw_kv_float(jw, "time", l->wall, 6);
+	jw_kv_fixed(jw, "time", (l->wall_ns + 500) / 1000, 6);
 	jw_kv_string(jw, "comm", l->comm);
 	jw_kv_uint(jw, "pid", e->pid);
 	jw_kv_uint(jw, "tid", e->tid);
@@ -111,12 +123,66 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 	jw_end_object(jw);
 }
 
+/*
+ * A text line is built in r->line without printf (lines come by the ten thousand a
+ * second) and written with one fwrite. Widths are in bytes, as printf's.
+ */
+struct line {
+	char *p, *end;
+};
+
+static void put_mem(struct line *b, const char *s, size_t n)
+{
+	if (n > (size_t)(b->end - b->p))
+		n = b->end - b->p;
+	memcpy(b->p, s, n);
+	b->p += n;
+}
+
+static void put_pad(struct line *b, size_t n)
+{
+	if (n > (size_t)(b->end - b->p))
+		n = b->end - b->p;
+	memset(b->p, ' ', n);
+	b->p += n;
+}
+
+/* "%-*s" (@left) or "%*s" with @width. */
+static void put_str(struct line *b, const char *s, size_t width, bool left)
+{
+	size_t n = strlen(s);
+
+	if (!left && n < width)
+		put_pad(b, width - n);
+	put_mem(b, s, n);
+	if (left && n < width)
+		put_pad(b, width - n);
+}
+
+/* "%*llu", zero-padded to @width with @zeros ("%0*llu"). */
+static void put_uint(struct line *b, uint64_t v, size_t width, bool zeros)
+{
+	char tmp[24];
+	size_t n = sizeof(tmp);
+
+	do {
+		tmp[--n] = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	while (zeros && sizeof(tmp) - n < width)
+		tmp[--n] = '0';
+	if (sizeof(tmp) - n < width)
+		put_pad(b, width - (sizeof(tmp) - n));
+	put_mem(b, tmp + n, sizeof(tmp) - n);
+}
+
 static void render_text(struct snoop_render *r, const struct snoop_io *e,
 			const struct snoop_line *l)
 {
-	char q[UNITS_BUF], d[UNITS_BUF], t[UNITS_BUF], file[64], sector[24];
-	const char *what, *group;
+	char q[UNITS_BUF], d[UNITS_BUF], t[UNITS_BUF], file[64];
+	struct line b = {r->line, r->line + LINE_BYTES};
 	time_t sec = (time_t)l->wall;
+	const char *what;
 	struct tm tm;
 
 	if (!r->header_done) {
@@ -130,36 +196,76 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 		localtime_r(&sec, &tm);
 		strftime(r->hms, sizeof(r->hms), "%H:%M:%S", &tm);
 	}
-	if (l->path) {
-		what = printable(l->path);
+	if (l->path_text) {
+		what = l->path_text;
 	} else if (e->ino) {
 		snprintf(file, sizeof(file), "%u:%u:ino=%" PRIu64, KDEV_MAJOR(e->fs_dev),
 			 KDEV_MINOR(e->fs_dev), (uint64_t)e->ino);
 		what = file;
 	} else {
-		/* The disk's own cache flush has no bio, hence no submitter. */
-		snprintf(file, sizeof(file), "[%s]",
-			 e->op == SNOOP_OP_FLUSH && (e->flags & SNOOP_IO_NO_OWNER) ? "flush" :
-										     l->kind);
-		what = file;
+		what = NULL;
 	}
-	group = l->container ? l->container : l->cgroup ? printable(l->cgroup) : "-";
+	/* "%s.%06u %-15s %7u %7u %-7s %-4s %11s %7u %6s %6s %6s %3u %4u %s %s" */
+	put_str(&b, r->hms, 0, false);
+	put_mem(&b, ".", 1);
+	put_uint(&b, (unsigned int)((l->wall - sec) * 1e6), 6, true);
+	put_mem(&b, " ", 1);
+	put_str(&b, l->comm_text, 15, true);
+	put_mem(&b, " ", 1);
+	put_uint(&b, e->pid, 7, false);
+	put_mem(&b, " ", 1);
+	put_uint(&b, e->tid, 7, false);
+	put_mem(&b, " ", 1);
+	put_str(&b, l->disk_text, 7, true);
+	put_mem(&b, " ", 1);
+	put_str(&b, l->rwbs, 4, true);
+	put_mem(&b, " ", 1);
 	if (e->sector == SNOOP_NO_SECTOR)
-		snprintf(sector, sizeof(sector), "-");
+		put_str(&b, "-", 11, false);
 	else
-		snprintf(sector, sizeof(sector), "%" PRIu64, (uint64_t)e->sector);
-	fprintf(r->out, "%s.%06u %-15s %7u %7u %-7s %-4s %11s %7u %6s %6s %6s ", r->hms,
-		(unsigned int)((l->wall - sec) * 1e6), printable(l->comm), e->pid, e->tid,
-		printable(l->disk), l->rwbs, sector, e->bytes, dur(l->queue_ns, q, sizeof(q)),
-		dur(l->device_ns, d, sizeof(d)), dur(l->total_ns, t, sizeof(t)));
-	if (e->flags & SNOOP_IO_NO_ISSUE)
-		fprintf(r->out, "%3s %4s", "-", "-");
-	else
-		fprintf(r->out, "%3u %4u", e->inflight, e->nr_bios);
-	fprintf(r->out, " %s %s", group, what);
-	if (e->flags & SNOOP_IO_WRITEBACK)
-		fprintf(r->out, " (writeback by %u)", e->flusher);
-	fputc('\n', r->out);
+		put_uint(&b, e->sector, 11, false);
+	put_mem(&b, " ", 1);
+	put_uint(&b, e->bytes, 7, false);
+	put_mem(&b, " ", 1);
+	put_str(&b, dur(l->queue_ns, q, sizeof(q)), 6, false);
+	put_mem(&b, " ", 1);
+	put_str(&b, dur(l->device_ns, d, sizeof(d)), 6, false);
+	put_mem(&b, " ", 1);
+	put_str(&b, dur(l->total_ns, t, sizeof(t)), 6, false);
+	put_mem(&b, " ", 1);
+	if (e->flags & SNOOP_IO_NO_ISSUE) {
+		put_str(&b, "-", 3, false);
+		put_mem(&b, " ", 1);
+		put_str(&b, "-", 4, false);
+	} else {
+		put_uint(&b, e->inflight, 3, false);
+		put_mem(&b, " ", 1);
+		put_uint(&b, e->nr_bios, 4, false);
+	}
+	put_mem(&b, " ", 1);
+	put_str(&b, l->group_text, 0, false);
+	put_mem(&b, " ", 1);
+	if (what) {
+		put_str(&b, what, 0, false);
+	} else {
+		/* The disk's own cache flush has no bio, hence no submitter. */
+		put_mem(&b, "[", 1);
+		put_str(&b,
+			e->op == SNOOP_OP_FLUSH && (e->flags & SNOOP_IO_NO_OWNER) ? "flush" :
+										    l->kind,
+			0, false);
+		put_mem(&b, "]", 1);
+	}
+	if (e->flags & SNOOP_IO_WRITEBACK) {
+		put_str(&b, " (writeback by ", 0, false);
+		put_uint(&b, e->flusher, 0, false);
+		put_mem(&b, ")", 1);
+	}
+	/* The buffer holds any line; were it cut, it still ends as one. */
+	if (b.p == b.end)
+		b.p--;
+	*b.p++ = '\n';
+	fwrite(r->line, 1, b.p - r->line, r->out);
 }
 
 void snoop_render_event(struct snoop_render *r, const struct snoop_io *e,

@@ -34,8 +34,9 @@
 #define RB_MIN	     (1ULL << 20)
 #define RB_MAX	     (1ULL << 30)
 #define RB_DEFAULT   (16ULL << 20)
-/* Output buffer when writing to a file or a pipe: flushed after each batch. */
-#define OUT_BUF (1 << 20)
+/* Output buffer: flushed after each batch to a terminal, else every OUT_FLUSH_NS. */
+#define OUT_BUF	     (1 << 20)
+#define OUT_FLUSH_NS (100 * 1000000ULL)
 
 struct snoop_ctx {
 	struct snoop_opts *o;
@@ -46,6 +47,7 @@ struct snoop_ctx {
 	struct snoop_format *fmt;
 	struct snoop_render *render;
 	FILE *out;
+	bool tty; /* out is a terminal */
 	char *out_buf;
 	uint64_t events;
 };
@@ -333,7 +335,7 @@ static int snoop_setup(struct snoop_ctx *c)
 			       o->have_cgroup ? o->cgroup_dir : NULL);
 	if (err)
 		return err;
-	err = snoop_format_new(bpf_map__fd(s->maps.paths), &c->fmt);
+	err = snoop_format_new(bpf_map__fd(s->maps.paths), !gopts.json, &c->fmt);
 	if (!err)
 		err = rbuf_new(bpf_map__fd(s->maps.events), bpf_map__fd(s->maps.events_counts),
 			       handlers, 1, c, &c->rb);
@@ -419,26 +421,38 @@ static int snoop_run(struct snoop_ctx *c)
 {
 	const struct snoop_opts *o = c->o;
 	struct snoop_totals t = {};
-	uint64_t start, end = 0, now;
+	const uint64_t epoch_ns = SNOOP_PATH_EPOCH_MS * 1000000ULL;
+	uint64_t start, end = 0, now, next_epoch, next_flush;
 	int err = 0, ms;
 
 	install_stop_handlers();
 	start = now_ns(CLOCK_MONOTONIC);
 	if (o->duration_ns)
 		end = start + o->duration_ns;
+	next_epoch = start + epoch_ns;
+	next_flush = start + OUT_FLUSH_NS;
 	fprintf(stderr, "iospan snoop: tracing block requests%s; Ctrl-C to stop\n",
 		o->out_path ? " into the file" : "");
 	while (!stop_requested) {
 		now = now_ns(CLOCK_MONOTONIC);
 		if (end && now >= end)
 			break;
-		ms = 100;
+		if (now >= next_epoch) {
+			/* Files' paths are checked again at their next completion. */
+			c->skel->bss->path_epoch++;
+			next_epoch = now + epoch_ns;
+		}
+		/* A terminal gets each batch; a file or pipe large writes. */
+		if (c->tty || now >= next_flush) {
+			fflush(c->out);
+			next_flush = now + OUT_FLUSH_NS;
+		}
+		ms = (next_epoch - now) / 1000000 + 1;
 		if (end && (end - now) / 1000000 + 1 < (uint64_t)ms)
 			ms = (end - now) / 1000000 + 1;
-		err = rbuf_poll(c->rb, ms, now + 100 * 1000000ULL);
+		err = rbuf_poll(c->rb, ms, next_epoch);
 		if (err)
 			break;
-		fflush(c->out);
 	}
 	/* Nothing is sent after this; what was sent is read to the end. */
 	__atomic_store_n(&c->skel->bss->stopped, true, __ATOMIC_SEQ_CST);
@@ -479,9 +493,10 @@ int cmd_snoop(int argc, char **argv)
 			goto cleanup;
 		}
 	}
-	/* Lines go out in batches, flushed after each read of the ring buffer. */
+	/* Lines go out in batches (snoop_run()), not one write each. */
+	ctx.tty = isatty(fileno(ctx.out));
 	ctx.out_buf = malloc(OUT_BUF);
-	if (ctx.out_buf && (opts.out_path || !isatty(fileno(stdout))))
+	if (ctx.out_buf)
 		setvbuf(ctx.out, ctx.out_buf, _IOFBF, OUT_BUF);
 	err = snoop_render_new(ctx.out, gopts.json, &ctx.render);
 	if (err) {

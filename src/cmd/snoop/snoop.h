@@ -34,9 +34,14 @@ struct snoop_opts {
 	const char *out_path; /* -o FILE, NULL: stdout */
 };
 
-/* One record in the words a user reads (format.c); strings valid until the next. */
+/*
+ * One record in the words a user reads (format.c); strings valid until the next. The
+ * *_text ones are escaped for a terminal (printable()), set only by a formatter made
+ * for text; the others are the names themselves.
+ */
 struct snoop_line {
 	double wall;	  /* CLOCK_REALTIME seconds of the completion */
+	int64_t wall_ns;  /* the same in ns */
 	const char *comm; /* submitter's name, "?" if unknown */
 	const char *disk;
 	char rwbs[8];
@@ -45,13 +50,19 @@ struct snoop_line {
 	const char *kind;		       /* enum blk_owner_kind's name */
 	const char *path;		       /* file path, NULL if none captured */
 	int64_t queue_ns, device_ns, total_ns; /* -1: unknown */
+	const char *comm_text, *disk_text;
+	const char *group_text; /* the container id, else the cgroup, else "-" */
+	const char *path_text;	/* NULL with path */
 };
 
 struct snoop_ctx;
 
-/* format.c */
+/*
+ * format.c: names are kept per submitter name, cgroup and path capture (a few recent
+ * ones each), so that a run of records of the same process and file looks nothing up.
+ */
 struct snoop_format;
-int snoop_format_new(int paths_fd, struct snoop_format **out);
+int snoop_format_new(int paths_fd, bool text, struct snoop_format **out);
 void snoop_format_free(struct snoop_format *f);
 void snoop_format(struct snoop_format *f, const struct snoop_io *e, struct snoop_line *l);
 /* "R", "WS", "FWFS", ... (blktrace's rwbs) of @op and @rq_flags into @buf (8 bytes). */
