@@ -113,3 +113,16 @@ int probe_get_stack_prog(void *ctx)
 	bpf_get_stack(ctx, ips, sizeof(ips), 0);
 	return 0;
 }
+
+static long probe_loop_step(__u32 i, void *ctx)
+{
+	return 0;
+}
+
+/* bpf_loop(): how the commands walk a request's bios and a bio's pages. */
+SEC("raw_tp")
+int probe_loop_prog(void *ctx)
+{
+	bpf_loop(1, probe_loop_step, NULL, 0);
+	return 0;
+}

@@ -72,6 +72,7 @@ static const struct probe_def probe_defs[PROBE_NR] = {
 				   "probe_stack_map_prog", "probe_stack_map", PA_NONE},
 	[PROBE_GET_STACK] = {"get_stack", "bpf_get_stack", "probe_get_stack_prog", NULL, PA_NONE},
 	[PROBE_KPTR_CAST] = {"kptr_cast", "kfunc bpf_rdonly_cast", NULL, NULL, PA_NONE},
+	[PROBE_LOOP] = {"loop", "helper bpf_loop", "probe_loop_prog", NULL, PA_NONE},
 	[PROBE_BPF_STATS] = {"bpf_stats", "run-time stats (bpf_stats)", NULL, NULL, PA_NONE},
 };
 

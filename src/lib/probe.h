@@ -33,6 +33,7 @@ enum probe_feature {
 	PROBE_STACK_TRACE_MAP, /* BPF_MAP_TYPE_STACK_TRACE + bpf_get_stackid */
 	PROBE_GET_STACK,       /* bpf_get_stack into a buffer */
 	PROBE_KPTR_CAST,       /* kfunc bpf_rdonly_cast: typed views of untyped pointers */
+	PROBE_LOOP,	       /* helper bpf_loop: bounded loops over bios and pages */
 	PROBE_BPF_STATS,       /* bpf_enable_stats(BPF_STATS_RUN_TIME) */
 	PROBE_NR,
 };
