@@ -626,3 +626,29 @@ def test_json_events(disk, tmp_path):
     assert events[0]["message"] == "collector top loaded", events
     assert "watching %s every 0.1 s" % os.path.basename(disk) in events[1]["message"]
     assert abs(events[0]["time"] - time.time()) < 30
+
+
+def test_watch_goes_on_when_bpf_cannot_load(disk, tmp_path):
+    """Root without CAP_BPF and CAP_PERFMON (setpriv): top's collector cannot load; watch
+    says so in one error line naming why, and samples and stores incidents without it."""
+    db = str(tmp_path / "nobpf.db")
+    caps = "".join(",+" + c for c in ("dac_override", "dac_read_search", "fowner"))
+    prefix = ["setpriv", "--inh-caps=-all" + caps, "--ambient-caps=-all" + caps,
+              "--bounding-set=-all" + caps]
+    proc = subprocess.Popen(prefix + [tl.iospan_bin(), "watch", "--db", db, "-d", disk,
+                                      "--interval", str(INTERVAL), "--pre", "1", "--capture",
+                                      "1", "--duration", "5"] + READ_RULE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    fio_read(disk, 1.5, "60m")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    lines = err.splitlines()
+    errors = [line for line in lines if " error: " in line]
+    assert len(errors) == 1, err
+    assert "collector top unavailable: " in errors[0] and "CAP_BPF" in errors[0], err
+    assert errors[0].endswith("; watching without it"), err
+    assert [line for line in lines if " start: " in line], err
+    assert [line for line in lines if "stored: incident 1 stored" in line], err
+    doc = incidents(db, "show", "1")
+    assert doc["samples"] and doc["processes"] == [] and doc["busiest_processes"] == []
