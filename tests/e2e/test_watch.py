@@ -652,3 +652,49 @@ def test_watch_goes_on_when_bpf_cannot_load(disk, tmp_path):
     assert [line for line in lines if "stored: incident 1 stored" in line], err
     doc = incidents(db, "show", "1")
     assert doc["samples"] and doc["processes"] == [] and doc["busiest_processes"] == []
+
+
+WRITER = r"""
+import os, sys
+with open(sys.argv[1], "wb") as f:
+    for _ in range(int(sys.argv[2])):
+        f.write(b"w" * 1048576)
+print(os.getpid(), flush=True)
+"""
+
+
+def test_writeback_is_credited_to_the_writer(tmp_path):
+    """A process that only dirties pages (no fsync; it has exited when they are written):
+    the incident the writeback opens names it first, its writeback credited to it, and
+    its file first."""
+    tl.require_root("creates a loop device and a file system")
+    db = str(tmp_path / "incidents.db")
+    with tl.scratch_fs("ext4", 256) as fs:
+        path = os.path.join(fs.mnt, "dirty.data")
+        w = Watcher(db, fs.dev, "--pre", "2", "--capture", "1", "--cooldown", "0", "--for",
+                    "1", "--write-mbps", "20", "--read-mbps", "0", "--util", "0", "--await",
+                    "0")
+        try:
+            exe = tmp_path / "dirtywriter"
+            exe.symlink_to("/usr/bin/python3")
+            out = subprocess.run([str(exe), "-c", WRITER, path, "64"], capture_output=True,
+                                 text=True, check=True).stdout
+            pid = int(out)
+            subprocess.run(["sync", "-f", path], check=True)
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    inc = incidents(db, "list")["incidents"][0]
+    assert inc["rule"] == "write-mbps", inc
+    assert inc["top_process"] == "dirtywriter (%d)" % pid, inc
+    assert inc["top_file"] == path, inc
+    doc = incidents(db, "show", "1")
+    top = doc["busiest_processes"][0]
+    assert top["pid"] == pid, doc["busiest_processes"]
+    # Its 64 MiB, written by others for it (the flusher, sync): DISK writes credited to it
+    # and counted apart as writeback, in the rows of the incident (the pre-trigger window
+    # holds the start of the writeback).
+    mine = [p for p in doc["processes"] if p["pid"] == pid]
+    written = sum(p["disk_write_bytes"] for p in mine)
+    writeback = sum(p["writeback_bytes"] for p in mine)
+    assert 0.9 * 64 * 2**20 <= writeback <= written <= 1.05 * 64 * 2**20, (written, writeback)

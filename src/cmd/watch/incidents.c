@@ -181,7 +181,7 @@ static void copy_text(char *dst, size_t len, sqlite3_stmt *s, int col)
 	" end_reason, pre_s, capture_s, triggers,"                                         \
 	" (SELECT comm || ' (' || pid || ')' FROM processes p WHERE p.incident_id = i.id"  \
 	"  AND phase = 'capture' GROUP BY pid, comm ORDER BY"                              \
-	"  sum(disk_read_bytes + disk_write_bytes + writeback_bytes) DESC,"                \
+	"  sum(disk_read_bytes + disk_write_bytes) DESC,"                                  \
 	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1),"                             \
 	" (SELECT max(path) FROM files f WHERE f.incident_id = i.id AND phase = 'capture'" \
 	"  GROUP BY dev, inode ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"     \
@@ -539,7 +539,8 @@ static const char samples_sql[] = "SELECT * FROM samples WHERE incident_id = ?"
 
 /*
  * The busiest processes and files of the capture (its samples summed), as list ranks
- * them: DISK bytes (with the writeback done for a process's pages), then FS bytes. A
+ * them: DISK bytes (a process's include the writeback of the pages it dirtied, which
+ * writeback_bytes counts apart), then FS bytes. A
  * process's first_pre_time is its first row in the pre-trigger window: the onset.
  */
 static const char busiest_procs_sql[] =
@@ -551,7 +552,7 @@ static const char busiest_procs_sql[] =
 	" (SELECT min(q.time) FROM processes q WHERE q.incident_id = ?1 AND q.phase = 'pre'"
 	"  AND q.pid = p.pid) AS first_pre_time"
 	" FROM processes p WHERE incident_id = ?1 AND phase = 'capture' GROUP BY pid, comm"
-	" ORDER BY sum(disk_read_bytes + disk_write_bytes + writeback_bytes) DESC,"
+	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
 	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
 static const char busiest_files_sql[] =
 	"SELECT max(path) AS path, max(disk) AS disk, dev, inode,"
@@ -632,8 +633,8 @@ static int print_busiest(struct watch_store *st, const struct incident_row *r)
 	sqlite3_bind_int64(s, 1, r->id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (!n++)
-			printf("\nbusiest processes of the capture (DISK bytes; writeback done for "
-			       "their pages):\n%8s %-16s %10s %10s %10s %10s %10s  %s\n",
+			printf("\nbusiest processes of the capture (DISK bytes, with the writeback "
+			       "of the pages they dirtied: WB_MB):\n%8s %-16s %10s %10s %10s %10s %10s  %s\n",
 			       "PID", "COMM", "DISK_MB_R", "DISK_MB_W", "WB_MB", "FS_MB_R",
 			       "FS_MB_W", "FIRST SEEN BEFORE THE TRIGGER");
 		printf("%8lld %-16s %10.2f %10.2f %10.2f %10.2f %10.2f  ",
