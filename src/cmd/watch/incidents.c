@@ -634,7 +634,8 @@ static int print_busiest(struct watch_store *st, const struct incident_row *r)
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (!n++)
 			printf("\nbusiest processes of the capture (DISK bytes, with the writeback "
-			       "of the pages they dirtied: WB_MB):\n%8s %-16s %10s %10s %10s %10s %10s  %s\n",
+			       "of the pages they dirtied: WB_MB):\n"
+			       "%8s %-16s %10s %10s %10s %10s %10s  %s\n",
 			       "PID", "COMM", "DISK_MB_R", "DISK_MB_W", "WB_MB", "FS_MB_R",
 			       "FS_MB_W", "FIRST SEEN BEFORE THE TRIGGER");
 		printf("%8lld %-16s %10.2f %10.2f %10.2f %10.2f %10.2f  ",
