@@ -565,6 +565,7 @@ def test_config_file_and_command_line(disk, tmp_path):
     ["watch", "--config", "/nonexistent/watch.conf"],
     ["watch", "--util", "0", "--await", "0", "--read-mbps", "0", "--write-mbps", "0"],
     ["watch", "extra"],
+    ["watch", "--bpf", "maybe"],
     ["incidents"],
     ["incidents", "frob"],
     ["incidents", "show"],
