@@ -109,7 +109,9 @@ def test_steady_load_then_burst_gives_one_incident(disk, tmp_path):
     and the bytes its samples count are fio's."""
     db = str(tmp_path / "incidents.db")
     name = os.path.basename(disk)
-    w = Watcher(db, disk, "--pre", "3", "--capture", "3", "--cooldown", "0", *READ_RULE)
+    # iostat only (--no-bpf): the collectors' tables stay empty.
+    w = Watcher(db, disk, "--pre", "3", "--capture", "3", "--cooldown", "0", "--no-bpf",
+                *READ_RULE)
     try:
         fio_read(disk, 4, "2m")
         assert not w.matching(r"trigger"), w.lines
@@ -156,6 +158,89 @@ def test_steady_load_then_burst_gives_one_incident(disk, tmp_path):
     listing = tl.run_iospan("incidents", "--db", db, "list", check=True).stdout
     assert re.search(r"^1\s+\S+ \S+\s+%s\s+read-mbps .*complete\s+-\s+-$" % name, listing,
                      re.M), listing
+    assert w.matching(r" info: BPF collectors off"), w.lines
+    assert not w.matching(r"collector top"), w.lines
+
+
+# A reader of a known file at a known rate, with O_DIRECT so that every byte it reads is
+# a disk read; run through a link named burstreader, so that its comm is one nothing
+# else on the machine shares.
+READER = r"""
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 65536)
+rate, seconds = float(sys.argv[2]), float(sys.argv[3])
+sys.stdin.readline()
+start, done = time.time(), 0
+while time.time() - start < seconds:
+    got = os.readv(fd, [buf])
+    if got <= 0:
+        os.lseek(fd, 0, os.SEEK_SET)
+    done += got
+    time.sleep(max(0, start + done / rate - time.time()))
+print(done, flush=True)
+"""
+
+
+def test_burst_names_its_process_and_file(tmp_path):
+    """top's collector: a burst by a known process reading a known file gives one
+    incident that names them first (list and show), and the process is in the
+    pre-trigger window before the trigger: the onset. What the incident's rows count
+    for it is what it read."""
+    tl.require_root("creates a loop device and a file system")
+    db = str(tmp_path / "incidents.db")
+    with tl.scratch_fs("ext4", 256) as fs:
+        path = os.path.join(fs.mnt, "burst.data")
+        subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=100",
+                        "status=none", "conv=fsync"], check=True)
+        name = os.path.basename(fs.dev)
+        w = Watcher(db, fs.dev, "--pre", "3", "--capture", "2", "--cooldown", "0",
+                    *READ_RULE)
+        try:
+            w.wait_for(r" info: collector top loaded")
+            exe = tmp_path / "burstreader"
+            exe.symlink_to("/usr/bin/python3")
+            reader = subprocess.Popen([str(exe), "-c", READER, path,
+                                       str(60 * 2**20), "2"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+            time.sleep(1)  # python's start-up: the window before the burst is quiet
+            burst_start = time.time()
+            out, _ = reader.communicate("go\n", timeout=30)
+            read_bytes = int(out)
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    assert reader.returncode == 0
+    found = incidents(db, "list")["incidents"]
+    assert len(found) == 1, found
+    inc = found[0]
+    assert (inc["disk"], inc["rule"]) == (name, "read-mbps"), inc
+    assert burst_start < inc["start"] < burst_start + 2 * INTERVAL + 1.0, (burst_start, inc)
+    assert inc["top_process"] == "burstreader (%d)" % reader.pid, inc
+    assert inc["top_file"] == path, inc
+
+    doc = incidents(db, "show", "1")
+    top = doc["busiest_processes"][0]
+    assert (top["pid"], top["comm"]) == (reader.pid, "burstreader"), doc["busiest_processes"]
+    assert doc["busiest_files"][0]["path"] == path, doc["busiest_files"]
+    assert doc["busiest_files"][0]["pids"] == str(reader.pid), doc["busiest_files"]
+    # The onset: the reader is in the pre-trigger window, before the trigger's time.
+    pre = [p for p in doc["processes"] if p["phase"] == "pre" and p["pid"] == reader.pid]
+    assert pre and all(p["time"] < inc["start"] for p in pre), doc["processes"]
+    assert burst_start - INTERVAL <= top["first_pre_time"] < inc["start"], (burst_start, top)
+    # Rows only for the watched disk.
+    assert {p["disk"] for p in doc["processes"]} == {name}, doc["processes"]
+    # Ground truth: the reader's bytes, every one a disk read, are in the incident's rows
+    # (the window and the capture cover the whole burst).
+    mine = [p for p in doc["processes"] if p["pid"] == reader.pid]
+    counted = sum(p["disk_read_bytes"] for p in mine)
+    assert abs(counted - read_bytes) <= 0.01 * read_bytes, (counted, read_bytes)
+
+    text = tl.run_iospan("incidents", "--db", db, "show", "1", check=True).stdout
+    assert re.search(r"^busiest processes of the capture.*\n.*\n\s*%d burstreader .*"
+                     r"\(\d+\.\d s before\)$" % reader.pid, text, re.M), text
+    assert re.search(r"^busiest files of the capture:\n.*\n.* %d\s+%s$"
+                     % (reader.pid, re.escape(path)), text, re.M), text
 
 
 @contextlib.contextmanager
@@ -480,6 +565,7 @@ def test_config_file_and_command_line(disk, tmp_path):
     ["watch", "--config", "/nonexistent/watch.conf"],
     ["watch", "--util", "0", "--await", "0", "--read-mbps", "0", "--write-mbps", "0"],
     ["watch", "extra"],
+    ["watch", "--bpf", "maybe"],
     ["incidents"],
     ["incidents", "frob"],
     ["incidents", "show"],
@@ -537,6 +623,79 @@ def test_json_events(disk, tmp_path):
                       "--duration", "0.5", *READ_RULE)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]
-    assert [e["event"] for e in events] == ["start", "stop"], events
-    assert "watching %s every 0.1 s" % os.path.basename(disk) in events[0]["message"]
+    assert [e["event"] for e in events] == ["info", "start", "stop"], events
+    assert events[0]["message"] == "collector top loaded", events
+    assert "watching %s every 0.1 s" % os.path.basename(disk) in events[1]["message"]
     assert abs(events[0]["time"] - time.time()) < 30
+
+
+def test_watch_goes_on_when_bpf_cannot_load(disk, tmp_path):
+    """Root without CAP_BPF and CAP_PERFMON (setpriv): top's collector cannot load; watch
+    says so in one error line naming why, and samples and stores incidents without it."""
+    db = str(tmp_path / "nobpf.db")
+    caps = "".join(",+" + c for c in ("dac_override", "dac_read_search", "fowner"))
+    prefix = ["setpriv", "--inh-caps=-all" + caps, "--ambient-caps=-all" + caps,
+              "--bounding-set=-all" + caps]
+    proc = subprocess.Popen(prefix + [tl.iospan_bin(), "watch", "--db", db, "-d", disk,
+                                      "--interval", str(INTERVAL), "--pre", "1", "--capture",
+                                      "1", "--duration", "5"] + READ_RULE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    fio_read(disk, 1.5, "60m")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    lines = err.splitlines()
+    errors = [line for line in lines if " error: " in line]
+    assert len(errors) == 1, err
+    assert "collector top unavailable: " in errors[0] and "CAP_BPF" in errors[0], err
+    assert errors[0].endswith("; watching without it"), err
+    assert [line for line in lines if " start: " in line], err
+    assert [line for line in lines if "stored: incident 1 stored" in line], err
+    doc = incidents(db, "show", "1")
+    assert doc["samples"] and doc["processes"] == [] and doc["busiest_processes"] == []
+
+
+WRITER = r"""
+import os, sys
+with open(sys.argv[1], "wb") as f:
+    for _ in range(int(sys.argv[2])):
+        f.write(b"w" * 1048576)
+print(os.getpid(), flush=True)
+"""
+
+
+def test_writeback_is_credited_to_the_writer(tmp_path):
+    """A process that only dirties pages (no fsync; it has exited when they are written):
+    the incident the writeback opens names it first, its writeback credited to it, and
+    its file first."""
+    tl.require_root("creates a loop device and a file system")
+    db = str(tmp_path / "incidents.db")
+    with tl.scratch_fs("ext4", 256) as fs:
+        path = os.path.join(fs.mnt, "dirty.data")
+        w = Watcher(db, fs.dev, "--pre", "2", "--capture", "1", "--cooldown", "0", "--for",
+                    "1", "--write-mbps", "20", "--read-mbps", "0", "--util", "0", "--await",
+                    "0")
+        try:
+            exe = tmp_path / "dirtywriter"
+            exe.symlink_to("/usr/bin/python3")
+            out = subprocess.run([str(exe), "-c", WRITER, path, "64"], capture_output=True,
+                                 text=True, check=True).stdout
+            pid = int(out)
+            subprocess.run(["sync", "-f", path], check=True)
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    inc = incidents(db, "list")["incidents"][0]
+    assert inc["rule"] == "write-mbps", inc
+    assert inc["top_process"] == "dirtywriter (%d)" % pid, inc
+    assert inc["top_file"] == path, inc
+    doc = incidents(db, "show", "1")
+    top = doc["busiest_processes"][0]
+    assert top["pid"] == pid, doc["busiest_processes"]
+    # Its 64 MiB, written by others for it (the flusher, sync): DISK writes credited to it
+    # and counted apart as writeback, in the rows of the incident (the pre-trigger window
+    # holds the start of the writeback).
+    mine = [p for p in doc["processes"] if p["pid"] == pid]
+    written = sum(p["disk_write_bytes"] for p in mine)
+    writeback = sum(p["writeback_bytes"] for p in mine)
+    assert 0.9 * 64 * 2**20 <= writeback <= written <= 1.05 * 64 * 2**20, (written, writeback)

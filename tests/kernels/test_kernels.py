@@ -285,6 +285,10 @@ def test_watch_incident(kernel):
     sectors = sum(s["rkB_s"] * s["interval_s"] * 2 for s in samples)
     assert delta["rd_sectors"] == 15 * 16 * 128, (kernel, delta)
     assert abs(sectors - delta["rd_sectors"]) < 1, (kernel, sectors, delta)
+    # top's collector loaded, and names the reader (iowork) first.
+    assert "info: collector top loaded" in g.file(scn, "watch.err"), g.file(scn, "watch.err")
+    busiest = json.loads(g.ok(scn, "show"))["busiest_processes"]
+    assert busiest and busiest[0]["comm"] == "iowork", (kernel, busiest)
 
 
 def only_device(report, disk):

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The seam BPF collectors plug into iospan watch (none is loaded yet): top's per-process
- * and per-file attribution, trace's slow requests, stalls. A collector keeps its own
+ * The seam BPF collectors plug into iospan watch: top's per-process and per-file
+ * attribution (collect_top.c), and to come trace's slow requests and stalls. A collector keeps its own
  * pre-trigger window in memory (as watch keeps the iostat one) and writes rows into
  * the processes, files, slow_requests and stalls tables (docs/iospan-watch.md) only
  * while an incident is open.
@@ -49,5 +49,8 @@ struct watch_collector_ops {
 
 /* The collectors watch runs, in order; the list ends with a NULL name. */
 extern const struct watch_collector_ops *const watch_collectors[];
+
+/* collect_top.c */
+extern const struct watch_collector_ops watch_collector_top;
 
 #endif

@@ -176,13 +176,16 @@ static void copy_text(char *dst, size_t len, sqlite3_stmt *s, int col)
 	snprintf(dst, len, "%s", v ? v : "");
 }
 
-#define INCIDENT_COLUMNS                                                                       \
-	"id, start_time, end_time, disk, dev, rule, value, threshold, held_values, state,"     \
-	" end_reason, pre_s, capture_s, triggers,"                                             \
-	" (SELECT comm || ' (' || pid || ')' FROM processes p WHERE p.incident_id = i.id"      \
-	"  GROUP BY pid, comm ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC LIMIT 1)," \
-	" (SELECT path FROM files f WHERE f.incident_id = i.id GROUP BY path"                  \
-	"  ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC LIMIT 1)"
+#define INCIDENT_COLUMNS                                                                   \
+	"id, start_time, end_time, disk, dev, rule, value, threshold, held_values, state," \
+	" end_reason, pre_s, capture_s, triggers,"                                         \
+	" (SELECT comm || ' (' || pid || ')' FROM processes p WHERE p.incident_id = i.id"  \
+	"  AND phase = 'capture' GROUP BY pid, comm ORDER BY"                              \
+	"  sum(disk_read_bytes + disk_write_bytes) DESC,"                                  \
+	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1),"                             \
+	" (SELECT max(path) FROM files f WHERE f.incident_id = i.id AND phase = 'capture'" \
+	"  GROUP BY dev, inode ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"     \
+	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1)"
 
 static void read_incident(sqlite3_stmt *s, bool watcher_running, struct incident_row *r)
 {
@@ -534,6 +537,33 @@ cleanup:
 static const char samples_sql[] = "SELECT * FROM samples WHERE incident_id = ?"
 				  " ORDER BY time, rowid";
 
+/*
+ * The busiest processes and files of the capture (its samples summed), as list ranks
+ * them: DISK bytes (a process's include the writeback of the pages it dirtied, which
+ * writeback_bytes counts apart), then FS bytes. A
+ * process's first_pre_time is its first row in the pre-trigger window: the onset.
+ */
+static const char busiest_procs_sql[] =
+	"SELECT pid, comm, max(cmdline) AS cmdline, max(cgroup) AS cgroup,"
+	" max(container) AS container, max(disk) AS disk,"
+	" sum(disk_read_bytes) AS disk_read_bytes, sum(disk_write_bytes) AS disk_write_bytes,"
+	" sum(writeback_bytes) AS writeback_bytes, sum(fs_read_bytes) AS fs_read_bytes,"
+	" sum(fs_write_bytes) AS fs_write_bytes,"
+	" (SELECT min(q.time) FROM processes q WHERE q.incident_id = ?1 AND q.phase = 'pre'"
+	"  AND q.pid = p.pid) AS first_pre_time"
+	" FROM processes p WHERE incident_id = ?1 AND phase = 'capture' GROUP BY pid, comm"
+	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
+	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
+static const char busiest_files_sql[] =
+	"SELECT max(path) AS path, max(disk) AS disk, dev, inode,"
+	" group_concat(DISTINCT pid) AS pids,"
+	" sum(disk_read_bytes) AS disk_read_bytes, sum(disk_write_bytes) AS disk_write_bytes,"
+	" sum(fs_read_bytes) AS fs_read_bytes, sum(fs_write_bytes) AS fs_write_bytes,"
+	" max(direct) AS direct, max(writeback) AS writeback"
+	" FROM files WHERE incident_id = ?1 AND phase = 'capture' GROUP BY dev, inode"
+	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
+	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
+
 static int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r)
 {
 	static const char *const collector_tables[] = { "processes", "files", "slow_requests",
@@ -563,6 +593,10 @@ static int incident_json(struct watch_store *st, struct jw *jw, const struct inc
 			 "SELECT * FROM triggers WHERE incident_id = ? ORDER BY time, rowid",
 			 r->id);
 	if (!ret)
+		ret = json_table(st, jw, "busiest_processes", busiest_procs_sql, r->id);
+	if (!ret)
+		ret = json_table(st, jw, "busiest_files", busiest_files_sql, r->id);
+	if (!ret)
 		ret = json_table(st, jw, "samples", samples_sql, r->id);
 	/* Filled by BPF collectors when they run (collector.h): empty until then. */
 	for (i = 0; !ret && i < sizeof(collector_tables) / sizeof(collector_tables[0]); i++) {
@@ -578,6 +612,69 @@ static void print_sample_header(void)
 {
 	printf("%-12s %-7s %-10s %8s %8s %8s %8s %8s %8s %7s %6s %6s\n", "TIME", "PHASE", "DISK",
 	       "r/s", "rMB/s", "w/s", "wMB/s", "r_await", "w_await", "aqu-sz", "%util", "psi");
+}
+
+static const char *col_text(sqlite3_stmt *s, int col)
+{
+	const char *v = (const char *)sqlite3_column_text(s, col);
+
+	return v ? printable(v) : "-";
+}
+
+/* The busiest processes (with the onset: each one's first row before the trigger), files. */
+static int print_busiest(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	char tm[32];
+	int rc, n = 0;
+
+	if (sqlite3_prepare_v2(store_db(st), busiest_procs_sql, -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, "processes");
+	sqlite3_bind_int64(s, 1, r->id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!n++)
+			printf("\nbusiest processes of the capture (DISK bytes, with the writeback "
+			       "of the pages they dirtied: WB_MB):\n"
+			       "%8s %-16s %10s %10s %10s %10s %10s  %s\n",
+			       "PID", "COMM", "DISK_MB_R", "DISK_MB_W", "WB_MB", "FS_MB_R",
+			       "FS_MB_W", "FIRST SEEN BEFORE THE TRIGGER");
+		printf("%8lld %-16s %10.2f %10.2f %10.2f %10.2f %10.2f  ",
+		       (long long)sqlite3_column_int64(s, 0), col_text(s, 1),
+		       sqlite3_column_double(s, 6) / 1048576, sqlite3_column_double(s, 7) / 1048576,
+		       sqlite3_column_double(s, 8) / 1048576, sqlite3_column_double(s, 9) / 1048576,
+		       sqlite3_column_double(s, 10) / 1048576);
+		if (sqlite3_column_type(s, 11) == SQLITE_NULL) {
+			printf("-\n");
+		} else {
+			format_tenths(sqlite3_column_double(s, 11), tm, sizeof(tm));
+			printf("%s (%.1f s before)\n", tm, r->start - sqlite3_column_double(s, 11));
+		}
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return query_fail(st, "processes");
+	if (!n) {
+		printf("top processes and files: - (no collector ran: iostat and pressure "
+		       "only)\n");
+		return 0;
+	}
+	if (sqlite3_prepare_v2(store_db(st), busiest_files_sql, -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, "files");
+	sqlite3_bind_int64(s, 1, r->id);
+	n = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!n++)
+			printf("\nbusiest files of the capture:\n%10s %10s %10s %10s %-12s  %s\n",
+			       "DISK_MB_R", "DISK_MB_W", "FS_MB_R", "FS_MB_W", "PIDS", "PATH");
+		printf("%10.2f %10.2f %10.2f %10.2f %-12s  %s\n",
+		       sqlite3_column_double(s, 5) / 1048576, sqlite3_column_double(s, 6) / 1048576,
+		       sqlite3_column_double(s, 7) / 1048576, sqlite3_column_double(s, 8) / 1048576,
+		       col_text(s, 4), col_text(s, 0));
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return query_fail(st, "files");
+	return 0;
 }
 
 static int incident_text(struct watch_store *st, const struct incident_row *r)
@@ -622,7 +719,9 @@ static int incident_text(struct watch_store *st, const struct incident_row *r)
 	} else if (on.found) {
 		printf("onset: %s rose within the trigger's sample\n", r->rule);
 	}
-	printf("top processes and files: - (no collector ran: iostat and pressure only)\n");
+	ret = print_busiest(st, r);
+	if (ret)
+		return ret;
 	printf("\nsamples%s%s (pre: before the trigger; capture: from it on):\n",
 	       r->disk[0] ? " of " : "", r->disk[0] ? printable(r->disk) : "");
 	print_sample_header();

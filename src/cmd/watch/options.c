@@ -29,6 +29,8 @@ enum {
 	OPT_MAX_AGE,
 	OPT_MAX_DB_SIZE,
 	OPT_DURATION,
+	OPT_BPF,
+	OPT_NO_BPF,
 	OPT_RULE, /* + enum wt_metric */
 };
 
@@ -54,6 +56,8 @@ static const struct option watch_long_opts[] = {
 	{ "max-age", required_argument, NULL, OPT_MAX_AGE },
 	{ "max-db-size", required_argument, NULL, OPT_MAX_DB_SIZE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "bpf", required_argument, NULL, OPT_BPF },
+	{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
 	COMMON_LONG_OPTS,
 	{ 0 },
 };
@@ -87,6 +91,9 @@ static const char watch_usage[] =
 	"      --cooldown D       no new incident this long after one ends (default 300s)\n"
 	"      --max-per-hour N   at most N incidents opened per hour, 0: no cap (default 10)\n"
 	"      --duration D       stop after D (default: until SIGINT/SIGTERM)\n"
+	"      --bpf on|off       the BPF collector (top's processes and files) (default on;\n"
+	"                         if it cannot load, watch logs it and goes on without)\n"
+	"      --no-bpf           --bpf off: iostat and pressure only\n"
 	"Store:\n"
 	"      --db PATH          the database (default " WATCH_DEFAULT_DB ")\n"
 	"      --keep N           keep the newest N incidents, 0: any number (default 500)\n"
@@ -221,6 +228,14 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 					  "1ms",
 					  where, arg);
 		o->duration_ns = v;
+		return 0;
+	case OPT_BPF:
+		if (strcmp(arg, "on") && strcmp(arg, "off"))
+			return fail_usage("%sinvalid --bpf '%s': give on or off", where, arg);
+		o->no_bpf = !strcmp(arg, "off");
+		return 0;
+	case OPT_NO_BPF:
+		o->no_bpf = true;
 		return 0;
 	case OPT_MAX_PER_HOUR:
 		if (parse_u64_range(arg, 0, WT_MAX_PER_HOUR, &v))

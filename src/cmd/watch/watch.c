@@ -21,8 +21,8 @@
 #include "collector.h"
 #include "watch.h"
 
-/* None yet: top's and trace's BPF collectors plug in here (collector.h). */
-const struct watch_collector_ops *const watch_collectors[] = { NULL };
+/* The BPF collectors (collector.h); trace's is to come. */
+const struct watch_collector_ops *const watch_collectors[] = { &watch_collector_top, NULL };
 
 #define WATCH_MAX_COLLECTORS 8
 
@@ -495,13 +495,23 @@ static void log_start(struct watch_ctx *ctx, const struct watch_sample *s)
 
 static void collectors_open(struct watch_ctx *ctx)
 {
+	char why[512];
 	int i, ret;
 
+	if (ctx->o->no_bpf) {
+		watch_event("info", "BPF collectors off (--bpf off): iostat and pressure only");
+		return;
+	}
 	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++) {
+		/* A collector that cannot load is one log line, not a failure of watch. */
+		err_capture(why, sizeof(why));
 		ret = watch_collectors[i]->open(&ctx->collector_priv[i]);
+		err_capture(NULL, 0);
 		if (ret)
 			watch_event("error", "collector %s unavailable: %s; watching without it",
-				    watch_collectors[i]->name, strerror(-ret));
+				    watch_collectors[i]->name, why[0] ? why : strerror(-ret));
+		else
+			watch_event("info", "collector %s loaded", watch_collectors[i]->name);
 		ctx->collector_on[i] = !ret;
 	}
 }
@@ -562,10 +572,11 @@ static int watch_run(struct watch_ctx *ctx)
 	ret = store_open(o->db_path, STORE_WATCHER, &ctx->store);
 	if (ret)
 		goto cleanup;
+	/* Loading BPF takes a while: "start" means sampling with the collectors on. */
+	collectors_open(ctx);
 	log_start(ctx, s);
 	seed_hourly_cap(ctx, s);
 	apply_retention(ctx);
-	collectors_open(ctx);
 
 	start = now_ns(CLOCK_MONOTONIC);
 	if (o->duration_ns)

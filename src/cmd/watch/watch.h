@@ -252,6 +252,7 @@ struct watch_opts {
 	unsigned int max_per_hour;
 	struct store_retention retention;
 	uint64_t duration_ns; /* 0: until stopped (tests and trials) */
+	bool no_bpf;	      /* --bpf off: no BPF collector, iostat and pressure only */
 	const char *db_path;
 	const char *config_path;
 	char *config_text; /* the config file's contents, which option values point into */

@@ -120,7 +120,13 @@ watch_scenario() {
 		--read-mbps 1 --util 0 --await 0 --write-mbps 0 --pre 1 --capture 1 \
 		--duration 8 >"$d/watch.out" 2>"$d/watch.err" &
 	pid=$!
-	sleep 1
+	# Sampling begins at the start line, after top's collector has loaded.
+	while [ $i -lt 300 ] && ! grep -q " start: " "$d/watch.err"; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	i=0
+	sleep 0.5
 	snap "$d" before
 	while [ $i -lt 15 ]; do
 		step "$d" w-read iowork pread "$dev" -b 65536 -n 16 --direct
