@@ -51,10 +51,17 @@ void bpfcmd_adopt(struct bpfcmd *c, void *skel, struct bpf_object_skeleton *skel
 	c->obj = obj;
 }
 
+void bpfcmd_kernel_addrs_start(struct bpfcmd *c, const char *const *syms, size_t n)
+{
+	ksyms_lookup_start(&c->addrs_job, syms, n);
+}
+
 int bpfcmd_kernel_addrs(struct bpfcmd *c, const char *const *syms, uint64_t *addrs, size_t n,
 			const char *without)
 {
-	int err = ksyms_lookup(NULL, syms, addrs, n);
+	int err = c->addrs_job.started && c->addrs_job.names == syms && c->addrs_job.n == n ?
+			  ksyms_lookup_finish(&c->addrs_job, addrs) :
+			  ksyms_lookup(NULL, syms, addrs, n);
 
 	if (!err)
 		return 0;
@@ -262,6 +269,7 @@ uint64_t bpfcmd_missed_runs(const struct bpfcmd *c)
 
 void bpfcmd_close(struct bpfcmd *c)
 {
+	ksyms_lookup_cancel(&c->addrs_job);
 	rbuf_free(c->rb);
 	c->rb = NULL;
 	skel_detach(c->skeleton, c->hooks, c->nr_hooks);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "ksyms.h"
 #include "skel.h"
 
 struct attach_hook;
@@ -59,8 +60,9 @@ struct bpfcmd {
 	 */
 	bool want_ksyms;
 	struct ksyms *ksyms;
-	uint64_t start_ns; /* CLOCK_MONOTONIC of bpfcmd_start() */
-	uint64_t ticks;	   /* reports bpfcmd_run() has made */
+	struct ksyms_job addrs_job; /* bpfcmd_kernel_addrs_start() */
+	uint64_t start_ns;	    /* CLOCK_MONOTONIC of bpfcmd_start() */
+	uint64_t ticks;		    /* reports bpfcmd_run() has made */
 };
 
 /*
@@ -96,6 +98,13 @@ void bpfcmd_adopt(struct bpfcmd *c, void *skel, struct bpf_object_skeleton *skel
  */
 int bpfcmd_kernel_addrs(struct bpfcmd *c, const char *const *syms, uint64_t *addrs, size_t n,
 			const char *without);
+
+/*
+ * Starts reading those addresses in a thread, before bpfcmd_prepare(): the probes and
+ * the kernel's BTF are parsed meanwhile. bpfcmd_kernel_addrs(), with the same @syms,
+ * then waits for them (bpfcmd_close() if the command fails before).
+ */
+void bpfcmd_kernel_addrs_start(struct bpfcmd *c, const char *const *syms, size_t n);
 
 /*
  * Between open and load: refuses maps this machine cannot give (mapmem_check(), with

@@ -302,6 +302,46 @@ int ksyms_lookup(const char *path, const char *const *names, uint64_t *addrs, si
 	return err;
 }
 
+static void *ksyms_lookup_thread(void *arg)
+{
+	struct ksyms_job *j = arg;
+
+	j->err = ksyms_lookup(NULL, j->names, j->addrs, j->n);
+	return NULL;
+}
+
+int ksyms_lookup_start(struct ksyms_job *j, const char *const *names, size_t n)
+{
+	if (n > KSYMS_JOB_MAX)
+		return -EINVAL;
+	j->names = names;
+	j->n = n;
+	j->err = 0;
+	j->started = true;
+	j->running = !thread_start(&j->thread, ksyms_lookup_thread, j, 0);
+	return 0;
+}
+
+int ksyms_lookup_finish(struct ksyms_job *j, uint64_t *addrs)
+{
+	if (!j->started)
+		return -EINVAL;
+	if (j->running)
+		pthread_join(j->thread, NULL);
+	else
+		ksyms_lookup_thread(j);
+	j->running = j->started = false;
+	memcpy(addrs, j->addrs, j->n * sizeof(*addrs));
+	return j->err;
+}
+
+void ksyms_lookup_cancel(struct ksyms_job *j)
+{
+	if (j->running)
+		pthread_join(j->thread, NULL);
+	j->running = j->started = false;
+}
+
 size_t ksyms_count(const struct ksyms *ks)
 {
 	ksyms_ready(ks);

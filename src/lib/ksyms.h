@@ -6,6 +6,8 @@
 #ifndef IOSPAN_KSYMS_H
 #define IOSPAN_KSYMS_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +42,28 @@ void ksyms_free(struct ksyms *ks);
  * ksyms_load().
  */
 int ksyms_lookup(const char *path, const char *const *names, uint64_t *addrs, size_t n);
+
+/*
+ * ksyms_lookup() of /proc/kallsyms in a thread, so that the file is read while start-up
+ * goes on (it can take 40 ms). The job keeps the addresses itself (a caller that fails
+ * meanwhile leaves nothing the thread writes to): ksyms_lookup_finish() waits, copies
+ * them to @addrs and returns the lookup's result; it runs the lookup itself if no thread
+ * could be started. Call it (or ksyms_lookup_cancel()) once for every start.
+ */
+#define KSYMS_JOB_MAX 4
+
+struct ksyms_job {
+	pthread_t thread;
+	const char *const *names;
+	uint64_t addrs[KSYMS_JOB_MAX];
+	size_t n;
+	int err;
+	bool started, running;
+};
+
+int ksyms_lookup_start(struct ksyms_job *j, const char *const *names, size_t n);
+int ksyms_lookup_finish(struct ksyms_job *j, uint64_t *addrs);
+void ksyms_lookup_cancel(struct ksyms_job *j);
 size_t ksyms_count(const struct ksyms *ks);
 
 /* The symbol containing @addr (the last one at or below it); NULL below the first. */

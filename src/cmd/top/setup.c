@@ -225,6 +225,7 @@ int top_setup(struct top_ctx *c)
 	uint64_t addrs[2];
 	int err, n;
 
+	bpfcmd_kernel_addrs_start(&c->cmd, syms, 2);
 	err = bpfcmd_prepare(&c->cmd, "top", BPFCMD_CGROUP_NAMES);
 	if (err)
 		return err;

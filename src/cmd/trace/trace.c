@@ -406,6 +406,7 @@ static int trace_setup(struct trace_ctx *c)
 		if (err)
 			return fail(err, "cannot write %s: %s", o->perfetto_path, strerror(-err));
 	}
+	ksyms_lookup_start(&c->addrs_job, syms, 3);
 	probe_setup_libbpf_print();
 	probe_prefetch();
 	/* Say what is missing, before the attach plan blames the kernel for it. */
@@ -421,7 +422,7 @@ static int trace_setup(struct trace_ctx *c)
 	    /* Read for every record: titles change between requests. */
 	    procinfo_new(trace_lookup_title, c, 1, &c->procinfo))
 		return fail(-ENOMEM, "out of memory");
-	err = ksyms_lookup(NULL, syms, addrs, 3);
+	err = ksyms_lookup_finish(&c->addrs_job, addrs);
 	end_io = addrs[0];
 	throtl_fn = addrs[1];
 	wait_end_io = addrs[2];
@@ -559,6 +560,7 @@ static int trace_run(struct trace_ctx *c)
 
 static void trace_cleanup(struct trace_ctx *c)
 {
+	ksyms_lookup_cancel(&c->addrs_job);
 	rbuf_free(c->rb);
 	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
 	attach_plan_detach(c->hooks, c->nr_hooks);

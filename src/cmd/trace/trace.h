@@ -103,6 +103,7 @@ extern const struct trace_renderer trace_text_renderer, trace_json_renderer;
 
 struct trace_ctx {
 	const struct trace_renderer *render;
+	struct ksyms_job addrs_job; /* kernel addresses, read while start-up goes on */
 	struct trace_opts *o;
 	struct trace_bpf *skel;
 	struct rbuf *rb;
