@@ -9,6 +9,9 @@ as they come), and measures
           stdout (top: its report document; trace: the "totals" line);
   exit    from SIGINT to the process's exit.
 Prints the median and p90 over the runs (or one JSON document with --json).
+With --verifier, one more run per command with IOSPAN_VERIFIER_STATS=1 says what the
+kernel's verifier took per program (instructions processed, microseconds): most of the
+start-up, and the part a change to the BPF code moves.
 
   sudo /usr/bin/python3 bench/startup.py [--runs 10] [--bin build/iospan] [top trace]
 
@@ -99,6 +102,30 @@ def one_run(binary, cmd, settle, timeout):
             r.proc.wait()
 
 
+def verifier_stats(binary, cmd, timeout):
+    """Per program: (name, instructions processed, verification us), from one start."""
+    env = dict(os.environ, IOSPAN_VERIFIER_STATS="1")
+    proc = subprocess.Popen([binary, cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    progs = []
+    deadline = time.monotonic() + timeout
+    try:
+        for line in proc.stderr:
+            f = line.split()
+            if line.startswith("iospan: verifier:") and len(f) >= 9:
+                progs.append((f[2], int(f[3]), int(f[7])))
+            elif progs or time.monotonic() > deadline:
+                break  # the line after the load: tracing, or an error
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return progs
+
+
 def p90(values):
     v = sorted(values)
     return v[min(len(v) - 1, int(round(0.9 * (len(v) - 1))))]
@@ -115,6 +142,8 @@ def main():
                     help="seconds of tracing before the stop request (default 1)")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--json", action="store_true", help="one JSON document")
+    ap.add_argument("--verifier", action="store_true",
+                    help="also: what the verifier took per program, from one more run")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("startup.py: needs root (it loads BPF programs)")
@@ -133,6 +162,11 @@ def main():
             except RuntimeError as e:
                 sys.exit("startup.py: %s" % e)
         results[cmd] = {"runs": runs}
+        if a.verifier:
+            v = verifier_stats(a.bin, cmd, a.timeout)
+            results[cmd]["verifier"] = {"total_us": sum(p[2] for p in v),
+                                        "programs": [{"name": n, "insns": i, "us": u}
+                                                     for n, i, u in v]}
         for key in ("start_s", "report_s", "exit_s"):
             vals = [r[key] for r in runs]
             results[cmd][key] = {"median": statistics.median(vals), "p90": p90(vals),
@@ -149,6 +183,14 @@ def main():
         print("%-8s %17s %17s %17s" % (cmd, *("%7.0f / %7.0f" % (r[k]["median"] * 1e3,
                                                                   r[k]["p90"] * 1e3)
                                                for k in ("start_s", "report_s", "exit_s"))))
+    for cmd, r in results.items():
+        v = r.get("verifier")
+        if not v:
+            continue
+        top = sorted(v["programs"], key=lambda p: -p["us"])[:5]
+        print("%s: verifier %.0f ms over %d programs; most: %s" % (
+            cmd, v["total_us"] / 1e3, len(v["programs"]),
+            ", ".join("%s %.0f" % (p["name"], p["us"] / 1e3) for p in top)))
 
 
 if __name__ == "__main__":

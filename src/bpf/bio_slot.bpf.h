@@ -146,15 +146,23 @@ static __always_inline __u64 bio_split_parent(struct bio *split)
 	return parent ? pv_addr((__u64)parent) : 0;
 }
 
+/* The slot in @map of the bio @split was cut from, if it still holds its record, or NULL. */
+static __always_inline void *slot_find_split_parent(void *map, struct bio *split, __u32 nr)
+{
+	__u64 parent = bio_split_parent(split);
+
+	return parent ? slot_find_tag(map, parent, nr) : NULL;
+}
+
 /* The file inode whose page cache pages a bio carries, or NULL (uses vfs.bpf.h). */
 #ifdef IOSPAN_VFS_BPF_H
 static __always_inline struct inode *bio_page_inode(struct bio *bio)
 {
 	struct page *page;
 
-	if (!bio->bi_io_vec)
+	if (!KRP(struct bio, bio, bi_io_vec))
 		return NULL;
-	page = bio->bi_io_vec->bv_page;
+	page = KRP(struct bio, bio, bi_io_vec)->bv_page;
 	return page ? page_inode(page) : NULL;
 }
 #endif

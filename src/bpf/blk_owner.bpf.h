@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The block-attribution core: who submitted a block request (struct blk_owner,
- * src/lib/blk_owner_abi.h), recorded at block_bio_queue in the submitter's context and
- * found at completion from the request's first bio.
+ * The block-attribution core: who submitted a bio and what it carries, for every
+ * command that attributes block I/O (top, trace, lat, snoop).
  *
- *   blk_owner_note_bio(ctx, bio)     at block_bio_queue (task context)
- *   blk_owner_note_split(ctx, split) at block_split: the split inherits its parent's
+ * What a bio carries and who submitted it, for any includer (no maps):
+ *   blk_bio_src(bio, dio_end_io, &inode)  where its data is (enum blk_src), its file
+ *   blk_bio_submitter(task, dio, &waiter) the task it is credited to
+ *
+ * The owner records (struct blk_owner, src/lib/blk_owner_abi.h) of lat and snoop,
+ * recorded at block_bio_queue in the submitter's context and found at completion from
+ * the request's first bio; left out where BLK_OWNER_NO_RECORD is defined (top keeps
+ * its own, smaller records keyed as its rows are, from the same blk_bio_src()):
+ *   blk_owner_note_bio(bio, ctx)     at block_bio_queue (task context)
+ *   blk_owner_note_split(split, ctx) at block_split: the split inherits its parent's
  *   blk_owner_of_rq(rq)              at completion: the owner of rq->bio, or NULL
  *   blk_owner_bio_kind(bio, &dev, &ino)  what a bio carries (enum blk_owner_kind)
  *
@@ -24,14 +31,96 @@
  * Two bios in flight in one slot: the older one's lookup finds the other's tag and
  * gets NULL (the caller counts it). Slots are written only when their record changes
  * (bios are recycled: the slot mostly holds this bio's previous, identical record).
- *
- * `top` finds a bio's owner its own way (dirtiers for writeback, syscall state for the
- * file of non-iomap direct I/O); its queue_bio() could adopt blk_owner_bio_kind() later.
  */
 #ifndef IOSPAN_BLK_OWNER_BPF_H
 #define IOSPAN_BLK_OWNER_BPF_H
 
 #include "lib/blk_owner_abi.h"
+
+#define BLK_REQ_FLAG(bit) ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, bit))
+
+/* Where a bio's data is (blk_bio_src()): what tells its kind and its file. */
+enum blk_src {
+	BLK_SRC_NONE,	/* no data page: empty bios (flushes) */
+	BLK_SRC_KERNEL, /* kernel memory without a mapping: slab, vmalloc, fs buffers (xfs) */
+	BLK_SRC_SWAP,	/* REQ_SWAP */
+	BLK_SRC_DIO,	/* iomap direct I/O: its file */
+	BLK_SRC_USER,	/* user memory: anonymous, KSM, a memory fs's pages (tmpfs, shmem,
+			 * hugetlbfs): direct I/O from a user buffer */
+	BLK_SRC_NOHOST, /* a mapping without a host */
+	BLK_SRC_BDEV,	/* the block device's own page cache: buffer heads, journal, raw */
+	BLK_SRC_CACHE,	/* a file system's page cache: its host, of any type (directories,
+			 * btrfs's btree inode: the caller tells) */
+};
+
+/*
+ * Where @bio's data is, and *@inode the file it belongs to for BLK_SRC_DIO and
+ * BLK_SRC_CACHE (else NULL): REQ_SWAP, then iomap direct I/O (@dio_end_io: address of
+ * iomap_dio_bio_end_io, 0 if unknown), then the first page: kernel memory, user
+ * memory, or a page cache. Typed, or a number: KR().
+ */
+static __always_inline __u32 blk_bio_src(struct bio *bio, __u64 dio_end_io, struct inode **inode)
+{
+	struct address_space *mapping;
+	struct iomap_dio *dio;
+	struct inode *host;
+	struct page *page;
+
+	*inode = NULL;
+	if (bio->bi_opf & BLK_REQ_FLAG(__REQ_SWAP))
+		return BLK_SRC_SWAP;
+	dio = bio_iomap_dio(bio, dio_end_io);
+	if (dio) {
+		*inode = dio_inode(dio);
+		return BLK_SRC_DIO;
+	}
+	/* Clones (bi_vcnt 0) share the vector of the bio they were cloned from. */
+	if (!KRP(struct bio, bio, bi_io_vec) || !bio->bi_iter.bi_size)
+		return BLK_SRC_NONE;
+	page = KRP(struct bio, bio, bi_io_vec)->bv_page;
+	if (!page)
+		return BLK_SRC_NONE;
+	page = page_head(page);
+	if (kernel_page(page))
+		return BLK_SRC_KERNEL;
+	mapping = KR(struct page, page, mapping);
+	if (!mapping)
+		return BLK_SRC_KERNEL;
+	if (KLOW(mapping) & 3)
+		return BLK_SRC_USER; /* anonymous or KSM */
+	host = KR(struct address_space, mapping, host);
+	if (!host)
+		return BLK_SRC_NOHOST;
+	if ((KR(struct inode, host, i_mode) & S_IFMT) == S_IFBLK)
+		return BLK_SRC_BDEV;
+	if (memory_fs(host))
+		return BLK_SRC_USER;
+	*inode = host;
+	return BLK_SRC_CACHE;
+}
+
+/*
+ * The task @bio is credited to: the submitting @task, or, when @task is a kernel
+ * thread re-submitting a synchronous iomap direct I/O @dio (blk-throttle's worker),
+ * the task waiting for it (*@waiter set; an async one may have no waiter left). Typed,
+ * or a number: KR().
+ */
+static __always_inline struct task_struct *blk_bio_submitter(struct task_struct *task,
+							     struct iomap_dio *dio, bool *waiter)
+{
+	struct task_struct *w;
+
+	*waiter = false;
+	if (!dio || !(task->flags & PF_KTHREAD))
+		return task;
+	w = dio_waiter(dio);
+	if (!w)
+		return task;
+	*waiter = true;
+	return w;
+}
+
+#ifndef BLK_OWNER_NO_RECORD
 
 #ifndef BLK_OWNER_SLOTS
 #define BLK_OWNER_SLOTS (1U << 16)
@@ -59,60 +148,42 @@ struct {
 const volatile bool blk_owner_want_stack = false;
 const volatile __u64 blk_owner_dio_end_io = 0;
 
-#define BLK_REQ_FLAG(bit) ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, bit))
-
 /*
- * What @bio carries, and the file (fs dev and inode) where it is one: REQ_SWAP, then
- * iomap direct I/O (its file from the dio), then the first page: a file's page cache
- * (readahead if REQ_RAHEAD), the block device's cache or btrfs's btree (metadata),
- * kernel memory (no file; metadata if REQ_META), user memory (direct I/O from a user
- * buffer: raw block devices, non-iomap file systems).
+ * What @bio carries (blk_bio_src()), and the file (fs dev and inode) where it is one:
+ * a regular file's page cache is readahead if REQ_RAHEAD; the block device's cache,
+ * btrfs's btree, other inodes' pages and REQ_META are metadata; kernel memory is no
+ * file's; user memory is direct I/O from a user buffer (raw block devices, non-iomap
+ * file systems).
  */
 static __always_inline __u32 blk_owner_bio_kind(struct bio *bio, __u32 *dev, __u64 *ino)
 {
-	__u32 opf = bio->bi_opf;
-	struct inode *inode = NULL, *host = NULL;
-	struct address_space *mapping;
-	struct iomap_dio *dio;
-	struct page *page;
-	__u32 kind;
+	__u32 meta = bio->bi_opf & BLK_REQ_FLAG(__REQ_META), kind;
+	struct inode *inode;
 
 	*dev = 0;
 	*ino = 0;
-	if (opf & BLK_REQ_FLAG(__REQ_SWAP))
+	switch (blk_bio_src(bio, blk_owner_dio_end_io, &inode)) {
+	case BLK_SRC_SWAP:
 		return BLK_OWN_SWAP;
-	dio = bio_iomap_dio(bio, blk_owner_dio_end_io);
-	if (dio) {
-		inode = dio_inode(dio);
+	case BLK_SRC_DIO:
 		kind = BLK_OWN_DIRECT;
-		goto file;
+		break;
+	case BLK_SRC_USER:
+		return BLK_OWN_DIRECT;
+	case BLK_SRC_NOHOST:
+		return BLK_OWN_NOFILE;
+	case BLK_SRC_BDEV:
+		return BLK_OWN_META;
+	case BLK_SRC_CACHE:
+		if ((KR(struct inode, inode, i_mode) & S_IFMT) != S_IFREG ||
+		    metadata_inode(inode) || meta)
+			return BLK_OWN_META;
+		kind = bio->bi_opf & BLK_REQ_FLAG(__REQ_RAHEAD) ? BLK_OWN_READAHEAD :
+								  BLK_OWN_BUFFERED;
+		break;
+	default: /* BLK_SRC_NONE, BLK_SRC_KERNEL */
+		return meta ? BLK_OWN_META : BLK_OWN_NOFILE;
 	}
-	if (!bio->bi_io_vec || !bio->bi_iter.bi_size)
-		return opf & BLK_REQ_FLAG(__REQ_META) ? BLK_OWN_META : BLK_OWN_NOFILE;
-	page = bio->bi_io_vec->bv_page;
-	if (!page)
-		return BLK_OWN_NOFILE;
-	page = page_head(page);
-	if (kernel_page(page))
-		return opf & BLK_REQ_FLAG(__REQ_META) ? BLK_OWN_META : BLK_OWN_NOFILE;
-	mapping = KR(struct page, page, mapping);
-	if (!mapping)
-		return opf & BLK_REQ_FLAG(__REQ_META) ? BLK_OWN_META : BLK_OWN_NOFILE;
-	if (KLOW(mapping) & 3)
-		return BLK_OWN_DIRECT; /* anonymous or KSM: a user buffer */
-	host = KR(struct address_space, mapping, host);
-	if (!host)
-		return BLK_OWN_NOFILE;
-	if ((KR(struct inode, host, i_mode) & S_IFMT) == S_IFBLK)
-		return BLK_OWN_META;
-	if (memory_fs(host))
-		return BLK_OWN_DIRECT; /* tmpfs/shmem/hugetlbfs pages: a user buffer */
-	if ((KR(struct inode, host, i_mode) & S_IFMT) != S_IFREG || metadata_inode(host) ||
-	    (opf & BLK_REQ_FLAG(__REQ_META)))
-		return BLK_OWN_META;
-	inode = host;
-	kind = opf & BLK_REQ_FLAG(__REQ_RAHEAD) ? BLK_OWN_READAHEAD : BLK_OWN_BUFFERED;
-file:
 	if (inode) {
 		*dev = KR(struct super_block, INODE_SB(inode), s_dev);
 		*ino = KR(struct inode, inode, i_ino);
@@ -137,12 +208,11 @@ static __always_inline void blk_owner_claim(struct bio *bio, struct blk_owner *o
 }
 
 /* Records the submitter of @bio (block_bio_queue, in its context). */
-static __always_inline void blk_owner_note_bio(void *ctx, struct bio *bio)
+static __always_inline int blk_owner_note_bio(struct bio *bio, void *ctx)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = bpf_get_current_task_btf(), *w;
 	struct blk_owner o = {};
-	struct iomap_dio *dio;
-	struct task_struct *w;
+	bool waiter;
 	__u64 id;
 
 	o.kind = blk_owner_bio_kind(bio, &o.dev, &o.ino);
@@ -154,10 +224,11 @@ static __always_inline void blk_owner_note_bio(void *ctx, struct bio *bio)
 	}
 	if (task->flags & PF_KTHREAD) {
 		o.flags |= BLK_OWN_F_KTHREAD;
-		/* A synchronous dio re-submitted by a kernel thread (blk-throttle): its waiter. */
-		dio = o.kind == BLK_OWN_DIRECT ? bio_iomap_dio(bio, blk_owner_dio_end_io) : NULL;
-		w = dio ? dio_waiter(dio) : NULL;
-		if (w) {
+		w = blk_bio_submitter(
+			task,
+			o.kind == BLK_OWN_DIRECT ? bio_iomap_dio(bio, blk_owner_dio_end_io) : NULL,
+			&waiter);
+		if (waiter) {
 			o.flags |= BLK_OWN_F_WAITER;
 			o.pid = KR(struct task_struct, w, tgid);
 			o.tid = KR(struct task_struct, w, pid);
@@ -173,6 +244,7 @@ static __always_inline void blk_owner_note_bio(void *ctx, struct bio *bio)
 	bpf_get_current_comm(o.comm, sizeof(o.comm));
 claim:
 	blk_owner_claim(bio, &o);
+	return 0;
 }
 
 /*
@@ -180,33 +252,32 @@ claim:
  * is the original (bio_chain()). It inherits the original's owner; a parent without a
  * record is noted as a new bio.
  */
-static __always_inline void blk_owner_note_split(void *ctx, struct bio *split)
+static __always_inline int blk_owner_note_split(struct bio *split, void *ctx)
 {
 	struct blk_owner_slot *s;
 	struct blk_owner o;
-	__u64 parent;
 
-	parent = bio_split_parent(split);
-	s = parent ? slot_find_tag(&blk_owner_slots, parent, BLK_OWNER_SLOTS) : NULL;
-	if (!s) {
-		blk_owner_note_bio(ctx, split);
-		return;
-	}
+	s = slot_find_split_parent(&blk_owner_slots, split, BLK_OWNER_SLOTS);
+	if (!s)
+		return blk_owner_note_bio(split, ctx);
 	o = s->o;
 	o.flags |= BLK_OWN_F_SPLIT;
 	blk_owner_claim(split, &o);
+	return 0;
 }
 
 /* The owner of @rq (of its first bio), or NULL: no bio, or its record was overwritten. */
 static __always_inline struct blk_owner *blk_owner_of_rq(struct request *rq)
 {
 	struct blk_owner_slot *s;
-	struct bio *bio = rq->bio;
+	struct bio *bio = KRP(struct request, rq, bio);
 
 	if (!bio)
 		return NULL;
 	s = slot_find(&blk_owner_slots, bio, BLK_OWNER_SLOTS);
 	return s ? &s->o : NULL;
 }
+
+#endif /* BLK_OWNER_NO_RECORD */
 
 #endif

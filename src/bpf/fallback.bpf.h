@@ -2,19 +2,48 @@
 /*
  * Programs for the tracepoints older kernels lack, with their fallbacks: the tracepoint
  * (tp_btf), then fentry, then a kprobe on the kernel function it stands in, all calling
- * one handler of the includer's. Names: <name>, <name>_fentry, <name>_kprobe, as
+ * one handler of the includer's; and the tp_btf/raw_tp pairs of the tracepoints all
+ * kernels have (TP_PROGS). Names: <name>, <name>_fentry, <name>_kprobe, as
  * FALLBACK_HOOK() in src/lib/probe.h expects. A kprobe's arguments are numbers: they are
  * given their type with KPTR_AS() (kptr.bpf.h) before the handler reads them with KR().
  */
 #ifndef IOSPAN_FALLBACK_BPF_H
 #define IOSPAN_FALLBACK_BPF_H
 
+/*
+ * A tracepoint's tp_btf program @name and its raw_tp fallback @name_raw (kernels whose
+ * BTF the tp_btf program cannot use), both returning handler(...). The arguments are
+ * TP_PTR(type, i) and TP_ARG(type, i), the tracepoint's i-th argument: a pointer, typed
+ * in both (a raw_tp's are numbers, given their type with KPTR_AS()), or a value;
+ * TP_VIEW(type, i), a pointer read through an untrusted view in both (cheaper to verify). User
+ * space lists the pair with TP_BTF_HOOK() (src/lib/probe.h).
+ */
+#define TP_PROGS(tp, name, handler, ...)                           \
+	SEC("tp_btf/" #tp)                                         \
+	int name(__u64 *ctx)                                       \
+	{                                                          \
+		const bool tp_raw __attribute__((unused)) = false; \
+                                                                   \
+		return handler(__VA_ARGS__);                       \
+	}                                                          \
+	SEC("raw_tp/" #tp)                                         \
+	int name##_raw(__u64 *ctx)                                 \
+	{                                                          \
+		const bool tp_raw __attribute__((unused)) = true;  \
+                                                                   \
+		return handler(__VA_ARGS__);                       \
+	}
+#define TP_PTR(type, i) (tp_raw ? KPTR_AS(type, ctx[i]) : (type *)ctx[i])
+/* A pointer argument the handler reads through an untrusted view (KVIEW, kptr.bpf.h). */
+#define TP_VIEW(type, i) KVIEW(type, ctx[i])
+#define TP_ARG(type, i) ((type)ctx[i])
+
 /* A page fault on a file mapping: handler(struct address_space *, __u64 index). */
 #define FILEMAP_FAULT_PROGS(name, handler)                                           \
 	SEC("tp_btf/mm_filemap_fault")                                               \
 	int BPF_PROG(name, struct address_space *mapping, unsigned long index)       \
 	{                                                                            \
-		return handler(mapping, index);                                      \
+		return handler(KVIEW(struct address_space, mapping), index);       \
 	}                                                                            \
 	SEC("fentry/filemap_fault")                                                  \
 	int BPF_PROG(name##_fentry, struct vm_fault *vmf)                            \
@@ -38,7 +67,7 @@
 	int BPF_PROG(name, struct kiocb *iocb, struct iov_iter *iter, unsigned int flags,    \
 		     size_t done_before)                                                     \
 	{                                                                                    \
-		return handler(iocb, iter);                                                  \
+		return handler(KVIEW(struct kiocb, iocb), KVIEW(struct iov_iter, iter)); \
 	}                                                                                    \
 	SEC("fentry/__iomap_dio_rw")                                                         \
 	int BPF_PROG(name##_fentry, struct kiocb *iocb, struct iov_iter *iter)               \
@@ -48,7 +77,7 @@
 	SEC("kprobe/__iomap_dio_rw")                                                         \
 	int BPF_KPROBE(name##_kprobe, struct kiocb *iocb, struct iov_iter *iter)             \
 	{                                                                                    \
-		return handler(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter)); \
+		return handler(KVIEW(struct kiocb, iocb), KVIEW(struct iov_iter, iter)); \
 	}
 
 /*
@@ -61,7 +90,7 @@
 	SEC("tp_btf/iomap_dio_complete")                                                 \
 	int BPF_PROG(name, struct kiocb *iocb, int error, ssize_t ret)                   \
 	{                                                                                \
-		return handler(iocb, error ? error : ret);                               \
+		return handler(KVIEW(struct kiocb, iocb), error ? error : ret);        \
 	}                                                                                \
 	SEC("fentry/iomap_dio_complete")                                                 \
 	int BPF_PROG(name##_fentry, struct iomap_dio *dio)                               \
@@ -92,7 +121,7 @@
 	SEC("kprobe/filemap_read")                                                           \
 	int BPF_KPROBE(name##_kprobe, struct kiocb *iocb, struct iov_iter *iter)             \
 	{                                                                                    \
-		return handler(KPTR_AS(struct kiocb, iocb), KPTR_AS(struct iov_iter, iter)); \
+		return handler(KVIEW(struct kiocb, iocb), KVIEW(struct iov_iter, iter)); \
 	}
 
 /*
@@ -106,7 +135,7 @@
 	int BPF_PROG(name, struct inode *inode, unsigned long index, struct file_ra_state *ra, \
 		     unsigned long req)                                                      \
 	{                                                                                    \
-		return handler(inode, index, req);                                           \
+		return handler(KVIEW(struct inode, inode), index, req);                    \
 	}                                                                                    \
 	SEC("fentry/page_cache_sync_ra")                                                     \
 	int BPF_PROG(name##_fentry, struct readahead_control *ractl, unsigned long req)      \
@@ -125,7 +154,7 @@
 	int BPF_PROG(name, struct inode *inode, unsigned long index, struct file_ra_state *ra, \
 		     unsigned long req)                                                      \
 	{                                                                                    \
-		return handler(inode, index, req);                                           \
+		return handler(KVIEW(struct inode, inode), index, req);                    \
 	}                                                                                    \
 	SEC("fentry/page_cache_async_ra")                                                    \
 	int BPF_PROG(name##_fentry, struct readahead_control *ractl, struct folio *folio,    \

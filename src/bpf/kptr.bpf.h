@@ -51,6 +51,23 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define KLOW(p) ((__u64)(p))
 #endif
 
+/*
+ * An untrusted view of a trusted pointer (a tp_btf or fentry argument, the current task)
+ * for reading. The verifier (6.4+) checks every load of a pointer field from a trusted
+ * pointer, at every visit of that load, with up to four linear searches of the kernel
+ * BTF's type names (btf_nested_type_is_trusted): 1-150 ms of verification per program,
+ * most of iospan's start-up. Loads through the view are the same at run time (the cast
+ * becomes a register move). Helpers that want a trusted pointer (bpf_task_storage_get)
+ * are given the original.
+ */
+#define KVIEW(type, p) KPTR_AS(type, p)
+/*
+ * A pointer field of a trusted pointer, through the view. On the hot block path the
+ * pointer itself stays trusted: its scalar fields are then plain loads, where loads
+ * through a view are checked ones (a few instructions more each).
+ */
+#define KRP(type, p, field) (KVIEW(type, p)->field)
+
 #define AS_BIO(p) KPTR_AS(struct bio, p)
 #define AS_RQ(p)  KPTR_AS(struct request, p)
 

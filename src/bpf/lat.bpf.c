@@ -16,6 +16,8 @@
 #include "vfs.bpf.h"
 #include "bio_slot.bpf.h"
 #include "blk_owner.bpf.h"
+#include "hist.bpf.h"
+#include "fallback.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -93,7 +95,7 @@ static __always_inline void drop(__u32 what)
  */
 static __always_inline bool flush_seq_data_end(struct request *rq, __u32 nr_bytes)
 {
-	struct bio *bio = rq->bio;
+	struct bio *bio = KRP(struct request, rq, bio);
 	__u32 opf;
 
 	if (!nr_bytes || !bio)
@@ -123,23 +125,6 @@ static __always_inline __u32 op_flags(__u32 cmd)
 	return f;
 }
 
-static __always_inline void hist_put_atomic(struct lat_hist *h, __u64 v)
-{
-	__u32 s = hist_slot_of(v, LAT_HIST_SUB_BITS);
-
-	/* Keep the bound check on the register used for the access (clang reloads it). */
-	asm volatile("" : "+r"(s));
-	if (s >= LAT_HIST_SLOTS)
-		s = LAT_HIST_SLOTS - 1;
-	asm volatile("" : "+r"(s));
-	__sync_fetch_and_add(&h->count, 1);
-	__sync_fetch_and_add(&h->sum, v);
-	if (v > h->max)
-		h->max = v;
-	if (s < LAT_HIST_SLOTS)
-		__sync_fetch_and_add(&h->slots[s], 1);
-}
-
 static __always_inline int issue_rq(struct request *rq)
 {
 	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
@@ -150,45 +135,11 @@ static __always_inline int issue_rq(struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(lat_rq_issue, struct request *rq)
-{
-	return issue_rq(rq);
-}
+TP_PROGS(block_rq_issue, lat_rq_issue, issue_rq, TP_PTR(struct request, 0))
 
-SEC("raw_tp/block_rq_issue")
-int BPF_PROG(lat_rq_issue_raw, void *rq)
-{
-	return issue_rq(AS_RQ(rq));
-}
+TP_PROGS(block_bio_queue, lat_bio_queue, blk_owner_note_bio, TP_PTR(struct bio, 0), ctx)
 
-SEC("tp_btf/block_bio_queue")
-int BPF_PROG(lat_bio_queue, struct bio *bio)
-{
-	blk_owner_note_bio(ctx, bio);
-	return 0;
-}
-
-SEC("raw_tp/block_bio_queue")
-int BPF_PROG(lat_bio_queue_raw, void *bio)
-{
-	blk_owner_note_bio(ctx, AS_BIO(bio));
-	return 0;
-}
-
-SEC("tp_btf/block_split")
-int BPF_PROG(lat_bio_split, struct bio *bio, unsigned int new_sector)
-{
-	blk_owner_note_split(ctx, bio);
-	return 0;
-}
-
-SEC("raw_tp/block_split")
-int BPF_PROG(lat_bio_split_raw, void *bio)
-{
-	blk_owner_note_split(ctx, AS_BIO(bio));
-	return 0;
-}
+TP_PROGS(block_split, lat_bio_split, blk_owner_note_split, TP_PTR(struct bio, 0), ctx)
 
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
@@ -208,12 +159,13 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	if (op != REQ_OP_FLUSH && (nr_bytes < rq->__data_len || flush_seq_data_end(rq, nr_bytes)))
 		return 0;
 	now = bpf_ktime_get_ns();
-	disk = rq->q->disk;
+	disk = KRP(struct request, rq, q)->disk;
 	if (!disk)
 		return 0;
 	k.disk = ((__u32)disk->major << 20) | disk->first_minor;
 	if (filter_dev) {
-		part = rq->part ? rq->part->bd_dev : k.disk;
+		part = KRP(struct request, rq, part) ? KRP(struct request, rq, part)->bd_dev :
+						       k.disk;
 		if (!bpf_map_lookup_elem(&filter_devs, &part) &&
 		    !bpf_map_lookup_elem(&filter_devs, &k.disk))
 			return 0;
@@ -298,18 +250,10 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		if (!h)
 			return 0;
 	}
-	hist_put_atomic(h, v);
+	/* Shared by the CPUs (one hash map value per key): atomic sums. */
+	hist_put_of(h, LAT_HIST_SUB_BITS, v, true);
 	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(lat_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
-{
-	return complete_rq(rq, nr_bytes);
-}
-
-SEC("raw_tp/block_rq_complete")
-int BPF_PROG(lat_rq_complete_raw, void *rq, int error, unsigned int nr_bytes)
-{
-	return complete_rq(AS_RQ(rq), nr_bytes);
-}
+TP_PROGS(block_rq_complete, lat_rq_complete, complete_rq, TP_PTR(struct request, 0),
+	 TP_ARG(__u32, 2))

@@ -10,7 +10,7 @@
  * is reserved.
  */
 #include "iospan.bpf.h"
-#include "lib/iospan_types.h"
+#include "lib/common_abi.h"
 #include "lib/snoop_abi.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
@@ -18,6 +18,7 @@
 #include "rbuf.bpf.h"
 #include "filter.bpf.h"
 #include "blk_owner.bpf.h"
+#include "fallback.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -61,7 +62,7 @@ struct file_path_id {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
-	__type(key, struct top_file_key);
+	__type(key, struct file_key);
 	__type(value, struct file_path_id);
 } file_ids SEC(".maps");
 
@@ -135,7 +136,7 @@ struct {
 
 static __always_inline __u32 rq_disk_dev(struct request *rq)
 {
-	struct gendisk *disk = rq->q->disk;
+	struct gendisk *disk = KRP(struct request, rq, q)->disk;
 
 	return disk ? ((__u32)disk->major << 20) | disk->first_minor : 0;
 }
@@ -143,40 +144,16 @@ static __always_inline __u32 rq_disk_dev(struct request *rq)
 /* The device a request's bios were queued to: its partition, else the disk. */
 static __always_inline __u32 rq_part_dev(struct request *rq)
 {
-	struct block_device *part = rq->part;
+	struct block_device *part = KRP(struct request, rq, part);
 
 	return part ? part->bd_dev : rq_disk_dev(rq);
 }
 
 /* ------------------------------------------------------------------ submit */
 
-SEC("tp_btf/block_bio_queue")
-int BPF_PROG(snoop_bio_queue, struct bio *bio)
-{
-	blk_owner_note_bio(ctx, bio);
-	return 0;
-}
+TP_PROGS(block_bio_queue, snoop_bio_queue, blk_owner_note_bio, TP_PTR(struct bio, 0), ctx)
 
-SEC("raw_tp/block_bio_queue")
-int BPF_PROG(snoop_bio_queue_raw, void *bio)
-{
-	blk_owner_note_bio(ctx, AS_BIO(bio));
-	return 0;
-}
-
-SEC("tp_btf/block_split")
-int BPF_PROG(snoop_bio_split, struct bio *bio, unsigned int new_sector)
-{
-	blk_owner_note_split(ctx, bio);
-	return 0;
-}
-
-SEC("raw_tp/block_split")
-int BPF_PROG(snoop_bio_split_raw, void *bio)
-{
-	blk_owner_note_split(ctx, AS_BIO(bio));
-	return 0;
-}
+TP_PROGS(block_split, snoop_bio_split, blk_owner_note_split, TP_PTR(struct bio, 0), ctx)
 
 /*
  * Runs in the task that dirties a page cache folio: it becomes the dirtier of the
@@ -191,6 +168,8 @@ int BPF_PROG(snoop_dirty_folio, struct folio *folio, struct address_space *mappi
 	__u32 tgid = task->tgid;
 	__u64 cgid;
 
+	folio = KVIEW(struct folio, folio);
+	mapping = KVIEW(struct address_space, mapping);
 	/* Kernel threads re-dirty pages during writeback: they are never the source. */
 	if (task->flags & PF_KTHREAD || !mapping)
 		return 0;
@@ -237,7 +216,7 @@ static __always_inline __u32 *disk_inflight(__u32 disk)
 static __always_inline int issue_rq(struct request *rq)
 {
 	struct rq_slot *s = slot_at(&rq_slots, rq, NR_RQ_SLOTS);
-	struct bio *bio = rq->bio;
+	struct bio *bio = KRP(struct request, rq, bio);
 	__u32 *n, nr = 0;
 
 	if (!s)
@@ -276,17 +255,7 @@ static __always_inline int issue_rq(struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(snoop_rq_issue, struct request *rq)
-{
-	return issue_rq(rq);
-}
-
-SEC("raw_tp/block_rq_issue")
-int BPF_PROG(snoop_rq_issue_raw, void *rq)
-{
-	return issue_rq(AS_RQ(rq));
-}
+TP_PROGS(block_rq_issue, snoop_rq_issue, issue_rq, TP_PTR(struct request, 0))
 
 /* A request sent back to be dispatched again: no longer in flight on the disk. */
 static __always_inline int requeue_rq(struct request *rq)
@@ -303,17 +272,7 @@ static __always_inline int requeue_rq(struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_requeue")
-int BPF_PROG(snoop_rq_requeue, struct request *rq)
-{
-	return requeue_rq(rq);
-}
-
-SEC("raw_tp/block_rq_requeue")
-int BPF_PROG(snoop_rq_requeue_raw, void *rq)
-{
-	return requeue_rq(AS_RQ(rq));
-}
+TP_PROGS(block_rq_requeue, snoop_rq_requeue, requeue_rq, TP_PTR(struct request, 0))
 
 /* ------------------------------------------------------------------ complete */
 
@@ -341,7 +300,7 @@ static __always_inline __u32 rq_flags_of(__u32 opf)
  */
 static __always_inline struct inode *rq_file_inode(struct request *rq, __u64 ino, bool split)
 {
-	struct bio *bio = rq->bio, *pbio;
+	struct bio *bio = KRP(struct request, rq, bio), *pbio;
 	struct iomap_dio *dio;
 	struct inode *inode;
 	__u64 parent;
@@ -397,7 +356,7 @@ static __noinline __u32 credit_dirtier(struct request *rq, struct blk_owner *o)
 {
 	struct page_pos pp = {};
 	struct dirtier_proc *p;
-	struct bio *bio = rq->bio;
+	struct bio *bio = KRP(struct request, rq, bio);
 	__u32 dirtier, flusher;
 
 	if (!bio || !o)
@@ -435,7 +394,7 @@ static __noinline __u32 credit_dirtier(struct request *rq, struct blk_owner *o)
 static __always_inline void note_path(struct snoop_io *e, struct request *rq, struct blk_owner *o,
 				      struct inode *inode, bool have_inode)
 {
-	struct top_file_key fk = {.dev = e->fs_dev, .ino = e->ino};
+	struct file_key fk = {.dev = e->fs_dev, .ino = e->ino};
 	struct file_path_id *last, np = {};
 	__u32 epoch = path_epoch;
 	__u64 id = 0;
@@ -474,6 +433,7 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	struct inode *inode = NULL;
 	bool have_inode = false;
 	struct snoop_io *e;
+	struct bio *first;
 	struct blk_owner *o, who;
 	__u32 wb_flusher = 0;
 	__u64 now, lat;
@@ -554,7 +514,8 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	e->dev = disk;
 	e->op = op;
 	/* The flush machinery takes PREFLUSH and FUA off the request, not off its bio. */
-	e->rq_flags = rq_flags_of(rq->cmd_flags | (rq->bio ? rq->bio->bi_opf : 0));
+	first = KRP(struct request, rq, bio);
+	e->rq_flags = rq_flags_of(rq->cmd_flags | (first ? first->bi_opf : 0));
 	e->flags = (s ? 0 : SNOOP_IO_NO_ISSUE) | (o ? 0 : SNOOP_IO_NO_OWNER) |
 		   (error ? SNOOP_IO_ERROR : 0);
 	e->inflight = slot.inflight;
@@ -592,14 +553,5 @@ filtered:
 	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(snoop_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
-{
-	return complete_rq(rq, error, nr_bytes);
-}
-
-SEC("raw_tp/block_rq_complete")
-int BPF_PROG(snoop_rq_complete_raw, void *rq, int error, unsigned int nr_bytes)
-{
-	return complete_rq(AS_RQ(rq), error, nr_bytes);
-}
+TP_PROGS(block_rq_complete, snoop_rq_complete, complete_rq, TP_PTR(struct request, 0),
+	 TP_ARG(int, 1), TP_ARG(__u32, 2))

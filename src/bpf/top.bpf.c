@@ -12,12 +12,15 @@
  * through a ring buffer.
  */
 #include "iospan.bpf.h"
-#include "lib/iospan_types.h"
+#include "lib/top_abi.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
+/* The core's classification only: top keeps its own records, keyed as its rows. */
+#define BLK_OWNER_NO_RECORD
+#include "blk_owner.bpf.h"
 #include "rbuf.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -299,7 +302,7 @@ static __always_inline void note_proc(struct task_struct *task, struct top_task 
 	p.cgid = cgid;
 	/* A process is named by its main thread; a thread (--threads) by itself. */
 	if (!per_thread)
-		named = KR(struct task_struct, task, group_leader);
+		named = KR(struct task_struct, KVIEW(struct task_struct, task), group_leader);
 	bpf_probe_read_kernel_str(p.comm, sizeof(p.comm), named->comm);
 	err = bpf_map_update_elem(&procs, &owner, &p, BPF_ANY);
 	if (err) {
@@ -466,7 +469,7 @@ struct syncer {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
-	__type(key, struct top_file_key);
+	__type(key, struct file_key);
 	__type(value, struct syncer);
 } syncers SEC(".maps");
 
@@ -478,14 +481,14 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
-	__type(key, struct top_file_key);
+	__type(key, struct file_key);
 	__type(value, struct syncer);
 } readers SEC(".maps");
 
 static __always_inline int readahead_note(struct inode *inode)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct top_file_key fk = {};
+	struct file_key fk = {};
 	struct syncer rd = {}, *last;
 
 	if (!inode || task->tgid == self_tgid || (task->flags & PF_KTHREAD))
@@ -513,7 +516,7 @@ RA_ASYNC_PROGS(top_ra_async, ra_note)
 static __always_inline int sync_enter(long fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct top_file_key fk = {};
+	struct file_key fk = {};
 	struct syncer sy = {};
 	struct inode *inode;
 	struct file *file;
@@ -544,7 +547,7 @@ static __always_inline int sync_enter(long fd)
 /* The end of a sync sync_enter() registered (@t->syncing set). */
 static __always_inline int sync_exit(struct task_struct *task, struct top_task *t)
 {
-	struct top_file_key fk = {};
+	struct file_key fk = {};
 	struct syncer *sy;
 
 	t->syncing = 0;
@@ -765,7 +768,7 @@ SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(top_filemap_map_pages, struct address_space *mapping, unsigned long start,
 	     unsigned long last)
 {
-	return mmap_read(mapping, start, last, true);
+	return mmap_read(KVIEW(struct address_space, mapping), start, last, true);
 }
 
 /*
@@ -847,7 +850,7 @@ SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(top_filemap_get_pages, struct address_space *mapping, unsigned long index,
 	     unsigned long last)
 {
-	return get_pages(mapping, index, last);
+	return get_pages(KVIEW(struct address_space, mapping), index, last);
 }
 
 /*
@@ -885,6 +888,8 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 	struct top_key k;
 	__u64 bytes, nr;
 
+	folio = KVIEW(struct folio, folio);
+	mapping = KVIEW(struct address_space, mapping);
 	/* Kernel threads re-dirty pages during writeback: they are never the source. */
 	if (task->flags & PF_KTHREAD || !mapping)
 		return 0;
@@ -1129,20 +1134,16 @@ static __always_inline int queue_bio(struct bio *bio)
 	struct task_struct *task = bpf_get_current_task_btf(), *otask = task;
 	struct bio_slot o = {};
 	struct block_device *bdev;
-	struct inode *inode = NULL;
-	struct address_space *mapping;
-	struct inode *host;
+	struct inode *inode;
 	struct top_task *t = NULL;
-	struct iomap_dio *dio;
-	struct page *page;
 	__u32 dev, kind = TOP_INO_NOPAGE, tgid;
 	__u64 cgid = 0;
-	bool kthread, write;
+	bool kthread, write, waiter;
 
 	/* Empty bios carry no bytes; an empty preflush is a cache flush: its owner counts. */
 	if (!bio->bi_iter.bi_size && !(bio->bi_opf & REQ_PREFLUSH))
 		return 0;
-	bdev = bio->bi_bdev;
+	bdev = KRP(struct bio, bio, bi_bdev);
 	if (!bdev)
 		return 0;
 	/* Bio-based devices (dm, md, zram) complete without a request: not counted here. */
@@ -1154,71 +1155,52 @@ static __always_inline int queue_bio(struct bio *bio)
 	kthread = task->flags & PF_KTHREAD;
 	write = (bio->bi_opf & REQ_OP_MASK) & 1;
 
-	dio = bio_iomap_dio(bio, iomap_dio_end_io);
-	if (dio) {
+	switch (blk_bio_src(bio, iomap_dio_end_io, &inode)) {
+	case BLK_SRC_DIO:
 		/* iomap direct I/O: the file and the waiting task are in the dio. */
-		inode = dio_inode(dio);
 		o.flags |= TOP_F_DIRECT;
-		/*
-		 * Re-submitted by a kernel thread (blk-throttle): credit the task waiting
-		 * for it (synchronous I/O only: an async one may have no waiter left).
-		 */
-		if (kthread && dio_waiter(dio)) {
-			otask = dio_waiter(dio);
+		otask = blk_bio_submitter(task, bio_iomap_dio(bio, iomap_dio_end_io), &waiter);
+		if (waiter)
 			o.flags |= TOP_F_KTHREAD_OWNER;
-		}
-	} else if (bio->bi_io_vec) {
-		/* Clones (bi_vcnt 0) share the vector of the bio they were cloned from. */
-		page = bio->bi_io_vec->bv_page;
-		if (!page)
-			goto owner;
-		page = page_head(page);
-		mapping = KR(struct page, page, mapping);
-		host = mapping && !(KLOW(mapping) & 3)
-			       ? KR(struct address_space, mapping, host)
-			       : NULL;
-		if (!mapping || kernel_page(page)) {
-			/* kmalloc'd, vmalloc'd or slab memory: fs metadata buffers (xfs). */
-			kind = TOP_INO_NOPAGE;
-		} else if (host && (KR(struct inode, host, i_mode) & S_IFMT) == S_IFBLK) {
-			/* The block device's own cache: buffer heads, journal, raw access. */
+		break;
+	case BLK_SRC_BDEV:
+		/* The block device's own cache: buffer heads, journal, raw access. */
+		kind = TOP_INO_META;
+		break;
+	case BLK_SRC_CACHE:
+		/*
+		 * A file's page cache; on a file system with no single block device (btrfs:
+		 * s_bdev is NULL on recent kernels, s_dev is anonymous) only regular files
+		 * are files, other inodes (btrfs's btree) metadata.
+		 */
+		if (!KR(struct super_block, INODE_SB(inode), s_bdev) &&
+		    ((KR(struct inode, inode, i_mode) & S_IFMT) != S_IFREG ||
+		     metadata_inode(inode))) {
+			inode = NULL;
 			kind = TOP_INO_META;
-		} else if (host && KR(struct super_block, INODE_SB(host), s_bdev)) {
-			/* Page cache of a file on a block device file system. */
-			inode = host;
-		} else if (host && !memory_fs(host)) {
-			/*
-			 * A file system with no single block device (btrfs: s_bdev is NULL
-			 * on recent kernels, s_dev is anonymous): a file's pages, or its
-			 * metadata's (btrfs's btree inode is no regular file).
-			 */
-			if ((KR(struct inode, host, i_mode) & S_IFMT) == S_IFREG &&
-			    !metadata_inode(host))
-				inode = host;
-			else
-				kind = TOP_INO_META;
-		} else {
-			/*
-			 * Anonymous, or shmem/hugetlbfs (no block device under them): user
-			 * memory, so direct I/O from a user buffer (or swap).
-			 */
-			kind = TOP_INO_RAW;
-			t = bpf_task_storage_get(&tasks, task, 0, 0);
-			if (t && t->op && t->direct) {
-				o.flags |= TOP_F_DIRECT;
-				/* O_DIRECT read/write on a file by a non-iomap fs: that file. */
-				if (!t->blk && t->file) {
-					inode = KR(struct file, KPTR_AS(struct file, t->file),
-						   f_inode);
-				}
-			} else if (t && !t->op && t->dio_inode && !swap_bio(bio)) {
-				/* Async iomap direct I/O being submitted (btrfs): its file. */
-				o.flags |= TOP_F_DIRECT;
-				inode = KPTR_AS(struct inode, t->dio_inode);
-			}
 		}
+		break;
+	case BLK_SRC_SWAP:
+	case BLK_SRC_USER:
+	case BLK_SRC_NOHOST:
+		/* User memory, so direct I/O from a user buffer (or swap). */
+		kind = TOP_INO_RAW;
+		t = bpf_task_storage_get(&tasks, task, 0, 0);
+		if (t && t->op && t->direct) {
+			o.flags |= TOP_F_DIRECT;
+			/* O_DIRECT read/write on a file by a non-iomap fs: that file. */
+			if (!t->blk && t->file)
+				inode = KR(struct file, KPTR_AS(struct file, t->file), f_inode);
+		} else if (t && !t->op && t->dio_inode && !swap_bio(bio)) {
+			/* Async iomap direct I/O being submitted (btrfs): its file. */
+			o.flags |= TOP_F_DIRECT;
+			inode = KPTR_AS(struct inode, t->dio_inode);
+		}
+		break;
+	default:
+		/* No page, or kernel memory: fs metadata buffers (xfs). */
+		break;
 	}
-owner:
 	if (inode) {
 		o.key.dev = KR(struct super_block, INODE_SB(inode), s_dev);
 		o.key.ino = KR(struct inode, inode, i_ino);
@@ -1241,7 +1223,7 @@ owner:
 			 * process syncing the file, never by the worker; without one, the
 			 * dirtier's own write.
 			 */
-			struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
+			struct file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
 
 			sy = bpf_map_lookup_elem(&syncers, &fk);
 			if (sy) {
@@ -1287,7 +1269,7 @@ owner:
 	/* A page cache read held by blk-throttle and queued by its worker: the reader's. */
 	if (inode && !write && !(o.flags & TOP_F_DIRECT) && kthread &&
 	    throttle_worker(task, throtl_dispatch_fn)) {
-		struct top_file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
+		struct file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
 		struct syncer *rd = bpf_map_lookup_elem(&readers, &fk);
 		struct top_proc *p;
 
@@ -1329,18 +1311,7 @@ filtered:
 	return claim_slot(bio, &o);
 }
 
-SEC("tp_btf/block_bio_queue")
-int BPF_PROG(top_bio_queue, struct bio *bio)
-{
-	return queue_bio(bio);
-}
-
-/* raw_tp variants: untyped arguments, given their BTF type with bpf_rdonly_cast(). */
-SEC("raw_tp/block_bio_queue")
-int BPF_PROG(top_bio_queue_raw, void *bio)
-{
-	return queue_bio(AS_BIO(bio));
-}
+TP_PROGS(block_bio_queue, top_bio_queue, queue_bio, TP_PTR(struct bio, 0))
 
 /*
  * A split bio is a new bio for the front part of one already queued, which keeps its
@@ -1351,29 +1322,17 @@ int BPF_PROG(top_bio_queue_raw, void *bio)
 static __always_inline int split_bio(struct bio *split)
 {
 	struct bio_slot o, *s;
-	__u64 parent;
 
 	if (!split->bi_iter.bi_size)
 		return 0;
-	parent = bio_split_parent(split);
-	s = parent ? slot_find_tag(&slots, parent, NR_SLOTS) : NULL;
+	s = slot_find_split_parent(&slots, split, NR_SLOTS);
 	if (!s)
 		return queue_bio(split);
 	o = *s;
 	return claim_slot(split, &o);
 }
 
-SEC("tp_btf/block_split")
-int BPF_PROG(top_bio_split, struct bio *bio, unsigned int new_sector)
-{
-	return split_bio(bio);
-}
-
-SEC("raw_tp/block_split")
-int BPF_PROG(top_bio_split_raw, void *bio)
-{
-	return split_bio(AS_BIO(bio));
-}
+TP_PROGS(block_split, top_bio_split, split_bio, TP_PTR(struct bio, 0))
 
 /* ------------------------------------------------------------------ DISK: issue */
 
@@ -1406,17 +1365,7 @@ static __always_inline int issue_rq(struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(top_rq_issue, struct request *rq)
-{
-	return issue_rq(rq);
-}
-
-SEC("raw_tp/block_rq_issue")
-int BPF_PROG(top_rq_issue_raw, void *rq)
-{
-	return issue_rq(AS_RQ(rq));
-}
+TP_PROGS(block_rq_issue, top_rq_issue, issue_rq, TP_PTR(struct request, 0))
 
 /* -------------------------------------------------------------- DISK: complete */
 
@@ -1608,12 +1557,15 @@ static __always_inline void run_add(struct walk *w, struct top_key *key, __u32 f
 		.valid = 1,
 	};
 
-	if (run_extend(&w->r, &next))
-		return;
-	if (named)
-		account_run_named(w);
-	else
-		account_run(&w->r, &w->ri);
+	/* The first run of a request (most have one bio): nothing to extend or account. */
+	if (w->r.valid) {
+		if (run_extend(&w->r, &next))
+			return;
+		if (named)
+			account_run_named(w);
+		else
+			account_run(&w->r, &w->ri);
+	}
 	w->r = next;
 	w->run_bio = bio;
 }
@@ -1733,7 +1685,7 @@ static int walk_bio(__u32 i, void *ctx)
  */
 static __noinline void account_flush(struct request *rq, struct rq_info *ri)
 {
-	struct bio *bio = rq->bio;
+	struct bio *bio = KRP(struct request, rq, bio);
 	struct top_stat *s;
 	struct bio_slot *o;
 	struct top_key key;
@@ -1768,7 +1720,7 @@ static __noinline void account_flush(struct request *rq, struct rq_info *ri)
 static __noinline void account_dev_flush(struct request *rq, __u64 ns)
 {
 	struct top_dev_flush *f, zero = {};
-	struct gendisk *disk = rq->q->disk;
+	struct gendisk *disk = KRP(struct request, rq, q)->disk;
 	__u32 dev;
 
 	if (!disk)
@@ -1819,12 +1771,12 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	 * The end of a flush sequence: an empty preflush, or a write whose data completed
 	 * before. The block layer took the flags off the request, not off its bio.
 	 */
-	if (!nr_bytes && rq->bio && (rq->bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))) {
+	w.bio = KRP(struct request, rq, bio);
+	if (!nr_bytes && w.bio && (w.bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))) {
 		account_flush(rq, &w.ri);
 		return 0;
 	}
 	w.left = nr_bytes;
-	w.bio = rq->bio;
 	/*
 	 * The common single-bio request without a loop; chains of hundreds of merged bios
 	 * through bpf_loop, without unrolling.
@@ -1841,9 +1793,9 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		if (w.r.valid) {
 			w.r.bytes += w.left;
 			w.r.flags |= TOP_F_APPROX;
-		} else if (track_unattributed && rq->q->disk) {
+		} else if (track_unattributed && KRP(struct request, rq, q)->disk) {
 			/* Bytes without any bio (passthrough): the disk's unattributed row. */
-			struct gendisk *disk = rq->q->disk;
+			struct gendisk *disk = KRP(struct request, rq, q)->disk;
 
 			w.r.key.pid = TOP_PID_NONE;
 			w.r.key.dev = ((__u32)disk->major << 20) | disk->first_minor;
@@ -1859,17 +1811,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(top_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
-{
-	return complete_rq(rq, nr_bytes);
-}
-
-SEC("raw_tp/block_rq_complete")
-int BPF_PROG(top_rq_complete_raw, void *rq, int error, unsigned int nr_bytes)
-{
-	return complete_rq(AS_RQ(rq), nr_bytes);
-}
+TP_PROGS(block_rq_complete, top_rq_complete, complete_rq, TP_PTR(struct request, 0), TP_ARG(__u32, 2))
 
 /* ------------------------------------------------------------------- stalls */
 

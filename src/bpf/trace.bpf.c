@@ -14,14 +14,18 @@
  * request over the threshold travels to user space, through a ring buffer.
  */
 #include "iospan.bpf.h"
-#include "lib/iospan_types.h"
+#include "lib/trace_abi.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
+/* The core's classification only: trace's bios belong to its traced requests. */
+#define BLK_OWNER_NO_RECORD
+#include "blk_owner.bpf.h"
 #include "rbuf.bpf.h"
 #include "filter.bpf.h"
+#include "hist.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -249,13 +253,13 @@ DEFINE_PROC_TITLES(4096);
 struct dirtier {
 	__u32 pid, tid;
 	__u64 cgid;
-	char comm[TOP_COMM_LEN];
+	char comm[IOSPAN_COMM_LEN];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct top_file_key);
+	__type(key, struct file_key);
 	__type(value, struct dirtier);
 } dirtiers SEC(".maps");
 
@@ -452,23 +456,6 @@ static __always_inline void own_inode(struct task_state *t, __u64 inode, __u64 k
 		return;
 	t->pend_inode = inode;
 	bpf_map_update_elem(&inode_owners, &inode, &o, BPF_ANY);
-}
-
-static __always_inline void hist_put(struct hist *h, __u64 v)
-{
-	__u32 s = hist_slot(v);
-
-	/* Keep the bound check on the register used for the access (clang reloads it). */
-	asm volatile("" : "+r"(s));
-	if (s >= HIST_SLOTS)
-		s = HIST_SLOTS - 1;
-	asm volatile("" : "+r"(s));
-	h->count++;
-	h->sum += v;
-	if (v > h->max)
-		h->max = v;
-	if (s < HIST_SLOTS)
-		h->slots[s]++;
 }
 
 /*
@@ -864,14 +851,17 @@ static __always_inline int sys_exit(long ret)
 }
 
 /*
- * A few programs serve all the syscall tracepoints, each attached to several (trace.c):
- * the verifier checks each once, not once per syscall. They tell the syscalls apart by
- * number. The kernel refuses to attach a program that reads past a tracepoint's record,
- * which holds as many arguments as the syscall has: hence one program per number of
- * arguments read, @nargs (a constant: the reads past it are compiled out).
+ * One program serves every syscall tracepoint, attached to each (trace.c): the verifier
+ * checks its body once. It tells the syscalls apart by number. The kernel refuses to
+ * attach a program that reads past a tracepoint's record, which holds as many arguments
+ * as the syscall has (fsync's one): the first argument is read directly, the others
+ * with a probe read, which that check does not see. For a syscall with fewer, it reads
+ * what follows the record in the trace buffer, which the ops of those syscalls ignore.
  */
-static __always_inline int sys_enter_args(struct sys_enter_ctx *ctx, const int nargs)
+SEC("tracepoint")
+int trace_sys_enter(struct sys_enter_ctx *ctx)
 {
+	__u64 args[3] = {}; /* args[1..3] */
 	__s64 offset = -1;
 	__u64 bytes = 0;
 	bool use_pos = false;
@@ -881,12 +871,12 @@ static __always_inline int sys_enter_args(struct sys_enter_ctx *ctx, const int n
 	if (nr < 0 || nr >= SYS_NR_TABLE || !sys_op[nr])
 		return 0;
 	op = sys_op[nr] - 1;
+	if (op != TRACE_OP_FSYNC && op != TRACE_OP_FDATASYNC)
+		bpf_probe_read_kernel(args, sizeof(args), &ctx->args[1]);
 	switch (op) {
 	case TRACE_OP_READ:
 	case TRACE_OP_WRITE:
-		if (nargs < 3)
-			return 0;
-		bytes = ctx->args[2];
+		bytes = args[1];
 		use_pos = true;
 		break;
 	case TRACE_OP_READV:
@@ -895,56 +885,27 @@ static __always_inline int sys_enter_args(struct sys_enter_ctx *ctx, const int n
 		break;
 	case TRACE_OP_PREAD64:
 	case TRACE_OP_PWRITE64:
-		if (nargs < 4)
-			return 0;
-		offset = ctx->args[3];
-		bytes = ctx->args[2];
+		offset = args[2];
+		bytes = args[1];
 		break;
 	case TRACE_OP_PREADV:
 	case TRACE_OP_PWRITEV:
-		if (nargs < 4)
-			return 0;
-		offset = ctx->args[3];
+		offset = args[2];
 		break;
 	case TRACE_OP_PREADV2:
 	case TRACE_OP_PWRITEV2:
-		if (nargs < 4)
-			return 0;
 		/* With offset -1 they use (and move) the file position. */
-		offset = ctx->args[3];
+		offset = args[2];
 		use_pos = offset == -1;
 		break;
 	case TRACE_OP_SYNC_FILE_RANGE:
-		if (nargs < 4)
-			return 0;
-		offset = ctx->args[1];
-		bytes = ctx->args[2];
+		offset = args[0];
+		bytes = args[1];
 		break;
 	default: /* fsync, fdatasync */
 		break;
 	}
 	return sys_enter(ctx->args[0], op, offset, bytes, use_pos);
-}
-
-/* fsync, fdatasync */
-SEC("tracepoint")
-int trace_sys_enter1(struct sys_enter_ctx *ctx)
-{
-	return sys_enter_args(ctx, 1);
-}
-
-/* read, write, readv, writev */
-SEC("tracepoint")
-int trace_sys_enter3(struct sys_enter_ctx *ctx)
-{
-	return sys_enter_args(ctx, 3);
-}
-
-/* pread64, pwrite64, preadv, pwritev, preadv2, pwritev2, sync_file_range */
-SEC("tracepoint")
-int trace_sys_enter4(struct sys_enter_ctx *ctx)
-{
-	return sys_enter_args(ctx, 4);
 }
 
 SEC("tracepoint")
@@ -985,18 +946,8 @@ static __always_inline int pc_lookup(unsigned long index, unsigned long last)
 	return 0;
 }
 
-SEC("tp_btf/mm_filemap_get_pages")
-int BPF_PROG(trace_get_pages, struct address_space *mapping, unsigned long index,
-	     unsigned long last)
-{
-	return pc_lookup(index, last);
-}
-
-SEC("raw_tp/mm_filemap_get_pages")
-int BPF_PROG(trace_get_pages_raw, void *mapping, unsigned long index, unsigned long last)
-{
-	return pc_lookup(index, last);
-}
+TP_PROGS(mm_filemap_get_pages, trace_get_pages, pc_lookup, TP_ARG(unsigned long, 1),
+	 TP_ARG(unsigned long, 2))
 
 /*
  * Without the tracepoint (before 6.11): filemap_read(), which calls
@@ -1032,17 +983,7 @@ static __always_inline int pc_add(struct folio *folio)
 	return 0;
 }
 
-SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(trace_pc_add, struct folio *folio)
-{
-	return pc_add(folio);
-}
-
-SEC("raw_tp/mm_filemap_add_to_page_cache")
-int BPF_PROG(trace_pc_add_raw, void *folio)
-{
-	return pc_add(KPTR_AS(struct folio, folio));
-}
+TP_PROGS(mm_filemap_add_to_page_cache, trace_pc_add, pc_add, TP_VIEW(struct folio, 0))
 
 static __always_inline int readahead(bool async, unsigned long index, unsigned long req)
 {
@@ -1194,18 +1135,8 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	return 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(trace_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	return on_switch(preempt, prev, next);
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(trace_switch_raw, bool preempt, void *prev, void *next)
-{
-	return on_switch(preempt, KPTR_AS(struct task_struct, prev),
-			 KPTR_AS(struct task_struct, next));
-}
+TP_PROGS(sched_switch, trace_switch, on_switch, TP_ARG(bool, 0), TP_PTR(struct task_struct, 1),
+	 TP_PTR(struct task_struct, 2))
 
 /* ------------------------------------------------------------------ async direct I/O */
 
@@ -1381,17 +1312,7 @@ static __always_inline int process_exit(struct task_struct *task)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(trace_exit, struct task_struct *task)
-{
-	return process_exit(task);
-}
-
-SEC("raw_tp/sched_process_exit")
-int BPF_PROG(trace_exit_raw, void *task)
-{
-	return process_exit(KPTR_AS(struct task_struct, task));
-}
+TP_PROGS(sched_process_exit, trace_exit, process_exit, TP_VIEW(struct task_struct, 0))
 
 /* ------------------------------------------------------------------ writeback */
 
@@ -1400,10 +1321,11 @@ SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct top_file_key fk = {};
+	struct file_key fk = {};
 	struct dirtier *d, nd = {};
 	struct inode *host;
 
+	mapping = KVIEW(struct address_space, mapping);
 	/* Kernel threads re-dirty pages during writeback: they are never the source. */
 	if (task->flags & PF_KTHREAD || !mapping || task->tgid == self_tgid)
 		return 0;
@@ -1447,13 +1369,14 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	     unsigned long nr_to_write)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct top_file_key fk = {};
+	struct file_key fk = {};
 	struct task_state *t;
 	struct trace_rec *r;
 	struct dirtier *d;
 	__u64 key, now;
 	__u32 zero = 0;
 
+	inode = KVIEW(struct inode, inode);
 	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG || task->tgid == self_tgid ||
 	    metadata_inode(inode))
 		return 0;
@@ -1628,7 +1551,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	__u16 flags = 0;
 	__u32 op, seq;
 
-	bdev = bio->bi_bdev;
+	bdev = KRP(struct bio, bio, bi_bdev);
 	/* Bio-based devices (dm, md) complete without a request: their clones are seen. */
 	if (!bdev || !bdev->bd_disk->queue->mq_ops)
 		return 0;
@@ -1647,9 +1570,11 @@ static __always_inline int queue_bio(struct bio *bio)
 			r = &as->rec;
 		} else if (task->flags & PF_KTHREAD) {
 			/* Re-submitted by a kernel thread (blk-throttle): the waiting task's. */
-			struct task_struct *w = dio_waiter(dio);
+			struct task_struct *w;
+			bool waiter;
 
-			if (!w)
+			w = blk_bio_submitter(task, dio, &waiter);
+			if (!waiter)
 				return 0;
 			r = thread_rec_active(KR(struct task_struct, w, pid), &key);
 			if (!r)
@@ -1735,28 +1660,15 @@ claim:
 	return 0;
 }
 
-SEC("tp_btf/block_bio_queue")
-int BPF_PROG(trace_bio_queue, struct bio *bio)
-{
-	return queue_bio(bio);
-}
-
-SEC("raw_tp/block_bio_queue")
-int BPF_PROG(trace_bio_queue_raw, void *bio)
-{
-	return queue_bio(AS_BIO(bio));
-}
+TP_PROGS(block_bio_queue, trace_bio_queue, queue_bio, TP_PTR(struct bio, 0))
 
 /* A split is one more bio of its original's request (X); Q is the original's. */
 static __always_inline int split_bio(struct bio *split)
 {
-	__u64 parent = bio_split_parent(split);
 	struct bio_slot *s, *n, o;
 	struct trace_rec *r;
 
-	if (!parent)
-		return 0;
-	s = slot_find_tag(&bio_slots, parent, NR_BIO_SLOTS);
+	s = slot_find_split_parent(&bio_slots, split, NR_BIO_SLOTS);
 	if (!s)
 		return 0;
 	o = *s;
@@ -1776,17 +1688,7 @@ static __always_inline int split_bio(struct bio *split)
 	return 0;
 }
 
-SEC("tp_btf/block_split")
-int BPF_PROG(trace_split, struct bio *bio, unsigned int new_sector)
-{
-	return split_bio(bio);
-}
-
-SEC("raw_tp/block_split")
-int BPF_PROG(trace_split_raw, void *bio)
-{
-	return split_bio(AS_BIO(bio));
-}
+TP_PROGS(block_split, trace_split, split_bio, TP_PTR(struct bio, 0))
 
 static __always_inline int merge_bio(struct bio *bio)
 {
@@ -1797,29 +1699,9 @@ static __always_inline int merge_bio(struct bio *bio)
 	return 0;
 }
 
-SEC("tp_btf/block_bio_backmerge")
-int BPF_PROG(trace_backmerge, struct bio *bio)
-{
-	return merge_bio(bio);
-}
+TP_PROGS(block_bio_backmerge, trace_backmerge, merge_bio, TP_PTR(struct bio, 0))
 
-SEC("raw_tp/block_bio_backmerge")
-int BPF_PROG(trace_backmerge_raw, void *bio)
-{
-	return merge_bio(AS_BIO(bio));
-}
-
-SEC("tp_btf/block_bio_frontmerge")
-int BPF_PROG(trace_frontmerge, struct bio *bio)
-{
-	return merge_bio(bio);
-}
-
-SEC("raw_tp/block_bio_frontmerge")
-int BPF_PROG(trace_frontmerge_raw, void *bio)
-{
-	return merge_bio(AS_BIO(bio));
-}
+TP_PROGS(block_bio_frontmerge, trace_frontmerge, merge_bio, TP_PTR(struct bio, 0))
 
 /* ------------------------------------------------------------------ block: request */
 
@@ -1846,22 +1728,9 @@ static __always_inline int rq_event(struct request *rq, int what)
 	return 0;
 }
 
-/* @what on tracepoint @tp: the tp_btf program @name and its raw_tp fallback @name_raw. */
-#define RQ_EVENT_PROGS(tp, name, what)            \
-	SEC("tp_btf/" #tp)                        \
-	int BPF_PROG(name, struct request *rq)    \
-	{                                         \
-		return rq_event(rq, what);        \
-	}                                         \
-	SEC("raw_tp/" #tp)                        \
-	int BPF_PROG(name##_raw, void *rq)        \
-	{                                         \
-		return rq_event(AS_RQ(rq), what); \
-	}
-
-RQ_EVENT_PROGS(block_rq_insert, trace_rq_insert, RQ_INSERT)
-RQ_EVENT_PROGS(block_rq_issue, trace_rq_issue, RQ_ISSUE)
-RQ_EVENT_PROGS(block_rq_requeue, trace_rq_requeue, RQ_REQUEUE)
+TP_PROGS(block_rq_insert, trace_rq_insert, rq_event, TP_PTR(struct request, 0), RQ_INSERT)
+TP_PROGS(block_rq_issue, trace_rq_issue, rq_event, TP_PTR(struct request, 0), RQ_ISSUE)
+TP_PROGS(block_rq_requeue, trace_rq_requeue, rq_event, TP_PTR(struct request, 0), RQ_REQUEUE)
 
 /* ------------------------------------------------------------------ block: complete */
 
@@ -1922,7 +1791,7 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 	} else {
 		b = &r->bios[n & (TRACE_MAX_BIOS - 1)];
 		b->sector = bio->bi_iter.bi_sector;
-		b->dev = bio->bi_bdev ? bio->bi_bdev->bd_dev : 0;
+		b->dev = KRP(struct bio, bio, bi_bdev) ? KRP(struct bio, bio, bi_bdev)->bd_dev : 0;
 		b->bytes = sz;
 		b->q = o.q;
 		b->g = g;
@@ -1975,11 +1844,11 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	__u64 start;
 	long n;
 
-	if (!rq->bio)
+	if (!KRP(struct request, rq, bio))
 		return 0;
 	/* Most requests carry one bio that no traced request owns: done at once. */
-	if (!rq->bio->bi_next) {
-		only = slot_find(&bio_slots, rq->bio, NR_BIO_SLOTS);
+	if (!KRP(struct request, rq, bio)->bi_next) {
+		only = slot_find(&bio_slots, KRP(struct request, rq, bio), NR_BIO_SLOTS);
 		if (!only)
 			return 0;
 	}
@@ -2013,7 +1882,7 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	if (nr_bytes < rq->__data_len)
 		dn.flags |= TRACE_BIO_PARTIAL;
 	dn.left = nr_bytes;
-	dn.bio = rq->bio;
+	dn.bio = KRP(struct request, rq, bio);
 	/* The common single-bio request without a loop; chains through bpf_loop. */
 	if (only) {
 		give_bio(&dn, dn.bio, only);
@@ -2025,14 +1894,5 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(trace_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
-{
-	return complete_rq(rq, error, nr_bytes);
-}
-
-SEC("raw_tp/block_rq_complete")
-int BPF_PROG(trace_rq_complete_raw, void *rq, int error, unsigned int nr_bytes)
-{
-	return complete_rq(AS_RQ(rq), error, nr_bytes);
-}
+TP_PROGS(block_rq_complete, trace_rq_complete, complete_rq, TP_PTR(struct request, 0), TP_ARG(int, 1),
+	 TP_ARG(__u32, 2))

@@ -37,7 +37,7 @@ enum vfs_path_flags {
  */
 static __always_inline struct file *fd_file(struct task_struct *task, int fd)
 {
-	struct fdtable *fdt = task->files->fdt;
+	struct fdtable *fdt = KVIEW(struct task_struct, task)->files->fdt;
 	__u64 fds, f = 0;
 
 	if (!fdt || fd < 0 || fd >= fdt->max_fds)
@@ -333,7 +333,7 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 }
 
 /*
- * The per-file path cache of a BPF command: (dev, generation, ino) -> struct top_path,
+ * The per-file path cache of a BPF command: (dev, generation, ino) -> struct file_path,
  * filled by vfs_path_capture(). Expand once per .bpf.c (maps live in each object).
  * Scratch buffers are per nesting level: a capture in process context can be
  * interrupted by a completion that captures another path on the same CPU.
@@ -343,14 +343,14 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 	struct {                                                                           \
 		__uint(type, BPF_MAP_TYPE_LRU_HASH);                                       \
 		__uint(max_entries, nr_files);                                             \
-		__type(key, struct top_file_key);                                          \
-		__type(value, struct top_path);                                            \
+		__type(key, struct file_key);                                          \
+		__type(value, struct file_path);                                            \
 	} paths SEC(".maps");                                                              \
 	struct {                                                                           \
 		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                   \
 		__uint(max_entries, VFS_PATH_NEST);                                        \
 		__type(key, __u32);                                                        \
-		__type(value, struct top_path);                                            \
+		__type(value, struct file_path);                                            \
 	} path_scratch SEC(".maps");                                                       \
 	struct {                                                                           \
 		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                   \
@@ -374,8 +374,8 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
 	__noinline int vfs_path_capture_addr(__u32 dev, __u64 ino, __u64 ptr, __u32 from,   \
 					     __u64 *id)                                    \
 	{                                                                                  \
-		struct top_file_key fk = { .dev = dev, .ino = ino };                       \
-		struct top_path *p, *cached;                                               \
+		struct file_key fk = { .dev = dev, .ino = ino };                       \
+		struct file_path *p, *cached;                                               \
 		__u32 zero = 0, lvl;                                                       \
 		struct dentry *d;                                                          \
 		int ret = -ENOENT;                                                         \

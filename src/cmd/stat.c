@@ -14,6 +14,7 @@
 #include "disks.h"
 #include "err.h"
 #include "render.h"
+#include "units.h"
 
 #define STAT_MAX_DISKS 64
 
@@ -89,18 +90,6 @@ static bool stat_selects(const struct stat_opts *o, const struct ds_dev *d, int 
 		return false;
 	/* Like iostat, devices that never did any I/O are left out unless named. */
 	return d->f[DS_RD_IOS] || d->f[DS_WR_IOS] || d->f[DS_DC_IOS] || d->f[DS_FL_IOS];
-}
-
-static void format_time(double epoch_s, char *buf, size_t len)
-{
-	time_t t = (time_t)epoch_s;
-	struct tm tm;
-
-	if (epoch_s <= 0 || !localtime_r(&t, &tm)) {
-		snprintf(buf, len, "-");
-		return;
-	}
-	strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
 /* The text grid of a device: one line per operation, the device's own metrics on the first. */
@@ -337,7 +326,7 @@ static int stat_report(struct stat_ctx *ctx, const struct ds_snapshot *prev,
 	if (interval_s <= 0)
 		return 0; /* two snapshots at the same instant: nothing to say */
 	ctx->reports++;
-	format_time(cur->epoch_s, when, sizeof(when));
+	fmt_local_time(cur->epoch_s, true, when, sizeof(when));
 	if (prev)
 		snprintf(title, sizeof(title), "%s  interval %.2f s%s", when, interval_s,
 			 note == NOTE_PARTIAL	 ? " (partial: interrupted)" :

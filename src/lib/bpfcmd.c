@@ -22,6 +22,8 @@
 #include "rbuf.h"
 
 #define NSEC_PER_MSEC 1000000ULL
+/* Cgroup names: an unknown id makes the map look again at most this often. */
+#define CGROUP_ROUND_NS (1000 * NSEC_PER_MSEC)
 
 int bpfcmd_prepare(struct bpfcmd *c, const char *name, unsigned int flags)
 {
@@ -94,7 +96,7 @@ static int map_fd(struct bpfcmd *c, const char *name)
 
 int bpfcmd_load(struct bpfcmd *c, const struct disk *disk, const char *cgroup_dir)
 {
-	int err = bpf_object__load_skeleton(c->skeleton);
+	int err = skel_load(c->skeleton);
 
 	if (err)
 		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
@@ -102,6 +104,11 @@ int bpfcmd_load(struct bpfcmd *c, const struct disk *disk, const char *cgroup_di
 					" (see 'iospan doctor', -v for details)");
 	return filter_maps_fill(map_fd(c, "filter_devs"), disk, map_fd(c, "filter_cgroups"),
 				cgroup_dir);
+}
+
+int bpfcmd_load_filter(struct bpfcmd *c, const struct filter_opts *f)
+{
+	return bpfcmd_load(c, filter_opts_disk(f), filter_opts_cgroup_dir(f));
 }
 
 int bpfcmd_ringbuf(struct bpfcmd *c, int rb_fd, int counts_fd, const struct rbuf_handler *h,
@@ -190,7 +197,7 @@ static int wait_until(struct bpfcmd *c, const struct bpfcmd_loop *l, uint64_t no
 int bpfcmd_run(struct bpfcmd *c, const struct bpfcmd_loop *l)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), window = start, end = UINT64_MAX;
-	uint64_t next, now, house = 0, deadline;
+	uint64_t next, now, house = 0, cg_round = 0, deadline;
 	struct bpfcmd_tick t;
 	bool ended = false, at_end, due;
 	int err;
@@ -201,6 +208,11 @@ int bpfcmd_run(struct bpfcmd *c, const struct bpfcmd_loop *l)
 	for (;;) {
 		t.stopped = stop_requested;
 		now = now_ns(CLOCK_MONOTONIC);
+		if (c->cgmap && now >= cg_round) {
+			/* Cgroups made since its last look get their names. */
+			cgroup_map_round(c->cgmap);
+			cg_round = now + CGROUP_ROUND_NS;
+		}
 		if (l->housekeep && !t.stopped && now >= house) {
 			l->housekeep(l->arg);
 			house = now + l->housekeeping_ns;
@@ -248,17 +260,27 @@ int bpfcmd_run(struct bpfcmd *c, const struct bpfcmd_loop *l)
 
 int bpfcmd_stop(struct bpfcmd *c, bool *emit_stopped, int drain_ms)
 {
+
+	struct rbuf_stats st;
 	int err;
 
+	/* Attached still (detaching takes long, bpfcmd_close() does it), but silent. */
 	if (emit_stopped)
 		__atomic_store_n(emit_stopped, true, __ATOMIC_SEQ_CST);
 	if (!c->rb)
 		return 0;
+	/*
+	 * A program that passed its check of the flag just before it was set submits
+	 * within microseconds: after that, a record sent is one the drain waits for.
+	 */
+	usleep(1000);
 	err = rbuf_drain(c->rb, drain_ms);
-	if (err == -ETIMEDOUT)
-		return 0; /* counted: sent but not arrived */
+	if (err != -ETIMEDOUT)
+		return err ? fail(err, "cannot read the ring buffer: %s", strerror(-err)) : 0;
+	err = rbuf_stats(c->rb, &st);
 	if (err)
-		return fail(err, "cannot read the ring buffer: %s", strerror(-err));
+		return fail(err, "cannot read the ring buffer's counters: %s", strerror(-err));
+	c->not_arrived = st.sent > st.received ? st.sent - st.received : 0;
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct bpf_object;
 struct bpf_object_skeleton;
 struct cgroup_map;
 struct disk;
+struct filter_opts;
 struct ksyms;
 struct rbuf;
 struct rbuf_handler;
@@ -63,6 +64,7 @@ struct bpfcmd {
 	struct ksyms_job addrs_job; /* bpfcmd_kernel_addrs_start() */
 	uint64_t start_ns;	    /* CLOCK_MONOTONIC of bpfcmd_start() */
 	uint64_t ticks;		    /* reports bpfcmd_run() has made */
+	uint64_t not_arrived;	    /* records sent but never read (bpfcmd_stop()) */
 };
 
 /*
@@ -118,6 +120,8 @@ int bpfcmd_plan(struct bpfcmd *c, const struct attach_hook *hooks, int n, const 
  * with @disk (NULL: every disk) and the cgroup tree at @cgroup_dir (NULL: every cgroup).
  */
 int bpfcmd_load(struct bpfcmd *c, const struct disk *disk, const char *cgroup_dir);
+/* The same with the disk and cgroup of a command's target filter options. */
+int bpfcmd_load_filter(struct bpfcmd *c, const struct filter_opts *f);
 
 /* The consumer of ring buffer @rb_fd with counters @counts_fd (rbuf_new()), in ->rb. */
 int bpfcmd_ringbuf(struct bpfcmd *c, int rb_fd, int counts_fd, const struct rbuf_handler *h,
@@ -167,8 +171,9 @@ struct bpfcmd_loop {
 /*
  * The main loop, until a stop request, the duration or the count: reads the ring
  * buffer (records go to their handlers), runs housekeeping, and calls @l->tick when a
- * report is due (after the records that arrived until then). Returns 0 or the first
- * failure (a tick's, reported by it; or the ring buffer's, reported here).
+ * report is due (after the records that arrived until then). Once a second it lets
+ * ->cgmap look again for cgroups it does not know (cgroup_map_round()). Returns 0 or
+ * the first failure (a tick's, reported by it; or the ring buffer's, reported here).
  */
 int bpfcmd_run(struct bpfcmd *c, const struct bpfcmd_loop *l);
 
@@ -182,7 +187,7 @@ int bpfcmd_poll(struct bpfcmd *c, int timeout_ms);
  * Ends sending without detaching (which takes long): sets @emit_stopped (a global of
  * the programs that they check before sending; NULL: none), then reads the ring buffer
  * until every record sent has arrived, waiting at most @drain_ms for those still being
- * written. Records that never arrive are left to the counters (rbuf_stats()).
+ * written. Records that never arrive are counted in ->not_arrived (not an error).
  */
 int bpfcmd_stop(struct bpfcmd *c, bool *emit_stopped, int drain_ms);
 

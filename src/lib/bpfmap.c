@@ -68,19 +68,87 @@ cleanup:
 	return err;
 }
 
-int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t row_size,
-			  bpfmap_fold_fn fold, void *arg, void **rows_out, size_t *nr_out)
+/* Entries read per BPF_MAP_LOOKUP_BATCH call: a thousand entries in a few syscalls. */
+#define WALK_BATCH 256
+/* The kernel's own ENOTSUPP, which bpf() returns for a command a map type lacks. */
+#define KERNEL_ENOTSUPP 524
+
+/*
+ * The batched walk (5.6+): -EINVAL or -EOPNOTSUPP before any entry if the kernel or the
+ * map type has no batch lookup, which the caller then walks key by key (*@seen says
+ * whether any entry was given to @fn).
+ */
+static int walk_batched(int map_fd, size_t key_size, size_t val_bytes, bpfmap_entry_fn fn,
+			void *arg, bool *seen)
 {
-	int ncpus = libbpf_num_possible_cpus(), err = 0;
-	char *keys = NULL, *key, *next, *rows = NULL, *grown;
-	size_t n = 0, cap = 0;
-	void *vals = NULL;
+	uint64_t in_batch = 0, out_batch = 0;
+	__u32 count, batch = WALK_BATCH, i;
+	char *keys = NULL, *vals = NULL;
 	bool first = true;
+	int err = 0;
+
+	for (;;) {
+		if (!keys) {
+			keys = calloc(batch, key_size);
+			vals = calloc(batch, val_bytes);
+			if (!keys || !vals) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+		}
+		count = batch;
+		err = bpf_map_lookup_batch(map_fd, first ? NULL : &in_batch, &out_batch, keys, vals,
+					   &count, NULL);
+		if (err == -ENOSPC && !count) {
+			/* One bucket holds more entries than the buffer: a bigger one. */
+			free(keys);
+			free(vals);
+			keys = vals = NULL;
+			batch *= 2;
+			continue;
+		}
+		if (err && err != -ENOENT)
+			goto cleanup;
+		for (i = 0; i < count; i++) {
+			*seen = true;
+			if (fn(keys + i * key_size, vals + i * val_bytes, arg)) {
+				err = -ECANCELED;
+				goto cleanup;
+			}
+		}
+		if (err == -ENOENT) {
+			err = 0;
+			break;
+		}
+		in_batch = out_batch;
+		first = false;
+	}
+cleanup:
+	free(keys);
+	free(vals);
+	return err;
+}
+
+int bpfmap_walk(int map_fd, size_t key_size, size_t val_size, bool percpu, bpfmap_entry_fn fn,
+		void *arg)
+{
+	int ncpus = libbpf_num_possible_cpus(), err;
+	/* A per-CPU map's values come 8-byte aligned, one per possible CPU. */
+	size_t val_bytes = percpu ? ((val_size + 7) & ~(size_t)7) * ncpus : val_size;
+	char *keys = NULL, *key, *next;
+	void *vals = NULL;
+	bool first = true, seen = false;
 
 	if (ncpus <= 0)
 		return ncpus ? ncpus : -EINVAL;
-	/* Per-CPU values are 8-byte aligned per CPU in the lookup buffer. */
-	vals = calloc(ncpus, (val_size + 7) & ~(size_t)7);
+	err = walk_batched(map_fd, key_size, val_bytes, fn, arg, &seen);
+	if (err == -ECANCELED)
+		return 0;
+	if (!err || (err != -EINVAL && err != -EOPNOTSUPP && err != -KERNEL_ENOTSUPP) || seen)
+		return err;
+	/* Key by key (kernels before 5.6). */
+	err = 0;
+	vals = calloc(1, val_bytes);
 	keys = calloc(2, key_size);
 	if (!vals || !keys) {
 		err = -ENOMEM;
@@ -93,27 +161,67 @@ int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t r
 		first = false;
 		if (bpf_map_lookup_elem(map_fd, key, vals))
 			continue; /* deleted meanwhile */
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			grown = realloc(rows, cap * row_size);
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			rows = grown;
-		}
-		memset(rows + n * row_size, 0, row_size);
-		fold(rows + n * row_size, key, vals, ncpus, arg);
-		n++;
+		if (fn(key, vals, arg))
+			break;
 	}
-	*rows_out = rows;
-	*nr_out = n;
-	rows = NULL;
 cleanup:
-	free(rows);
 	free(keys);
 	free(vals);
 	return err;
+}
+
+/* bpfmap_collect_percpu()'s rows as the walk gives it entries. */
+struct collect {
+	size_t row_size;
+	int ncpus;
+	bpfmap_fold_fn fold;
+	void *arg;
+	char *rows;
+	size_t cap, n;
+	int err;
+};
+
+static int collect_entry(const void *key, const void *vals, void *arg)
+{
+	struct collect *c = arg;
+	size_t want = c->cap ? c->cap : 256;
+	char *grown;
+
+	if (c->n == c->cap) {
+		while (want <= c->n)
+			want *= 2;
+		grown = realloc(c->rows, want * c->row_size);
+		if (!grown) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		c->rows = grown;
+		c->cap = want;
+	}
+	memset(c->rows + c->n * c->row_size, 0, c->row_size);
+	c->fold(c->rows + c->n * c->row_size, key, vals, c->ncpus, c->arg);
+	c->n++;
+	return 0;
+}
+
+int bpfmap_collect_percpu(int map_fd, size_t key_size, size_t val_size, size_t row_size,
+			  bpfmap_fold_fn fold, void *arg, void **rows_out, size_t *nr_out)
+{
+	struct collect c = {
+		.row_size = row_size,
+		.ncpus = libbpf_num_possible_cpus(),
+		.fold = fold,
+		.arg = arg,
+	};
+	int err = bpfmap_walk(map_fd, key_size, val_size, true, collect_entry, &c) ?: c.err;
+
+	if (err) {
+		free(c.rows);
+		return err;
+	}
+	*rows_out = c.rows;
+	*nr_out = c.n;
+	return 0;
 }
 
 int bpfmap_collect_percpu_spilled(int map_fd, int spill_fd, size_t key_size, size_t val_size,

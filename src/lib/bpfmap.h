@@ -13,9 +13,20 @@
  */
 int bpfmap_sum_percpu_u64(int map_fd, uint32_t nr, uint64_t *out);
 
+/* One entry of a walk: nonzero stops it (bpfmap_walk() then returns 0). */
+typedef int (*bpfmap_entry_fn)(const void *key, const void *vals, void *arg);
+
+/*
+ * Gives every entry of a hash map to @fn: @vals is its value, or for a per-CPU map
+ * (@percpu) one value per possible CPU, each 8-byte aligned. Read in batches of a few
+ * hundred entries a syscall where the kernel can (5.6+), key by key before. Entries
+ * deleted during the walk are skipped. 0 or -errno.
+ */
+int bpfmap_walk(int map_fd, size_t key_size, size_t val_size, bool percpu, bpfmap_entry_fn fn,
+		void *arg);
+
 /* Folds one entry of a per-CPU hash map (@vals: one value per possible CPU) into @row. */
-typedef void (*bpfmap_fold_fn)(void *row, const void *key, const void *vals, int ncpus,
-			       void *arg);
+typedef void (*bpfmap_fold_fn)(void *row, const void *key, const void *vals, int ncpus, void *arg);
 
 /*
  * Reads every entry of a BPF_MAP_TYPE_PERCPU_HASH into a new array of rows of

@@ -126,6 +126,8 @@ int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_op
 	uint64_t ino = 0;
 	int err;
 
+	if (args_common_opt(opt))
+		return 0;
 	switch (opt) {
 	case 'p':
 		return args_once("-p/--pid", &f->have_pid) ?: args_task_id(arg, "pid", &tf->pid);
@@ -172,6 +174,6 @@ int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_op
 
 int filter_maps_fill_opts(int devs_fd, int cgroups_fd, const struct filter_opts *f)
 {
-	return filter_maps_fill(devs_fd, f->have_disk ? &f->disk : NULL, cgroups_fd,
-				f->have_cgroup ? f->cgroup_dir : NULL);
+	return filter_maps_fill(devs_fd, filter_opts_disk(f), cgroups_fd,
+				filter_opts_cgroup_dir(f));
 }

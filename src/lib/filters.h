@@ -50,23 +50,42 @@ enum filter_opt {
 	FILTER_OPT_DIR,
 };
 
-/* -p, --tid, --comm, --cgroup, --file, --dir, -d for getopt_long(). */
-#define FILTER_LONG_OPTS                                                                         \
-	{"pid", required_argument, NULL, 'p'}, {"tid", required_argument, NULL, FILTER_OPT_TID}, \
-		{"comm", required_argument, NULL, FILTER_OPT_COMM},                              \
-		{"cgroup", required_argument, NULL, FILTER_OPT_CGROUP},                          \
-		{"file", required_argument, NULL, FILTER_OPT_FILE},                              \
-		{"dir", required_argument, NULL, FILTER_OPT_DIR},                                \
-	{                                                                                        \
-		"disk", required_argument, NULL, 'd'                                             \
-	}
+/*
+ * The filter options for getopt_long(), one macro each: a command lists those it
+ * supports (an option it lacks stays unknown to getopt, abbreviations of its other
+ * long options unchanged), or FILTER_LONG_OPTS for all of them.
+ */
+/* clang-format off */
+#define FILTER_LONG_PID    {"pid", required_argument, NULL, 'p'}
+#define FILTER_LONG_TID    {"tid", required_argument, NULL, FILTER_OPT_TID}
+#define FILTER_LONG_COMM   {"comm", required_argument, NULL, FILTER_OPT_COMM}
+#define FILTER_LONG_CGROUP {"cgroup", required_argument, NULL, FILTER_OPT_CGROUP}
+#define FILTER_LONG_FILE   {"file", required_argument, NULL, FILTER_OPT_FILE}
+#define FILTER_LONG_DIR    {"dir", required_argument, NULL, FILTER_OPT_DIR}
+#define FILTER_LONG_DISK   {"disk", required_argument, NULL, 'd'}
+#define FILTER_LONG_OPTS                                                                   \
+	FILTER_LONG_PID, FILTER_LONG_TID, FILTER_LONG_COMM, FILTER_LONG_CGROUP,             \
+	FILTER_LONG_FILE, FILTER_LONG_DIR, FILTER_LONG_DISK
+/* clang-format on */
 #define FILTER_SHORT_OPTS "p:d:"
 
 /*
- * Takes getopt's @opt and @arg into @f if it is a filter option of command @cmd.
- * Returns 0, 1 if it is not a filter option, or -errno (said: bad usage).
+ * Takes getopt's @opt and @arg if it is an option every BPF command has: a common one
+ * (args_common_opt()) or a target filter option of command @cmd (into @f). Returns 0,
+ * 1 if it is the command's own, or -errno (said: bad usage).
  */
 int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_opts *f);
+
+/* The disk of -d and the cgroup directory of --cgroup; NULL without them. */
+static inline const struct disk *filter_opts_disk(const struct filter_opts *f)
+{
+	return f->have_disk ? &f->disk : NULL;
+}
+
+static inline const char *filter_opts_cgroup_dir(const struct filter_opts *f)
+{
+	return f->have_cgroup ? f->cgroup_dir : NULL;
+}
 
 /* filter_maps_fill() from the options. */
 int filter_maps_fill_opts(int devs_fd, int cgroups_fd, const struct filter_opts *f);

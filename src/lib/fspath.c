@@ -52,7 +52,7 @@ struct entry {
 	uint32_t dev, gen;
 	uint64_t ino;
 	uint64_t stamp; /* of the capture resolved into captured */
-	uint32_t flags; /* of that capture (enum top_path_flags) */
+	uint32_t flags; /* of that capture (enum file_path_flags) */
 	uint64_t round; /* when last read and checked (fspath_current) */
 	bool gone;	/* its inode is freed: deleted for good, never checked again */
 	char *captured; /* the capture, or the name the file was last found under */
@@ -70,22 +70,22 @@ struct fspath_cache {
 	struct entry *b[BUCKETS];
 };
 
-void fspath_from_components(const struct top_path *p, char *out, size_t len)
+void fspath_from_components(const struct file_path *p, char *out, size_t len)
 {
-	const char *comp[TOP_PATH_DEPTH];
+	const char *comp[FILE_PATH_DEPTH];
 	size_t pos = 0, used = 0, n;
 	unsigned int i, depth = 0;
 
 	if (!len)
 		return;
-	while (depth < p->depth && depth < TOP_PATH_DEPTH && pos < TOP_PATH_BUF) {
+	while (depth < p->depth && depth < FILE_PATH_DEPTH && pos < FILE_PATH_BUF) {
 		comp[depth] = p->buf + pos;
-		n = strnlen(p->buf + pos, TOP_PATH_BUF - pos);
+		n = strnlen(p->buf + pos, FILE_PATH_BUF - pos);
 		pos += n + 1;
 		depth++;
 	}
 	out[0] = '\0';
-	if (p->flags & TOP_PATH_TRUNCATED)
+	if (p->flags & FILE_PATH_TRUNCATED)
 		used = snprintf(out, len, "...");
 	for (i = depth; i > 0 && used < len; i--)
 		used += snprintf(out + used, len - used, "/%s", comp[i - 1]);
@@ -146,7 +146,7 @@ static void reload_mounts(struct fspath_cache *c)
 }
 
 /* "<mount>/<path>" of a capture, or "MAJ:MIN:<path>"; no mark. NULL without memory. */
-static char *join_mount(struct fspath_cache *c, uint32_t dev, const struct top_path *p)
+static char *join_mount(struct fspath_cache *c, uint32_t dev, const struct file_path *p)
 {
 	char fs_path[PATH_MAX], full[PATH_MAX + 32];
 	int err;
@@ -373,7 +373,7 @@ static int check_entry(struct fspath_cache *c, struct entry *e)
 	/* Not mounted here, or on a network or FUSE file system: as captured. */
 	if (e->captured[0] != '/' || !f || !f->local)
 		return set_str(&e->path, e->captured,
-			       e->flags & TOP_PATH_DELETED ? FSPATH_DELETED : NULL);
+			       e->flags & FILE_PATH_DELETED ? FSPATH_DELETED : NULL);
 	if (f && fh_build(f, e->ino, e->gen, &fh)) {
 		if (names_handle(e->captured, &fh))
 			return set_str(&e->path, e->captured, NULL);
@@ -382,7 +382,7 @@ static int check_entry(struct fspath_cache *c, struct entry *e)
 	if (names_inode(e->captured, e->dev, e->ino))
 		return set_str(&e->path, e->captured, NULL);
 	return set_str(&e->path, e->captured,
-		       e->flags & TOP_PATH_DELETED ? FSPATH_DELETED : " (moved or deleted)");
+		       e->flags & FILE_PATH_DELETED ? FSPATH_DELETED : " (moved or deleted)");
 }
 
 /* ------------------------------------------------------------------ the cache */
@@ -416,8 +416,8 @@ static struct entry *entry_get(struct fspath_cache *c, uint32_t dev, uint32_t ge
 /* Reads the capture of @e from the map; 1 if it changed, 0 if not, or -errno. */
 static int read_capture(struct fspath_cache *c, struct entry *e)
 {
-	struct top_file_key k = {.dev = e->dev, .gen = e->gen, .ino = e->ino};
-	struct top_path p;
+	struct file_key k = {.dev = e->dev, .gen = e->gen, .ino = e->ino};
+	struct file_path p;
 	char *s;
 
 	if (c->lookup(c->lookup_arg, &k, &p))
@@ -462,7 +462,7 @@ const char *fspath_of_id(struct fspath_cache *c, uint32_t dev, uint64_t ino, uin
 	changed = read_capture(c, e);
 	if (changed > 0 || (!changed && e->captured && !e->path)) {
 		if (set_str(&e->path, e->captured,
-			    e->flags & TOP_PATH_DELETED ? FSPATH_DELETED : NULL))
+			    e->flags & FILE_PATH_DELETED ? FSPATH_DELETED : NULL))
 			return NULL;
 	}
 	return e->path;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Paths captured in the kernel (struct top_path: dentry names, leaf first, inside the
+ * Paths captured in the kernel (struct file_path: dentry names, leaf first, inside the
  * file's own file system, keyed by (dev, generation, ino) in a BPF map) turned into the
  * paths a user types, and kept right when files are renamed or deleted: each one is
  * checked against the file itself (its file handle) when it is shown.
@@ -11,22 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "iospan_types.h"
+#include "common_abi.h"
 #include "mounts.h"
-
-/* Kernel dev_t (20 minor bits), as the BPF programs store it. */
-#define KDEV_MAJOR(d) ((unsigned int)((d) >> 20))
-#define KDEV_MINOR(d) ((unsigned int)((d)&0xfffff))
-#define KDEV(ma, mi)  ((uint32_t)(((ma) << 20) | (mi)))
 
 /* The mark of a deleted file, as /proc/PID/fd shows it. */
 #define FSPATH_DELETED " (deleted)"
 
 /* "/a/b/c" inside the fs ("..." in front if truncated, "/" for the root). */
-void fspath_from_components(const struct top_path *p, char *out, size_t len);
+void fspath_from_components(const struct file_path *p, char *out, size_t len);
 
 /* Reads the captured path of @key into @p: 0, or -ENOENT if there is none. */
-typedef int (*fspath_lookup_fn)(void *arg, const struct top_file_key *key, struct top_path *p);
+typedef int (*fspath_lookup_fn)(void *arg, const struct file_key *key, struct file_path *p);
 
 struct fspath_cache;
 

@@ -69,10 +69,9 @@ struct lat_key {
  */
 #define LAT_SCALE_SHIFT 10
 
+/* sum and max are of the scaled values. */
 struct lat_hist {
-	__u64 count;
-	__u64 sum; /* of the scaled values */
-	__u64 max;
+	HIST_HEAD;
 	__u32 slots[LAT_HIST_SLOTS];
 };
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "iospan_types.h"
+#include "trace_abi.h"
 
 /* All ops: what --ops defaults to. */
 #define TRACE_OPS_ALL ((1U << TRACE_OP_NR) - 1)

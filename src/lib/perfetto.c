@@ -1,78 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
+#include "outfile.h"
 #include "perfetto.h"
 
 struct perfetto {
-	FILE *out;
-	int fd;
+	struct outfile *of;
 	struct jw *jw;
-	/* The first failed write's -errno, kept by the stream's own write: 0 if none. */
-	int err;
 	/* Tracks already named: (pid << 32 | tid), tid 0 for a process. */
 	uint64_t *named;
 	size_t nr_named, cap_named;
 };
 
-/*
- * The stream's writes: stdio keeps only an error flag, and errno is long changed by the
- * time anyone looks, so the first failure is kept here with its errno (ENOSPC, EIO...).
- */
-static ssize_t pf_write(void *cookie, const char *buf, size_t size)
+int perfetto_create(struct perfetto **pfp, const char *path, bool whole)
 {
-	struct perfetto *pf = cookie;
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < size) {
-		n = write(pf->fd, buf + done, size - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (!pf->err)
-				pf->err = n < 0 ? -errno : -EIO;
-			return -1;
-		}
-		done += n;
-	}
-	return size;
-}
-
-static int pf_close(void *cookie)
-{
-	struct perfetto *pf = cookie;
-
-	if (close(pf->fd) && !pf->err)
-		pf->err = -errno;
-	return pf->err ? -1 : 0;
-}
-
-int perfetto_open(struct perfetto **pfp, const char *path)
-{
-	cookie_io_functions_t fns = {.write = pf_write, .close = pf_close};
 	struct perfetto *pf;
 	int ret;
 
 	pf = calloc(1, sizeof(*pf));
 	if (!pf)
 		return -ENOMEM;
-	pf->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (pf->fd < 0) {
-		ret = -errno;
+	ret = outfile_open(&pf->of, path, whole);
+	if (ret)
 		goto cleanup;
-	}
-	pf->out = fopencookie(pf, "w", fns);
-	if (!pf->out) {
-		ret = -ENOMEM;
-		goto cleanup;
-	}
-	/* Large writes: one call per 64 KiB of events. */
-	setvbuf(pf->out, NULL, _IOFBF, 64 * 1024);
-	pf->jw = jw_new(pf->out);
+	pf->jw = jw_new(outfile_stream(pf->of));
 	if (!pf->jw) {
 		ret = -ENOMEM;
 		goto cleanup;
@@ -83,33 +35,46 @@ int perfetto_open(struct perfetto **pfp, const char *path)
 	*pfp = pf;
 	return 0;
 cleanup:
-	if (pf->out)
-		fclose(pf->out);
-	else if (pf->fd >= 0)
-		close(pf->fd);
+	outfile_close(pf->of, false);
 	free(pf);
 	return ret;
 }
 
-int perfetto_error(const struct perfetto *pf)
+int perfetto_open(struct perfetto **pfp, const char *path)
 {
-	return pf ? pf->err : 0;
+	return perfetto_create(pfp, path, false);
 }
 
-int perfetto_close(struct perfetto *pf)
+int perfetto_error(const struct perfetto *pf)
+{
+	return pf ? outfile_error(pf->of) : 0;
+}
+
+static int perfetto_finish(struct perfetto *pf, bool keep)
 {
 	int ret;
 
 	if (!pf)
 		return 0;
-	jw_end_array(pf->jw);
-	jw_end_object(pf->jw);
-	fclose(pf->out); /* flushes, closes: failures land in pf->err */
-	ret = pf->err;
+	if (keep) {
+		jw_end_array(pf->jw);
+		jw_end_object(pf->jw);
+	}
+	ret = outfile_close(pf->of, keep);
 	jw_free(pf->jw);
 	free(pf->named);
 	free(pf);
 	return ret;
+}
+
+int perfetto_close(struct perfetto *pf)
+{
+	return perfetto_finish(pf, true);
+}
+
+void perfetto_discard(struct perfetto *pf)
+{
+	perfetto_finish(pf, false);
 }
 
 /* True the first time a track id is seen. */
@@ -188,6 +153,20 @@ struct jw *perfetto_instant(struct perfetto *pf, const char *name, const char *c
 {
 	event(pf, "i", name, cat, pid, tid, ts_ns);
 	jw_kv_string(pf->jw, "s", "t"); /* scope: the thread's track */
+	jw_kv_object(pf->jw, "args");
+	return pf->jw;
+}
+
+void perfetto_slice(struct perfetto *pf, const char *name, const char *cat, uint32_t pid,
+		    uint32_t tid, uint64_t from, uint64_t to)
+{
+	perfetto_span(pf, name, cat, pid, tid, from, to > from ? to - from : 0);
+	perfetto_end(pf);
+}
+
+struct jw *perfetto_counter(struct perfetto *pf, const char *name, uint32_t pid, uint64_t ts_ns)
+{
+	event(pf, "C", name, NULL, pid, 0, ts_ns);
 	jw_kv_object(pf->jw, "args");
 	return pf->jw;
 }

@@ -203,6 +203,18 @@ struct attach_hook {
 		       {.prog = s->progs.p##_kprobe} }          \
 	}
 
+/*
+ * A tracepoint all kernels have, as TP_PROGS() makes its programs (src/bpf/fallback.bpf.h):
+ * <p> (tp_btf), then <p>_raw (raw_tp) of skeleton @s; @opt: optional, what the output
+ * lacks without it in @what (or NULL).
+ */
+#define TP_BTF_HOOK(s, hook, p, opt, what)                     \
+	{                                                      \
+		.name = hook, .optional = opt, .figure = what, \
+		.v = { {.prog = s->progs.p},                   \
+		       {.prog = s->progs.p##_raw} }            \
+	}
+
 const char *attach_mode_name(enum attach_mode mode);
 
 /*

@@ -14,10 +14,18 @@
 
 #define BUCKETS	 1024
 #define ARGS_MAX 4096 /* read from /proc/PID/cmdline; the kernel's capture holds less */
+/*
+ * A process not asked about for this many rounds is forgotten (it exited, or its rows
+ * were pruned): a watcher runs for months on machines that start millions of processes.
+ * Checked every SWEEP_ROUNDS rounds.
+ */
+#define KEEP_ROUNDS  64
+#define SWEEP_ROUNDS 16
 
 struct proc_entry {
 	uint32_t pid;
 	uint64_t round, read_ns;
+	uint64_t used; /* the last round it was asked about */
 	char *cmdline;
 	char *argv0; /* the first argument, to tell a title from a program's name */
 	char *blkio;
@@ -31,6 +39,7 @@ struct procinfo {
 	uint64_t round, max_age_ns;
 	uint64_t rescan_ns; /* when the blkio hierarchy may be scanned again (max_age_ns) */
 	struct proc_entry *b[BUCKETS];
+	size_t nr;
 };
 
 int procinfo_new(procinfo_lookup_fn lookup, void *arg, uint64_t max_age_ns, struct procinfo **out)
@@ -51,22 +60,38 @@ int procinfo_new(procinfo_lookup_fn lookup, void *arg, uint64_t max_age_ns, stru
 	return 0;
 }
 
-void procinfo_free(struct procinfo *c)
+static void entry_free(struct proc_entry *e)
 {
-	struct proc_entry *e, *next;
+	free(e->cmdline);
+	free(e->argv0);
+	free(e->blkio);
+	free(e);
+}
+
+/* Frees the entries last asked about before round @before (all: UINT64_MAX). */
+static void forget_before(struct procinfo *c, uint64_t before)
+{
+	struct proc_entry **pe, *e;
 	int i;
 
-	if (!c)
-		return;
 	for (i = 0; i < BUCKETS; i++) {
-		for (e = c->b[i]; e; e = next) {
-			next = e->next;
-			free(e->cmdline);
-			free(e->argv0);
-			free(e->blkio);
-			free(e);
+		for (pe = &c->b[i]; (e = *pe);) {
+			if (e->used >= before) {
+				pe = &e->next;
+				continue;
+			}
+			*pe = e->next;
+			entry_free(e);
+			c->nr--;
 		}
 	}
+}
+
+void procinfo_free(struct procinfo *c)
+{
+	if (!c)
+		return;
+	forget_before(c, UINT64_MAX);
 	cgroup_map_free(c->blkio_map);
 	free(c);
 }
@@ -75,6 +100,33 @@ void procinfo_round(struct procinfo *c)
 {
 	c->round++;
 	cgroup_map_round(c->blkio_map);
+	if (c->round % SWEEP_ROUNDS == 0 && c->round > KEEP_ROUNDS)
+		forget_before(c, c->round - KEEP_ROUNDS);
+}
+
+size_t procinfo_count(const struct procinfo *c)
+{
+	return c->nr;
+}
+
+/* The entry of @pid, or NULL. */
+static struct proc_entry *entry_find(struct procinfo *c, uint32_t pid)
+{
+	struct proc_entry *e;
+
+	for (e = c->b[pid % BUCKETS]; e; e = e->next)
+		if (e->pid == pid)
+			return e;
+	return NULL;
+}
+
+bool procinfo_known(struct procinfo *c, uint32_t pid)
+{
+	struct proc_entry *e = entry_find(c, pid);
+
+	if (e)
+		e->used = c->round;
+	return e;
 }
 
 /* Length of the UTF-8 sequence at @s (at most @n bytes), 0 if it is not valid. */
@@ -142,8 +194,8 @@ bool procinfo_is_title(const char *args, size_t len, const char *comm)
 		if (*p == '/')
 			base = p + 1;
 	n -= base - args;
-	/* comm is the program's name cut to TOP_COMM_LEN - 1 bytes. */
-	if (clen == TOP_COMM_LEN - 1 && n > clen)
+	/* comm is the program's name cut to IOSPAN_COMM_LEN - 1 bytes. */
+	if (clen == IOSPAN_COMM_LEN - 1 && n > clen)
 		n = clen;
 	return n != clen || strncmp(base, comm, n);
 }
@@ -272,12 +324,9 @@ void procinfo_get(struct procinfo *c, uint32_t pid, const char *comm, struct pro
 {
 	uint64_t now = c->max_age_ns ? mono_ns() : 0;
 	unsigned int h = pid % BUCKETS;
-	struct proc_entry *e;
+	struct proc_entry *e = entry_find(c, pid);
 
 	memset(out, 0, sizeof(*out));
-	for (e = c->b[h]; e; e = e->next)
-		if (e->pid == pid)
-			break;
 	if (!e) {
 		e = calloc(1, sizeof(*e));
 		if (!e)
@@ -285,7 +334,9 @@ void procinfo_get(struct procinfo *c, uint32_t pid, const char *comm, struct pro
 		e->pid = pid;
 		e->next = c->b[h];
 		c->b[h] = e;
+		c->nr++;
 	}
+	e->used = c->round;
 	/* An unknown blkio group is looked for again at most once a second. */
 	if (c->max_age_ns && now >= c->rescan_ns) {
 		cgroup_map_round(c->blkio_map);

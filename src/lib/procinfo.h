@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "iospan_types.h"
+#include "common_abi.h"
 
 struct proc_ident {
 	const char *cmdline; /* as ps shows it; NULL if none is known (kernel threads) */
@@ -34,8 +34,20 @@ struct procinfo;
 int procinfo_new(procinfo_lookup_fn lookup, void *arg, uint64_t max_age_ns, struct procinfo **out);
 void procinfo_free(struct procinfo *c);
 
-/* Starts a round: each process's capture is read again at its next procinfo_get(). */
+/*
+ * Starts a round: each process's capture is read again at its next procinfo_get().
+ * Processes not asked about for 64 rounds are forgotten.
+ */
 void procinfo_round(struct procinfo *c);
+
+/*
+ * Whether @pid is known already (it then counts as asked about this round): callers that
+ * only want a process read while it lives skip the known ones.
+ */
+bool procinfo_known(struct procinfo *c, uint32_t pid);
+
+/* How many processes are known (tests). */
+size_t procinfo_count(const struct procinfo *c);
 
 /*
  * Who @pid (a tgid) is; @comm is the name the kernel has for it (which tells a title

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "skel.h"
 #include "thread.h"
@@ -93,4 +95,56 @@ void skel_detach(struct bpf_object_skeleton *s, struct attach_hook *hooks, int n
 	while (nr_pending > 0)
 		pthread_join(pending[--nr_pending], NULL);
 	pthread_mutex_unlock(&pending_lock);
+}
+
+/* BPF_LOG_STATS: the verifier's summary only, a few lines per program. */
+#define VERIFIER_LOG_STATS 4
+#define VERIFIER_LOG_SIZE  1024
+
+/* "verification time 812 usec ... processed 396 insns (limit ...) ... total_states 27" */
+static void verifier_stats_print(const char *prog, const char *log)
+{
+	const char *t = strstr(log, "verification time "), *p = strstr(log, "processed ");
+	const char *st = strstr(log, "total_states ");
+	unsigned long usec = t ? strtoul(t + 18, NULL, 10) : 0;
+	unsigned long insns = p ? strtoul(p + 10, NULL, 10) : 0;
+	unsigned long states = st ? strtoul(st + 13, NULL, 10) : 0;
+
+	fprintf(stderr, "iospan: verifier: %-24s %8lu insns %6lu states %8lu us\n", prog, insns,
+		states, usec);
+}
+
+int skel_load(struct bpf_object_skeleton *s)
+{
+	const char *env = getenv("IOSPAN_VERIFIER_STATS");
+	struct bpf_object *obj = *s->obj;
+	struct bpf_program *prog;
+	char *logs = NULL;
+	int n = 0, i = 0, err;
+
+	if (env && *env && strcmp(env, "0")) {
+		bpf_object__for_each_program(prog, obj) n++;
+		logs = calloc(n ? n : 1, VERIFIER_LOG_SIZE);
+	}
+	if (logs) {
+		bpf_object__for_each_program(prog, obj)
+		{
+			bpf_program__set_log_buf(prog, logs + i++ * VERIFIER_LOG_SIZE,
+						 VERIFIER_LOG_SIZE);
+			bpf_program__set_log_level(prog, VERIFIER_LOG_STATS);
+		}
+	}
+	err = bpf_object__load_skeleton(s);
+	if (logs) {
+		i = 0;
+		bpf_object__for_each_program(prog, obj)
+		{
+			const char *log = logs + i++ * VERIFIER_LOG_SIZE;
+
+			if (bpf_program__autoload(prog) && *log)
+				verifier_stats_print(bpf_program__name(prog), log);
+		}
+		free(logs);
+	}
+	return err;
 }

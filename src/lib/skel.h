@@ -41,6 +41,14 @@
 	})
 
 /*
+ * Loads skeleton @s (bpf_object__load_skeleton). With IOSPAN_VERIFIER_STATS=1 in the
+ * environment it prints, per program, what the verifier took (instructions processed,
+ * states, time): start-up is mostly verification, and a change that makes it slower
+ * shows here first (bench/startup.py --verifier).
+ */
+int skel_load(struct bpf_object_skeleton *s);
+
+/*
  * Detaching. Closing a classic tracepoint's perf event waits for RCU grace periods
  * (tracepoint_synchronize_unregister(), 30-150 ms each): one after the other, a command's
  * 30 hooks took 1.5 s to let go at exit. These destroy links side by side, in threads,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "units.h"
 
@@ -153,4 +154,16 @@ size_t scan_decimal(const char *s, double *v)
 	buf[n] = '\0';
 	*v = strtod(buf, NULL);
 	return n;
+}
+
+const char *fmt_local_time(double epoch_s, bool with_date, char *buf, size_t len)
+{
+	time_t t = (time_t)epoch_s;
+	struct tm tm;
+
+	if (epoch_s <= 0 || !localtime_r(&t, &tm))
+		snprintf(buf, len, "-");
+	else
+		strftime(buf, len, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
+	return buf;
 }

@@ -3,6 +3,7 @@
 #ifndef IOSPAN_UNITS_H
 #define IOSPAN_UNITS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,5 +27,11 @@ size_t scan_decimal(const char *s, double *v);
 
 /* Nanoseconds as "850ns", "12us", "1.5ms", "2.0s", "95s": one decimal below 10. */
 const char *fmt_ns(uint64_t ns, char *buf, size_t len);
+
+/*
+ * Seconds since 1970 as local time, "2026-11-23 15:38:37" (@with_date) or "15:38:37"
+ * (fractions dropped); "-" for a time at or before 1970 or one that cannot be shown.
+ */
+const char *fmt_local_time(double epoch_s, bool with_date, char *buf, size_t len);
 
 #endif

@@ -326,8 +326,8 @@ OPTIONS = {
               "--cooldown": "threshold", "--max-per-hour": "count", "--keep": "count",
               "--max-age": "threshold", "--max-db-size": "count", "--duration": "period",
               "--db": "outpath", "--config": "path"},
-    "incidents": {"--db": "path", "--format": "word", "-o": "outpath", "--keep": "count",
-                  "--max-age": "threshold", "--max-db-size": "count"},
+    "incidents": {"--db": "path", "--config": "path", "--format": "word", "-o": "outpath",
+                  "--keep": "count", "--max-age": "threshold", "--max-db-size": "count"},
 }
 COMMON = ["--json", "-v", "--verbose", "-h", "--help"]
 

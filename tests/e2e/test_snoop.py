@@ -408,6 +408,32 @@ def test_renamed_file_shows_new_name_after_an_epoch():
         assert all(l["path"] == path for l in mine), (step, path, [l["path"] for l in mine])
 
 
+def test_cgroups_created_while_tracing_are_named():
+    """Cgroups are looked up again when an unknown id shows up, at most once a second
+    (iospan-snoop(8)): cgroups created one after the other while snoop runs, each with a
+    process doing direct I/O in it, are all named on their lines, not only the first."""
+    tl.require_root("creates loop devices, cgroups, loads BPF")
+    with tl.scratch_fs("ext4", 64) as fs:
+        paths = [os.path.join(fs.mnt, n) for n in ("late_w.dat", "late_r.dat")]
+        tl.dd(paths[1], bs="1M", count=1, conv="fsync")
+        runs = []
+        snoop = tl.Tracer("--json", "snoop", "-d", fs.dev, "--duration", "300")
+        try:
+            settle()
+            for name in ("snoop-late-a", "snoop-late-b", "snoop-late-c"):
+                with tl.cgroup2(name) as cg:
+                    runs.append((name, rel_cgroup(cg),
+                                 run_workload("dio", name, paths, cg, size=MiB)))
+                    # Its lines are read while it exists, and a second goes by.
+                    time.sleep(1.5)
+        finally:
+            lines, _ = split(snoop.json_lines())
+    for name, cgroup, pid in runs:
+        mine = [l for l in lines if l["pid"] == pid]
+        assert mine, (name, lines[-3:])
+        assert {l["cgroup"] for l in mine} == {cgroup}, (name, mine[:2])
+
+
 @pytest.mark.parametrize("args, what", [
     (["-d", "nosuchdisk"], "nosuchdisk"),
     (["--min-latency", "abc"], "abc"),

@@ -435,7 +435,13 @@ def test_flushes_match_diskstats(fstype):
     assert len(dev) == 1, doc["devices"]
     d = dev[0]
     assert d["diskstats_flush_requests"] >= n, d
-    assert d["flush_requests"] == d["diskstats_flush_requests"], d
+    # Every flush, but for one whose completion program the kernel skipped (the loop
+    # worker ends requests in task context, where a completion interrupt for another
+    # disk can nest the same program on its CPU): counted, never silent. 399 of 400
+    # once in CI.
+    missed = doc["dropped"]["hook_runs_missed"]
+    assert d["diskstats_flush_requests"] - missed <= d["flush_requests"] <= \
+        d["diskstats_flush_requests"], (d, doc["dropped"])
     # diskstats sums nanoseconds and prints milliseconds, timed a little later.
     assert abs(d["flush_time_ms"] - d["diskstats_flush_ms"]) <= max(2, 0.02 * d["flush_time_ms"]), d
     asked = [(p["pid"], p["comm"], f) for p in doc["processes"] for f in p["flushes"]
@@ -657,8 +663,12 @@ def test_no_syscalls_mode(scratch_ext4):
     assert doc["syscalls_traced"] is False
     assert not [h for h in doc["attach_plan"] if h.startswith("sys_")]
     row = the_file(process(doc, pid), path)
-    # Whole pages of what reads asked for: approximate by design.
-    assert within(row["fs_read_bytes"], 4 * MiB) and row["fs_bytes_in_pages"] is True
+    # Whole pages of what reads asked for: approximate by design, never more than asked
+    # for, and short by the pages of a read's first batch when the kernel cuts that
+    # batch short (a page still being read in by readahead) without its tracepoint
+    # (iospan-top(8), --no-syscalls): 24 of 1,024 pages once in a CI run.
+    assert row["fs_bytes_in_pages"] is True
+    assert 0.9 * 4 * MiB <= row["fs_read_bytes"] <= (1 + TOLERANCE) * 4 * MiB, row
     assert within(row["disk_read_bytes"], 4 * MiB)
 
 

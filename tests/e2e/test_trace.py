@@ -167,32 +167,6 @@ def check_stages(r):
     assert st["iowait"] <= st["offcpu"] + eps
 
 
-def check_perfetto(path):
-    """Valid Chrome Trace Event JSON whose complete events nest on every track."""
-    with open(path) as f:
-        doc = json.load(f)
-    events = doc["traceEvents"]
-    assert events, "empty Perfetto file"
-    tracks = {}
-    for e in events:
-        assert e["ph"] in ("X", "i", "M"), e
-        if e["ph"] == "X":
-            assert e["dur"] >= 0
-            tracks.setdefault((e["pid"], e["tid"]), []).append(
-                (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000), e["name"]))
-    for key, spans in tracks.items():
-        spans.sort(key=lambda s: (s[0], -s[1]))
-        stack = []
-        for s in spans:
-            while stack and stack[-1][1] <= s[0]:
-                stack.pop()
-            if stack:
-                assert s[1] <= stack[-1][1], "spans %s and %s on track %s overlap" % (
-                    stack[-1], s, key)
-            stack.append(s)
-    return doc
-
-
 # --------------------------------------------------------------------------- workloads
 
 @pytest.mark.parametrize("fstype", ["ext4", "xfs", "btrfs"])
@@ -305,7 +279,7 @@ def test_requests_stages_and_layers(iospan, fstype, tmp_path):
         dio_op = by_op["preadv"][0]["op"]
         assert final["ops"][dio_op]["stages"]["d2c"]["count"] == 20
         # The Perfetto file: valid, nested, one request span per traced request.
-        doc = check_perfetto(pf)
+        doc = tl.check_perfetto(pf)
         spans = [e for e in doc["traceEvents"]
                  if e["ph"] == "X" and e.get("cat") == "request"]
         assert len(spans) == totals["printed"]

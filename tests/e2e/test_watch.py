@@ -103,25 +103,121 @@ def integrity(db):
                           text=True, check=True).stdout.strip()
 
 
-def test_steady_load_then_burst_gives_one_incident(disk, tmp_path):
-    """A steady read under the threshold: no incident. Then a burst: one incident, within
-    --for samples of it, naming the disk, the rule and values, the onset in the window,
-    and the bytes its samples count are fio's."""
+# The issue's check: "a steady rate-limited background load under every threshold for 2
+# minutes: no incident". Rules see one value per sample and fire only when --for samples
+# in a row are over a threshold; with no incident open, nothing else in the watcher
+# depends on the wall clock. So what two minutes at the default 1 s interval check is
+# that 120 consecutive samples of a steady load stay under every rule: 120 samples at
+# 0.1 s check the same decisions in 12 s, as long as the load is as steady at 0.1 s as
+# at 1 s, which the test measures (its own /proc/diskstats reads at the watcher's
+# interval). CI=long runs the 1 s interval for the full 2 minutes.
+STEADY_LONG = os.environ.get("CI", "") == "long"
+STEADY_INTERVAL = 1.0 if STEADY_LONG else 0.1
+STEADY_SAMPLES = 120
+STEADY_RATE = 2 * 2**20  # bytes/s at most: a 64 KiB read, then 1/32 s of sleep
+# The steady reader: O_DIRECT reads of the raw device with a fixed sleep after each, so
+# its rate is at most STEADY_RATE over any stretch of time: when the machine holds it
+# back it falls behind and never catches up in a burst (as fio's --rate does, seen at 15
+# MB/s in 0.1 s on a loaded machine). Prints the bytes it read.
+STEADY_READER = r"""
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 65536)
+gap, seconds = float(sys.argv[2]), float(sys.argv[3])
+end, done = time.monotonic() + seconds, 0
+while time.monotonic() < end:
+    got = os.readv(fd, [buf])
+    if got <= 0:
+        os.lseek(fd, 0, os.SEEK_SET)
+        continue
+    done += got
+    time.sleep(gap)
+print(done, flush=True)
+"""
+# The rules the load's rate decides, each well over what the steady load does: read 10x
+# its rate, write (it writes nothing), iops 12x (and over read-mbps's equivalent, so a
+# burst trips read-mbps first), aqu 4 against a queue of one (psync). The rules of
+# service time are not the load's to decide on a shared machine: a loop worker kept off
+# the CPU makes a 2 MB/s device 100% busy (seen in a full run), so util is off and await
+# is at 1 s, which a queue of one exceeds only if a single read takes a second. The
+# pressure rules are off: they are system-wide, and other work on the machine moves them.
+STEADY_RULES = ["--read-mbps", "20", "--write-mbps", "20", "--iops", "400", "--aqu", "4",
+                "--util", "0", "--await", "1000"]
+
+
+class DiskstatsSampler:
+    """Reads /proc/diskstats every @interval in a thread: the ground truth of the rates
+    the watcher's samples see: (wall-clock end, read MB/s, requests/s) of each
+    interval."""
+
+    def __init__(self, name, interval):
+        self.name, self.interval = name, interval
+        self.rates = []
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        prev, t_prev = tl.read_diskstats()[self.name], time.monotonic()
+        while not self.stop_event.wait(self.interval):
+            cur, now = tl.read_diskstats()[self.name], time.monotonic()
+            dt = now - t_prev
+            ios = sum(cur[k] - prev[k] for k in ("rd_ios", "wr_ios"))
+            self.rates.append((time.time(),
+                               (cur["rd_sectors"] - prev["rd_sectors"]) * 512 / dt / 2**20,
+                               ios / dt))
+            prev, t_prev = cur, now
+
+    def between(self, start, end):
+        return [r for r in self.rates if start < r[0] <= end]
+
+    def stop(self):
+        self.stop_event.set()
+        self.thread.join(timeout=10)
+
+
+def test_steady_load_then_burst_gives_one_incident(tmp_path):
+    """A steady read under every threshold for 120 samples: no incident. Then a burst:
+    one incident, within --for samples of it, naming the disk, the rule and values, the
+    onset in the window, and the bytes its samples count are fio's."""
+    tl.require_root("creates a loop device")
     db = str(tmp_path / "incidents.db")
-    name = os.path.basename(disk)
-    # iostat only (--no-bpf): the collectors' tables stay empty.
-    w = Watcher(db, disk, "--pre", "3", "--capture", "3", "--cooldown", "0", "--no-bpf",
-                *READ_RULE)
-    try:
-        fio_read(disk, 4, "2m")
-        assert not w.matching(r"trigger"), w.lines
-        assert incidents(db, "list")["incidents"] == []
-        time.sleep(1.5)  # quiet: the samples after this come from the burst only
-        burst_start = time.time()
-        burst_bytes = fio_read(disk, 2, "60m")
-        w.wait_for(r"stored: incident 1 stored: \d+ samples", timeout=30)
-    finally:
-        assert w.stop() == 0, w.lines
+    interval = STEADY_INTERVAL
+    seconds = STEADY_SAMPLES * interval
+    with tl.tmpfs(300) as backing, tl.loop_device(256, backing_dir=backing) as disk:
+        name = os.path.basename(disk)
+        # iostat only (--no-bpf): the collectors' tables stay empty.
+        w = Watcher(db, disk, "--interval", interval, "--pre", "3", "--capture", "3",
+                    "--cooldown", "0", "--no-bpf", *STEADY_RULES)
+        try:
+            before = tl.read_diskstats()
+            sampler = DiskstatsSampler(name, interval)
+            steady_start = time.time()
+            steady_bytes = int(subprocess.run(
+                ["python3", "-c", STEADY_READER, disk, str(65536 / STEADY_RATE),
+                 str(seconds)], capture_output=True, text=True, check=True).stdout)
+            steady = sampler.between(steady_start, time.time())
+            after = tl.read_diskstats()
+            assert not w.matching(r"trigger|held"), w.lines
+            assert incidents(db, "list")["incidents"] == []
+            time.sleep(1.5)  # quiet: the samples after this come from the burst only
+            burst_start = time.time()
+            burst_bytes = fio_read(disk, 2, "60m")
+            w.wait_for(r"stored: incident 1 stored: \d+ samples", timeout=30)
+            sampler.stop()
+        finally:
+            assert w.stop() == 0, w.lines
+    # The steady load ran, for the whole time, at most at its rate and not far under it
+    # (the kernel's count), and at the watcher's interval it stayed under every rule (our
+    # own samples).
+    truth = tl.diskstats_delta(before, after, name)
+    assert truth["rd_sectors"] * 512 == steady_bytes
+    assert 0.5 * STEADY_RATE * seconds <= steady_bytes <= STEADY_RATE * seconds, steady_bytes
+    assert len(steady) >= STEADY_SAMPLES * 0.9, len(steady)
+    assert max(r[1] for r in steady) < 10 and max(r[2] for r in steady) < 200, steady
+    # When the burst crossed the read rule's 20 MB/s, by our own samples.
+    burst = sampler.between(burst_start, time.time())
+    crossed = [r[0] for r in burst if r[1] >= 20][0]
     line = w.matching(r"incident 1 opened")[0]
     assert "%s read-mbps" % name in line, line
 
@@ -130,22 +226,30 @@ def test_steady_load_then_burst_gives_one_incident(disk, tmp_path):
     inc = found[0]
     assert (inc["disk"], inc["rule"], inc["state"]) == (name, "read-mbps", "complete")
     assert inc["dev"] == tl.devnum_of(name)
-    # Held for 2 samples, each over the threshold, and no more than fio's rate.
+    # Held for 2 samples, each over the threshold, and no more than the device did in
+    # our samples (fio catches up after a stall, over its 60 MB/s; the watcher's
+    # intervals straddle ours).
     assert len(inc["held_values"]) == 2, inc
-    assert all(20 <= v <= 60 * 1.1 for v in inc["held_values"]), inc
+    most = max(r[1] for r in burst)
+    assert all(20 <= v <= most * 1.25 + 1 for v in inc["held_values"]), (inc, most)
     assert inc["value"] == inc["held_values"][-1]
-    # Fired within --for samples of the burst (fio's start-up and a sample's slack).
-    assert burst_start < inc["start"] < burst_start + 2 * INTERVAL + 1.0, (burst_start, inc)
+    # Fired within --for (2) samples of the burst crossing the threshold: our samples
+    # and the watcher's are an interval apart at most, and a loaded machine is late.
+    assert burst_start < inc["start"], (burst_start, inc)
+    assert crossed - interval < inc["start"] <= crossed + 3 * interval + 0.2, (crossed, inc)
     assert inc["top_process"] is None and inc["top_file"] is None
 
     doc = incidents(db, "show", "1")
     onset = doc["onset"]
-    assert burst_start - INTERVAL <= onset["time"] <= inc["start"], (burst_start, onset)
-    assert onset["quiet_value"] < 1, onset
+    assert burst_start - interval <= onset["time"] <= inc["start"], (burst_start, onset)
+    # The sample before it is quiet as the onset rule means it (trigger.c: at most a
+    # tenth of the way up from the window's floor, 0 here: the disk idled 1.5 s); fio's
+    # first requests can fall in it (1.25 MB/s once, against a trigger at 60).
+    assert onset["quiet_value"] <= 0.1 * inc["value"] + 0.001, (onset, inc["value"])
     samples = [s for s in doc["samples"] if s["disk"] == name]
     pre = [s for s in samples if s["phase"] == "pre"]
     assert pre and all(s["time"] < inc["start"] for s in pre)
-    assert len(pre) <= 3 / INTERVAL + 1
+    assert len(pre) <= 3 / interval + 1
     # Ground truth: what the samples after the burst began count is what fio read.
     counted = sum(s["rkB_s"] * s["interval_s"] * 1024 for s in samples
                   if s["time"] > burst_start)
@@ -256,10 +360,17 @@ def slow_disk(read_bps):
                         "status=none", "conv=fsync"], check=True)
         upper = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", img],
                                capture_output=True, text=True, check=True).stdout.strip()
+        # No scheduler between fio and the loop worker: a reused loop device keeps the
+        # one a test before chose, and BFQ dispatched these one at a time (an await of
+        # 31 ms, no incident). Given back as found.
+        prev = None
         try:
+            prev = tl.set_scheduler(upper, "none")
             with tl.blkio_throttle(fs.devnum, read_bps=read_bps) as cgroup:
                 yield upper, cgroup
         finally:
+            if prev:
+                tl.set_scheduler(upper, prev)
             subprocess.run(["losetup", "-d", upper], check=False)
 
 
@@ -566,6 +677,9 @@ def test_config_file_and_command_line(disk, tmp_path):
     ["watch", "--util", "0", "--await", "0", "--read-mbps", "0", "--write-mbps", "0"],
     ["watch", "extra"],
     ["watch", "--bpf", "maybe"],
+    ["watch", "--slow-request", "soon"],
+    ["watch", "--slow-request", "200ms", "--no-bpf"],
+    ["watch", "--capture-threshold", "-1"],
     ["incidents"],
     ["incidents", "frob"],
     ["incidents", "show"],
@@ -623,36 +737,276 @@ def test_json_events(disk, tmp_path):
                       "--duration", "0.5", *READ_RULE)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]
-    assert [e["event"] for e in events] == ["info", "start", "stop"], events
+    assert [e["event"] for e in events] == ["info", "info", "start", "stop"], events
     assert events[0]["message"] == "collector top loaded", events
-    assert "watching %s every 0.1 s" % os.path.basename(disk) in events[1]["message"]
+    assert events[1]["message"] == "collector trace off by the options", events
+    assert "watching %s every 0.1 s" % os.path.basename(disk) in events[2]["message"]
     assert abs(events[0]["time"] - time.time()) < 30
 
 
 def test_watch_goes_on_when_bpf_cannot_load(disk, tmp_path):
-    """Root without CAP_BPF and CAP_PERFMON (setpriv): top's collector cannot load; watch
-    says so in one error line naming why, and samples and stores incidents without it."""
+    """Root without CAP_BPF and CAP_PERFMON (setpriv): top's and trace's collectors cannot
+    load; watch says so in one error line each naming why (the slow-request rule's line
+    says it cannot fire), and samples and stores incidents without them."""
     db = str(tmp_path / "nobpf.db")
     caps = "".join(",+" + c for c in ("dac_override", "dac_read_search", "fowner"))
     prefix = ["setpriv", "--inh-caps=-all" + caps, "--ambient-caps=-all" + caps,
               "--bounding-set=-all" + caps]
     proc = subprocess.Popen(prefix + [tl.iospan_bin(), "watch", "--db", db, "-d", disk,
                                       "--interval", str(INTERVAL), "--pre", "1", "--capture",
-                                      "1", "--duration", "5"] + READ_RULE,
-                            stderr=subprocess.PIPE, text=True)
+                                      "1", "--duration", "5", "--slow-request", "1ms"]
+                            + READ_RULE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     fio_read(disk, 1.5, "60m")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     lines = err.splitlines()
     errors = [line for line in lines if " error: " in line]
-    assert len(errors) == 1, err
+    assert len(errors) == 2, err
     assert "collector top unavailable: " in errors[0] and "CAP_BPF" in errors[0], err
     assert errors[0].endswith("; watching without it"), err
+    assert "collector trace unavailable: " in errors[1] and "CAP_BPF" in errors[1], err
+    assert errors[1].endswith("; watching without it (the slow-request rule cannot fire)"), err
     assert [line for line in lines if " start: " in line], err
+    # The read rule fires; the slow-request rule, with no collector, never does.
+    assert [line for line in lines if "trigger: incident 1 opened: %s read-mbps"
+            % os.path.basename(disk) in line], err
+    assert not [line for line in lines if "slow-request " in line and "trigger" in line], err
     assert [line for line in lines if "stored: incident 1 stored" in line], err
     doc = incidents(db, "show", "1")
     assert doc["samples"] and doc["processes"] == [] and doc["busiest_processes"] == []
+    assert doc["slow_requests"] == [] and doc["stalls"] == []
+
+
+def test_no_bpf_refuses_the_slow_request_rule(disk, tmp_path):
+    """--no-bpf (or in the config file) with --slow-request: a usage error, said at once;
+    without the rule, --no-bpf watch loads no collector and runs."""
+    db = str(tmp_path / "nobpf.db")
+    conf = tmp_path / "watch.conf"
+    conf.write_text("slow-request = 200ms\nbpf = off\n")
+    p = tl.run_iospan("watch", "--db", db, "-d", disk, "--config", str(conf),
+                      "--duration", "0.5")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip() == "iospan: --slow-request needs trace's BPF collector: it " \
+        "cannot be used with --bpf off", p.stderr
+    p = tl.run_iospan("watch", "--db", db, "-d", disk, "--no-bpf", "--duration", "0.5",
+                      "--interval", "0.1")
+    assert p.returncode == 0, p.stderr
+    assert "BPF collectors off" in p.stderr and "collector" not in \
+        p.stderr.replace("BPF collectors off", ""), p.stderr
+
+
+SLOW_READER = r"""
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no readahead: each read waits
+print("ready", flush=True)
+sys.stdin.readline()
+out = []
+for _ in range(int(sys.argv[3])):
+    t0 = time.monotonic()
+    os.pread(fd, int(sys.argv[2]), 0 if not out else len(out) * int(sys.argv[2]))
+    out.append(time.monotonic() - t0)
+    time.sleep(float(sys.argv[4]))
+print(" ".join("%.6f" % x for x in out), flush=True)
+"""
+
+# Every iostat rule off: only --slow-request can fire.
+NO_IOSTAT_RULES = ["--util", "0", "--await", "0", "--read-mbps", "0", "--write-mbps", "0"]
+
+
+def slow_reads(tmp_path, fs, cgroup, name, size, count, pause):
+    """@count buffered preads of @size bytes of a new file on @fs by a process named
+    @name held by blk-throttle in @cgroup, @pause seconds apart; returns the process, the
+    file and each read's duration as the reader timed it."""
+    path = os.path.join(fs.mnt, name + ".data")
+    subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M",
+                    "count=%d" % (size * count // 2**20 + 1), "status=none", "conv=fsync"],
+                   check=True)
+    tl.drop_caches()
+    exe = tmp_path / name
+    exe.symlink_to("/usr/bin/python3")
+    reader = subprocess.Popen([str(exe), "-c", SLOW_READER, path, str(size), str(count),
+                               str(pause)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, preexec_fn=lambda: tl.move_to_cgroup(cgroup))
+    assert reader.stdout.readline().strip() == "ready"
+    return reader, path
+
+
+def finish(reader):
+    out, _ = reader.communicate("go\n", timeout=60)
+    assert reader.returncode == 0
+    return [float(x) for x in out.split()]
+
+
+def check_request(req, reader, path, took_s):
+    """A slow_requests row against the reader's own timing of its read."""
+    assert (req["pid"], req["tid"], req["comm"]) == (reader.pid, reader.pid,
+                                                    os.path.basename(path)[:-5]), req
+    assert req["path"] == path and req["op"] == "pread64", req
+    # The kernel's time is within the reader's, less only python's call overhead.
+    assert 0.9 * took_s * 1e6 <= req["total_us"] <= took_s * 1e6, (req, took_s)
+    st = json.loads(req["stages"])
+    # Held by blk-throttle most of the time, and the stages add up to the total.
+    assert st["throttle"] >= 0.5 * req["total_us"], st
+    parts = sum(st[k] for k in ("pre_block", "throttle", "q2q", "q2g", "g2i", "i2d", "d2c",
+                                "post_block"))
+    assert abs(parts - st["total"]) <= 0.01 * st["total"] + 1, st
+    assert abs(st["total"] - req["total_us"]) < 1, (st, req)
+    return st
+
+
+def test_slow_request_rule_fires_on_one_request(tmp_path):
+    """--slow-request: one read held ~0.5 s by blk-throttle (the only slow request) opens
+    an incident at once (not after --for samples), naming the disk, the rule and that
+    request's latency; show has the request with its stages, pid and file."""
+    tl.require_root("creates a loop device, a file system and a blkio cgroup")
+    tl.require_blkio()
+    db = str(tmp_path / "slow.db")
+    with tl.scratch_fs("ext4", 128) as fs, \
+            tl.blkio_throttle(fs.devnum, read_bps=1024 * 1024) as cgroup:
+        name = os.path.basename(fs.dev)
+        reader, path = slow_reads(tmp_path, fs, cgroup, "slowreader", 512 * 1024, 1, 0)
+        w = Watcher(db, fs.dev, "--pre", "2", "--capture", "1", "--for", "3",
+                    "--slow-request", "250ms", "--stall-threshold", "100ms",
+                    *NO_IOSTAT_RULES)
+        try:
+            w.wait_for(r" info: collector trace loaded")
+            took = finish(reader)[0]
+            line = w.wait_for(r"trigger: incident 1 opened", timeout=30)
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    assert took >= 0.3, took
+    assert re.search(r"%s slow-request \d+\.\d+ ms >= 250\.00 ms for 1 sample \(" % name,
+                     line), line
+    inc = incidents(db, "list")["incidents"]
+    assert [(i["disk"], i["rule"], i["state"]) for i in inc] == \
+        [(name, "slow-request", "complete")], inc
+    doc = incidents(db, "show", "1")
+    reqs = [r for r in doc["slow_requests"] if r["pid"] == reader.pid]
+    assert len(reqs) == 1, doc["slow_requests"]
+    req = reqs[0]
+    check_request(req, reader, path, took)
+    # The incident's value is that request's latency, and it came in the trigger's sample.
+    assert abs(inc[0]["value"] - req["total_us"] / 1000) < 0.01, (inc, req)
+    assert req["phase"] in ("pre", "capture") and req["disk"] == name, req
+    assert req["time"] <= inc[0]["start"], (req, inc)
+    text = tl.run_iospan("incidents", "--db", db, "show", "1", check=True).stdout
+    assert re.search(r"^slowest requests", text, re.M), text
+    assert re.search(r"^\s*[\d.]+ ms\s+pread64\s+%d\s+slowreader\s.*%s$"
+                     % (reader.pid, re.escape(path)), text, re.M), text
+    assert re.search(r"throttle [\d.]+ ms", text), text
+    # The reader slept in the I/O path the whole time: a stall, its stack symbolized.
+    stalls = [x for x in doc["stalls"] if x["pid"] == reader.pid]
+    assert stalls, doc["stalls"]
+    longest = max(stalls, key=lambda x: x["wait_us"])
+    assert 0.8 * took * 1e6 <= longest["wait_us"] <= took * 1e6, (longest, took)
+    frames = json.loads(longest["stack"])
+    assert frames and all(re.match(r"\w+\+0x[0-9a-f]+", f) for f in frames), frames
+    assert any("io_schedule" in f or "folio_wait" in f or "wait_on_page" in f
+               for f in frames), frames
+    assert re.search(r"^longest stalls.*\n.*\n\s*[\d.]+ ms\s+%d\s+%d slowreader .*\n"
+                     r"\s+stack: \w+\+0x" % (reader.pid, reader.pid), text, re.M), text
+    # export --format json: the same rows.
+    exp = json.loads(tl.run_iospan("incidents", "--db", db, "export", "1", "--format",
+                                   "json", check=True).stdout)
+    assert (exp["slow_requests"], exp["stalls"]) == (doc["slow_requests"], doc["stalls"])
+
+
+def test_slow_requests_of_a_process_in_the_capture(tmp_path):
+    """An incident opened by another rule (read-mbps, from fio on the raw device) keeps
+    the slow requests a throttled process made in the window and during the capture,
+    each with its stages, and nothing under --capture-threshold."""
+    tl.require_root("creates a loop device, a file system and a blkio cgroup")
+    tl.require_blkio()
+    db = str(tmp_path / "cap.db")
+    with tl.scratch_fs("ext4", 256) as fs, \
+            tl.blkio_throttle(fs.devnum, read_bps=2 * 1024 * 1024) as cgroup:
+        reader, path = slow_reads(tmp_path, fs, cgroup, "capreader", 256 * 1024, 6, 0.3)
+        w = Watcher(db, fs.dev, "--pre", "3", "--capture", "3", "--capture-threshold",
+                    "60ms", *READ_RULE)
+        try:
+            w.wait_for(r" info: collector trace loaded")
+            reader.stdin.write("go\n")
+            reader.stdin.flush()
+            fio_read(fs.dev, 1.5, "60m")
+            took = finish(reader)
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    doc = incidents(db, "show", "1")
+    assert doc["rule"] == "read-mbps", doc["rule"]
+    mine = sorted((r for r in doc["slow_requests"] if r["pid"] == reader.pid),
+                  key=lambda r: r["time"])
+    # Each read of 256 KiB at 2 MiB/s is ~125 ms, over the 60 ms threshold: all six.
+    assert len(mine) == 6, doc["slow_requests"]
+    for req, t in zip(mine, took):
+        check_request(req, reader, path, t)
+    assert all(r["total_us"] >= 60000 for r in doc["slow_requests"]), doc["slow_requests"]
+    assert {r["phase"] for r in mine} <= {"pre", "capture"}
+
+
+@pytest.mark.parametrize("extra", [(), ("--capture-threshold", "0")])
+def test_trace_collector_only_when_asked(disk, tmp_path, extra):
+    """By default (or --capture-threshold 0) trace's collector is not loaded, said as info,
+    not as an error: with no incident open a watcher must cost no more than biolatency,
+    and trace's programs beside top's cost more (bench/README.md). With
+    --capture-threshold D, or --slow-request alone, it is loaded."""
+    p = tl.run_iospan("watch", "--db", str(tmp_path / "t.db"), "-d", disk,
+                      "--duration", "0.5", "--interval", "0.1", *extra, *READ_RULE)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r" info: collector trace off by the options\n", p.stderr), p.stderr
+    assert " info: collector top loaded" in p.stderr and " error: " not in p.stderr, p.stderr
+    for asked in (("--capture-threshold", "50ms"), ("--slow-request", "1s")):
+        p = tl.run_iospan("watch", "--db", str(tmp_path / "t.db"), "-d", disk,
+                          "--duration", "0.5", "--interval", "0.1", *asked, *READ_RULE)
+        assert p.returncode == 0, p.stderr
+        assert " info: collector trace loaded\n" in p.stderr, (asked, p.stderr)
+
+
+def test_schema_1_database_is_migrated(disk, tmp_path):
+    """A database of schema 1 (stalls without count, no dropped table): incidents reads
+    it as it is; the next watcher brings it to schema 2 and keeps its incidents."""
+    db = str(tmp_path / "old.db")
+    p = tl.run_iospan("watch", "--db", db, "-d", disk, "--no-bpf", "--duration", "0.3",
+                      "--interval", "0.1")
+    assert p.returncode == 0, p.stderr
+    con = sqlite3.connect(db)
+    now = int(time.time())  # an old incident would be pruned by --max-age
+    con.executescript("""
+        DROP TABLE dropped;
+        ALTER TABLE stalls DROP COLUMN count;
+        UPDATE meta SET value = '1' WHERE key = 'schema_version';
+        INSERT INTO incidents (id, start_time, end_time, disk, dev, rule, value, threshold,
+            held_values, state, end_reason, pre_s, capture_s)
+            VALUES (1, NOW, NOW + 1, 'loop9', '7:9', 'util', 95, 90, '[95,95]',
+                    'complete', 'capture ended', 60, 40);
+        INSERT INTO stalls (incident_id, time, phase, pid, tid, comm, wait_us, stack)
+            VALUES (1, NOW + 0.5, 'capture', 42, 42, 'old', 150000.0, '["io_schedule+0x1"]');
+    """.replace("NOW", str(now)))
+    con.commit()
+    con.close()
+    doc = incidents(db, "show", "1")
+    assert doc["dropped"] == [] and doc["stalls"][0]["comm"] == "old", doc
+    assert "count" not in doc["stalls"][0], doc["stalls"]
+    text = tl.run_iospan("incidents", "--db", db, "show", "1", check=True).stdout
+    assert re.search(r"^\s+150\.00 ms\s+42\s+42 old .*\n\s+stack: io_schedule\+0x1$", text,
+                     re.M), text
+    p = tl.run_iospan("watch", "--db", db, "-d", disk, "--no-bpf", "--duration", "0.3",
+                      "--interval", "0.1")
+    assert p.returncode == 0, p.stderr
+    con = sqlite3.connect(db)
+    try:
+        cols = [r[1] for r in con.execute("PRAGMA table_info(stalls)")]
+        assert "count" in cols, cols
+        assert con.execute("SELECT count(*) FROM dropped").fetchone() == (0,)
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                           ).fetchone() == ("2",)
+        assert con.execute("SELECT comm, count FROM stalls").fetchall() == [("old", None)]
+    finally:
+        con.close()
+    assert incidents(db, "show", "1")["stalls"][0]["count"] is None
 
 
 WRITER = r"""

@@ -289,6 +289,18 @@ def test_watch_incident(kernel):
     assert "info: collector top loaded" in g.file(scn, "watch.err"), g.file(scn, "watch.err")
     busiest = json.loads(g.ok(scn, "show"))["busiest_processes"]
     assert busiest and busiest[0]["comm"] == "iowork", (kernel, busiest)
+    # trace's collector loaded and kept iowork's reads of the disk, each with its stages:
+    # direct reads of 64 KiB, whose device time is part of their total.
+    assert "info: collector trace loaded" in g.file(scn, "watch.err"), g.file(scn, "watch.err")
+    reqs = [r for r in json.loads(g.ok(scn, "show"))["slow_requests"]
+            if r["comm"] == "iowork"]
+    assert reqs, (kernel, json.loads(g.ok(scn, "show"))["slow_requests"][:3])
+    for r in reqs:
+        st = json.loads(r["stages"])
+        assert (r["op"], r["disk"], r["path"], r["bytes"]) == \
+            ("pread64", disk, "/dev/" + disk, 65536), (kernel, r)
+        assert 0 < st["d2c"] <= st["total"] and abs(st["total"] - r["total_us"]) < 1, \
+            (kernel, r)
 
 
 def only_device(report, disk):
@@ -471,6 +483,12 @@ def test_top_nothing_lost(case):
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
     # On PREEMPT_RT a new row can find the BPF allocator empty (-ENOMEM) or its bucket
     # held by a preempted program (-EBUSY): such rows go to the preallocated spill maps.
+    # And a program preempted there (RT runs them preemptible) makes the kernel skip the
+    # run of the same program by the task that preempted it, on that CPU: the kernel's
+    # own count, which top reports as hook_runs_missed (never silent). Elsewhere nothing.
+    if "-rt-" in case[0]:
+        assert doc["dropped"].get("hook_runs_missed") is not None, (case, doc["dropped"])
+        lost.pop("hook_runs_missed", None)
     assert not lost, (case, lost)
 
 
@@ -499,9 +517,21 @@ def ops(reqs):
 
 
 def assert_ops(case, reqs, want, w):
-    """The requests of the workload's pid, by op, are exactly @want."""
-    assert ops(reqs) == want, "%s: requests of %s (pid %d) by op: %s; it made %s" % (
-        case, w["mode"], w["pid"], ops(reqs) or "none", want)
+    """The requests of the workload's pid, by op, are exactly @want. On PREEMPT_RT a
+    program preempted in its run makes the kernel skip the run of the same program by
+    the task that preempted it on that CPU (test_top_nothing_lost): a request whose
+    syscall entry was skipped is missing, counted in trace's hook_runs_missed. Only
+    that many may be missing there; none elsewhere."""
+    got = ops(reqs)
+    missed = 0
+    if "-rt-" in case[0]:
+        _, totals = trace_docs(guest(case[0]), case[1])
+        missed = totals["counters"]["hook_runs_missed"]
+    short = sum(want.values()) - sum(got.values())
+    ok = set(got) <= set(want) and all(got.get(op, 0) <= n for op, n in want.items())
+    assert ok and short <= missed, "%s: requests of %s (pid %d) by op: %s; it made %s%s" % (
+        case, w["mode"], w["pid"], got or "none", want,
+        " (hook runs missed: %d)" % missed if missed else "")
 
 
 def bio_bytes(r):

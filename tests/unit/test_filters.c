@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 
 /* Before cmocka.h, whose fail() macro would rename our fail(). */
+#include "args.h"
 #include "filters.h"
 #include "fspath.h"
 #include "err.h"
@@ -20,6 +21,16 @@ static void test_not_a_filter_option(void **state)
 	assert_int_equal(filter_parse_opt("trace", 't', "5ms", &f), 1);
 	assert_int_equal(filter_parse_opt("trace", 'i', "1", &f), 1);
 	assert_int_equal(f.tf.pid, 0);
+}
+
+/* The options every command has are taken too: a command's loop asks one function. */
+static void test_common_options(void **state)
+{
+	struct filter_opts f = {0};
+
+	assert_int_equal(filter_parse_opt("trace", OPT_VERBOSE, NULL, &f), 0);
+	assert_true(gopts.verbose);
+	assert_int_equal(filter_parse_opt("trace", OPT_HELP, NULL, &f), 1);
 }
 
 static void test_ids(void **state)
@@ -78,6 +89,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_not_a_filter_option),
+		cmocka_unit_test(test_common_options),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_comm),
 		cmocka_unit_test(test_dir),

@@ -7,8 +7,8 @@
 #include "testutil.h"
 #include "fspath.h"
 
-/* Builds a top_path from components given root first (the kernel stores leaf first). */
-static void make_path(struct top_path *p, const char *const *comp, int n, unsigned int flags)
+/* Builds a file_path from components given root first (the kernel stores leaf first). */
+static void make_path(struct file_path *p, const char *const *comp, int n, unsigned int flags)
 {
 	size_t pos = 0;
 	int i;
@@ -25,7 +25,7 @@ static void make_path(struct top_path *p, const char *const *comp, int n, unsign
 static void test_components(void **state)
 {
 	const char *const abc[] = {"a", "b", "c.txt"};
-	struct top_path p;
+	struct file_path p;
 	char out[64];
 
 	make_path(&p, abc, 3, 0);
@@ -34,7 +34,7 @@ static void test_components(void **state)
 	make_path(&p, abc, 0, 0);
 	fspath_from_components(&p, out, sizeof(out));
 	assert_string_equal(out, "/");
-	make_path(&p, abc, 2, TOP_PATH_TRUNCATED);
+	make_path(&p, abc, 2, FILE_PATH_TRUNCATED);
 	fspath_from_components(&p, out, sizeof(out));
 	assert_string_equal(out, ".../a/b");
 	/* A short buffer truncates, never overflows. */
@@ -45,12 +45,12 @@ static void test_components(void **state)
 
 /* A paths map of one entry, for the cache to read. */
 struct fake_map {
-	struct top_file_key key;
-	struct top_path path;
+	struct file_key key;
+	struct file_path path;
 	int lookups;
 };
 
-static int fake_lookup(void *arg, const struct top_file_key *key, struct top_path *p)
+static int fake_lookup(void *arg, const struct file_key *key, struct file_path *p)
 {
 	struct fake_map *m = arg;
 
@@ -69,7 +69,7 @@ static void test_cache(void **state)
 	const char *s;
 
 	assert_int_equal(fspath_cache_new(fake_lookup, &m, &c), 0);
-	make_path(&m.path, comp, 2, TOP_PATH_DELETED);
+	make_path(&m.path, comp, 2, FILE_PATH_DELETED);
 	m.path.stamp = 0x1234567800000001ULL;
 	/* Another generation of the same inode number is another file. */
 	assert_null(fspath_current(c, KDEV(250, 7), 6, 12));

@@ -79,12 +79,48 @@ static void test_full(void **state)
 	assert_int_equal(perfetto_close(pf), -ENOSPC); /* even a short file */
 }
 
+/* Counters and argument-less slices; written whole: nothing at the path until closed. */
+static void test_counter_slice_whole(void **state)
+{
+	char dir[] = "/tmp/iospan-perfetto-XXXXXX", path[64];
+	struct perfetto *pf;
+	struct jw *jw;
+	char *text;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.json", dir);
+	assert_int_equal(perfetto_create(&pf, path, true), 0);
+	jw = perfetto_counter(pf, "sda", 7, 1000);
+	jw_kv_float(jw, "util", 12.5, 1);
+	perfetto_end(pf);
+	perfetto_slice(pf, "d2c", "stage", 1, 2, 3000, 2000); /* backwards: empty */
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(perfetto_close(pf), 0);
+	text = slurp(path);
+	assert_string_equal(text, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":["
+				  "{\"name\":\"sda\",\"ph\":\"C\",\"ts\":1.000,\"pid\":7,"
+				  "\"tid\":0,\"args\":{\"util\":12.5}},"
+				  "{\"name\":\"d2c\",\"cat\":\"stage\",\"ph\":\"X\",\"ts\":3.000,"
+				  "\"pid\":1,\"tid\":2,\"dur\":0.000,\"args\":{}}]}\n");
+	free(text);
+	/* Discarded: the file there before is untouched, no temporary file is left. */
+	assert_int_equal(perfetto_create(&pf, path, true), 0);
+	perfetto_slice(pf, "x", "y", 1, 2, 0, 1);
+	perfetto_discard(pf);
+	text = slurp(path);
+	assert_non_null(strstr(text, "\"d2c\""));
+	free(text);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0); /* empty: no temporary file */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_unwritable),
 		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_counter_slice_whole),
 	};
 
 	return cmocka_run_group_tests_name("perfetto", tests, NULL, NULL);

@@ -76,12 +76,40 @@ static void test_cache(void **state)
 	procinfo_free(c);
 }
 
+/* A long-running watcher forgets the processes nobody asks about any more. */
+static void test_forgets_unused(void **state)
+{
+	struct procinfo *c = NULL;
+	struct proc_ident id;
+	int calls = 0, round;
+	uint32_t pid;
+
+	assert_int_equal(procinfo_new(fake_lookup, &calls, 0, &c), 0);
+	/* 1,000 short-lived processes, gone (nothing in /proc, nothing captured). */
+	for (pid = 4000000; pid < 4001000; pid++)
+		procinfo_get(c, pid, "gone", &id);
+	procinfo_get(c, 4242, "postgres", &id);
+	assert_int_equal(procinfo_count(c), 1001);
+	assert_true(procinfo_known(c, 4000000));
+	for (round = 0; round < 200; round++) {
+		procinfo_round(c);
+		/* Still asked about: kept, and known without being read again. */
+		assert_true(procinfo_known(c, 4242));
+	}
+	assert_int_equal(procinfo_count(c), 1);
+	assert_false(procinfo_known(c, 4000000));
+	procinfo_get(c, 4242, "postgres", &id);
+	assert_string_equal(id.cmdline, "postgres: walwriter");
+	procinfo_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_args),
 		cmocka_unit_test(test_is_title),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_forgets_unused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

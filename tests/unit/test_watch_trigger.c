@@ -211,6 +211,45 @@ static void test_onset(void **state)
 	assert_int_equal(wt_onset(NULL, 0, 90), -1);
 }
 
+/* One request over the threshold is the event: it fires at once, whatever --for says. */
+static void test_slow_request_fires_on_one_sample(void **state)
+{
+	struct wt_rules r;
+	struct wt_counter c = {};
+	double v[WT_NR_METRICS];
+	bool fresh;
+
+	wt_rules_default(&r);
+	assert_near(r.threshold[WT_SLOW_REQUEST], 0, 0); /* off by default */
+	r.hold = 3;
+	r.threshold[WT_SLOW_REQUEST] = 200;
+	assert_int_equal(wt_hold(&r, WT_SLOW_REQUEST), 1);
+	assert_int_equal(wt_hold(&r, WT_UTIL), 3);
+	/* No request seen (0) or no collector (NaN): nothing. */
+	one_value(v, WT_SLOW_REQUEST, 0);
+	assert_int_equal(wt_check(&r, &c, v, &fresh), -1);
+	one_value(v, WT_SLOW_REQUEST, NAN);
+	assert_int_equal(wt_check(&r, &c, v, &fresh), -1);
+	one_value(v, WT_SLOW_REQUEST, 199.9);
+	assert_int_equal(wt_check(&r, &c, v, &fresh), -1);
+	one_value(v, WT_SLOW_REQUEST, 250);
+	assert_int_equal(wt_check(&r, &c, v, &fresh), WT_SLOW_REQUEST);
+	assert_true(fresh);
+	/* Another slow one in the next sample still holds, not news... */
+	assert_int_equal(wt_check(&r, &c, v, &fresh), WT_SLOW_REQUEST);
+	assert_false(fresh);
+	/* ...and after a sample without one, the next is news again. */
+	one_value(v, WT_SLOW_REQUEST, 5);
+	assert_int_equal(wt_check(&r, &c, v, &fresh), -1);
+	one_value(v, WT_SLOW_REQUEST, 300);
+	assert_int_equal(wt_check(&r, &c, v, &fresh), WT_SLOW_REQUEST);
+	assert_true(fresh);
+	/* The other rules still need their --for samples alongside it. */
+	v[WT_UTIL] = 95;
+	assert_int_equal(wt_check(&r, &c, v, &fresh), WT_SLOW_REQUEST);
+	assert_false(fresh);
+}
+
 static void test_metric_names(void **state)
 {
 	int i;
@@ -234,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_gate_cooldown),
 		cmocka_unit_test(test_gate_hourly_cap),
 		cmocka_unit_test(test_onset),
+		cmocka_unit_test(test_slow_request_fires_on_one_sample),
 		cmocka_unit_test(test_metric_names),
 	};
 

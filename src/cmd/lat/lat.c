@@ -64,7 +64,6 @@ enum lat_opt {
 	OPT_STAGE = 0x2000,
 	OPT_SIZE,
 	OPT_BY,
-	OPT_CGROUP,
 	OPT_MAX_ENTRIES,
 };
 
@@ -97,23 +96,27 @@ static int lat_parse(int argc, char **argv, struct lat_opts *o)
 		{"disks", no_argument, NULL, 'D'},
 		{"flags", no_argument, NULL, 'F'},
 		{"by", required_argument, NULL, OPT_BY},
-		{"disk", required_argument, NULL, 'd'},
-		{"pid", required_argument, NULL, 'p'},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		FILTER_LONG_DISK,
+		FILTER_LONG_PID,
+		FILTER_LONG_CGROUP,
 		{"timestamp", no_argument, NULL, 'T'},
 		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
-	bool have_pid = false, have_by = false, have_stage = false;
+	bool have_by = false, have_stage = false;
 	int opt, err;
 
 	o->stage = LAT_Q2C;
 	o->max_entries = LAT_DEFAULT_ENTRIES;
-	while ((opt = getopt_long(argc, argv, "mDFd:p:T" COMMON_SHORT_OPTS, long_opts, NULL)) !=
-	       -1) {
-		if (args_common_opt(opt))
+	while ((opt = getopt_long(argc, argv, "mDF" FILTER_SHORT_OPTS "T" COMMON_SHORT_OPTS,
+				  long_opts, NULL)) != -1) {
+		err = filter_parse_opt("lat", opt, optarg, &o->filter);
+		if (err <= 0) {
+			if (err)
+				return err;
 			continue;
+		}
 		switch (opt) {
 		case OPT_HELP:
 			fputs(lat_usage, stdout);
@@ -149,23 +152,6 @@ static int lat_parse(int argc, char **argv, struct lat_opts *o)
 			if (err)
 				return err;
 			break;
-		case 'd':
-			err = args_disk("lat", optarg, &o->disk, &o->have_disk);
-			if (err)
-				return err;
-			break;
-		case 'p':
-			err = args_once("-p/--pid", &have_pid) ?:
-								 args_task_id(optarg, "pid", &o->pid);
-			if (err)
-				return err;
-			break;
-		case OPT_CGROUP:
-			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
-					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
-			if (err)
-				return err;
-			break;
 		case 'T':
 			o->timestamps = true;
 			break;
@@ -198,7 +184,7 @@ struct lat_ctx {
 
 static bool needs_owner(const struct lat_opts *o)
 {
-	return (o->key_fields & LAT_K_OWNER) || o->pid || o->have_cgroup;
+	return (o->key_fields & LAT_K_OWNER) || o->filter.tf.pid || o->filter.have_cgroup;
 }
 
 static bool needs_issue(const struct lat_opts *o)
@@ -211,14 +197,10 @@ static int plan_hooks(struct lat_ctx *c)
 {
 	struct lat_bpf *s = c->skel;
 	struct attach_hook hooks[] = {
-		{.name = "block_rq_complete",
-		 .v = {{.prog = s->progs.lat_rq_complete}, {.prog = s->progs.lat_rq_complete_raw}}},
-		{.name = "block_rq_issue",
-		 .v = {{.prog = s->progs.lat_rq_issue}, {.prog = s->progs.lat_rq_issue_raw}}},
-		{.name = "block_bio_queue",
-		 .v = {{.prog = s->progs.lat_bio_queue}, {.prog = s->progs.lat_bio_queue_raw}}},
-		{.name = "block_split",
-		 .v = {{.prog = s->progs.lat_bio_split}, {.prog = s->progs.lat_bio_split_raw}}},
+		TP_BTF_HOOK(s, "block_rq_complete", lat_rq_complete, false, NULL),
+		TP_BTF_HOOK(s, "block_rq_issue", lat_rq_issue, false, NULL),
+		TP_BTF_HOOK(s, "block_bio_queue", lat_bio_queue, false, NULL),
+		TP_BTF_HOOK(s, "block_split", lat_bio_split, false, NULL),
 	};
 	int n = 0, i, j;
 
@@ -244,6 +226,9 @@ static int lat_setup(struct lat_ctx *c)
 	uint64_t addr = 0;
 	int err;
 
+	/* Read while the probes and the kernel's BTF are parsed (bpfcmd_prepare()). */
+	if (needs_owner(o))
+		bpfcmd_kernel_addrs_start(&c->cmd, syms, 1);
 	err = bpfcmd_prepare(&c->cmd, "lat",
 			     o->key_fields & LAT_K_CGROUP ? BPFCMD_CGROUP_NAMES : 0);
 	if (err)
@@ -259,9 +244,9 @@ static int lat_setup(struct lat_ctx *c)
 	s->rodata->stage = o->stage;
 	s->rodata->key_fields = o->key_fields;
 	s->rodata->unit = o->stage == LAT_SIZE ? 1024 : o->millis ? 1000000 : 1000;
-	s->rodata->filter_pid = o->pid;
-	s->rodata->filter_cgroup = o->have_cgroup;
-	s->rodata->filter_dev = o->have_disk;
+	s->rodata->filter_pid = o->filter.tf.pid;
+	s->rodata->filter_cgroup = o->filter.tf.cgroups;
+	s->rodata->filter_dev = o->filter.tf.devs;
 	s->rodata->blk_owner_want_stack = o->key_fields & LAT_K_STACK;
 	s->rodata->blk_owner_dio_end_io = addr;
 	bpf_map__set_max_entries(s->maps.hists, o->max_entries);
@@ -271,9 +256,7 @@ static int lat_setup(struct lat_ctx *c)
 		bpf_map__set_max_entries(s->maps.blk_owner_slots, 1);
 	if (!needs_issue(o))
 		bpf_map__set_max_entries(s->maps.rq_issues, 1);
-	err = plan_hooks(c) ?:
-		      bpfcmd_load(&c->cmd, o->have_disk ? &o->disk : NULL, o->have_cgroup ? o->cgroup_dir : NULL) ?:
-		      bpfcmd_attach(&c->cmd);
+	err = plan_hooks(c) ?: bpfcmd_load_filter(&c->cmd, &o->filter) ?: bpfcmd_attach(&c->cmd);
 	if (err)
 		return err;
 	c->view.o = o;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "disks.h"
+#include "filters.h"
 #include "lat_abi.h"
 
 struct cgroup_map;
@@ -19,15 +20,12 @@ struct ksyms;
 struct jw;
 
 struct lat_opts {
-	uint32_t stage;	     /* enum lat_stage */
-	uint32_t key_fields; /* enum lat_key_field */
-	bool millis;	     /* -m */
-	bool timestamps;     /* -T */
-	uint32_t pid;
-	bool size; /* --size */
-	bool have_disk, have_cgroup;
-	struct disk disk;
-	char cgroup_dir[PATH_MAX], cgroup_rel[PATH_MAX];
+	uint32_t stage;		   /* enum lat_stage */
+	uint32_t key_fields;	   /* enum lat_key_field */
+	bool millis;		   /* -m */
+	bool timestamps;	   /* -T */
+	bool size;		   /* --size */
+	struct filter_opts filter; /* -d, -p, --cgroup */
 	uint64_t interval_ns, count;
 	uint64_t max_entries;
 };
@@ -75,9 +73,7 @@ void lat_report_free(struct lat_report *r);
 void lat_state_free(struct lat_state *st);
 /* The value (in the display unit) of a histogram's @pct percentile. */
 double lat_percentile(const struct lat_hist *h, double pct);
-/* Index of the log2 row (biolatency's) of fine slot @slot. */
-uint32_t lat_log2_row(uint32_t slot);
-#define LAT_LOG2_ROWS (HIST_MAX_MSB - LAT_SCALE_SHIFT + 1)
+#define LAT_LOG2_ROWS HIST_LOG2_ROWS(LAT_SCALE_SHIFT)
 
 /* render.c */
 int lat_render(const struct lat_view *v, const struct lat_report *r);

@@ -143,41 +143,19 @@ static void text_key(const struct lat_view *v, const struct lat_key *k)
 	}
 }
 
+static const char *log2_unit_name(const struct lat_opts *o)
+{
+	return o->stage == LAT_SIZE ? "kbytes" : o->millis ? "msecs" : "usecs";
+}
+
 static void text_hist(const struct lat_view *v, const struct lat_hist *h)
 {
-	uint64_t rows[LAT_LOG2_ROWS] = {0}, top = 0, low, high;
-	int last = -1, r, width, stars, i;
-	uint32_t s;
-	char bar[41];
+	uint64_t rows[LAT_LOG2_ROWS];
+	uint32_t nr =
+		hist_log2_rows(h->slots, LAT_HIST_SLOTS, LAT_HIST_SUB_BITS, LAT_SCALE_SHIFT, rows);
+	int i;
 
-	for (s = 0; s < LAT_HIST_SLOTS; s++) {
-		if (!h->slots[s])
-			continue;
-		r = lat_log2_row(s);
-		if (r >= LAT_LOG2_ROWS)
-			r = LAT_LOG2_ROWS - 1;
-		rows[r] += h->slots[s];
-		if (r > last)
-			last = r;
-	}
-	for (r = 0; r <= last; r++)
-		if (rows[r] > top)
-			top = rows[r];
-	width = last <= 32 ? 10 : 20;
-	printf("%*s%-*s : count    distribution\n", last <= 32 ? 5 : 15, "", last <= 32 ? 19 : 29,
-	       v->o->stage == LAT_SIZE ? "kbytes" :
-	       v->o->millis	       ? "msecs" :
-					 "usecs");
-	for (r = 0; r <= last; r++) {
-		low = r ? 1ULL << r : 0;
-		high = (2ULL << r) - 1;
-		stars = top ? (int)(rows[r] * 40 / top) : 0;
-		for (i = 0; i < 40; i++)
-			bar[i] = i < stars ? '*' : ' ';
-		bar[40] = 0;
-		printf("%*" PRIu64 " -> %-*" PRIu64 " : %-8" PRIu64 " |%s|\n", width, low, width,
-		       high, rows[r], bar);
-	}
+	hist_log2_print(stdout, rows, nr, log2_unit_name(v->o));
 	printf("count %" PRIu64 "  avg %.3f", (uint64_t)h->count,
 	       h->count ? (double)h->sum / h->count / (1 << LAT_SCALE_SHIFT) : 0.0);
 	for (i = 0; i < (int)NR_PCTS; i++)
@@ -256,13 +234,37 @@ static void json_key(const struct lat_view *v, const struct lat_key *k)
 	}
 }
 
+/* Prometheus-style buckets, up to the first bound that holds every request. */
+static void json_cumulative(const struct lat_view *v, const struct lat_hist *h)
+{
+	struct hist_cumulative cum;
+	struct jw *jw = v->jw;
+	uint32_t k;
+
+	if (hist_cumulative_of(&h->head, LAT_HIST_SLOTS, LAT_HIST_SUB_BITS, LAT_SCALE_SHIFT, &cum))
+		return;
+	jw_kv_object(jw, "cumulative");
+	jw_kv_uint(jw, "count", cum.count);
+	jw_kv_float(jw, "sum", cum.sum, 3);
+	jw_kv_array(jw, "buckets");
+	for (k = 0; k < cum.nr; k++) {
+		jw_start_object(jw);
+		jw_kv_uint(jw, "le", (uint64_t)cum.buckets[k].le);
+		jw_kv_uint(jw, "count", cum.buckets[k].count);
+		jw_end_object(jw);
+		if (cum.buckets[k].count == cum.count)
+			break;
+	}
+	jw_end_array(jw);
+	jw_end_object(jw);
+}
+
 static void json_hist(const struct lat_view *v, const struct lat_hist *h)
 {
-	uint64_t rows[LAT_LOG2_ROWS] = {0};
+	uint64_t rows[LAT_LOG2_ROWS];
 	const double scale = 1 << LAT_SCALE_SHIFT;
 	struct jw *jw = v->jw;
-	int last = -1, r;
-	uint32_t s;
+	uint32_t s, r, nr;
 	size_t i;
 
 	jw_kv_uint(jw, "count", h->count);
@@ -270,19 +272,10 @@ static void json_hist(const struct lat_view *v, const struct lat_hist *h)
 	jw_kv_float(jw, "max", h->max / scale, 3);
 	for (i = 0; i < NR_PCTS; i++)
 		jw_kv_float(jw, pct_names[i], lat_percentile(h, pcts[i]), 3);
-	for (s = 0; s < LAT_HIST_SLOTS; s++) {
-		if (!h->slots[s])
-			continue;
-		r = lat_log2_row(s);
-		if (r >= LAT_LOG2_ROWS)
-			r = LAT_LOG2_ROWS - 1;
-		rows[r] += h->slots[s];
-		if (r > last)
-			last = r;
-	}
+	nr = hist_log2_rows(h->slots, LAT_HIST_SLOTS, LAT_HIST_SUB_BITS, LAT_SCALE_SHIFT, rows);
 	/* biolatency's rows: [low, high] whole units. */
 	jw_kv_array(jw, "log2");
-	for (r = 0; r <= last; r++) {
+	for (r = 0; r < nr; r++) {
 		jw_start_object(jw);
 		jw_kv_uint(jw, "low", r ? 1ULL << r : 0);
 		jw_kv_uint(jw, "high", (2ULL << r) - 1);
@@ -306,6 +299,7 @@ static void json_hist(const struct lat_view *v, const struct lat_hist *h)
 		jw_end_object(jw);
 	}
 	jw_end_array(jw);
+	json_cumulative(v, h);
 }
 
 static void json_report(const struct lat_view *v, const struct lat_report *r)

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /* iospan lat: the report model, from the kernel's histograms. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 
 #include "err.h"
 #include "lat.h"
+
+/* hist_slots() finds the slots right after the head. */
+_Static_assert(offsetof(struct lat_hist, slots) == sizeof(struct hist_head),
+	       "slots follow the head");
 
 static int key_cmp(const void *a, const void *b)
 {
@@ -28,29 +33,10 @@ static int row_cmp(const void *a, const void *b)
 	return key_cmp(a, b);
 }
 
-uint32_t lat_log2_row(uint32_t slot)
-{
-	uint64_t low = hist_slot_low_of(slot, LAT_HIST_SUB_BITS);
-	uint32_t msb = low ? hist_msb(low) : 0;
-
-	/* Values are in 1/1024 of the unit: whole units below 2 are row 0 ("0 -> 1"). */
-	return msb <= LAT_SCALE_SHIFT ? 0 : msb - LAT_SCALE_SHIFT;
-}
-
 double lat_percentile(const struct lat_hist *h, double pct)
 {
 	return hist_percentile_of(h->slots, LAT_HIST_SLOTS, LAT_HIST_SUB_BITS, h->max, pct) /
 	       (double)(1 << LAT_SCALE_SHIFT);
-}
-
-static void hist_sub(struct lat_hist *h, const struct lat_hist *prev)
-{
-	uint32_t i;
-
-	h->count -= prev->count;
-	h->sum -= prev->sum;
-	for (i = 0; i < LAT_HIST_SLOTS; i++)
-		h->slots[i] -= prev->slots[i];
 }
 
 static int read_drops(int fd, int ncpus, uint64_t *out)
@@ -110,7 +96,8 @@ int lat_report_read(struct lat_state *st, int hists_fd, int drops_fd, int ncpus,
 		p = st->nr_prev ? bsearch(&rows[i], st->prev, st->nr_prev, sizeof(*p), key_cmp) :
 				  NULL;
 		if (p)
-			hist_sub(&cur[n_out].h, &p->h);
+			hist_delta_of(&cur[n_out].h.head, &cur[n_out].h.head, &p->h.head,
+				      LAT_HIST_SLOTS);
 		if (cur[n_out].h.count)
 			n_out++;
 	}

@@ -11,7 +11,6 @@
 #include "cgroups.h"
 #include "fspath.h"
 #include "printable.h"
-#include "probe.h"
 #include "snoop.h"
 
 /* Recent names kept (each a power of two; direct-mapped by a hash of the key). */
@@ -99,17 +98,16 @@ void snoop_rwbs(uint32_t op, uint32_t f, char *buf)
 	buf[i] = 0;
 }
 
-static int lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
+static int lookup_path(void *arg, const struct file_key *key, struct file_path *p)
 {
 	struct snoop_format *f = arg;
 
 	return bpf_map_lookup_elem(f->paths_fd, key, p) ? -errno : 0;
 }
 
-int snoop_format_new(int paths_fd, bool text, struct snoop_format **out)
+int snoop_format_new(int paths_fd, bool text, struct cgroup_map *cgmap, struct snoop_format **out)
 {
 	struct snoop_format *f = calloc(1, sizeof(*f));
-	char root[PATH_MAX];
 	int err;
 
 	*out = NULL;
@@ -123,8 +121,7 @@ int snoop_format_new(int paths_fd, bool text, struct snoop_format **out)
 		free(f);
 		return err;
 	}
-	if (!probe_cgroup2_mount(root, sizeof(root)))
-		cgroup_map_new(root, &f->cgmap);
+	f->cgmap = cgmap;
 	f->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
 	*out = f;
 	return 0;
@@ -145,7 +142,6 @@ void snoop_format_free(struct snoop_format *f)
 		free(f->path_slots[i].text.s);
 	}
 	fspath_cache_free(f->paths);
-	cgroup_map_free(f->cgmap);
 	free(f);
 }
 

@@ -17,33 +17,30 @@
 
 #include "iospan.h"
 #include "args.h"
+#include "bpfcmd.h"
 #include "bpfmap.h"
 #include "err.h"
 #include "filters.h"
-#include "ksyms.h"
-#include "mapmem.h"
 #include "probe.h"
 #include "rbuf.h"
-#include "filter_abi.h"
 #include "snoop.skel.h"
 #include "snoop_compat.skel.h"
 #include "skel.h"
 #include "snoop.h"
 
-#define NSEC_PER_SEC ((uint64_t)1000000000)
-#define RB_MIN	     (1ULL << 20)
-#define RB_MAX	     (1ULL << 30)
-#define RB_DEFAULT   (16ULL << 20)
-/* Output buffer: flushed after each batch to a terminal, else every OUT_FLUSH_NS. */
-#define OUT_BUF	     (1 << 20)
-#define OUT_FLUSH_NS (100 * 1000000ULL)
+#define RB_MIN	   (1ULL << 20)
+#define RB_MAX	   (1ULL << 30)
+#define RB_DEFAULT (16ULL << 20)
+/*
+ * Output buffer: flushed after each batch to a terminal, else at each housekeeping
+ * (every path epoch, SNOOP_PATH_EPOCH_MS).
+ */
+#define OUT_BUF (1 << 20)
 
 struct snoop_ctx {
 	struct snoop_opts *o;
-	struct snoop_bpf *skel;
-	struct attach_hook *hooks;
-	int nr_hooks;
-	struct rbuf *rb;
+	struct bpfcmd cmd;
+	struct snoop_bpf *skel; /* cmd's */
 	struct snoop_format *fmt;
 	struct snoop_render *render;
 	FILE *out;
@@ -80,12 +77,7 @@ static const char snoop_usage[] =
 	"Lost records (ring buffer full) are counted and shown at the end. See iospan-snoop(8).\n";
 
 enum {
-	OPT_TID = 0x2000,
-	OPT_COMM,
-	OPT_CGROUP,
-	OPT_FILE,
-	OPT_DIR,
-	OPT_OPS,
+	OPT_OPS = 0x2000,
 	OPT_MIN_LATENCY,
 	OPT_DURATION,
 	OPT_BUFFER_SIZE,
@@ -134,13 +126,7 @@ static int parse_ops(const char *list, uint32_t *mask)
 static int snoop_parse(int argc, char **argv, struct snoop_opts *o)
 {
 	static const struct option long_opts[] = {
-		{"disk", required_argument, NULL, 'd'},
-		{"pid", required_argument, NULL, 'p'},
-		{"tid", required_argument, NULL, OPT_TID},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
-		{"file", required_argument, NULL, OPT_FILE},
-		{"dir", required_argument, NULL, OPT_DIR},
+		FILTER_LONG_OPTS,
 		{"ops", required_argument, NULL, OPT_OPS},
 		{"min-latency", required_argument, NULL, OPT_MIN_LATENCY},
 		{"duration", required_argument, NULL, OPT_DURATION},
@@ -149,50 +135,22 @@ static int snoop_parse(int argc, char **argv, struct snoop_opts *o)
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
-	bool have_pid = false, have_tid = false, have_file = false, have_dir = false;
 	bool have_ops = false, have_out = false, have_lat = false;
 	int opt, err = 0;
 
 	o->rb_bytes = RB_DEFAULT;
-	while ((opt = getopt_long(argc, argv, "d:p:o:" COMMON_SHORT_OPTS, long_opts, NULL)) != -1) {
-		if (args_common_opt(opt))
+	while ((opt = getopt_long(argc, argv, FILTER_SHORT_OPTS "o:" COMMON_SHORT_OPTS, long_opts,
+				  NULL)) != -1) {
+		err = filter_parse_opt("snoop", opt, optarg, &o->filter);
+		if (err <= 0) {
+			if (err)
+				return err;
 			continue;
+		}
 		switch (opt) {
 		case OPT_HELP:
 			fputs(snoop_usage, stdout);
 			return 1;
-		case 'd':
-			err = args_disk("snoop", optarg, &o->disk, &o->have_disk);
-			break;
-		case 'p':
-			err = args_once("-p/--pid", &have_pid) ?: args_task_id(optarg, "pid", &o->pid);
-			break;
-		case OPT_TID:
-			err = args_once("--tid", &have_tid) ?: args_task_id(optarg, "tid", &o->tid);
-			break;
-		case OPT_COMM:
-			err = args_once("--comm", &o->have_comm);
-			if (!err && (!*optarg || strlen(optarg) >= SNOOP_COMM_LEN))
-				err = fail_usage("invalid --comm '%s': give a thread name of 1 to "
-						 "%d characters",
-						 optarg, SNOOP_COMM_LEN - 1);
-			if (!err)
-				strcpy(o->comm, optarg);
-			break;
-		case OPT_CGROUP:
-			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
-					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
-			break;
-		case OPT_FILE:
-			err = args_once("--file", &have_file) ?:
-				      args_fs_object("--file", optarg, false, &o->file_dev,
-						     &o->file_ino);
-			break;
-		case OPT_DIR:
-			err = args_once("--dir", &have_dir) ?:
-				      args_fs_object("--dir", optarg, true, &o->dir_dev,
-						     &o->dir_ino);
-			break;
 		case OPT_OPS:
 			err = args_once("--ops", &have_ops) ?: parse_ops(optarg, &o->ops_mask);
 			break;
@@ -247,66 +205,46 @@ static const struct rbuf_handler handlers[] = {
 	{.type = SNOOP_REC_IO, .min_size = sizeof(struct snoop_io), .fn = on_io},
 };
 
-static int build_hooks(struct snoop_ctx *c)
+/* The hooks, with their variants, into @c's plan. */
+static int plan_hooks(struct snoop_ctx *c)
 {
 	struct snoop_bpf *s = c->skel;
-	struct attach_hook hooks[] = {
-		{.name = "block_bio_queue",
-		 .v = {{.prog = s->progs.snoop_bio_queue}, {.prog = s->progs.snoop_bio_queue_raw}}},
-		{.name = "block_split",
-		 .v = {{.prog = s->progs.snoop_bio_split}, {.prog = s->progs.snoop_bio_split_raw}}},
+	const struct attach_hook hooks[] = {
+		TP_BTF_HOOK(s, "block_bio_queue", snoop_bio_queue, false, NULL),
+		TP_BTF_HOOK(s, "block_split", snoop_bio_split, false, NULL),
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
 		 .figure = "writeback credited to the processes that dirtied the pages",
 		 .v = {{.prog = s->progs.snoop_dirty_folio}}},
-		{.name = "block_rq_issue",
-		 .v = {{.prog = s->progs.snoop_rq_issue}, {.prog = s->progs.snoop_rq_issue_raw}}},
-		{.name = "block_rq_requeue",
-		 .optional = true,
-		 .figure = "in-flight counts after a requeue",
-		 .v = {{.prog = s->progs.snoop_rq_requeue},
-		       {.prog = s->progs.snoop_rq_requeue_raw}}},
-		{.name = "block_rq_complete",
-		 .v = {{.prog = s->progs.snoop_rq_complete},
-		       {.prog = s->progs.snoop_rq_complete_raw}}},
+		TP_BTF_HOOK(s, "block_rq_issue", snoop_rq_issue, false, NULL),
+		TP_BTF_HOOK(s, "block_rq_requeue", snoop_rq_requeue, true,
+			    "in-flight counts after a requeue"),
+		TP_BTF_HOOK(s, "block_rq_complete", snoop_rq_complete, false, NULL),
 	};
 
-	c->nr_hooks = sizeof(hooks) / sizeof(hooks[0]);
-	return attach_hooks_dup(hooks, c->nr_hooks, &c->hooks);
+	return bpfcmd_plan(&c->cmd, hooks, sizeof(hooks) / sizeof(hooks[0]),
+			   "its maps have fixed sizes: free memory, or lower --buffer-size");
 }
 
 static int snoop_setup(struct snoop_ctx *c)
 {
 	static const char *const syms[] = {"iomap_dio_bio_end_io", "mq_flush_data_end_io"};
 	const struct snoop_opts *o = c->o;
-	struct target_filter *tf;
 	struct snoop_bpf *s;
-	uint64_t addrs[2] = {};
+	uint64_t addrs[2];
 	int err;
 
-	probe_setup_libbpf_print();
-	probe_prefetch();
-	err = probe_require_bpf_privileges("snoop");
+	bpfcmd_kernel_addrs_start(&c->cmd, syms, 2);
+	err = bpfcmd_prepare(&c->cmd, "snoop", BPFCMD_CGROUP_NAMES);
 	if (err)
 		return err;
 	/* Without them direct I/O shows no file, and flush sequences go by a flag. */
-	if (ksyms_lookup(NULL, syms, addrs, 2))
-		memset(addrs, 0, sizeof(addrs));
-	s = SKEL_OPEN(snoop);
+	bpfcmd_kernel_addrs(&c->cmd, syms, addrs, 2, NULL);
+	s = BPFCMD_OPEN(&c->cmd, snoop);
 	if (!s)
-		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
 	c->skel = s;
-	tf = (struct target_filter *)&s->rodata->tfilter;
-	tf->pid = o->pid;
-	tf->tid = o->tid;
-	tf->devs = o->have_disk;
-	tf->cgroups = o->have_cgroup;
-	tf->comm_on = o->have_comm;
-	memcpy(tf->comm, o->comm, sizeof(tf->comm));
-	tf->file_dev = o->file_dev;
-	tf->file_ino = o->file_ino;
-	tf->dir_dev = o->dir_dev;
-	tf->dir_ino = o->dir_ino;
+	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
 	s->rodata->ops_mask = o->ops_mask;
 	s->rodata->min_latency_ns = o->min_latency_ns;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
@@ -315,57 +253,25 @@ static int snoop_setup(struct snoop_ctx *c)
 	/* Stacks are lat's (--by stack): not taken here. */
 	bpf_map__set_max_entries(s->maps.blk_owner_stacks, 1);
 	bpf_map__set_max_entries(s->maps.events, o->rb_bytes);
-	err = mapmem_check(s->obj, "snoop",
-			   "its maps have fixed sizes: free memory, or lower --buffer-size");
+	err = plan_hooks(c) ?: bpfcmd_load_filter(&c->cmd, &o->filter);
 	if (err)
 		return err;
-	err = build_hooks(c);
+	err = snoop_format_new(bpf_map__fd(s->maps.paths), !gopts.json, c->cmd.cgmap, &c->fmt);
 	if (err)
-		return fail(err, "out of memory");
-	err = attach_plan_choose(c->hooks, c->nr_hooks);
-	if (err)
-		return err;
-	err = snoop_bpf__load(s);
-	if (err)
-		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
-			    geteuid() ? " (run as root)" :
-					" (see 'iospan doctor', -v for details)");
-	err = filter_maps_fill(bpf_map__fd(s->maps.filter_devs), o->have_disk ? &o->disk : NULL,
-			       bpf_map__fd(s->maps.filter_cgroups),
-			       o->have_cgroup ? o->cgroup_dir : NULL);
-	if (err)
-		return err;
-	err = snoop_format_new(bpf_map__fd(s->maps.paths), !gopts.json, &c->fmt);
-	if (!err)
-		err = rbuf_new(bpf_map__fd(s->maps.events), bpf_map__fd(s->maps.events_counts),
-			       handlers, 1, c, &c->rb);
-	if (err)
-		return fail(err, "cannot set up the ring buffer reader: %s", strerror(-err));
-	err = snoop_bpf__attach(s);
-	if (err)
-		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
-			    strerror(-err));
-	err = attach_plan_attach(c->hooks, c->nr_hooks);
-	if (err)
-		return err;
-	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stderr, "iospan snoop: ");
-	attach_plan_print(c->hooks, c->nr_hooks, NULL);
-	return 0;
+		return fail(err, "cannot set up the formatter: %s", strerror(-err));
+	err = bpfcmd_ringbuf(&c->cmd, bpf_map__fd(s->maps.events),
+			     bpf_map__fd(s->maps.events_counts), handlers, 1, c);
+	return err ? err : bpfcmd_attach(&c->cmd);
 }
 
 static void snoop_cleanup(struct snoop_ctx *c)
 {
-	if (c->skel)
-		skel_detach(c->skel->skeleton, c->hooks, c->nr_hooks);
-	rbuf_free(c->rb);
+	bpfcmd_close(&c->cmd);
 	snoop_render_free(c->render);
 	snoop_format_free(c->fmt);
 	if (c->out && c->out != stdout)
 		fclose(c->out);
 	free(c->out_buf);
-	if (c->skel)
-		snoop_bpf__destroy(c->skel);
-	free(c->hooks);
 	probe_cleanup();
 }
 
@@ -384,11 +290,12 @@ int snoop_plan(plan_show_fn show, void *arg)
 	err = snoop_setup(&c);
 	err_capture(NULL, 0);
 	if (!err)
-		show("snoop", c.hooks, c.nr_hooks, NULL, arg);
-	else if (c.hooks)
-		show("snoop", c.hooks, c.nr_hooks, why[0] ? why : strerror(-err), arg);
+		show("snoop", c.cmd.hooks, c.cmd.nr_hooks, NULL, arg);
+	else if (c.cmd.hooks)
+		show("snoop", c.cmd.hooks, c.cmd.nr_hooks, why[0] ? why : strerror(-err), arg);
+	err = err && !c.cmd.hooks ? err : 0;
 	snoop_cleanup(&c);
-	return err && !c.hooks ? err : 0;
+	return err;
 }
 
 static int read_totals(struct snoop_ctx *c, struct snoop_totals *t)
@@ -397,7 +304,7 @@ static int read_totals(struct snoop_ctx *c, struct snoop_totals *t)
 	struct rbuf_stats st;
 	int err;
 
-	err = rbuf_stats(c->rb, &st) ?:
+	err = rbuf_stats(c->cmd.rb, &st) ?:
 		      bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counts), SNOOP_CNT_NR, cnt);
 	if (err)
 		return fail(err, "cannot read the counters: %s", strerror(-err));
@@ -413,60 +320,53 @@ static int read_totals(struct snoop_ctx *c, struct snoop_totals *t)
 	t->dirtier_full = cnt[SNOOP_CNT_DIRTIER_FULL];
 	t->no_dirtier = cnt[SNOOP_CNT_NO_DIRTIER];
 	t->completion_unseen = cnt[SNOOP_CNT_COMPLETION_UNSEEN];
-	t->missed_runs = bpfobj_missed_runs(c->skel->obj);
+	t->missed_runs = bpfcmd_missed_runs(&c->cmd);
+	return 0;
+}
+
+/* Each path epoch: files' paths are checked again at their next completion. */
+static void snoop_housekeep(void *arg)
+{
+	struct snoop_ctx *c = arg;
+
+	c->skel->bss->path_epoch++;
+	/* A file or pipe gets large writes; a terminal each batch (snoop_after_read()). */
+	fflush(c->out);
+}
+
+static int snoop_after_read(void *arg)
+{
+	struct snoop_ctx *c = arg;
+
+	if (c->tty)
+		fflush(c->out);
 	return 0;
 }
 
 static int snoop_run(struct snoop_ctx *c)
 {
 	const struct snoop_opts *o = c->o;
+	const struct bpfcmd_loop loop = {
+		.duration_ns = o->duration_ns,
+		.housekeeping_ns = SNOOP_PATH_EPOCH_MS * 1000000ULL,
+		.housekeep = snoop_housekeep,
+		.after_read = snoop_after_read,
+		.arg = c,
+	};
 	struct snoop_totals t = {};
-	const uint64_t epoch_ns = SNOOP_PATH_EPOCH_MS * 1000000ULL;
-	uint64_t start, end = 0, now, next_epoch, next_flush;
-	int err = 0, ms;
+	int err;
 
-	install_stop_handlers();
-	start = now_ns(CLOCK_MONOTONIC);
-	if (o->duration_ns)
-		end = start + o->duration_ns;
-	next_epoch = start + epoch_ns;
-	next_flush = start + OUT_FLUSH_NS;
-	fprintf(stderr, "iospan snoop: tracing block requests%s; Ctrl-C to stop\n",
-		o->out_path ? " into the file" : "");
-	while (!stop_requested) {
-		now = now_ns(CLOCK_MONOTONIC);
-		if (end && now >= end)
-			break;
-		if (now >= next_epoch) {
-			/* Files' paths are checked again at their next completion. */
-			c->skel->bss->path_epoch++;
-			next_epoch = now + epoch_ns;
-		}
-		/* A terminal gets each batch; a file or pipe large writes. */
-		if (c->tty || now >= next_flush) {
-			fflush(c->out);
-			next_flush = now + OUT_FLUSH_NS;
-		}
-		ms = (next_epoch - now) / 1000000 + 1;
-		if (end && (end - now) / 1000000 + 1 < (uint64_t)ms)
-			ms = (end - now) / 1000000 + 1;
-		err = rbuf_poll(c->rb, ms, next_epoch);
-		if (err)
-			break;
-	}
+	bpfcmd_start(&c->cmd, "tracing block requests%s; Ctrl-C to stop",
+		     o->out_path ? " into the file" : "");
+	err = bpfcmd_run(&c->cmd, &loop);
 	/* Nothing is sent after this; what was sent is read to the end. */
-	__atomic_store_n(&c->skel->bss->stopped, true, __ATOMIC_SEQ_CST);
-	if (!err) {
-		err = rbuf_drain(c->rb, 1000);
-		if (err == -ETIMEDOUT)
-			err = 0; /* shown as not_arrived */
-	}
-	if (err)
-		return fail(err, "cannot read the ring buffer: %s", strerror(-err));
-	err = read_totals(c, &t);
+	if (!err)
+		err = bpfcmd_stop(&c->cmd, &c->skel->bss->stopped, 1000);
+	if (!err)
+		err = read_totals(c, &t);
 	if (err)
 		return err;
-	t.seconds = (now_ns(CLOCK_MONOTONIC) - start) / 1e9;
+	t.seconds = (now_ns(CLOCK_MONOTONIC) - c->cmd.start_ns) / 1e9;
 	snoop_render_totals(c->render, &t);
 	if (fflush(c->out) || ferror(c->out))
 		return fail(-EIO, "cannot write %s", o->out_path ? o->out_path : "the output");

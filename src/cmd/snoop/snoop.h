@@ -13,21 +13,13 @@
 #include <stdio.h>
 
 #include "disks.h"
+#include "filters.h"
 #include "lib/snoop_abi.h"
 #include "lib/blk_owner_abi.h"
 
 struct snoop_opts {
-	struct disk disk;
-	bool have_disk;
-	uint32_t pid, tid;
-	char comm[SNOOP_COMM_LEN];
-	bool have_comm;
-	char cgroup_dir[PATH_MAX];
-	char cgroup_rel[PATH_MAX];
-	bool have_cgroup;
-	uint32_t file_dev, dir_dev;
-	uint64_t file_ino, dir_ino;
-	uint32_t ops_mask; /* 1 << REQ_OP_*, 0: all */
+	struct filter_opts filter; /* -d, -p, --tid, --comm, --cgroup, --file, --dir */
+	uint32_t ops_mask;	   /* 1 << REQ_OP_*, 0: all */
 	uint64_t min_latency_ns;
 	uint64_t duration_ns; /* 0: until Ctrl-C */
 	uint64_t rb_bytes;
@@ -62,7 +54,9 @@ struct snoop_ctx;
  * ones each), so that a run of records of the same process and file looks nothing up.
  */
 struct snoop_format;
-int snoop_format_new(int paths_fd, bool text, struct snoop_format **out);
+struct cgroup_map;
+/* Paths read from map @paths_fd; cgroups named by @cgmap (NULL: none), which it borrows. */
+int snoop_format_new(int paths_fd, bool text, struct cgroup_map *cgmap, struct snoop_format **out);
 void snoop_format_free(struct snoop_format *f);
 void snoop_format(struct snoop_format *f, const struct snoop_io *e, struct snoop_line *l);
 /* "R", "WS", "FWFS", ... (blktrace's rwbs) of @op and @rq_flags into @buf (8 bytes). */

@@ -23,7 +23,7 @@
 #include "top.h"
 #include "top.skel.h"
 
-int top_lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
+int top_lookup_path(void *arg, const struct file_key *key, struct file_path *p)
 {
 	struct top_ctx *c = arg;
 
@@ -351,30 +351,38 @@ update:
 	return 0;
 }
 
+/* One process of the procs map, at housekeeping. */
+static int refresh_proc(const void *key, const void *val, void *arg)
+{
+	const struct top_proc *info = val;
+	struct top_ctx *c = arg;
+	uint32_t tgid = top_proc_tgid(*(const uint32_t *)key, info);
+	struct proc_ident id;
+
+	cgroup_map_path(c->cmd.cgmap, info->cgid);
+	/*
+	 * Read /proc while it lives, in case the kernel has no title for it: once. The
+	 * rows shown read it again each round; every process each second was most of a
+	 * watcher's CPU on a busy machine.
+	 */
+	if (!procinfo_known(c->procinfo, tgid))
+		procinfo_get(c->procinfo, tgid, info->comm, &id);
+	return 0;
+}
+
 /*
  * Names the cgroups of the processes seen so far while they still exist: a container
  * that did its I/O and went away before the report is still named in it. Runs about
- * once a second; a rescan of the hierarchy happens only for ids not seen before.
+ * once a second, reading the map a few hundred processes a syscall; a rescan of the
+ * hierarchy happens only for ids not seen before.
  */
 static void refresh_cgroups(struct top_ctx *c)
 {
-	int fd = bpf_map__fd(c->skel->maps.procs);
-	uint32_t key, next, *prev = NULL;
-	struct proc_ident id;
-	struct top_proc info;
-
 	if (!c->cmd.cgmap)
 		return;
 	cgroup_map_round(c->cmd.cgmap);
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &info))
-			continue;
-		cgroup_map_path(c->cmd.cgmap, info.cgid);
-		/* Read /proc while it lives, in case the kernel has no title for it. */
-		procinfo_get(c->procinfo, top_proc_tgid(key, &info), info.comm, &id);
-	}
+	bpfmap_walk(bpf_map__fd(c->skel->maps.procs), sizeof(uint32_t), sizeof(struct top_proc),
+		    false, refresh_proc, c);
 	cgroup_map_round(c->cmd.cgmap);
 }
 

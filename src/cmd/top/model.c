@@ -276,7 +276,7 @@ static void cov_target(const struct top_opts *o, unsigned int major, unsigned in
 
 	*tmaj = major;
 	*tmin = minor;
-	if (o->have_disk && o->disk.partition)
+	if (o->filter.have_disk && o->filter.disk.partition)
 		return;
 	if (!disk_from_devnum(major, minor, &d)) {
 		*tmaj = d.disk_major;
@@ -286,9 +286,9 @@ static void cov_target(const struct top_opts *o, unsigned int major, unsigned in
 
 static bool cov_selected(const struct top_opts *o, unsigned int major, unsigned int minor)
 {
-	if (!o->have_disk)
+	if (!o->filter.have_disk)
 		return true;
-	return o->disk.major == major && o->disk.minor == minor;
+	return o->filter.disk.major == major && o->filter.disk.minor == minor;
 }
 
 int top_compute_coverage(struct top_ctx *c, struct report *rep)
@@ -335,7 +335,7 @@ int top_compute_coverage(struct top_ctx *c, struct report *rep)
 		uint64_t rd, wr, fl = 0, fl_ms = 0;
 		bool want;
 
-		want = o->have_disk ? cov_selected(o, e->major, e->minor) : !e->partition;
+		want = o->filter.have_disk ? cov_selected(o, e->major, e->minor) : !e->partition;
 		if (!want)
 			continue;
 		s = ds_snapshot_find(&c->ds_start, e->major, e->minor, e->name);
@@ -349,7 +349,7 @@ int top_compute_coverage(struct top_ctx *c, struct report *rep)
 			fl_ms = top_sub0(e->f[DS_FL_TICKS], s->f[DS_FL_TICKS]);
 		}
 		d = NULL;
-		if (rd || wr || fl || o->have_disk) {
+		if (rd || wr || fl || o->filter.have_disk) {
 			d = cov_get(rep, e->major, e->minor);
 		} else {
 			size_t j;
@@ -374,9 +374,9 @@ int top_compute_coverage(struct top_ctx *c, struct report *rep)
 		if (!d->name[0])
 			disk_name_of(d->major, d->minor, d->name, sizeof(d->name));
 		cov_target(o, d->major, d->minor, &tmaj, &tmin);
-		if (o->have_disk && o->disk.partition) {
-			tmaj = o->disk.disk_major;
-			tmin = o->disk.disk_minor;
+		if (o->filter.have_disk && o->filter.disk.partition) {
+			tmaj = o->filter.disk.disk_major;
+			tmin = o->filter.disk.disk_minor;
 		}
 		/* Request-based (blk-mq) disks have an mq directory; dm, md, zram do not. */
 		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/mq", tmaj, tmin);
@@ -455,7 +455,7 @@ double top_pct(uint64_t part, uint64_t whole)
 bool top_coverage_meaningful(const struct top_opts *o)
 {
 	/* With -p or --cgroup the other processes' I/O is deliberately not counted. */
-	return !o->pid && !o->have_cgroup;
+	return !o->filter.tf.pid && !o->filter.have_cgroup;
 }
 
 static int file_key_cmp(const void *a, const void *b)

@@ -189,16 +189,16 @@ void top_render_json(struct top_ctx *c, struct report *rep)
 	jw_kv_bool(jw, "syscalls_traced", !o->no_syscalls);
 
 	jw_kv_object(jw, "filters");
-	if (o->pid)
-		jw_kv_uint(jw, "pid", o->pid);
+	if (o->filter.tf.pid)
+		jw_kv_uint(jw, "pid", o->filter.tf.pid);
 	else
 		jw_kv_null(jw, "pid");
-	if (o->have_cgroup)
-		jw_kv_string(jw, "cgroup", o->cgroup_rel);
+	if (o->filter.have_cgroup)
+		jw_kv_string(jw, "cgroup", o->filter.cgroup_rel);
 	else
 		jw_kv_null(jw, "cgroup");
-	if (o->have_disk)
-		jw_kv_string(jw, "disk", o->disk.name);
+	if (o->filter.have_disk)
+		jw_kv_string(jw, "disk", o->filter.disk.name);
 	else
 		jw_kv_null(jw, "disk");
 	jw_end_object(jw);

@@ -95,16 +95,11 @@ static bool dio_complete_is_reliable(const struct top_ctx *c)
 int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *out)
 {
 	struct attach_hook hooks[] = {
-		{.name = "block_bio_queue",
-		 .v = {{.prog = s->progs.top_bio_queue}, {.prog = s->progs.top_bio_queue_raw}}},
-		{.name = "block_split",
-		 .v = {{.prog = s->progs.top_bio_split}, {.prog = s->progs.top_bio_split_raw}}},
-		{.name = "block_rq_complete",
-		 .v = {{.prog = s->progs.top_rq_complete}, {.prog = s->progs.top_rq_complete_raw}}},
-		{.name = "block_rq_issue",
-		 .optional = true,
-		 .figure = "d2c from the issue (else from io_start_time_ns)",
-		 .v = {{.prog = s->progs.top_rq_issue}, {.prog = s->progs.top_rq_issue_raw}}},
+		TP_BTF_HOOK(s, "block_bio_queue", top_bio_queue, false, NULL),
+		TP_BTF_HOOK(s, "block_split", top_bio_split, false, NULL),
+		TP_BTF_HOOK(s, "block_rq_complete", top_rq_complete, false, NULL),
+		TP_BTF_HOOK(s, "block_rq_issue", top_rq_issue, true,
+			    "d2c from the issue (else from io_start_time_ns)"),
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
 		 .figure = "writeback credit to dirtiers, FS bytes of mmap writes",
@@ -194,7 +189,7 @@ static void preinsert_unattributed(struct top_ctx *c)
 	struct top_key k;
 	size_t i;
 
-	if (c->o->pid || c->o->have_cgroup)
+	if (c->o->filter.tf.pid || c->o->filter.have_cgroup)
 		return;
 	zero = calloc(c->cmd.ncpus, sizeof(*zero));
 	if (!zero)
@@ -250,11 +245,11 @@ int top_setup(struct top_ctx *c)
 	if (!s)
 		return -errno;
 	c->skel = s;
-	s->rodata->filter_pid = o->pid;
-	s->rodata->filter_cgroup = o->have_cgroup;
-	s->rodata->filter_dev = o->have_disk;
+	s->rodata->filter_pid = o->filter.tf.pid;
+	s->rodata->filter_cgroup = o->filter.tf.cgroups;
+	s->rodata->filter_dev = o->filter.tf.devs;
 	s->rodata->per_thread = o->threads;
-	s->rodata->track_unattributed = !o->pid && !o->have_cgroup;
+	s->rodata->track_unattributed = !o->filter.tf.pid && !o->filter.have_cgroup;
 	s->rodata->stall_ns = o->stall_ns;
 	s->rodata->iomap_dio_end_io = addrs[0];
 	s->rodata->throtl_dispatch_fn = addrs[1];
@@ -283,8 +278,7 @@ int top_setup(struct top_ctx *c)
 		return err;
 	s->rodata->dio_fs_at_complete = dio_complete_is_reliable(c);
 	s->rodata->fault_map_nomem = fault_injected("map_nomem");
-	err = bpfcmd_load(&c->cmd, o->have_disk ? &o->disk : NULL,
-			  o->have_cgroup ? o->cgroup_dir : NULL);
+	err = bpfcmd_load_filter(&c->cmd, &o->filter);
 	if (err)
 		return err;
 	/* While both maps are empty, before any program runs (see bpfmap.h). */

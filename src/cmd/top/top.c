@@ -93,8 +93,7 @@ static const char top_usage[] =
 /* ------------------------------------------------------------------ options */
 
 enum {
-	OPT_CGROUP = 0x2000,
-	OPT_MAX_FILES,
+	OPT_MAX_FILES = 0x2000,
 	OPT_SORT,
 	OPT_THREADS,
 	OPT_STALL,
@@ -123,11 +122,11 @@ static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
 		o->by = BY_FILE;
 	} else if (!strcmp(arg, "dir")) {
 		if (optind >= argc ||
-		    parse_u64_range(argv[optind], 1, TOP_PATH_DEPTH, &o->dir_depth))
+		    parse_u64_range(argv[optind], 1, FILE_PATH_DEPTH, &o->dir_depth))
 			return fail_usage("--by dir needs a DEPTH after it: how many path "
 					  "components the directories keep, 1 to %d (e.g. --by "
 					  "dir 3)",
-					  TOP_PATH_DEPTH);
+					  FILE_PATH_DEPTH);
 		optind++;
 		o->by = BY_DIR;
 	} else {
@@ -139,9 +138,9 @@ static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
 static int top_parse(int argc, char **argv, struct top_opts *o)
 {
 	static const struct option long_opts[] = {
-		{"disk", required_argument, NULL, 'd'},
-		{"pid", required_argument, NULL, 'p'},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		FILTER_LONG_DISK,
+		FILTER_LONG_PID,
+		FILTER_LONG_CGROUP,
 		{"max-processes", required_argument, NULL, 'n'},
 		{"max-files", required_argument, NULL, OPT_MAX_FILES},
 		{"sort", required_argument, NULL, OPT_SORT},
@@ -154,35 +153,22 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
-	bool have_pid = false;
 	int opt, err;
 	size_t i;
 
 	top_opts_default(o);
-	while ((opt = getopt_long(argc, argv, "d:p:n:" COMMON_SHORT_OPTS, long_opts, NULL)) != -1) {
-		if (args_common_opt(opt))
+	while ((opt = getopt_long(argc, argv, FILTER_SHORT_OPTS "n:" COMMON_SHORT_OPTS, long_opts,
+				  NULL)) != -1) {
+		err = filter_parse_opt("top", opt, optarg, &o->filter);
+		if (err <= 0) {
+			if (err)
+				return err;
 			continue;
+		}
 		switch (opt) {
 		case OPT_HELP:
 			fputs(top_usage, stdout);
 			return 1;
-		case 'd':
-			err = args_disk("top", optarg, &o->disk, &o->have_disk);
-			if (err)
-				return err;
-			break;
-		case 'p':
-			err = args_once("-p/--pid", &have_pid) ?:
-								 args_task_id(optarg, "pid", &o->pid);
-			if (err)
-				return err;
-			break;
-		case OPT_CGROUP:
-			err = args_cgroup(optarg, o->cgroup_dir, sizeof(o->cgroup_dir),
-					  o->cgroup_rel, sizeof(o->cgroup_rel), &o->have_cgroup);
-			if (err)
-				return err;
-			break;
 		case 'n':
 			if (parse_u64_range(optarg, 1, 100000, &o->max_procs))
 				return fail_usage("invalid --max-processes '%s': give 1 or more",

@@ -25,8 +25,9 @@
 #include "cgroups.h"
 #include "disks.h"
 #include "diskstats.h"
+#include "filters.h"
 #include "bpfcmd.h"
-#include "iospan_types.h"
+#include "top_abi.h"
 
 struct attach_hook;
 struct cgroup_map;
@@ -51,12 +52,7 @@ struct top_opts {
 	uint64_t interval_ns; /* periodic: > 0 */
 	uint64_t count;	      /* periodic reports, 0: until stopped */
 	bool duration_set;
-	struct disk disk;
-	bool have_disk;
-	uint32_t pid;
-	char cgroup_dir[PATH_MAX];
-	char cgroup_rel[PATH_MAX];
-	bool have_cgroup;
+	struct filter_opts filter; /* -d, -p, --cgroup */
 	uint64_t max_procs, max_files, max_entries;
 	enum sort_key sort;
 	bool threads;
@@ -98,7 +94,7 @@ struct proc_agg {
 struct stall_agg {
 	uint32_t tid, tgid;
 	uint64_t cgid;
-	char comm[TOP_COMM_LEN];
+	char comm[IOSPAN_COMM_LEN];
 	uint64_t count, total_ns, max_ns;
 	int nr_ips;
 	uint64_t ips[TOP_STACK_DEPTH];
@@ -238,7 +234,7 @@ int top_setup(struct top_ctx *c);
 void top_teardown(struct top_ctx *c);
 
 /* collect.c: reading the maps */
-int top_lookup_path(void *arg, const struct top_file_key *key, struct top_path *p);
+int top_lookup_path(void *arg, const struct file_key *key, struct file_path *p);
 int top_lookup_title(void *arg, uint32_t tgid, struct proc_title *t);
 int top_key_cmp(const struct top_key *a, const struct top_key *b);
 int top_row_cmp_key(const void *a, const void *b);

@@ -39,9 +39,9 @@ int trace_read_counters(struct trace_ctx *c, uint64_t *out)
 	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
 	struct rbuf_stats st;
 
-	out[TRACE_CNT_HOOK_MISSED] = bpfobj_missed_runs(c->skel->obj);
+	out[TRACE_CNT_HOOK_MISSED] = bpfcmd_missed_runs(&c->cmd);
 	if (!err)
-		err = rbuf_stats(c->rb, &st);
+		err = rbuf_stats(c->cmd.rb, &st);
 	out[TRACE_CNT_EMITTED] = err ? 0 : st.sent;
 	out[TRACE_CNT_RINGBUF_FULL] = err ? 0 : st.lost;
 	return err;
@@ -52,7 +52,7 @@ static uint64_t records_malformed(struct trace_ctx *c)
 {
 	struct rbuf_stats st;
 
-	return c->malformed + (rbuf_stats(c->rb, &st) ? 0 : st.malformed);
+	return c->malformed + (rbuf_stats(c->cmd.rb, &st) ? 0 : st.malformed);
 }
 
 /*
@@ -116,7 +116,7 @@ void trace_print_accounts(struct trace_ctx *c)
 	/* A fault served from the page cache turned out not to be a request. */
 	t.traced = cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED];
 	t.malformed = records_malformed(c);
-	t.not_arrived = c->not_arrived;
+	t.not_arrived = c->cmd.not_arrived;
 	t.lost += t.malformed + t.not_arrived;
 	t.printed = c->printed;
 	t.in_flight = c->in_flight;

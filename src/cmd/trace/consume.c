@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Records from the kernel: the ring buffer of slow requests, read through the shared
- * consumer (src/lib/rbuf.h: batches, size checks, losses counted per CPU) and drained
- * at the end.
+ * consumer (src/lib/rbuf.h: batches, size checks, losses counted per CPU) that the
+ * command's life cycle (src/lib/bpfcmd.h) runs and drains.
  */
 #include "trace.h"
 
@@ -55,41 +55,7 @@ static const struct rbuf_handler handlers[] = {
 
 int trace_consume_open(struct trace_ctx *c)
 {
-	int err = rbuf_new(bpf_map__fd(c->skel->maps.events),
-			   bpf_map__fd(c->skel->maps.events_counts), handlers,
-			   sizeof(handlers) / sizeof(handlers[0]), c, &c->rb);
-
-	return err ? fail(err, "cannot open the ring buffer: %s", strerror(-err)) : 0;
-}
-
-int trace_consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at)
-{
-	int err = rbuf_poll(c->rb, timeout_ms, yield_at);
-
-	return err ? fail(err, "cannot read the ring buffer: %s", strerror(-err)) : 0;
-}
-
-/*
- * Stops the programs' emitting, then reads the ring buffer until it has handed over
- * every record they sent: a record emitted after the last read would be neither printed
- * nor counted. A program still running on another CPU when the flag was set ends within
- * microseconds; the wait is bounded all the same.
- */
-int trace_stop_and_drain(struct trace_ctx *c)
-{
-	struct rbuf_stats st;
-	int err;
-
-	/* Attached still (detaching takes long, trace_cleanup() does it), but silent. */
-	__atomic_store_n(&c->skel->bss->emit_stopped, true, __ATOMIC_SEQ_CST);
-	usleep(1000);
-	err = rbuf_drain(c->rb, 1000);
-	if (err != -ETIMEDOUT)
-		return err ? fail(err, "cannot read the ring buffer: %s", strerror(-err)) : 0;
-	err = rbuf_stats(c->rb, &st);
-	if (err)
-		return fail(err, "cannot read the counters map: %s", strerror(-err));
-	c->not_arrived = st.sent > st.received ? st.sent - st.received : 0;
-	warn("%" PRIu64 " requests were sent but never arrived", c->not_arrived);
-	return 0;
+	return bpfcmd_ringbuf(&c->cmd, bpf_map__fd(c->skel->maps.events),
+			      bpf_map__fd(c->skel->maps.events_counts), handlers,
+			      sizeof(handlers) / sizeof(handlers[0]), c);
 }

@@ -50,15 +50,6 @@ static int lane_get(struct trace_ctx *c, uint32_t pid, uint32_t base, uint64_t s
 	return l->nr++;
 }
 
-static void pf_span(struct trace_ctx *c, const char *name, const char *cat, uint32_t pid,
-		    uint32_t tid, uint64_t from, uint64_t to)
-{
-	if (to < from)
-		to = from;
-	perfetto_span(c->pf, name, cat, pid, tid, from, to - from);
-	perfetto_end(c->pf);
-}
-
 static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_t pid,
 			 const struct trace_bio *b, unsigned int idx)
 {
@@ -81,10 +72,10 @@ static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_
 	jw_kv_uint(jw, "bytes", b->bytes);
 	trace_json_flags(jw, "flags", b->flags, true);
 	perfetto_end(c->pf);
-	pf_span(c, "q2g", "bio", pid, LANE_BIOS + lane, b->q, b->g);
-	pf_span(c, "g2i", "bio", pid, LANE_BIOS + lane, b->g, b->i);
-	pf_span(c, "i2d", "bio", pid, LANE_BIOS + lane, b->i, b->d);
-	pf_span(c, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
+	perfetto_slice(c->pf, "q2g", "bio", pid, LANE_BIOS + lane, b->q, b->g);
+	perfetto_slice(c->pf, "g2i", "bio", pid, LANE_BIOS + lane, b->g, b->i);
+	perfetto_slice(c->pf, "i2d", "bio", pid, LANE_BIOS + lane, b->i, b->d);
+	perfetto_slice(c->pf, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
 }
 
 void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r)
@@ -129,16 +120,17 @@ void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r)
 		/* Children in time order; the block span holds the critical bio's stages. */
 		uint64_t thr_first = r->held_q && r->held_q == r->first_q ? r->held_h : 0;
 
-		pf_span(c, "pre_block", "stage", pid, tid, r->start, thr_first ?: r->first_q);
+		perfetto_slice(c->pf, "pre_block", "stage", pid, tid, r->start,
+			       thr_first ?: r->first_q);
 		if (thr_first)
-			pf_span(c, "throttle", "stage", pid, tid, thr_first, r->first_q);
-		pf_span(c, "block (q2c)", "stage", pid, tid, r->first_q, r->last_c);
-		pf_span(c, "q2q", "stage", pid, tid, r->first_q, r->crit_q);
-		pf_span(c, "q2g", "stage", pid, tid, r->crit_q, r->crit_g);
-		pf_span(c, "g2i", "stage", pid, tid, r->crit_g, r->crit_i);
-		pf_span(c, "i2d", "stage", pid, tid, r->crit_i, r->crit_d);
-		pf_span(c, "d2c", "stage", pid, tid, r->crit_d, r->last_c);
-		pf_span(c, "post_block", "stage", pid, tid, r->last_c, r->end);
+			perfetto_slice(c->pf, "throttle", "stage", pid, tid, thr_first, r->first_q);
+		perfetto_slice(c->pf, "block (q2c)", "stage", pid, tid, r->first_q, r->last_c);
+		perfetto_slice(c->pf, "q2q", "stage", pid, tid, r->first_q, r->crit_q);
+		perfetto_slice(c->pf, "q2g", "stage", pid, tid, r->crit_q, r->crit_g);
+		perfetto_slice(c->pf, "g2i", "stage", pid, tid, r->crit_g, r->crit_i);
+		perfetto_slice(c->pf, "i2d", "stage", pid, tid, r->crit_i, r->crit_d);
+		perfetto_slice(c->pf, "d2c", "stage", pid, tid, r->crit_d, r->last_c);
+		perfetto_slice(c->pf, "post_block", "stage", pid, tid, r->last_c, r->end);
 	}
 	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {
 		const struct trace_evt *e = &r->events[i];

@@ -19,7 +19,7 @@ const char *trace_dev_name(uint32_t dev, char *buf, size_t len)
 
 const char *trace_cgroup_name(struct trace_ctx *c, uint64_t cgid)
 {
-	const char *p = c->cgmap && cgid ? cgroup_map_path(c->cgmap, cgid) : NULL;
+	const char *p = c->cmd.cgmap && cgid ? cgroup_map_path(c->cmd.cgmap, cgid) : NULL;
 
 	return p ? p : "?";
 }
@@ -58,7 +58,7 @@ const char *trace_offcpu_source(const struct trace_ctx *c, const struct trace_re
 	return c->o->delayacct ? "counters_delayacct" : "counters";
 }
 
-int trace_lookup_path(void *arg, const struct top_file_key *key, struct top_path *p)
+int trace_lookup_path(void *arg, const struct file_key *key, struct file_path *p)
 {
 	struct trace_ctx *c = arg;
 

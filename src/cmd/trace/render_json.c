@@ -208,7 +208,7 @@ static void print_totals(struct trace_ctx *c, const struct trace_totals *t)
 	jw_kv_uint(jw, "records_malformed", t->malformed);
 	jw_kv_uint(jw, "records_not_arrived", t->not_arrived);
 	jw_end_object(jw);
-	attach_plan_unavailable(c->hooks, c->nr_hooks, jw, "unavailable", NULL, NULL);
+	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, jw, "unavailable", NULL, NULL);
 	jw_end_object(jw);
 }
 

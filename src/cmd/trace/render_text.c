@@ -194,7 +194,7 @@ static void print_totals(struct trace_ctx *c, const struct trace_totals *t)
 		printf("  %-24s %" PRIu64 " (lost)\n", "records_malformed", t->malformed);
 	if (t->not_arrived)
 		printf("  %-24s %" PRIu64 " (lost)\n", "records_not_arrived", t->not_arrived);
-	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stdout, "  ");
+	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, NULL, NULL, stdout, "  ");
 }
 
 const struct trace_renderer trace_text_renderer = {

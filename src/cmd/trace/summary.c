@@ -4,36 +4,15 @@
 
 static int read_hists(struct trace_ctx *c, uint32_t op, struct trace_op_hists *out)
 {
-	int fd = bpf_map__fd(c->skel->maps.hists), cpu, s, k;
+	int fd = bpf_map__fd(c->skel->maps.hists), cpu, s;
 
 	if (bpf_map_lookup_elem(fd, &op, c->pcpu))
 		return -errno;
 	memset(out, 0, sizeof(*out));
-	for (cpu = 0; cpu < c->ncpus; cpu++)
-		for (s = 0; s < TRACE_ST_NR; s++) {
-			struct hist *d = &out->st[s];
-			const struct hist *h = &c->pcpu[cpu].st[s];
-
-			d->count += h->count;
-			d->sum += h->sum;
-			if (h->max > d->max)
-				d->max = h->max;
-			for (k = 0; k < HIST_SLOTS; k++)
-				d->slots[k] += h->slots[k];
-		}
+	for (cpu = 0; cpu < c->cmd.ncpus; cpu++)
+		for (s = 0; s < TRACE_ST_NR; s++)
+			hist_merge(&out->st[s], &c->pcpu[cpu].st[s]);
 	return 0;
-}
-
-/* @cur - @prev, slot by slot (max stays cumulative: it cannot be subtracted). */
-static void hist_delta(struct hist *out, const struct hist *cur, const struct hist *prev)
-{
-	int k;
-
-	out->count = cur->count - prev->count;
-	out->sum = cur->sum - prev->sum;
-	out->max = cur->max;
-	for (k = 0; k < HIST_SLOTS; k++)
-		out->slots[k] = cur->slots[k] - prev->slots[k];
 }
 
 static int output_counts(struct trace_ctx *c, struct trace_summary *sum)

@@ -101,8 +101,6 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 	o->delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
 	while ((opt = getopt_long(argc, argv, "t:i:" FILTER_SHORT_OPTS COMMON_SHORT_OPTS, long_opts,
 				  NULL)) != -1) {
-		if (args_common_opt(opt))
-			continue;
 		err = filter_parse_opt("trace", opt, optarg, &o->filter);
 		if (err <= 0) {
 			if (err)
@@ -172,13 +170,13 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 /* ------------------------------------------------------------------ setup */
 
 /*
- * The syscall programs serve several syscall tracepoints each, attached by hand, by
- * name: sys_enter<nargs> reads that many arguments (trace.bpf.c).
+ * The two syscall programs serve every syscall tracepoint, attached by hand, by name
+ * (trace.bpf.c).
  */
-#define SYS_HOOKS(s, nm, nargs)                               \
+#define SYS_HOOKS(s, nm)                                      \
 	{.name = "sys_enter_" #nm,                            \
 	 .optional = true,                                    \
-	 .v = {{.prog = s->progs.trace_sys_enter##nargs,      \
+	 .v = {{.prog = s->progs.trace_sys_enter,             \
 		.mode = ATTACH_TRACEPOINT,                    \
 		.target = "syscalls/sys_enter_" #nm}}},       \
 	{                                                     \
@@ -187,12 +185,7 @@ static int trace_parse(int argc, char **argv, struct trace_opts *o)
 			.mode = ATTACH_TRACEPOINT,            \
 			.target = "syscalls/sys_exit_" #nm} } \
 	}
-#define TP_HOOK(s, nm, hook, opt)                            \
-	{                                                    \
-		.name = #hook, .optional = opt,              \
-		.v = { {.prog = s->progs.trace_##nm},        \
-		       {.prog = s->progs.trace_##nm##_raw} } \
-	}
+#define TP_HOOK(s, nm, hook, opt) TP_BTF_HOOK(s, #hook, trace_##nm, opt, NULL)
 
 /* Programs of ops that are not traced are not loaded: they cost nothing. */
 static void plan_drop(struct attach_hook *hooks, int *n, const char *name)
@@ -243,25 +236,26 @@ static bool need_insert_hook(const struct trace_opts *o)
 	return need;
 }
 
-/* The hooks this run needs (c->hooks), with their variants; not chosen yet. */
-static int build_hooks(struct trace_ctx *c)
+/* The most hooks trace_hooks() gives. */
+#define TRACE_MAX_HOOKS 64
+
+/* The hooks a run with options @o needs, with their variants, into @out: how many. */
+static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct attach_hook *out)
 {
-	struct trace_bpf *s = c->skel;
-	const struct trace_opts *o = c->o;
 	struct attach_hook hooks[] = {
-		SYS_HOOKS(s, read, 3),
-		SYS_HOOKS(s, write, 3),
-		SYS_HOOKS(s, pread64, 4),
-		SYS_HOOKS(s, pwrite64, 4),
-		SYS_HOOKS(s, readv, 3),
-		SYS_HOOKS(s, writev, 3),
-		SYS_HOOKS(s, preadv, 4),
-		SYS_HOOKS(s, pwritev, 4),
-		SYS_HOOKS(s, preadv2, 4),
-		SYS_HOOKS(s, pwritev2, 4),
-		SYS_HOOKS(s, fsync, 1),
-		SYS_HOOKS(s, fdatasync, 1),
-		SYS_HOOKS(s, sync_file_range, 4),
+		SYS_HOOKS(s, read),
+		SYS_HOOKS(s, write),
+		SYS_HOOKS(s, pread64),
+		SYS_HOOKS(s, pwrite64),
+		SYS_HOOKS(s, readv),
+		SYS_HOOKS(s, writev),
+		SYS_HOOKS(s, preadv),
+		SYS_HOOKS(s, pwritev),
+		SYS_HOOKS(s, preadv2),
+		SYS_HOOKS(s, pwritev2),
+		SYS_HOOKS(s, fsync),
+		SYS_HOOKS(s, fdatasync),
+		SYS_HOOKS(s, sync_file_range),
 		FALLBACK_HOOK(s, "mm_filemap_fault", trace_fault,
 			      "page fault requests (--ops fault)"),
 		{.name = "writeback_dirty_folio",
@@ -283,9 +277,7 @@ static int build_hooks(struct trace_ctx *c)
 		{.name = "iomap_dio_rw_queued",
 		 .optional = true,
 		 .v = {{.prog = s->progs.trace_dio_queued}}},
-		{.name = "block_rq_issue",
-		 .optional = true,
-		 .v = {{.prog = s->progs.trace_rq_issue}, {.prog = s->progs.trace_rq_issue_raw}}},
+		TP_BTF_HOOK(s, "block_rq_issue", trace_rq_issue, true, NULL),
 		TP_HOOK(s, bio_queue, block_bio_queue, false),
 		TP_HOOK(s, rq_complete, block_rq_complete, false),
 		TP_HOOK(s, split, block_split, true),
@@ -307,8 +299,9 @@ static int build_hooks(struct trace_ctx *c)
 	};
 	int n = sizeof(hooks) / sizeof(hooks[0]), i;
 	bool aio = o->ops & (1U << TRACE_OP_AIO_READ | 1U << TRACE_OP_AIO_WRITE);
-
 	char name[64];
+
+	_Static_assert(sizeof(hooks) / sizeof(hooks[0]) <= TRACE_MAX_HOOKS, "TRACE_MAX_HOOKS");
 
 	if (!need_insert_hook(o))
 		plan_drop(hooks, &n, "block_rq_insert");
@@ -334,25 +327,17 @@ static int build_hooks(struct trace_ctx *c)
 		snprintf(name, sizeof(name), "sys_exit_%s", trace_op_name(i));
 		plan_drop(hooks, &n, name);
 	}
-	c->nr_hooks = n;
-	return attach_hooks_dup(hooks, n, &c->hooks);
+	memcpy(out, hooks, n * sizeof(*out));
+	return n;
 }
-
-static int build_plan(struct trace_ctx *c)
-{
-	int err = build_hooks(c);
-
-	return err ? err : attach_plan_choose(c->hooks, c->nr_hooks);
-}
-
-static int trace_setup(struct trace_ctx *c);
-static void trace_cleanup(struct trace_ctx *c);
 
 int trace_plan(plan_show_fn show, void *arg)
 {
 	static struct trace_opts opts;
 	static struct trace_ctx c;
+	struct attach_hook hooks[TRACE_MAX_HOOKS];
 	char *argv[] = {"trace", NULL};
+	struct trace_bpf *s;
 	char why[256];
 	int err;
 
@@ -368,34 +353,29 @@ int trace_plan(plan_show_fn show, void *arg)
 	err = trace_setup(&c);
 	err_capture(NULL, 0);
 	if (!err)
-		show("trace", c.hooks, c.nr_hooks, NULL, arg);
+		show("trace", c.cmd.hooks, c.cmd.nr_hooks, NULL, arg);
 	trace_cleanup(&c);
 	if (!err)
 		return 0;
 	if (!why[0])
 		snprintf(why, sizeof(why), "%s", strerror(-err));
 	/* Then what it would try, evaluated without loading. */
-	memset(&c, 0, sizeof(c));
-	c.o = &opts;
-	c.skel = SKEL_OPEN(trace);
-	if (!c.skel)
+	s = SKEL_OPEN(trace);
+	if (!s)
 		return -errno;
-	err = build_hooks(&c);
-	if (!err)
-		show("trace", c.hooks, c.nr_hooks, why, arg);
-	free(c.hooks);
-	trace_bpf__destroy(c.skel);
-	return err;
+	show("trace", hooks, trace_hooks(s, &opts, hooks), why, arg);
+	trace_bpf__destroy(s);
+	return 0;
 }
 
-static int trace_setup(struct trace_ctx *c)
+int trace_setup(struct trace_ctx *c)
 {
 	/* Async direct I/O's end; bios blk-throttle held: its worker, submit_bio_wait()'s waiter.
 	 */
 	static const char *const syms[] = {"iomap_dio_bio_end_io", "blk_throtl_dispatch_work_fn",
 					   "submit_bio_wait_endio"};
 	const struct trace_opts *o = c->o;
-	char root[PATH_MAX];
+	struct attach_hook hooks[TRACE_MAX_HOOKS];
 	struct trace_bpf *s;
 	uint64_t end_io, throtl_fn, wait_end_io, addrs[3];
 	int err, i, nr;
@@ -406,37 +386,27 @@ static int trace_setup(struct trace_ctx *c)
 		if (err)
 			return fail(err, "cannot write %s: %s", o->perfetto_path, strerror(-err));
 	}
-	ksyms_lookup_start(&c->addrs_job, syms, 3);
-	probe_setup_libbpf_print();
-	probe_prefetch();
-	/* Say what is missing, before the attach plan blames the kernel for it. */
-	err = probe_require_bpf_privileges("trace");
+	bpfcmd_kernel_addrs_start(&c->cmd, syms, 3);
+	err = bpfcmd_prepare(&c->cmd, "trace", BPFCMD_CGROUP_NAMES);
 	if (err)
 		return err;
-	c->ncpus = libbpf_num_possible_cpus();
-	if (c->ncpus <= 0)
-		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
-	c->pcpu = calloc(c->ncpus, sizeof(*c->pcpu));
+	c->pcpu = calloc(c->cmd.ncpus, sizeof(*c->pcpu));
 	c->prev = calloc(TRACE_OP_NR, sizeof(*c->prev));
 	if (!c->pcpu || !c->prev || fspath_cache_new(trace_lookup_path, c, &c->paths) ||
 	    /* Read for every record: titles change between requests. */
 	    procinfo_new(trace_lookup_title, c, 1, &c->procinfo))
 		return fail(-ENOMEM, "out of memory");
-	err = ksyms_lookup_finish(&c->addrs_job, addrs);
+	bpfcmd_kernel_addrs(&c->cmd, syms, addrs, 3,
+			    "async direct I/O and direct I/O re-submitted by kernel threads are "
+			    "not followed");
 	end_io = addrs[0];
 	throtl_fn = addrs[1];
 	wait_end_io = addrs[2];
-	if (err)
-		warn("kernel symbols unavailable (%s): async direct I/O and direct I/O "
-		     "re-submitted by kernel threads are not followed",
-		     ksyms_strerror(err));
-	if (!probe_cgroup2_mount(root, sizeof(root)))
-		cgroup_map_new(root, &c->cgmap);
 	c->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
 
-	s = SKEL_OPEN(trace);
+	s = BPFCMD_OPEN(&c->cmd, trace);
 	if (!s)
-		return fail(-errno, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
 	c->skel = s;
 	s->rodata->threshold_ns = o->threshold_ns;
 	s->rodata->self_tgid = getpid();
@@ -461,92 +431,62 @@ static int trace_setup(struct trace_ctx *c)
 		bpf_map__set_max_entries(s->maps.dirtiers, 1);
 	bpf_map__set_max_entries(s->maps.events, o->rb_bytes);
 
-	/* Before anything is loaded: a size the machine cannot give is refused at once. */
-	err = mapmem_check(s->obj, "trace",
-			   "its maps have fixed sizes: free memory, or raise the memory "
-			   "cgroup limit");
+	return bpfcmd_plan(&c->cmd, hooks, trace_hooks(s, o, hooks),
+			   "its maps have fixed sizes: free memory, or raise the memory cgroup "
+			   "limit") ?:
+		       bpfcmd_load_filter(&c->cmd, &o->filter) ?: trace_consume_open(c) ?:
+		       bpfcmd_attach(&c->cmd);
+}
+
+/* A periodic summary: a tick of the main loop. */
+static int trace_tick(void *arg, const struct bpfcmd_tick *t)
+{
+	struct trace_ctx *c = arg;
+	int err = trace_summarize(c, t->seconds, false);
+
 	if (err)
 		return err;
-	err = build_plan(c);
-	if (err)
-		return err == -ENOMEM ? fail(err, "out of memory") : err;
-	err = trace_bpf__load(s);
-	if (err)
-		return fail(err, "cannot load the BPF programs: %s%s", strerror(-err),
-			    geteuid() ? " (run as root)" :
-					" (see 'iospan doctor', -v for details)");
-	err = filter_maps_fill_opts(bpf_map__fd(s->maps.filter_devs),
-				    bpf_map__fd(s->maps.filter_cgroups), &o->filter);
-	if (err)
-		return err;
-	err = trace_bpf__attach(s);
-	if (err)
-		return fail(err, "cannot attach the BPF programs: %s (see 'iospan doctor')",
-			    strerror(-err));
-	err = attach_plan_attach(c->hooks, c->nr_hooks);
-	if (err)
-		return err;
-	attach_plan_unavailable(c->hooks, c->nr_hooks, NULL, NULL, stderr, "iospan trace: ");
-	err = trace_consume_open(c);
-	if (err)
-		return err;
-	attach_plan_print(c->hooks, c->nr_hooks, NULL);
+	c->last_summary = t->now_ns;
+	trace_sweep_writeback(c, false);
 	return 0;
+}
+
+/* A trace file that lost a write is broken: stop, with the report so far. */
+static int trace_after_read(void *arg)
+{
+	struct trace_ctx *c = arg;
+
+	return perfetto_error(c->pf) ? 1 : 0;
 }
 
 static int trace_run(struct trace_ctx *c)
 {
 	const struct trace_opts *o = c->o;
-	uint64_t start, next, end = 0, now;
+	const struct bpfcmd_loop loop = {
+		.interval_ns = o->interval_ns,
+		.duration_ns = o->duration_ns,
+		.max_wait_ms = 100,
+		.tick = trace_tick,
+		.after_read = trace_after_read,
+		.arg = c,
+	};
 	char ops[256], rb[UNITS_BUF];
-	int err, ms;
+	int err;
 
-	install_stop_handlers();
-	start = now_ns(CLOCK_MONOTONIC);
-	if (o->duration_ns)
-		end = start + o->duration_ns;
-	next = start + o->interval_ns;
-	c->last_summary = start;
-	fprintf(stderr,
-		"iospan trace: tracing %s requests over %.3f ms, summary every %.1f s; "
-		"Ctrl-C to stop\n"
-		"iospan trace: the %s ring buffer holds about %" PRIu64 " slow requests (of one "
-		"bio) while the output catches up; drops are reported as they happen\n",
-		trace_ops_format(o->ops, ops, sizeof(ops)), o->threshold_ns / 1e6,
-		o->interval_ns / 1e9, fmt_bytes(o->rb_bytes, rb, sizeof(rb)),
-		(uint64_t)(o->rb_bytes / RB_TYPICAL_REC));
-	while (!stop_requested) {
-		now = now_ns(CLOCK_MONOTONIC);
-		if (end && now >= end)
-			break;
-		if (now >= next) {
-			err = trace_summarize(c, (now - c->last_summary) / 1e9, false);
-			if (err)
-				return err;
-			c->last_summary = now;
-			trace_sweep_writeback(c, false);
-			next += o->interval_ns;
-			if (next <= now)
-				next = now + o->interval_ns;
-			continue;
-		}
-		ms = (next - now) / 1000000 + 1;
-		if (end && (end - now) / 1000000 + 1 < (uint64_t)ms)
-			ms = (end - now) / 1000000 + 1;
-		if (ms > 100)
-			ms = 100;
-		err = trace_consume(c, ms, now + ms * 1000000ULL);
-		if (err)
-			return err;
-		/* A trace file that lost a write is broken: stop, with the report so far. */
-		if (perfetto_error(c->pf))
-			break;
-	}
-	err = trace_stop_and_drain(c);
+	bpfcmd_start(&c->cmd,
+		     "tracing %s requests over %.3f ms, summary every %.1f s; Ctrl-C to stop\n"
+		     "iospan trace: the %s ring buffer holds about %" PRIu64 " slow requests (of "
+		     "one bio) while the output catches up; drops are reported as they happen",
+		     trace_ops_format(o->ops, ops, sizeof(ops)), o->threshold_ns / 1e6,
+		     o->interval_ns / 1e9, fmt_bytes(o->rb_bytes, rb, sizeof(rb)),
+		     (uint64_t)(o->rb_bytes / RB_TYPICAL_REC));
+	c->last_summary = c->cmd.start_ns;
+	err = bpfcmd_run(&c->cmd, &loop) ?: bpfcmd_stop(&c->cmd, &c->skel->bss->emit_stopped, 1000);
 	if (err)
 		return err;
-	now = now_ns(CLOCK_MONOTONIC);
-	err = trace_summarize(c, (now - c->last_summary) / 1e9, true);
+	if (c->cmd.not_arrived)
+		warn("%" PRIu64 " requests were sent but never arrived", c->cmd.not_arrived);
+	err = trace_summarize(c, (now_ns(CLOCK_MONOTONIC) - c->last_summary) / 1e9, true);
 	if (err)
 		return err;
 	trace_print_accounts(c);
@@ -558,22 +498,17 @@ static int trace_run(struct trace_ctx *c)
 	return 0;
 }
 
-static void trace_cleanup(struct trace_ctx *c)
+void trace_cleanup(struct trace_ctx *c)
 {
-	ksyms_lookup_cancel(&c->addrs_job);
-	rbuf_free(c->rb);
-	skel_detach(c->skel ? c->skel->skeleton : NULL, c->hooks, c->nr_hooks);
-	attach_plan_detach(c->hooks, c->nr_hooks);
-	trace_bpf__destroy(c->skel);
+	bpfcmd_close(&c->cmd);
+	c->skel = NULL;
 	/* After a failure reported already: what the file lacks is no news. */
 	perfetto_close(c->pf);
 	trace_perfetto_free_lanes(c);
-	free(c->hooks);
 	free(c->pcpu);
 	free(c->prev);
 	fspath_cache_free(c->paths);
 	procinfo_free(c->procinfo);
-	cgroup_map_free(c->cgmap);
 	jw_free(c->jw);
 	probe_cleanup();
 }

@@ -7,8 +7,7 @@
  * per-op stage histograms; only requests over the threshold arrive here, through a
  * ring buffer. The files of this folder:
  *   trace.c        options, set-up (filters, attach plan), the main loop, clean-up
- *   consume.c      records from the kernel: the shared ring-buffer consumer, unpacking,
- *                  draining at exit
+ *   consume.c      records from the kernel: unpacked, handed to the renderer
  *   record.c       what a record says: who, which file, flag and event names, timeline
  *   summary.c      the periodic per-op summary (struct trace_summary) from the kernel's
  *                  histograms
@@ -39,6 +38,7 @@
 
 #include "iospan.h"
 #include "args.h"
+#include "bpfcmd.h"
 #include "bpfmap.h"
 #include "cgroups.h"
 #include "disks.h"
@@ -48,7 +48,7 @@
 #include "fspath.h"
 #include "procinfo.h"
 #include "hist.h"
-#include "iospan_types.h"
+#include "trace_abi.h"
 #include "json.h"
 #include "ksyms.h"
 #include "mapmem.h"
@@ -103,16 +103,11 @@ extern const struct trace_renderer trace_text_renderer, trace_json_renderer;
 
 struct trace_ctx {
 	const struct trace_renderer *render;
-	struct ksyms_job addrs_job; /* kernel addresses, read while start-up goes on */
 	struct trace_opts *o;
-	struct trace_bpf *skel;
-	struct rbuf *rb;
-	struct attach_hook *hooks;
-	int nr_hooks;
-	int ncpus;
+	struct bpfcmd cmd;	/* the life cycle: plan, ring buffer, CPUs, cgroup names */
+	struct trace_bpf *skel; /* cmd's */
 	struct fspath_cache *paths;
 	struct procinfo *procinfo;
-	struct cgroup_map *cgmap;
 	struct jw *jw;
 	struct perfetto *pf;
 	struct lanes *lanes;
@@ -121,8 +116,7 @@ struct trace_ctx {
 	struct trace_op_hists *pcpu; /* one map value per CPU, for reading */
 	struct trace_op_hists *prev; /* cumulative histograms at the previous summary */
 	uint64_t printed;
-	uint64_t malformed;   /* records whose bios and events do not add up to their size */
-	uint64_t not_arrived; /* sent, never read (the drain at exit timed out) */
+	uint64_t malformed; /* records whose bios and events do not add up to their size */
 	uint64_t wb_swept, in_flight;
 	uint64_t last_summary;
 	/* Counts at the previous summary: the output's rate and the drops per interval. */
@@ -158,7 +152,7 @@ int trace_lookup_title(void *arg, uint32_t tgid, struct proc_title *t);
 void trace_rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
 		     const char **name, const char **cgroup, char *buf, size_t len);
 const char *trace_offcpu_source(const struct trace_ctx *c, const struct trace_rec *r);
-int trace_lookup_path(void *arg, const struct top_file_key *key, struct top_path *p);
+int trace_lookup_path(void *arg, const struct file_key *key, struct file_path *p);
 const char *trace_rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len);
 const char *trace_ev_name(uint32_t type);
 char trace_bio_dir(const struct trace_bio *b);
@@ -170,12 +164,17 @@ void trace_json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio);
 void trace_perfetto_free_lanes(struct trace_ctx *c);
 void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r);
 
+/*
+ * trace.c: the BPF side with @c->o, and the reader of its ring buffer, for trace and
+ * for commands that consume its requests themselves (watch's collector: @c->render's
+ * request() is then theirs). Failures are reported. trace_cleanup() undoes any part.
+ */
+int trace_setup(struct trace_ctx *c);
+void trace_cleanup(struct trace_ctx *c);
+
 /* consume.c */
-/* The reader of the slow requests' ring buffer (c->rb). 0 or -errno, said. */
+/* The reader of the slow requests' ring buffer (c->cmd.rb). 0 or -errno, said. */
 int trace_consume_open(struct trace_ctx *c);
-/* Reads records for up to @timeout_ms, giving the turn back at @yield_at. 0 or -errno, said. */
-int trace_consume(struct trace_ctx *c, int timeout_ms, uint64_t yield_at);
-int trace_stop_and_drain(struct trace_ctx *c);
 
 /* summary.c: reads the interval's histograms and hands them to the renderer. */
 int trace_summarize(struct trace_ctx *c, double seconds, bool final);

@@ -5,7 +5,9 @@
  * files of the window since the previous one (at most TOPC_MAX_ROWS of each, so memory
  * stays flat); the last --pre seconds of them are kept in memory and written into the
  * processes and files tables while an incident is open. Writeback is credited to the
- * process that dirtied the pages, as top does.
+ * process that dirtied the pages, as top does. With --stall-threshold, top's I/O stalls
+ * (a thread's iowait sleep over it, with the kernel stack it slept in) go into the
+ * stalls table the same way.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +18,9 @@
 #include "collector.h"
 #include "disks.h"
 #include "fspath.h"
-#include "iospan_types.h"
+#include "common_abi.h"
+#include "json.h"
+#include "ksyms.h"
 #include "procinfo.h"
 #include "watch.h"
 #include "../top/top.h"
@@ -25,7 +29,7 @@
 
 struct topc_proc {
 	uint32_t pid;
-	char comm[TOP_COMM_LEN];
+	char comm[IOSPAN_COMM_LEN];
 	char *cmdline, *cgroup, *container;
 	char disk[DISK_NAME_LEN];
 	struct row sum;
@@ -41,28 +45,29 @@ struct topc_file {
 	struct row r;
 };
 
-/* The busiest processes and files of one sample's window. */
+/* A thread's iowait sleeps at one kernel stack in a sample's window. */
+struct topc_stall {
+	uint32_t pid, tid;
+	char comm[IOSPAN_COMM_LEN];
+	uint64_t max_ns, count;
+	char *stack; /* JSON array of "function+0xoff/[module]" frames, innermost first */
+};
+
+/* The busiest processes and files of one sample's window, and its longest stalls. */
 struct topc_sample {
 	double time; /* the iostat sample's, so rows line up with the samples table */
 	struct topc_proc procs[TOPC_MAX_ROWS];
 	struct topc_file files[TOPC_MAX_ROWS];
-	unsigned int nr_procs, nr_files;
-};
-
-/* Whether a device is a watched disk or on one, remembered for one sample. */
-#define TOPC_DEV_CACHE 64
-struct topc_dev {
-	uint32_t dev;
-	bool watched;
+	struct topc_stall stalls[TOPC_MAX_ROWS];
+	unsigned int nr_procs, nr_files, nr_stalls;
+	uint64_t stalls_dropped; /* past TOPC_MAX_ROWS, or top's own table full */
 };
 
 struct topc {
 	struct top_opts o;
-	struct topc_dev devs[TOPC_DEV_CACHE];
-	unsigned int nr_devs;
+	struct coll_devs devs;
 	struct top_ctx *top;
-	struct topc_sample *ring; /* oldest first from head */
-	unsigned int cap, nr, head;
+	struct coll_ring ring; /* of struct topc_sample */
 };
 
 static char *dup_or_null(const char *s)
@@ -70,8 +75,9 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static void sample_clear(struct topc_sample *s)
+static void sample_clear(void *rec)
 {
+	struct topc_sample *s = rec;
 	unsigned int i;
 
 	for (i = 0; i < s->nr_procs; i++) {
@@ -81,10 +87,12 @@ static void sample_clear(struct topc_sample *s)
 	}
 	for (i = 0; i < s->nr_files; i++)
 		free(s->files[i].path);
+	for (i = 0; i < s->nr_stalls; i++)
+		free(s->stalls[i].stack);
 	memset(s, 0, sizeof(*s));
 }
 
-static int topc_open(void **priv)
+static int topc_open(const struct watch_opts *wo, void **priv)
 {
 	struct topc *t = calloc(1, sizeof(*t));
 	int ret;
@@ -92,42 +100,22 @@ static int topc_open(void **priv)
 	*priv = t;
 	if (!t)
 		return -ENOMEM;
+	coll_ring_init(&t->ring, sizeof(struct topc_sample), sample_clear);
 	top_opts_default(&t->o);
 	/* Deltas: each read is the window since the previous sample. */
 	t->o.interval_ns = NSEC_PER_SEC;
-	t->o.stall_ns = 0;
+	t->o.stall_ns = wo->stall_threshold_ns;
 	ret = top_collect_open(&t->o, &t->top);
 	if (ret) {
 		top_collect_close(t->top);
 		free(t);
 		*priv = NULL;
+		return ret;
 	}
-	return ret;
-}
-
-/* Whether block device @dev is one of @ws's disks, or a partition of one. */
-static bool dev_watched(struct topc *t, const struct watch_sample *ws, uint32_t dev)
-{
-	unsigned int maj = KDEV_MAJOR(dev), min = KDEV_MINOR(dev), i;
-	struct disk d;
-	bool watched = false;
-	int k;
-
-	for (i = 0; i < t->nr_devs; i++)
-		if (t->devs[i].dev == dev)
-			return t->devs[i].watched;
-	/* A partition counts for its disk: sysfs once per device and sample. */
-	if (disk_from_devnum(maj, min, &d)) {
-		d.disk_major = maj;
-		d.disk_minor = min;
-	}
-	for (k = 0; k < ws->nr && !watched; k++)
-		watched = (ws->disks[k].dev.major == maj && ws->disks[k].dev.minor == min) ||
-			  (ws->disks[k].dev.major == d.disk_major &&
-			   ws->disks[k].dev.minor == d.disk_minor);
-	if (t->nr_devs < TOPC_DEV_CACHE)
-		t->devs[t->nr_devs++] = (struct topc_dev){ .dev = dev, .watched = watched };
-	return watched;
+	/* Symbols for the stall stacks, read in a thread (bpfcmd_start() does it for top). */
+	if (t->top->cmd.want_ksyms && !t->top->cmd.ksyms)
+		ksyms_load_async(NULL, &t->top->cmd.ksyms);
+	return 0;
 }
 
 /* The block device a row's I/O went to (a file system's disk for its files). */
@@ -151,7 +139,7 @@ static int take_sample(struct topc *t, const struct watch_sample *ws,
 	int ret = -ENOMEM;
 
 	/* Only what went to the watched disks: an incident is about them. */
-	t->nr_devs = 0;
+	coll_devs_reset(&t->devs, ws);
 	rep.rows = malloc((snap->nr_rows ? snap->nr_rows : 1) * sizeof(*rep.rows));
 	rep.wb = malloc((snap->nr_wb ? snap->nr_wb : 1) * sizeof(*rep.wb));
 	if (!rep.rows || !rep.wb)
@@ -161,11 +149,11 @@ static int take_sample(struct topc *t, const struct watch_sample *ws,
 		/* As top_row_disk_name(): the kinds of rows name their device in the key. */
 		uint32_t bdev = top_ino_special(r->key.ino) ? 0 : r->bdev;
 
-		if (dev_watched(t, ws, row_bdev(c, r->key.dev, bdev)))
+		if (coll_devs_disk(&t->devs, row_bdev(c, r->key.dev, bdev)) >= 0)
 			rep.rows[rep.nr_rows++] = *r;
 	}
 	for (i = 0; i < snap->nr_wb; i++)
-		if (dev_watched(t, ws, row_bdev(c, snap->wb[i].key.dev, 0)))
+		if (coll_devs_disk(&t->devs, row_bdev(c, snap->wb[i].key.dev, 0)) >= 0)
 			rep.wb[rep.nr_wb++] = snap->wb[i];
 	ret = top_group_procs(c, &rep);
 	if (ret)
@@ -225,27 +213,11 @@ cleanup:
 	return ret;
 }
 
-static void bind_text_or_null(sqlite3_stmt *s, int col, const char *v)
-{
-	if (v && *v)
-		sqlite3_bind_text(s, col, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(s, col);
-}
-
-static int step_reset(sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return rc == SQLITE_DONE ? 0 : -EIO;
-}
-
 /* One kept sample's rows into the incident's tables, in the open transaction. */
-static int write_sample(sqlite3 *db, int64_t id, const struct topc_sample *s, const char *phase)
+static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, const char *phase)
 {
-	sqlite3_stmt *ps = NULL, *fs = NULL;
+	const struct topc_sample *s = rec;
+	sqlite3_stmt *ps = NULL, *fs = NULL, *ss = NULL;
 	char dev[32];
 	unsigned int i;
 	int ret = -EIO;
@@ -262,20 +234,22 @@ static int write_sample(sqlite3 *db, int64_t id, const struct topc_sample *s, co
 			       " inode, path, fs_read_bytes, fs_write_bytes, disk_read_bytes,"
 			       " disk_write_bytes, direct, writeback) VALUES (?1, ?2, ?3, ?4, ?5,"
 			       " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-			       -1, &fs, NULL) != SQLITE_OK)
+			       -1, &fs, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+			       "INSERT INTO stalls (incident_id, time, phase, pid, tid, comm,"
+			       " wait_us, count, stack) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+			       -1, &ss, NULL) != SQLITE_OK)
 		goto cleanup;
 	for (i = 0; i < s->nr_procs; i++) {
 		const struct topc_proc *p = &s->procs[i];
 
-		sqlite3_bind_int64(ps, 1, id);
-		sqlite3_bind_double(ps, 2, s->time);
-		sqlite3_bind_text(ps, 3, phase, -1, SQLITE_STATIC);
+		coll_bind_key(ps, id, s->time, phase);
 		sqlite3_bind_int64(ps, 4, p->pid);
-		bind_text_or_null(ps, 5, p->comm);
-		bind_text_or_null(ps, 6, p->cmdline);
-		bind_text_or_null(ps, 7, p->cgroup);
-		bind_text_or_null(ps, 8, p->container);
-		bind_text_or_null(ps, 9, p->disk);
+		coll_bind_text(ps, 5, p->comm);
+		coll_bind_text(ps, 6, p->cmdline);
+		coll_bind_text(ps, 7, p->cgroup);
+		coll_bind_text(ps, 8, p->container);
+		coll_bind_text(ps, 9, p->disk);
 		sqlite3_bind_int64(ps, 10, p->sum.fs_read);
 		sqlite3_bind_int64(ps, 11, p->sum.fs_write);
 		sqlite3_bind_int64(ps, 12, p->sum.disk_read);
@@ -285,72 +259,94 @@ static int write_sample(sqlite3 *db, int64_t id, const struct topc_sample *s, co
 		sqlite3_bind_double(ps, 16, p->sum.q2c_max / 1e3);
 		sqlite3_bind_double(ps, 17, top_avg_us(p->sum.d2c_sum, p->sum.nr_d2c));
 		sqlite3_bind_double(ps, 18, p->sum.d2c_max / 1e3);
-		if (step_reset(ps))
+		if (coll_step_reset(ps))
 			goto cleanup;
 	}
 	for (i = 0; i < s->nr_files; i++) {
 		const struct topc_file *f = &s->files[i];
 
 		snprintf(dev, sizeof(dev), "%u:%u", f->major, f->minor);
-		sqlite3_bind_int64(fs, 1, id);
-		sqlite3_bind_double(fs, 2, s->time);
-		sqlite3_bind_text(fs, 3, phase, -1, SQLITE_STATIC);
+		coll_bind_key(fs, id, s->time, phase);
 		sqlite3_bind_int64(fs, 4, f->pid);
-		bind_text_or_null(fs, 5, f->disk);
+		coll_bind_text(fs, 5, f->disk);
 		sqlite3_bind_text(fs, 6, dev, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(fs, 7, (sqlite3_int64)f->ino);
-		bind_text_or_null(fs, 8, f->path);
+		coll_bind_text(fs, 8, f->path);
 		sqlite3_bind_int64(fs, 9, f->r.fs_read);
 		sqlite3_bind_int64(fs, 10, f->r.fs_write);
 		sqlite3_bind_int64(fs, 11, f->r.disk_read);
 		sqlite3_bind_int64(fs, 12, f->r.disk_write);
 		sqlite3_bind_int(fs, 13, !!(f->r.flags & TOP_F_DIRECT));
 		sqlite3_bind_int(fs, 14, !!(f->r.flags & TOP_F_WRITEBACK));
-		if (step_reset(fs))
+		if (coll_step_reset(fs))
 			goto cleanup;
 	}
-	ret = 0;
+	for (i = 0; i < s->nr_stalls; i++) {
+		const struct topc_stall *st = &s->stalls[i];
+
+		coll_bind_key(ss, id, s->time, phase);
+		sqlite3_bind_int64(ss, 4, st->pid);
+		sqlite3_bind_int64(ss, 5, st->tid);
+		coll_bind_text(ss, 6, st->comm);
+		sqlite3_bind_double(ss, 7, st->max_ns / 1e3);
+		sqlite3_bind_int64(ss, 8, (sqlite3_int64)st->count);
+		coll_bind_text(ss, 9, st->stack);
+		if (coll_step_reset(ss))
+			goto cleanup;
+	}
+	ret = coll_write_dropped(db, id, s->time, phase, "stalls", s->stalls_dropped);
 cleanup:
 	sqlite3_finalize(ps);
 	sqlite3_finalize(fs);
+	sqlite3_finalize(ss);
 	return ret;
 }
 
-static struct topc_sample *ring_at(struct topc *t, unsigned int i)
+struct stack_arg {
+	const struct ksyms *ks;
+	const struct stall_agg *a;
+};
+
+static void fill_stack(struct jw *jw, const void *arg)
 {
-	return &t->ring[(t->head + i) % t->cap];
+	const struct stack_arg *sa = arg;
+	char sym[256];
+	int k;
+
+	jw_start_array(jw);
+	for (k = 0; k < sa->a->nr_ips; k++)
+		jw_string(jw, ksyms_format(sa->ks, sa->a->ips[k], sym, sizeof(sym)));
+	jw_end_array(jw);
 }
 
-/* A free slot at the ring's end; the ring grows while --pre holds more samples. */
-static struct topc_sample *ring_push(struct topc *t)
+/* The longest stalls of the window (top's, one per thread and stack) into @out. */
+static int take_stalls(struct topc *t, const struct top_snapshot *snap, struct topc_sample *out)
 {
-	struct topc_sample *grown, *s;
-	unsigned int i;
+	struct stall_agg *v = snap->stalls;
+	struct stack_arg sa = { .ks = t->top->cmd.ksyms };
+	size_t i;
 
-	if (t->nr == t->cap) {
-		grown = calloc(t->cap ? 2 * t->cap : 8, sizeof(*grown));
-		if (!grown)
-			return NULL;
-		for (i = 0; i < t->nr; i++)
-			grown[i] = *ring_at(t, i);
-		free(t->ring);
-		t->ring = grown;
-		t->cap = t->cap ? 2 * t->cap : 8;
-		t->head = 0;
-	}
-	s = ring_at(t, t->nr++);
-	memset(s, 0, sizeof(*s));
-	return s;
-}
+	qsort(v, snap->nr_stalls, sizeof(*v), top_stall_cmp);
+	out->stalls_dropped = snap->stalls_dropped;
+	for (i = 0; i < snap->nr_stalls; i++) {
+		struct topc_stall *st = &out->stalls[out->nr_stalls];
 
-/* Drops the samples older than @pre_s before @now (the newest always stays). */
-static void ring_trim(struct topc *t, double now, double pre_s)
-{
-	while (t->nr > 1 && ring_at(t, 0)->time < now - pre_s - 1e-6) {
-		sample_clear(ring_at(t, 0));
-		t->head = (t->head + 1) % t->cap;
-		t->nr--;
+		if (out->nr_stalls == TOPC_MAX_ROWS) {
+			out->stalls_dropped += snap->nr_stalls - i;
+			break;
+		}
+		sa.a = &v[i];
+		st->stack = coll_json(fill_stack, &sa);
+		if (!st->stack)
+			return -ENOMEM;
+		out->nr_stalls++;
+		st->pid = v[i].tgid;
+		st->tid = v[i].tid;
+		memcpy(st->comm, v[i].comm, sizeof(st->comm));
+		st->max_ns = v[i].max_ns;
+		st->count = v[i].count;
 	}
+	return 0;
 }
 
 static int topc_sample(void *priv, const struct watch_tick *tick)
@@ -358,29 +354,25 @@ static int topc_sample(void *priv, const struct watch_tick *tick)
 	struct topc *t = priv;
 	struct top_snapshot snap;
 	struct topc_sample *s;
-	unsigned int i;
 	int ret;
 
-	/* Housekeeping (cgroup and process names while they live); no stalls traced. */
+	/* Stall events, and housekeeping (cgroup and process names while they live). */
 	top_collect_poll(t->top, 0);
 	ret = top_collect_read(t->top, &snap);
 	if (ret)
 		return ret;
-	s = ring_push(t);
+	s = coll_ring_push(&t->ring);
 	if (!s) {
 		ret = -ENOMEM;
 		goto cleanup;
 	}
 	s->time = tick->sample->epoch_s;
 	ret = take_sample(t, tick->sample, &snap, s);
-	ring_trim(t, s->time, tick->pre_s);
-	if (ret || !tick->incident_id)
-		goto cleanup;
-	if (tick->opened)
-		for (i = 0; i + 1 < t->nr && !ret; i++)
-			ret = write_sample(tick->db, tick->incident_id, ring_at(t, i), "pre");
 	if (!ret)
-		ret = write_sample(tick->db, tick->incident_id, s, "capture");
+		ret = take_stalls(t, &snap, s);
+	coll_ring_trim(&t->ring, s->time, tick->pre_s);
+	if (!ret)
+		ret = coll_ring_write(&t->ring, tick, write_sample, t);
 cleanup:
 	top_snapshot_free(&snap);
 	return ret;
@@ -389,13 +381,10 @@ cleanup:
 static void topc_close(void *priv)
 {
 	struct topc *t = priv;
-	unsigned int i;
 
 	if (!t)
 		return;
-	for (i = 0; i < t->nr; i++)
-		sample_clear(ring_at(t, i));
-	free(t->ring);
+	coll_ring_free(&t->ring);
 	top_collect_close(t->top);
 	free(t);
 }

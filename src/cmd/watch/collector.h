@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The seam BPF collectors plug into iospan watch: top's per-process and per-file
- * attribution (collect_top.c), and to come trace's slow requests and stalls. A collector keeps its own
+ * attribution and its I/O stalls (collect_top.c), trace's slow requests
+ * (collect_trace.c). A collector keeps its own
  * pre-trigger window in memory (as watch keeps the iostat one) and writes rows into
  * the processes, files, slow_requests and stalls tables (docs/iospan-watch.md) only
  * while an incident is open.
@@ -15,9 +16,13 @@
 #define IOSPAN_WATCH_COLLECTOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+struct jw;
 struct sqlite3;
+struct sqlite3_stmt;
+struct watch_opts;
 struct watch_sample;
 
 /* What a collector learns each sample. */
@@ -36,8 +41,17 @@ struct watch_tick {
 
 struct watch_collector_ops {
 	const char *name;
-	/* Load and attach; 0, or a negative errno and watch goes on without it (logged). */
-	int (*open)(void **priv);
+	/*
+	 * Load and attach with watch's options @o (they outlive the collector); 0, or a
+	 * negative errno and watch goes on without it (logged). 1: off by its options,
+	 * not loaded and not logged as a failure.
+	 */
+	int (*open)(const struct watch_opts *o, void **priv);
+	/*
+	 * Optional: called with each sample before the rules are checked, to put in it
+	 * what a rule needs from this collector (the slowest request of each disk).
+	 */
+	void (*observe)(void *priv, struct watch_sample *s);
 	/*
 	 * Read the kernel's maps, keep the window, write rows when an incident is open.
 	 * A negative errno is logged and the sample stays stored without this collector's
@@ -50,7 +64,66 @@ struct watch_collector_ops {
 /* The collectors watch runs, in order; the list ends with a NULL name. */
 extern const struct watch_collector_ops *const watch_collectors[];
 
-/* collect_top.c */
-extern const struct watch_collector_ops watch_collector_top;
+/* collect_top.c, collect_trace.c */
+extern const struct watch_collector_ops watch_collector_top, watch_collector_trace;
+
+/*
+ * collector.c: what collectors share. A ring of their per-sample records, oldest first:
+ * each record starts with its sample's time (a double); @clear frees what one holds.
+ */
+struct coll_ring {
+	char *slots;
+	size_t size; /* of a record */
+	unsigned int cap, nr, head;
+	void (*clear)(void *rec);
+};
+
+void coll_ring_init(struct coll_ring *r, size_t size, void (*clear)(void *rec));
+void *coll_ring_at(const struct coll_ring *r, unsigned int i);
+/* A zeroed record at the end (the ring grows while --pre holds more); NULL: no memory. */
+void *coll_ring_push(struct coll_ring *r);
+/* Drops the records older than @pre_s before @now (the newest always stays). */
+void coll_ring_trim(struct coll_ring *r, double now, double pre_s);
+void coll_ring_free(struct coll_ring *r);
+/*
+ * The rows of @tick's incident: the window kept ('pre') when it opened, then the
+ * newest record ('capture'), each through @write. 0 or the first error.
+ */
+int coll_ring_write(const struct coll_ring *r, const struct watch_tick *tick,
+		    int (*write)(void *priv, struct sqlite3 *db, int64_t id, const void *rec,
+				 const char *phase),
+		    void *priv);
+
+/*
+ * Which watched disk of a sample a block device (kernel dev_t: a disk, or a partition
+ * of one) is, remembered for the sample (sysfs is read once per device).
+ */
+#define COLL_DEV_CACHE 64
+struct coll_devs {
+	const struct watch_sample *ws;
+	struct {
+		uint32_t dev;
+		int disk;
+	} v[COLL_DEV_CACHE];
+	unsigned int nr;
+};
+
+void coll_devs_reset(struct coll_devs *d, const struct watch_sample *ws);
+/* The index of @dev's disk in the sample's disks, or -1 if it is not watched. */
+int coll_devs_disk(struct coll_devs *d, uint32_t dev);
+
+/*
+ * SQLite helpers: a row's first columns, incident_id, time and phase (each collector
+ * table starts with them); NULL for an empty or absent text; a step then a reset (0 or
+ * -EIO).
+ */
+void coll_bind_key(struct sqlite3_stmt *s, int64_t id, double time, const char *phase);
+void coll_bind_text(struct sqlite3_stmt *s, int col, const char *v);
+int coll_step_reset(struct sqlite3_stmt *s);
+/* The JSON text @fill writes (one value), malloc'ed; NULL: no memory. */
+char *coll_json(void (*fill)(struct jw *jw, const void *arg), const void *arg);
+/* A 'dropped' row: @count records of @what the collector could not keep. */
+int coll_write_dropped(struct sqlite3 *db, int64_t id, double time, const char *phase,
+		       const char *what, uint64_t count);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * iospan incidents: what iospan watch stored. list, show ID, export ID (a stat
  * recording that `iospan stat --replay` turns back into the incident's iostat reports,
- * or JSON), prune (retention on demand).
+ * JSON, or a Perfetto trace: export_perfetto.c), prune (retention on demand).
  */
 #include <errno.h>
 #include <math.h>
@@ -15,12 +15,16 @@
 #include "args.h"
 #include "err.h"
 #include "json.h"
+#include "outfile.h"
+#include "perfetto.h"
 #include "printable.h"
+#include "units.h"
 #include "watch.h"
 
 struct incidents_opts {
 	const char *db_path;
-	const char *format; /* export: stat or json */
+	char *config_db;    /* the database the config file names */
+	const char *format; /* export: stat, json or perfetto */
 	const char *output; /* export: -o FILE */
 	struct store_retention retention;
 	bool have_retention;
@@ -29,24 +33,29 @@ struct incidents_opts {
 };
 
 static const char incidents_usage[] =
-	"Usage: iospan incidents [--db PATH] [--json] list\n"
-	"       iospan incidents [--db PATH] [--json] show ID\n"
-	"       iospan incidents [--db PATH] export ID [--format stat|json] [-o FILE]\n"
-	"       iospan incidents [--db PATH] [--json] prune [--keep N] [--max-age D]\n"
-	"                        [--max-db-size SIZE]\n"
+	"Usage: iospan incidents [--db PATH | --config FILE] [--json] list\n"
+	"       iospan incidents [--db PATH | --config FILE] [--json] show ID\n"
+	"       iospan incidents [--db PATH | --config FILE] export ID\n"
+	"                        [--format stat|json|perfetto] [-o FILE]\n"
+	"       iospan incidents [--db PATH | --config FILE] [--json] prune [--keep N]\n"
+	"                        [--max-age D] [--max-db-size SIZE]\n"
 	"\n"
 	"The incidents `iospan watch` stored.\n"
 	"  list      one line each: start, disk, trigger, duration, state, top process, file\n"
 	"  show ID   the trigger, the onset (where the rise began, from the pre-trigger\n"
 	"            window) and the samples\n"
 	"  export ID --format stat: a recording for `iospan stat --replay` (default);\n"
-	"            --format json: the whole incident\n"
+	"            --format json: the whole incident; --format perfetto: a trace for\n"
+	"            ui.perfetto.dev (counters, phases, triggers, processes, files)\n"
 	"  prune     deletes incidents past the retention limits (default as watch's: keep\n"
 	"            500, 30d, 1G)\n"
 	"\n"
 	"Options:\n"
-	"      --db PATH       the database (default " WATCH_DEFAULT_DB ")\n"
-	"      --format F      export format: stat or json\n"
+	"      --db PATH       the database (default: the config file's db, else\n"
+	"                      " WATCH_DEFAULT_DB ")\n"
+	"      --config FILE   watch's config file, for its db (default\n"
+	"                      " WATCH_DEFAULT_CONFIG " if present)\n"
+	"      --format F      export format: stat, json or perfetto\n"
 	"  -o, --output FILE   export to FILE instead of stdout\n"
 	"      --keep N, --max-age D, --max-db-size SIZE   prune's limits\n"
 	"      --json          machine output\n"
@@ -57,9 +66,10 @@ static const char incidents_usage[] =
 
 static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 {
-	enum { OPT_DB = 0x2000, OPT_FORMAT, OPT_KEEP, OPT_MAX_AGE, OPT_MAX_DB_SIZE };
+	enum { OPT_DB = 0x2000, OPT_CONFIG, OPT_FORMAT, OPT_KEEP, OPT_MAX_AGE, OPT_MAX_DB_SIZE };
 	static const struct option long_opts[] = {
 		{ "db", required_argument, NULL, OPT_DB },
+		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "keep", required_argument, NULL, OPT_KEEP },
@@ -68,10 +78,10 @@ static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 		COMMON_LONG_OPTS,
 		{ 0 },
 	};
+	const char *config = NULL, *db = NULL;
 	int opt, idx, ret, nargs;
 	uint64_t id;
 
-	o->db_path = WATCH_DEFAULT_DB;
 	o->retention.keep = 500;
 	o->retention.max_age_s = 30 * 86400;
 	o->retention.max_db_size = 1ULL << 30;
@@ -82,11 +92,16 @@ static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 		case OPT_DB:
 			if (!*optarg)
 				return fail_usage("invalid --db '': give a file path");
-			o->db_path = optarg;
+			db = optarg;
+			break;
+		case OPT_CONFIG:
+			config = optarg;
 			break;
 		case OPT_FORMAT:
-			if (strcmp(optarg, "stat") && strcmp(optarg, "json"))
-				return fail_usage("invalid --format '%s': stat or json", optarg);
+			if (strcmp(optarg, "stat") && strcmp(optarg, "json") &&
+			    strcmp(optarg, "perfetto"))
+				return fail_usage("invalid --format '%s': stat, json or perfetto",
+						  optarg);
 			o->format = optarg;
 			break;
 		case 'o':
@@ -133,19 +148,14 @@ static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 		return fail_usage("--keep, --max-age and --max-db-size are for prune");
 	if (!o->format)
 		o->format = "stat";
-	return 0;
-}
-
-static void format_time(double epoch_s, char *buf, size_t len, bool date)
-{
-	time_t t = (time_t)epoch_s;
-	struct tm tm;
-
-	if (epoch_s <= 0 || !localtime_r(&t, &tm)) {
-		snprintf(buf, len, "-");
-		return;
+	/* The database: --db, else the one watch's config file names, else the default. */
+	if (!db || config) {
+		ret = watch_config_db(config, &o->config_db);
+		if (ret)
+			return ret;
 	}
-	strftime(buf, len, date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
+	o->db_path = db ?: o->config_db ?: WATCH_DEFAULT_DB;
+	return 0;
 }
 
 /* "15:40:01.3": the time of day with tenths, for samples. */
@@ -153,7 +163,7 @@ static void format_tenths(double epoch_s, char *buf, size_t len)
 {
 	char hms[16];
 
-	format_time(epoch_s, hms, sizeof(hms), false);
+	fmt_local_time(epoch_s, false, hms, sizeof(hms));
 	snprintf(buf, len, "%s.%01d", hms, (int)(fmod(epoch_s, 1) * 10) % 10);
 }
 
@@ -332,7 +342,7 @@ static int incidents_list(struct watch_store *st, struct jw *jw)
 			jw_end_object(jw);
 			continue;
 		}
-		format_time(r.start, when, sizeof(when), true);
+		fmt_local_time(r.start, true, when, sizeof(when));
 		snprintf(trig, sizeof(trig), "%s %.2f%s", r.rule, r.value,
 			 wt_metric_unit(wt_metric_from_name(r.rule)));
 		snprintf(dur, sizeof(dur), "%.1fs", incident_duration(db, &r));
@@ -415,33 +425,40 @@ static void read_sample_metrics(sqlite3_stmt *s, struct ds_metrics *m, struct ps
 	psi->full_avg10 = sqlite3_column_double(s, SC_PSI_FULL);
 }
 
+void store_json_fields(struct jw *jw, struct sqlite3_stmt *s)
+{
+	int i, n = sqlite3_column_count(s);
+
+	for (i = 0; i < n; i++) {
+		const char *name = sqlite3_column_name(s, i);
+
+		if (!strcmp(name, "incident_id") || name[0] == '_')
+			continue;
+		switch (sqlite3_column_type(s, i)) {
+		case SQLITE_INTEGER:
+			jw_kv_int(jw, name, sqlite3_column_int64(s, i));
+			break;
+		case SQLITE_FLOAT:
+			jw_kv_float(jw, name, sqlite3_column_double(s, i), 6);
+			break;
+		case SQLITE_NULL:
+			jw_kv_null(jw, name);
+			break;
+		default:
+			jw_kv_string(jw, name, (const char *)sqlite3_column_text(s, i));
+		}
+	}
+}
+
 /* Every column of every row of @s as a JSON object: the store's tables, generically. */
 static int json_rows(struct jw *jw, sqlite3_stmt *s)
 {
-	int rc, i, n = sqlite3_column_count(s);
+	int rc;
 
 	jw_start_array(jw);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		jw_start_object(jw);
-		for (i = 0; i < n; i++) {
-			const char *name = sqlite3_column_name(s, i);
-
-			if (!strcmp(name, "incident_id"))
-				continue;
-			switch (sqlite3_column_type(s, i)) {
-			case SQLITE_INTEGER:
-				jw_kv_int(jw, name, sqlite3_column_int64(s, i));
-				break;
-			case SQLITE_FLOAT:
-				jw_kv_float(jw, name, sqlite3_column_double(s, i), 6);
-				break;
-			case SQLITE_NULL:
-				jw_kv_null(jw, name);
-				break;
-			default:
-				jw_kv_string(jw, name, (const char *)sqlite3_column_text(s, i));
-			}
-		}
+		store_json_fields(jw, s);
 		jw_end_object(jw);
 	}
 	jw_end_array(jw);
@@ -564,10 +581,26 @@ static const char busiest_files_sql[] =
 	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
 	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
 
+/* Whether the database has @table (dropped came with schema 2). */
+static bool has_table(struct watch_store *st, const char *table)
+{
+	sqlite3_stmt *s = NULL;
+	bool found;
+
+	if (sqlite3_prepare_v2(store_db(st),
+			       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", -1,
+			       &s, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
+	found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return found;
+}
+
 static int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r)
 {
 	static const char *const collector_tables[] = { "processes", "files", "slow_requests",
-						       "stalls" };
+						       "stalls", "dropped" };
 	struct onset on;
 	char sql[128];
 	size_t i;
@@ -600,6 +633,12 @@ static int incident_json(struct watch_store *st, struct jw *jw, const struct inc
 		ret = json_table(st, jw, "samples", samples_sql, r->id);
 	/* Filled by BPF collectors when they run (collector.h): empty until then. */
 	for (i = 0; !ret && i < sizeof(collector_tables) / sizeof(collector_tables[0]); i++) {
+		/* A database no watcher of schema 2 opened yet: nothing was dropped. */
+		if (!has_table(st, collector_tables[i])) {
+			jw_kv_array(jw, collector_tables[i]);
+			jw_end_array(jw);
+			continue;
+		}
 		snprintf(sql, sizeof(sql), "SELECT * FROM %s WHERE incident_id = ? ORDER BY time",
 			 collector_tables[i]);
 		ret = json_table(st, jw, collector_tables[i], sql, r->id);
@@ -677,6 +716,101 @@ static int print_busiest(struct watch_store *st, const struct incident_row *r)
 	return 0;
 }
 
+/* @sql with the incident's id as ?1 into *@s; 0 or the query's failure, said. */
+static int prepare_for(struct watch_store *st, const char *what, const char *sql, int64_t id,
+		       sqlite3_stmt **s)
+{
+	if (sqlite3_prepare_v2(store_db(st), sql, -1, s, NULL) != SQLITE_OK)
+		return query_fail(st, what);
+	sqlite3_bind_int64(*s, 1, id);
+	return 0;
+}
+
+/* The stages of a slow request (its JSON object) that took time, on one line. */
+static int print_stages(struct watch_store *st, const char *stages, double total_us)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, n = 0;
+
+	/* total and q2c sum others; offcpu and iowait overlap them: said apart. */
+	if (sqlite3_prepare_v2(store_db(st),
+			       "SELECT key, value FROM json_each(?1) WHERE type IN ('real', "
+			       "'integer') AND key NOT IN ('total', 'q2c', 'bios', 'switches',"
+			       " 'pagecache_added_pages') AND value >= ?2",
+			       -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, "slow_requests");
+	sqlite3_bind_text(s, 1, stages, -1, SQLITE_STATIC);
+	sqlite3_bind_double(s, 2, total_us / 100); /* what takes 1% or more */
+	printf("%16s", "stages:");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		printf("%s %s %.2f ms", n++ ? "," : "", col_text(s, 0),
+		       sqlite3_column_double(s, 1) / 1e3);
+	printf("%s\n", n ? "" : " -");
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : query_fail(st, "slow_requests");
+}
+
+/* The slowest requests of the incident (window and capture), with their stages. */
+static int print_slow_requests(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret = 0, n = 0;
+
+	ret = prepare_for(st, "slow_requests",
+			  "SELECT total_us, op, pid, comm, disk, phase, path, stages, time"
+			  " FROM slow_requests WHERE incident_id = ?1 ORDER BY total_us DESC"
+			  " LIMIT 10",
+			  r->id, &s);
+	if (ret)
+		return ret;
+	while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!n++)
+			printf("\nslowest requests (window and capture):\n%13s %-10s %8s %-16s "
+			       "%-10s %-7s %8s  %s\n",
+			       "TOTAL", "OP", "PID", "COMM", "DISK", "PHASE", "AT", "PATH");
+		printf("%10.2f ms %-10s %8s %-16s %-10s %-7s %+7.1fs  %s\n",
+		       sqlite3_column_double(s, 0) / 1e3, col_text(s, 1), col_text(s, 2),
+		       col_text(s, 3), col_text(s, 4), col_text(s, 5),
+		       sqlite3_column_double(s, 8) - r->start, col_text(s, 6));
+		if (sqlite3_column_text(s, 7))
+			ret = print_stages(st, (const char *)sqlite3_column_text(s, 7),
+					   sqlite3_column_double(s, 0));
+	}
+	sqlite3_finalize(s);
+	if (ret)
+		return ret;
+	if (rc != SQLITE_DONE)
+		return query_fail(st, "slow_requests");
+	return 0;
+}
+
+/* The longest stalls: threads blocked on I/O, with the kernel stack they slept in. */
+static int print_stalls(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, n = 0;
+
+	rc = prepare_for(st, "stalls",
+			 "SELECT wait_us, pid, tid, comm, phase, time,"
+			 " (SELECT group_concat(value, ' <- ') FROM json_each(stack))"
+			 " FROM stalls WHERE incident_id = ?1 ORDER BY wait_us DESC LIMIT 10",
+			 r->id, &s);
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!n++)
+			printf("\nlongest stalls (blocked on I/O; kernel stack, innermost "
+			       "first):\n%13s %8s %8s %-16s %-7s %8s\n",
+			       "WAIT", "PID", "TID", "COMM", "PHASE", "AT");
+		printf("%10.2f ms %8s %8s %-16s %-7s %+7.1fs\n%16s %s\n",
+		       sqlite3_column_double(s, 0) / 1e3, col_text(s, 1), col_text(s, 2),
+		       col_text(s, 3), col_text(s, 4), sqlite3_column_double(s, 5) - r->start,
+		       "stack:", col_text(s, 6));
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : query_fail(st, "stalls");
+}
+
 static int incident_text(struct watch_store *st, const struct incident_row *r)
 {
 	sqlite3_stmt *s = NULL;
@@ -694,14 +828,14 @@ static int incident_text(struct watch_store *st, const struct incident_row *r)
 	if (ret)
 		return ret;
 	nr_held = parse_held(r, held, sizeof(held) / sizeof(held[0]));
-	format_time(r->start, a, sizeof(a), true);
-	format_time(r->start + incident_duration(store_db(st), r), b, sizeof(b), false);
+	fmt_local_time(r->start, true, a, sizeof(a));
+	fmt_local_time(r->start + incident_duration(store_db(st), r), false, b, sizeof(b));
 	printf("incident %lld  %s - %s (%.1f s), %s%s%s%s\n", (long long)r->id, a, b,
 	       incident_duration(store_db(st), r), r->state, r->end_reason[0] ? " (" : "",
 	       r->end_reason[0] ? r->end_reason : "", r->end_reason[0] ? ")" : "");
-	printf("trigger: %s %s %.2f%s >= %.2f%s, held for %d samples:",
+	printf("trigger: %s %s %.2f%s >= %.2f%s, held for %d sample%s:",
 	       r->disk[0] ? printable(r->disk) : "system", r->rule, r->value, unit, r->threshold,
-	       unit, nr_held);
+	       unit, nr_held, nr_held == 1 ? "" : "s");
 	for (i = 0; i < nr_held; i++)
 		printf("%s %.2f", i ? "," : "", held[i]);
 	putchar('\n');
@@ -720,6 +854,10 @@ static int incident_text(struct watch_store *st, const struct incident_row *r)
 		printf("onset: %s rose within the trigger's sample\n", r->rule);
 	}
 	ret = print_busiest(st, r);
+	if (!ret)
+		ret = print_slow_requests(st, r);
+	if (!ret)
+		ret = print_stalls(st, r);
 	if (ret)
 		return ret;
 	printf("\nsamples%s%s (pre: before the trigger; capture: from it on):\n",
@@ -809,30 +947,49 @@ static int export_stat(struct watch_store *st, const struct incident_row *r, FIL
 	return ret;
 }
 
+/* A failed export: one line; a file written whole or not at all is not left behind. */
+static int export_write_fail(const char *path, int err)
+{
+	if (!path)
+		return fail(err, "cannot write the export to stdout: %s", strerror(-err));
+	return fail(err, "cannot write '%s': %s", path, strerror(-err));
+}
+
 static int incidents_export(struct watch_store *st, const struct incidents_opts *o,
 			    const struct incident_row *r)
 {
-	FILE *out = stdout;
+	struct perfetto *pf = NULL;
+	struct outfile *of = NULL;
 	struct jw *jw = NULL;
-	int ret;
+	int ret, err;
 
-	if (o->output) {
-		out = fopen(o->output, "w");
-		if (!out)
-			return fail_usage("cannot create '%s': %s", o->output, strerror(errno));
+	if (!strcmp(o->format, "perfetto")) {
+		ret = perfetto_create(&pf, o->output, true);
+		if (ret)
+			return export_write_fail(o->output, ret);
+		ret = export_perfetto(st, r->id, r->state, r->end_reason, pf);
+		if (ret) {
+			perfetto_discard(pf);
+			return ret;
+		}
+		err = perfetto_close(pf);
+		return err ? export_write_fail(o->output, err) : 0;
 	}
+	ret = outfile_open(&of, o->output, true);
+	if (ret)
+		return export_write_fail(o->output, ret);
 	if (!strcmp(o->format, "json")) {
-		jw = jw_new(out);
+		jw = jw_new(outfile_stream(of));
 		ret = jw ? incident_json(st, jw, r) : fail(-ENOMEM, "out of memory");
 		jw_free(jw);
 	} else {
-		ret = export_stat(st, r, out);
+		ret = export_stat(st, r, outfile_stream(of));
 	}
-	fflush(out);
-	if (!ret && ferror(out))
-		ret = fail(-EIO, "cannot write %s", o->output ? o->output : "stdout");
-	if (o->output && fclose(out) && !ret)
-		ret = fail(-errno, "cannot write '%s': %s", o->output, strerror(errno));
+	/* A write that failed is said as such, not as what it broke on the way. */
+	err = outfile_error(of);
+	err = outfile_close(of, !ret && !err) ?: err;
+	if (err)
+		return export_write_fail(o->output, err);
 	return ret;
 }
 
@@ -878,8 +1035,10 @@ int cmd_incidents(int argc, char **argv)
 		return ret > 0 ? 0 : ret;
 	if (gopts.json) {
 		jw = jw_new(stdout);
-		if (!jw)
-			return fail(-ENOMEM, "out of memory");
+		if (!jw) {
+			ret = fail(-ENOMEM, "out of memory");
+			goto cleanup;
+		}
 	}
 	ret = store_open(o.db_path, STORE_READER, &st);
 	if (ret)
@@ -902,5 +1061,6 @@ int cmd_incidents(int argc, char **argv)
 cleanup:
 	store_close(st);
 	jw_free(jw);
+	free(o.config_db);
 	return ret;
 }

@@ -31,6 +31,8 @@ enum {
 	OPT_DURATION,
 	OPT_BPF,
 	OPT_NO_BPF,
+	OPT_CAPTURE_THRESHOLD,
+	OPT_STALL_THRESHOLD,
 	OPT_RULE, /* + enum wt_metric */
 };
 
@@ -44,6 +46,7 @@ static const struct option watch_long_opts[] = {
 	{ "aqu", required_argument, NULL, OPT_RULE + WT_AQU },
 	{ "psi-some", required_argument, NULL, OPT_RULE + WT_PSI_SOME },
 	{ "psi-full", required_argument, NULL, OPT_RULE + WT_PSI_FULL },
+	{ "slow-request", required_argument, NULL, OPT_RULE + WT_SLOW_REQUEST },
 	{ "for", required_argument, NULL, OPT_FOR },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "pre", required_argument, NULL, OPT_PRE },
@@ -58,6 +61,8 @@ static const struct option watch_long_opts[] = {
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "bpf", required_argument, NULL, OPT_BPF },
 	{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
+	{ "capture-threshold", required_argument, NULL, OPT_CAPTURE_THRESHOLD },
+	{ "stall-threshold", required_argument, NULL, OPT_STALL_THRESHOLD },
 	COMMON_LONG_OPTS,
 	{ 0 },
 };
@@ -80,6 +85,9 @@ static const char watch_usage[] =
 	"      --aqu N            average queue size, aqu-sz (default off)\n"
 	"      --psi-some PCT     /proc/pressure/io some avg10, system-wide (default off)\n"
 	"      --psi-full PCT     full avg10 (default off)\n"
+	"      --slow-request D   one request slower than D on a disk, as trace times it\n"
+	"                         (200ms, 1s; a bare number is ms); fires on one sample,\n"
+	"                         whatever --for says; needs BPF (default off)\n"
 	"      --for N            samples in a row a rule must hold (default 2)\n"
 	"Watching:\n"
 	"  -d, --disk DISK        watch this disk (sda, /dev/loop0, 7:0); repeatable;\n"
@@ -91,9 +99,17 @@ static const char watch_usage[] =
 	"      --cooldown D       no new incident this long after one ends (default 300s)\n"
 	"      --max-per-hour N   at most N incidents opened per hour, 0: no cap (default 10)\n"
 	"      --duration D       stop after D (default: until SIGINT/SIGTERM)\n"
-	"      --bpf on|off       the BPF collector (top's processes and files) (default on;\n"
-	"                         if it cannot load, watch logs it and goes on without)\n"
+	"      --bpf on|off       the BPF collectors (top's processes, files and stalls,\n"
+	"                         trace's slow requests) (default on; one that cannot load\n"
+	"                         is logged and watch goes on without it)\n"
 	"      --no-bpf           --bpf off: iostat and pressure only\n"
+	"      --capture-threshold D  slow requests kept, with their stages: those slower\n"
+	"                         than D (a bare number is ms, e.g. 50ms; default 0: none;\n"
+	"                         trace's collector loads with this or --slow-request)\n"
+	"      --stall-threshold D  tasks blocked on I/O longer than D kept, with their\n"
+	"                         kernel stacks (a bare number is ms, e.g. 100ms; default 0:\n"
+	"                         none)\n"
+	"                         Both cost more than watching alone: see iospan-watch(8)\n"
 	"Store:\n"
 	"      --db PATH          the database (default " WATCH_DEFAULT_DB ")\n"
 	"      --keep N           keep the newest N incidents, 0: any number (default 500)\n"
@@ -116,12 +132,31 @@ static const char watch_usage[] =
 	"\n"
 	"Exit codes: 0 ok (stopped), 1 runtime failure, 2 bad usage. Manual: iospan-watch(8).\n";
 
+/* A request's duration: "200ms", "1s", a bare number is ms; 0 is allowed (off). */
+static int parse_request_ns(const char *where, const char *opt, const char *arg, uint64_t *out)
+{
+	if (parse_duration_ns(arg, 1000000ULL, out))
+		return fail_usage("%sinvalid --%s '%s': give a duration (200ms, 1s; a bare "
+				  "number is ms; 0 turns it off)",
+				  where, opt, arg);
+	return 0;
+}
+
 /* A rule's threshold: a decimal number, 0 (off) or more; percentages at most 100. */
 static int parse_rule(enum wt_metric m, const char *where, const char *arg, double *out)
 {
 	bool pct = m == WT_UTIL || m == WT_PSI_SOME || m == WT_PSI_FULL;
+	uint64_t ns;
 	double v;
-	size_t n = scan_decimal(arg, &v);
+	size_t n;
+
+	if (m == WT_SLOW_REQUEST) {
+		if (parse_request_ns(where, wt_metric_name(m), arg, &ns))
+			return -EINVAL;
+		*out = ns / 1e6; /* its value and threshold are ms, as await's */
+		return 0;
+	}
+	n = scan_decimal(arg, &v);
 
 	if (!n || arg[n] || (pct && v > 100))
 		return fail_usage("%sinvalid --%s '%s': give a decimal number%s (0 turns the "
@@ -237,6 +272,10 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 	case OPT_NO_BPF:
 		o->no_bpf = true;
 		return 0;
+	case OPT_CAPTURE_THRESHOLD:
+		return parse_request_ns(where, name, arg, &o->capture_threshold_ns);
+	case OPT_STALL_THRESHOLD:
+		return parse_request_ns(where, name, arg, &o->stall_threshold_ns);
 	case OPT_MAX_PER_HOUR:
 		if (parse_u64_range(arg, 0, WT_MAX_PER_HOUR, &v))
 			return fail_usage("%sinvalid --max-per-hour '%s': give a number from 0 (no "
@@ -280,8 +319,13 @@ static char *trim(char *s)
 	return s;
 }
 
-/* Reads the config file into o->config_text and applies each "key = value" line. */
-static int watch_read_config(struct watch_opts *o, const char *path, bool given)
+/*
+ * Reads the config file into o->config_text and applies each "key = value" line, or
+ * only @only_key's (for incidents, which wants the database): the others are checked as
+ * keys, their values left to watch.
+ */
+static int watch_read_config(struct watch_opts *o, const char *path, bool given,
+			     const char *only_key)
 {
 	const struct option *opt;
 	char where[PATH_MAX + 32], *line, *next, *key, *value, *eq;
@@ -334,6 +378,8 @@ static int watch_read_config(struct watch_opts *o, const char *path, bool given)
 			return fail_usage("%sunknown key '%s' (keys are watch's long options, such "
 					  "as util, db, disk)",
 					  where, key);
+		if (only_key && strcmp(key, only_key))
+			continue;
 		ret = watch_apply(o, opt->val, key, value, where, false);
 		if (ret)
 			return ret;
@@ -379,6 +425,13 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	o->retention.max_age_s = 30 * 86400;
 	o->retention.max_db_size = 1ULL << 30;
 	o->db_path = WATCH_DEFAULT_DB;
+	/*
+	 * Slow requests and stalls are asked for: trace's collector and top's sched_switch
+	 * program cost more than biolatency together (bench/README.md), which a watcher with
+	 * no incident open must not.
+	 */
+	o->capture_threshold_ns = 0;
+	o->stall_threshold_ns = 0;
 
 	/* --help needs no config file. */
 	for (idx = 1; idx < argc && strcmp(argv[idx], "--"); idx++) {
@@ -388,7 +441,7 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 		}
 	}
 	o->config_path = find_config_arg(argc, argv, &given);
-	ret = watch_read_config(o, o->config_path, given);
+	ret = watch_read_config(o, o->config_path, given, NULL);
 	if (ret)
 		return ret;
 	if (!o->config_text)
@@ -418,11 +471,34 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	if (o->capture_s * 1e9 < o->interval_ns)
 		return fail_usage("--capture (%.3g s) is shorter than --interval (%.3g s)",
 				  o->capture_s, o->interval_ns / 1e9);
+	/* Said now, not found out when no incident ever opens. */
+	if (o->rules.threshold[WT_SLOW_REQUEST] > 0 && o->no_bpf)
+		return fail_usage("--slow-request needs trace's BPF collector: it cannot be used "
+				  "with --bpf off");
 	for (idx = 0; idx < WT_NR_METRICS; idx++)
 		if (o->rules.threshold[idx] > 0)
 			return 0;
 	return fail_usage("every rule is off: give at least one of --util, --await, --read-mbps, "
-			  "--write-mbps, --iops, --aqu, --psi-some, --psi-full");
+			  "--write-mbps, --iops, --aqu, --slow-request, --psi-some, --psi-full");
+}
+
+int watch_config_db(const char *path, char **db_path)
+{
+	struct watch_opts *o = calloc(1, sizeof(*o));
+	int ret;
+
+	*db_path = NULL;
+	if (!o)
+		return fail(-ENOMEM, "out of memory");
+	ret = watch_read_config(o, path ?: WATCH_DEFAULT_CONFIG, path != NULL, "db");
+	if (!ret && o->db_path) {
+		*db_path = strdup(o->db_path);
+		if (!*db_path)
+			ret = fail(-ENOMEM, "out of memory");
+	}
+	watch_opts_free(o);
+	free(o);
+	return ret;
 }
 
 void watch_opts_free(struct watch_opts *o)

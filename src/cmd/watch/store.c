@@ -81,8 +81,20 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS stalls ("
 	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
 	" time REAL NOT NULL, phase TEXT, pid INTEGER, tid INTEGER, comm TEXT,"
-	" wait_us REAL, stack TEXT);"
-	"INSERT OR IGNORE INTO meta VALUES ('schema_version', '1');";
+	" wait_us REAL, count INTEGER, stack TEXT);"
+	/* Added later: created in older databases by the watcher that opens them next. */
+	"CREATE TABLE IF NOT EXISTS dropped ("
+	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
+	" time REAL NOT NULL, phase TEXT, what TEXT NOT NULL, count INTEGER NOT NULL);"
+	"INSERT OR IGNORE INTO meta VALUES ('schema_version', '2');";
+
+/*
+ * Schema 1 to 2: stalls gained count (the new dropped table comes with the schema
+ * above). Columns added where missing, so a database any watcher made opens.
+ */
+static const char *const migrations[][2] = {
+	{"stalls", "count INTEGER"},
+};
 
 static int sqlite_errno(int rc)
 {
@@ -283,6 +295,43 @@ static int check_db(struct watch_store *st)
 	return store_fail(st, rc, "cannot read database");
 }
 
+static bool has_column(struct watch_store *st, const char *table, const char *column)
+{
+	sqlite3_stmt *s = NULL;
+	char sql[128];
+	bool found = false;
+
+	snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return false;
+	while (!found && sqlite3_step(s) == SQLITE_ROW)
+		found = !strcmp((const char *)sqlite3_column_text(s, 1), column);
+	sqlite3_finalize(s);
+	return found;
+}
+
+/* Brings an older database's tables to this schema (migrations[]); 0 or an SQLite code. */
+static int migrate(struct watch_store *st)
+{
+	char sql[160], column[64];
+	size_t i;
+	int rc = SQLITE_OK;
+
+	for (i = 0; rc == SQLITE_OK && i < sizeof(migrations) / sizeof(migrations[0]); i++) {
+		sscanf(migrations[i][1], "%63s", column);
+		if (has_column(st, migrations[i][0], column))
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s", migrations[i][0],
+			 migrations[i][1]);
+		rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db,
+				  "UPDATE meta SET value = '2' WHERE key = 'schema_version'", NULL,
+				  NULL, NULL);
+	return rc;
+}
+
 static int setup_watcher(struct watch_store *st)
 {
 	sqlite3_stmt *stmt = NULL;
@@ -315,6 +364,8 @@ static int setup_watcher(struct watch_store *st)
 	rc = sqlite3_exec(st->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db, schema_sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = migrate(st);
 	if (rc != SQLITE_OK)
 		ret = store_fail(st, rc, "cannot set up database");
 	if (!ret)

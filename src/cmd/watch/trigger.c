@@ -18,6 +18,7 @@ static const struct {
 	[WT_WRITE_MBPS] = { "write-mbps", " MB/s" },
 	[WT_IOPS] = { "iops", "/s" },
 	[WT_AQU] = { "aqu", "" },
+	[WT_SLOW_REQUEST] = { "slow-request", " ms" },
 	[WT_PSI_SOME] = { "psi-some", "%" },
 	[WT_PSI_FULL] = { "psi-full", "%" },
 };
@@ -72,14 +73,20 @@ void wt_values(const struct ds_metrics *m, const struct psi_io *psi, double v[WT
 	}
 }
 
+unsigned int wt_hold(const struct wt_rules *r, enum wt_metric m)
+{
+	return m == WT_SLOW_REQUEST || !r->hold ? 1 : r->hold;
+}
+
 int wt_check(const struct wt_rules *rules, struct wt_counter *c, const double v[WT_NR_METRICS],
 	     bool *fresh)
 {
-	unsigned int hold = rules->hold ? rules->hold : 1;
 	bool reached[WT_NR_METRICS] = {};
+	unsigned int hold;
 	int i, fired = -1;
 
 	for (i = 0; i < WT_NR_METRICS; i++) {
+		hold = wt_hold(rules, i);
 		/* NaN compares false: a value that does not apply never counts. */
 		if (rules->threshold[i] > 0 && v[i] >= rules->threshold[i]) {
 			if (c->over[i] < hold)

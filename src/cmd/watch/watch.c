@@ -21,8 +21,9 @@
 #include "collector.h"
 #include "watch.h"
 
-/* The BPF collectors (collector.h); trace's is to come. */
-const struct watch_collector_ops *const watch_collectors[] = { &watch_collector_top, NULL };
+/* The BPF collectors (collector.h). */
+const struct watch_collector_ops *const watch_collectors[] = { &watch_collector_top,
+							       &watch_collector_trace, NULL };
 
 #define WATCH_MAX_COLLECTORS 8
 
@@ -123,6 +124,13 @@ static struct wt_counter *counter_of(struct watch_ctx *ctx, struct disk_counter 
 	return &dc->c;
 }
 
+/* The values the rules check on disk @d: its iostat metrics and its slowest request. */
+static void disk_values(const struct watch_disk_sample *d, double v[WT_NR_METRICS])
+{
+	wt_values(&d->m, NULL, v);
+	v[WT_SLOW_REQUEST] = d->slowest_ms;
+}
+
 /* The values of @rule on disk @disk (-1: pressure) over the last @n samples. */
 static unsigned int held_values(const struct watch_ctx *ctx, int disk_idx, const char *name,
 				enum wt_metric rule, double *out, unsigned int n)
@@ -144,7 +152,7 @@ static unsigned int held_values(const struct watch_ctx *ctx, int disk_idx, const
 					break;
 			if (j == s->nr)
 				continue;
-			wt_values(&s->disks[j].m, NULL, v);
+			disk_values(&s->disks[j], v);
 		}
 		out[got++] = v[rule];
 	}
@@ -170,7 +178,7 @@ static bool check_rules(struct watch_ctx *ctx, const struct watch_sample *s,
 		c = counter_of(ctx, next, &nr, &s->disks[i].dev);
 		if (!s->disks[i].have_metrics)
 			continue;
-		wt_values(&s->disks[i].m, NULL, v);
+		disk_values(&s->disks[i], v);
 		rule = wt_check(&ctx->o->rules, c, v, &rule_fresh);
 		if (rule >= 0 && (fired_rule < 0 || (rule_fresh && !*fresh))) {
 			fired_rule = rule;
@@ -198,7 +206,7 @@ static bool check_rules(struct watch_ctx *ctx, const struct watch_sample *s,
 		snprintf(dev, dev_len, "%u:%u", s->disks[fired_disk].dev.major,
 			 s->disks[fired_disk].dev.minor);
 		t->dev = dev;
-		wt_values(&s->disks[fired_disk].m, NULL, v);
+		disk_values(&s->disks[fired_disk], v);
 	} else {
 		wt_values(NULL, &s->psi, v);
 	}
@@ -210,12 +218,12 @@ static void format_trigger(const struct watch_ctx *ctx, const struct store_trigg
 			   size_t len)
 {
 	const char *unit = wt_metric_unit(t->rule);
+	unsigned int hold = wt_hold(&ctx->o->rules, t->rule), i;
 	size_t n;
-	unsigned int i;
 
-	n = snprintf(buf, len, "%s %s %.2f%s >= %.2f%s for %u samples (",
+	n = snprintf(buf, len, "%s %s %.2f%s >= %.2f%s for %u sample%s (",
 		     t->disk ? printable(t->disk) : "system", wt_metric_name(t->rule), t->value,
-		     unit, t->threshold, unit, ctx->o->rules.hold);
+		     unit, t->threshold, unit, hold, hold == 1 ? "" : "s");
 	for (i = 0; i < t->nr_held && n < len; i++)
 		n += snprintf(buf + n, len - n, "%s%.2f", i ? ", " : "", t->held[i]);
 	if (n < len)
@@ -382,6 +390,7 @@ static void handle_sample(struct watch_ctx *ctx, const struct watch_sample *s)
 	char dev[24], msg[512];
 	bool fired, fresh;
 	int disk_idx = -1, i;
+	unsigned int hold;
 	enum wt_action act;
 
 	/* Never silently: disks past the limit are named by number, when that changes. */
@@ -399,8 +408,8 @@ static void handle_sample(struct watch_ctx *ctx, const struct watch_sample *s)
 			if (t.disk == s->disks[i].dev.name)
 				disk_idx = i;
 		t.held = held;
-		t.nr_held = held_values(ctx, disk_idx, t.disk, t.rule, held,
-					ctx->o->rules.hold < 64 ? ctx->o->rules.hold : 64);
+		hold = wt_hold(&ctx->o->rules, t.rule);
+		t.nr_held = held_values(ctx, disk_idx, t.disk, t.rule, held, hold < 64 ? hold : 64);
 	}
 	act = wt_gate_step(&ctx->gate, s->uptime_s, fired);
 	switch (act) {
@@ -481,9 +490,11 @@ static void log_start(struct watch_ctx *ctx, const struct watch_sample *s)
 			n += snprintf(rules + n, sizeof(rules) - n, "%s%s>=%g%s", n ? " " : "",
 				      wt_metric_name(i), o->rules.threshold[i], wt_metric_unit(i));
 	watch_event("start",
-		    "watching %s every %g s; rules %s for %u samples; pre %g s, capture %g s, "
+		    "watching %s every %g s; rules %s for %u samples%s; pre %g s, capture %g s, "
 		    "cooldown %g s, at most %u per hour; store %s%s",
-		    disks, o->interval_ns / 1e9, rules, o->rules.hold, o->pre_s, o->capture_s,
+		    disks, o->interval_ns / 1e9, rules, o->rules.hold,
+		    o->rules.threshold[WT_SLOW_REQUEST] > 0 ? " (slow-request: one request)" : "",
+		    o->pre_s, o->capture_s,
 		    o->cooldown_s, o->max_per_hour, o->db_path,
 		    o->config_path ? "" : " (no config file)");
 	if (store_stale_closed(ctx->store))
@@ -505,15 +516,32 @@ static void collectors_open(struct watch_ctx *ctx)
 	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++) {
 		/* A collector that cannot load is one log line, not a failure of watch. */
 		err_capture(why, sizeof(why));
-		ret = watch_collectors[i]->open(&ctx->collector_priv[i]);
+		ret = watch_collectors[i]->open(ctx->o, &ctx->collector_priv[i]);
 		err_capture(NULL, 0);
-		if (ret)
-			watch_event("error", "collector %s unavailable: %s; watching without it",
-				    watch_collectors[i]->name, why[0] ? why : strerror(-ret));
+		if (ret > 0)
+			watch_event("info", "collector %s off by the options",
+				    watch_collectors[i]->name);
+		else if (ret)
+			watch_event("error", "collector %s unavailable: %s; watching without it%s",
+				    watch_collectors[i]->name, why[0] ? why : strerror(-ret),
+				    watch_collectors[i] == &watch_collector_trace &&
+						    ctx->o->rules.threshold[WT_SLOW_REQUEST] > 0 ?
+					    " (the slow-request rule cannot fire)" :
+					    "");
 		else
 			watch_event("info", "collector %s loaded", watch_collectors[i]->name);
 		ctx->collector_on[i] = !ret;
 	}
+}
+
+/* What the rules need from the collectors goes into the sample before they are checked. */
+static void collectors_observe(struct watch_ctx *ctx, struct watch_sample *s)
+{
+	int i;
+
+	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++)
+		if (ctx->collector_on[i] && watch_collectors[i]->observe)
+			watch_collectors[i]->observe(ctx->collector_priv[i], s);
 }
 
 static void collectors_close(struct watch_ctx *ctx)
@@ -594,6 +622,7 @@ static int watch_run(struct watch_ctx *ctx)
 				    strerror(-ret));
 			continue;
 		}
+		collectors_observe(ctx, s);
 		handle_sample(ctx, s);
 	}
 	ret = 0;

@@ -10,6 +10,7 @@
  *   store.c      the SQLite store: schema, writes, retention, the watcher's lock
  *   watch.c      the loop: sample, check, open / extend / close incidents, collectors
  *   incidents.c  iospan incidents: list, show, export, prune
+ *   export_perfetto.c  incidents export --format perfetto
  *   collector.h  the seam BPF collectors (top, trace) plug into
  */
 #ifndef IOSPAN_WATCH_H
@@ -30,14 +31,15 @@
 
 /* What a rule measures; disk rules first, then the system-wide pressure ones. */
 enum wt_metric {
-	WT_UTIL,       /* %util */
-	WT_AWAIT,      /* max(r_await, w_await), ms */
-	WT_READ_MBPS,  /* rkB/s / 1024 */
-	WT_WRITE_MBPS, /* wkB/s / 1024 */
-	WT_IOPS,       /* completed requests of every kind per second */
-	WT_AQU,	       /* aqu-sz */
-	WT_PSI_SOME,   /* /proc/pressure/io some avg10, % */
-	WT_PSI_FULL,   /* full avg10, % */
+	WT_UTIL,	 /* %util */
+	WT_AWAIT,	 /* max(r_await, w_await), ms */
+	WT_READ_MBPS,	 /* rkB/s / 1024 */
+	WT_WRITE_MBPS,	 /* wkB/s / 1024 */
+	WT_IOPS,	 /* completed requests of every kind per second */
+	WT_AQU,		 /* aqu-sz */
+	WT_SLOW_REQUEST, /* the slowest request trace saw on the disk in the sample, ms */
+	WT_PSI_SOME,	 /* /proc/pressure/io some avg10, % */
+	WT_PSI_FULL,	 /* full avg10, % */
 	WT_NR_METRICS,
 };
 #define WT_NR_DISK_METRICS WT_PSI_SOME
@@ -53,6 +55,12 @@ struct wt_rules {
 	double threshold[WT_NR_METRICS]; /* 0: the rule is off */
 	unsigned int hold;		 /* --for: consecutive samples over the threshold */
 };
+
+/*
+ * The samples in a row @m must hold under @r: --for, but one for the slow-request rule,
+ * where a single request over the threshold is the event.
+ */
+unsigned int wt_hold(const struct wt_rules *r, enum wt_metric m);
 
 /* HUATUO's defaults: util 90%, await 100 ms, read 2000 MB/s, write 1500 MB/s, hold 2. */
 void wt_rules_default(struct wt_rules *r);
@@ -70,7 +78,8 @@ struct psi_io {
 
 /*
  * The values rules check for one sample: @m a disk's metrics (NULL: none) and @psi the
- * pressure (NULL: none). What does not apply is NaN and never fires.
+ * pressure (NULL: none). What does not apply is NaN and never fires; the slow-request
+ * value is not in either (the caller sets it).
  */
 void wt_values(const struct ds_metrics *m, const struct psi_io *psi, double v[WT_NR_METRICS]);
 
@@ -141,6 +150,8 @@ struct watch_disk_sample {
 	struct ds_dev dev; /* raw counters now */
 	struct ds_metrics m;
 	bool have_metrics; /* false for the first sample of a disk */
+	/* The slowest request trace saw on it in the sample, ms; NaN without trace's collector. */
+	double slowest_ms;
 };
 
 struct watch_sample {
@@ -251,8 +262,10 @@ struct watch_opts {
 	double pre_s, capture_s, cooldown_s;
 	unsigned int max_per_hour;
 	struct store_retention retention;
-	uint64_t duration_ns; /* 0: until stopped (tests and trials) */
-	bool no_bpf;	      /* --bpf off: no BPF collector, iostat and pressure only */
+	uint64_t duration_ns;	       /* 0: until stopped (tests and trials) */
+	bool no_bpf;		       /* --bpf off: no BPF collector, iostat and pressure only */
+	uint64_t capture_threshold_ns; /* slow requests kept over it; 0: none (but --slow-request's) */
+	uint64_t stall_threshold_ns;   /* stalls kept over it; 0: none traced */
 	const char *db_path;
 	const char *config_path;
 	char *config_text; /* the config file's contents, which option values point into */
@@ -261,9 +274,34 @@ struct watch_opts {
 /* Parses the config file then the command line; 1: --help printed, else 0 or error. */
 int watch_parse(int argc, char **argv, struct watch_opts *o);
 void watch_opts_free(struct watch_opts *o);
+/*
+ * The database named by watch's config file @path (NULL: the default file, if it
+ * exists), for iospan incidents: a copy in *@db_path, NULL when the file names none.
+ * The file's lines are checked as watch checks them, other keys' values left to it.
+ */
+int watch_config_db(const char *path, char **db_path);
 /* A retention option of watch and incidents prune (--keep, --max-age, --max-db-size). */
 int watch_parse_retention(const char *where, const char *opt, const char *arg,
 			  struct store_retention *r);
+
+/* ------------------------------------------------------------------ incidents.c */
+
+struct jw;
+struct sqlite3_stmt;
+
+/* The columns of @s's current row as JSON fields, but incident_id and names from '_'. */
+void store_json_fields(struct jw *jw, struct sqlite3_stmt *s);
+
+/* ------------------------------------------------------------------ export_perfetto.c */
+
+struct perfetto;
+
+/*
+ * Writes incident @id (@state and @end_reason as incidents shows them) into @pf:
+ * counters, spans and events (docs/iospan-incidents.md). 0, or an error reported.
+ */
+int export_perfetto(struct watch_store *st, int64_t id, const char *state, const char *end_reason,
+		    struct perfetto *pf);
 
 /* ------------------------------------------------------------------ watch.c */
 

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan watch's second BPF collector: trace's slow requests (src/cmd/trace, its BPF
+ * object and ring-buffer consumer). Before the rules are checked, every sample reads
+ * the requests trace sent since the previous one; the slowest on each watched disk is
+ * the slow-request rule's value. Requests over --capture-threshold (or over
+ * --slow-request if lower) are kept with their stages: the slowest SLOWC_PRE_MAX of
+ * each sample while no incident is open, SLOWC_CAPTURE_MAX during a capture (full
+ * detail); those past the cap are counted, as those the ring buffer had no room for.
+ * The last --pre seconds are kept in memory and written into slow_requests while an
+ * incident is open.
+ */
+#include <math.h>
+
+#include <sqlite3.h>
+
+#include "collector.h"
+#include "watch.h"
+#include "../trace/trace.h"
+
+#define SLOWC_PRE_MAX	  20
+#define SLOWC_CAPTURE_MAX 500
+/* Trace's ring buffer: a second of slow requests while watch samples. */
+#define SLOWC_RB_BYTES (4ULL << 20)
+/* Writeback requests whose bios never completed are given up this often (trace's). */
+#define SLOWC_SWEEP_NS (5 * NSEC_PER_SEC)
+
+struct slowc_req {
+	double time; /* its start, wall clock */
+	uint32_t pid, tid;
+	bool owner_known; /* writeback of pages dirtied before tracing: no owner */
+	char comm[IOSPAN_COMM_LEN];
+	char disk[DISK_NAME_LEN];
+	uint32_t op;
+	int64_t offset;
+	uint64_t bytes, total_ns;
+	char *path;
+	char *stages; /* JSON object: each stage in µs, and what trace says of it */
+};
+
+/* The requests kept of one sample's window. */
+struct slowc_sample {
+	double time; /* the iostat sample's */
+	struct slowc_req *reqs;
+	unsigned int nr, cap;
+	uint64_t dropped; /* slower than the threshold, past the cap */
+	uint64_t lost;	  /* the ring buffer had no room (or malformed records) */
+};
+
+struct slowc {
+	struct trace_ctx c; /* first: the renderer's request() finds the collector */
+	struct trace_opts o;
+	uint64_t keep_ns; /* requests kept: this slow or slower */
+	struct coll_devs devs;
+	struct watch_sample *cur; /* the sample being observed */
+	double slowest_ns[WATCH_MAX_DISKS];
+	struct slowc_sample pending; /* read since the last sample */
+	bool capturing;		     /* an incident is open: the larger cap */
+	uint64_t prev_lost, next_sweep;
+	struct coll_ring ring; /* of struct slowc_sample */
+};
+
+static void req_clear(struct slowc_req *q)
+{
+	free(q->path);
+	free(q->stages);
+	memset(q, 0, sizeof(*q));
+}
+
+static void sample_clear(void *rec)
+{
+	struct slowc_sample *s = rec;
+	unsigned int i;
+
+	for (i = 0; i < s->nr; i++)
+		req_clear(&s->reqs[i]);
+	free(s->reqs);
+	memset(s, 0, sizeof(*s));
+}
+
+static void fill_stages(struct jw *jw, const void *arg)
+{
+	const struct trace_rec *r = arg;
+	unsigned int i;
+
+	jw_start_object(jw);
+	for (i = 0; i < TRACE_ST_NR; i++)
+		jw_kv_float(jw, trace_stage_name(i), trace_us(r->stages[i]), 3);
+	jw_kv_uint(jw, "bios", r->nr_done);
+	jw_kv_uint(jw, "switches", r->nr_switches);
+	jw_kv_uint(jw, "pagecache_added_pages", r->pc_added);
+	trace_json_flags(jw, "flags", r->flags, false);
+	jw_end_object(jw);
+}
+
+/* The block device a request went to: its first bio's, else its file system's. */
+static uint32_t req_bdev(struct slowc *t, const struct trace_rec *r)
+{
+	uint32_t fs_disk;
+
+	if (r->nr_bios)
+		return r->bios[0].dev;
+	/* A file system without a device of its own (btrfs): its disk, if known. */
+	fs_disk = KDEV_MAJOR(r->dev) ? 0 : fspath_cache_fs_disk(t->c.paths, r->dev);
+	return fs_disk ? fs_disk : r->dev;
+}
+
+/* A slot of the pending sample for a request of @total_ns: a free one, the fastest's, or NULL. */
+static struct slowc_req *pending_slot(struct slowc *t, uint64_t total_ns)
+{
+	struct slowc_sample *p = &t->pending;
+	unsigned int i, fastest = 0;
+
+	if (!p->reqs) {
+		p->cap = t->capturing ? SLOWC_CAPTURE_MAX : SLOWC_PRE_MAX;
+		p->reqs = calloc(p->cap, sizeof(*p->reqs));
+		if (!p->reqs)
+			return NULL;
+	}
+	if (p->nr < p->cap)
+		return &p->reqs[p->nr++];
+	/* Full: the slowest are kept, the one it displaces (or itself) counted. */
+	for (i = 1; i < p->nr; i++)
+		if (p->reqs[i].total_ns < p->reqs[fastest].total_ns)
+			fastest = i;
+	p->dropped++;
+	if (p->reqs[fastest].total_ns >= total_ns)
+		return NULL;
+	req_clear(&p->reqs[fastest]);
+	return &p->reqs[fastest];
+}
+
+/* trace's consumer hands each slow request here (the renderer's request()). */
+static void on_request(struct trace_ctx *c, const struct trace_rec *r)
+{
+	struct slowc *t = (struct slowc *)c;
+	uint64_t total = r->stages[TRACE_ST_TOTAL];
+	char pbuf[PATH_MAX];
+	struct slowc_req *q;
+	const char *path;
+	int disk;
+
+	if (!t->cur)
+		return;
+	disk = coll_devs_disk(&t->devs, req_bdev(t, r));
+	if (disk < 0)
+		return; /* an incident is about the watched disks */
+	if (total > t->slowest_ns[disk])
+		t->slowest_ns[disk] = total;
+	if (total < t->keep_ns)
+		return;
+	q = pending_slot(t, total);
+	if (!q)
+		return;
+	q->time = (r->start + c->mono_to_real) / 1e9;
+	q->owner_known = r->op != TRACE_OP_WRITEBACK || r->pid;
+	q->pid = r->pid;
+	q->tid = r->tid;
+	memcpy(q->comm, r->comm, sizeof(q->comm));
+	q->comm[sizeof(q->comm) - 1] = '\0';
+	snprintf(q->disk, sizeof(q->disk), "%s", t->cur->disks[disk].dev.name);
+	q->op = r->op;
+	q->offset = r->offset;
+	q->bytes = r->bytes;
+	q->total_ns = total;
+	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
+	q->path = path ? strdup(path) : NULL;
+	q->stages = coll_json(fill_stages, r);
+}
+
+static const struct trace_renderer slowc_renderer = {.request = on_request};
+
+static int slowc_open(const struct watch_opts *wo, void **priv)
+{
+	double rule_ms = wo->rules.threshold[WT_SLOW_REQUEST];
+	struct slowc *t;
+	int ret;
+
+	*priv = NULL;
+	if (!wo->capture_threshold_ns && rule_ms <= 0)
+		return 1; /* off by the options */
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	coll_ring_init(&t->ring, sizeof(struct slowc_sample), sample_clear);
+	t->keep_ns = wo->capture_threshold_ns;
+	if (rule_ms > 0 && (!t->keep_ns || rule_ms * 1e6 < t->keep_ns))
+		t->keep_ns = rule_ms * 1e6;
+	t->o.threshold_ns = t->keep_ns;
+	t->o.interval_ns = NSEC_PER_SEC;
+	t->o.ops = TRACE_OPS_ALL;
+	t->o.delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
+	t->o.rb_bytes = SLOWC_RB_BYTES;
+	t->c.o = &t->o;
+	t->c.render = &slowc_renderer;
+	ret = trace_setup(&t->c);
+	if (ret) {
+		trace_cleanup(&t->c);
+		free(t);
+		return ret;
+	}
+	*priv = t;
+	return 0;
+}
+
+static void slowc_observe(void *priv, struct watch_sample *s)
+{
+	struct slowc *t = priv;
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	int i;
+
+	t->cur = s;
+	coll_devs_reset(&t->devs, s);
+	for (i = 0; i < s->nr; i++)
+		t->slowest_ns[i] = 0;
+	/* What arrived since the last sample; a failure is said, the sample goes on. */
+	bpfcmd_poll(&t->c.cmd, 0);
+	for (i = 0; i < s->nr; i++)
+		s->disks[i].slowest_ms = t->slowest_ns[i] / 1e6;
+	t->cur = NULL;
+	if (now >= t->next_sweep) {
+		trace_sweep_writeback(&t->c, false);
+		t->next_sweep = now + SLOWC_SWEEP_NS;
+	}
+}
+
+/* One kept sample's requests into slow_requests, in the open transaction. */
+static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, const char *phase)
+{
+	const struct slowc_sample *s = rec;
+	sqlite3_stmt *st = NULL;
+	unsigned int i;
+	int ret = -EIO;
+
+	(void)priv;
+	if (sqlite3_prepare_v2(
+		    db,
+		    "INSERT INTO slow_requests (incident_id, time, phase, pid, tid, comm,"
+		    " disk, op, offset, bytes, path, total_us, stages) VALUES (?1, ?2,"
+		    " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+		    -1, &st, NULL) != SQLITE_OK)
+		goto cleanup;
+	for (i = 0; i < s->nr; i++) {
+		const struct slowc_req *q = &s->reqs[i];
+
+		coll_bind_key(st, id, q->time, phase);
+		if (q->owner_known) {
+			sqlite3_bind_int64(st, 4, q->pid);
+			sqlite3_bind_int64(st, 5, q->tid);
+			coll_bind_text(st, 6, q->comm);
+		}
+		coll_bind_text(st, 7, q->disk);
+		sqlite3_bind_text(st, 8, trace_op_name(q->op), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 9, q->offset);
+		sqlite3_bind_int64(st, 10, (sqlite3_int64)q->bytes);
+		coll_bind_text(st, 11, q->path);
+		sqlite3_bind_double(st, 12, q->total_ns / 1e3);
+		coll_bind_text(st, 13, q->stages);
+		if (coll_step_reset(st))
+			goto cleanup;
+	}
+	ret = coll_write_dropped(db, id, s->time, phase, "slow_requests", s->dropped);
+	if (!ret)
+		ret = coll_write_dropped(db, id, s->time, phase, "slow_requests_lost", s->lost);
+cleanup:
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int slowc_sample(void *priv, const struct watch_tick *tick)
+{
+	struct slowc *t = priv;
+	struct slowc_sample *s;
+	struct rbuf_stats rs;
+	uint64_t lost;
+
+	s = coll_ring_push(&t->ring);
+	if (!s)
+		return -ENOMEM;
+	*s = t->pending;
+	memset(&t->pending, 0, sizeof(t->pending));
+	s->time = tick->sample->epoch_s;
+	if (!rbuf_stats(t->c.cmd.rb, &rs)) {
+		lost = rs.lost + t->c.malformed;
+		s->lost = lost - t->prev_lost;
+		t->prev_lost = lost;
+	}
+	coll_ring_trim(&t->ring, s->time, tick->pre_s);
+	/* From the next sample on, the cap of a capture (or no longer). */
+	t->capturing = tick->incident_id && !tick->closing;
+	return coll_ring_write(&t->ring, tick, write_sample, t);
+}
+
+static void slowc_close(void *priv)
+{
+	struct slowc *t = priv;
+
+	if (!t)
+		return;
+	coll_ring_free(&t->ring);
+	sample_clear(&t->pending);
+	trace_cleanup(&t->c);
+	free(t);
+}
+
+const struct watch_collector_ops watch_collector_trace = {
+	.name = "trace",
+	.open = slowc_open,
+	.observe = slowc_observe,
+	.sample = slowc_sample,
+	.close = slowc_close,
+};

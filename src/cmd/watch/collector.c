@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+/* What watch's BPF collectors share: the ring of their pre-trigger window, SQLite helpers. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "collector.h"
+#include "disks.h"
+#include "fspath.h"
+#include "json.h"
+#include "watch.h"
+
+void coll_ring_init(struct coll_ring *r, size_t size, void (*clear)(void *rec))
+{
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	r->clear = clear;
+}
+
+void *coll_ring_at(const struct coll_ring *r, unsigned int i)
+{
+	return r->slots + (size_t)((r->head + i) % r->cap) * r->size;
+}
+
+void *coll_ring_push(struct coll_ring *r)
+{
+	unsigned int cap = r->cap ? 2 * r->cap : 8, i;
+	char *grown;
+	void *rec;
+
+	if (r->nr == r->cap) {
+		grown = calloc(cap, r->size);
+		if (!grown)
+			return NULL;
+		for (i = 0; i < r->nr; i++)
+			memcpy(grown + (size_t)i * r->size, coll_ring_at(r, i), r->size);
+		free(r->slots);
+		r->slots = grown;
+		r->cap = cap;
+		r->head = 0;
+	}
+	rec = coll_ring_at(r, r->nr++);
+	memset(rec, 0, r->size);
+	return rec;
+}
+
+void coll_ring_trim(struct coll_ring *r, double now, double pre_s)
+{
+	while (r->nr > 1 && *(const double *)coll_ring_at(r, 0) < now - pre_s - 1e-6) {
+		r->clear(coll_ring_at(r, 0));
+		r->head = (r->head + 1) % r->cap;
+		r->nr--;
+	}
+}
+
+void coll_ring_free(struct coll_ring *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->nr; i++)
+		r->clear(coll_ring_at(r, i));
+	free(r->slots);
+	r->slots = NULL;
+	r->nr = r->cap = r->head = 0;
+}
+
+int coll_ring_write(const struct coll_ring *r, const struct watch_tick *tick,
+		    int (*write)(void *priv, struct sqlite3 *db, int64_t id, const void *rec,
+				 const char *phase),
+		    void *priv)
+{
+	unsigned int i;
+	int ret = 0;
+
+	if (!tick->incident_id || !r->nr)
+		return 0;
+	if (tick->opened)
+		for (i = 0; i + 1 < r->nr && !ret; i++)
+			ret = write(priv, tick->db, tick->incident_id, coll_ring_at(r, i), "pre");
+	if (!ret)
+		ret = write(priv, tick->db, tick->incident_id, coll_ring_at(r, r->nr - 1),
+			    "capture");
+	return ret;
+}
+
+void coll_devs_reset(struct coll_devs *d, const struct watch_sample *ws)
+{
+	d->ws = ws;
+	d->nr = 0;
+}
+
+int coll_devs_disk(struct coll_devs *d, uint32_t dev)
+{
+	unsigned int maj = KDEV_MAJOR(dev), min = KDEV_MINOR(dev), i;
+	const struct watch_sample *ws = d->ws;
+	struct disk dk;
+	int k, disk = -1;
+
+	for (i = 0; i < d->nr; i++)
+		if (d->v[i].dev == dev)
+			return d->v[i].disk;
+	/* A partition counts for its disk. */
+	if (disk_from_devnum(maj, min, &dk)) {
+		dk.disk_major = maj;
+		dk.disk_minor = min;
+	}
+	for (k = 0; k < ws->nr && disk < 0; k++)
+		if ((ws->disks[k].dev.major == maj && ws->disks[k].dev.minor == min) ||
+		    (ws->disks[k].dev.major == dk.disk_major &&
+		     ws->disks[k].dev.minor == dk.disk_minor))
+			disk = k;
+	if (d->nr < COLL_DEV_CACHE) {
+		d->v[d->nr].dev = dev;
+		d->v[d->nr++].disk = disk;
+	}
+	return disk;
+}
+
+void coll_bind_key(sqlite3_stmt *s, int64_t id, double time, const char *phase)
+{
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_double(s, 2, time);
+	sqlite3_bind_text(s, 3, phase, -1, SQLITE_STATIC);
+}
+
+void coll_bind_text(sqlite3_stmt *s, int col, const char *v)
+{
+	if (v && *v)
+		sqlite3_bind_text(s, col, v, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(s, col);
+}
+
+int coll_step_reset(sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int coll_write_dropped(sqlite3 *db, int64_t id, double time, const char *phase, const char *what,
+		       uint64_t count)
+{
+	sqlite3_stmt *s = NULL;
+	int ret = -EIO;
+
+	if (!count)
+		return 0;
+	if (sqlite3_prepare_v2(db,
+			       "INSERT INTO dropped (incident_id, time, phase, what, count)"
+			       " VALUES (?1, ?2, ?3, ?4, ?5)",
+			       -1, &s, NULL) != SQLITE_OK)
+		goto cleanup;
+	coll_bind_key(s, id, time, phase);
+	sqlite3_bind_text(s, 4, what, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)count);
+	ret = coll_step_reset(s);
+cleanup:
+	sqlite3_finalize(s);
+	return ret;
+}
+
+char *coll_json(void (*fill)(struct jw *jw, const void *arg), const void *arg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct jw *jw;
+	FILE *f;
+
+	f = open_memstream(&text, &len);
+	if (!f)
+		return NULL;
+	jw = jw_new(f);
+	if (jw) {
+		fill(jw, arg);
+		jw_free(jw);
+	}
+	if (fclose(f) || !jw) {
+		free(text);
+		return NULL;
+	}
+	while (len && text[len - 1] == '\n')
+		text[--len] = '\0';
+	return text;
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * iospan top: the kernel/user ABI of src/bpf/top.bpf.c (map keys and values, the stall
+ * record). Fixed-size types, no implicit padding.
+ */
+#ifndef IOSPAN_TOP_ABI_H
+#define IOSPAN_TOP_ABI_H
+
+#include "common_abi.h"
+#include "rbuf_abi.h"
+
+/*
+ * Inode numbers at or above TOP_INO_SPECIAL are not files: they name the kinds of
+ * I/O that belong to no file, so such I/O is kept (per owner and device) instead of
+ * being dropped. Real inode numbers never come this close to 2^64.
+ */
+#define TOP_INO_SPECIAL 0xffffffffffffff00ULL
+enum top_ino_kind {
+	/* Pages of a block device's own page cache: fs metadata, journal, buffered raw access */
+	TOP_INO_META = 1,
+	/* User or anonymous memory with no file: direct I/O to a block device, swap */
+	TOP_INO_RAW = 2,
+	/* No data pages or kernel-owned memory (xfs buffers, zeroing, flush requests) */
+	TOP_INO_NOPAGE = 3,
+	/* Owner unknown: queued before tracing started, or the owner record was lost */
+	TOP_INO_UNATTR = 4,
+	/*
+	 * Cache flushes the owner waited for (empty preflush bios, and writes with
+	 * REQ_PREFLUSH or REQ_FUA that went through the block layer's flush sequence):
+	 * no bytes; nr_q2c counts them and q2c_* is their time from start to completion.
+	 */
+	TOP_INO_FLUSH = 5,
+};
+#define TOP_INO(kind) (TOP_INO_SPECIAL | (kind))
+
+/* Owner 0 is the "(unattributed)" pseudo-process of each device. */
+#define TOP_PID_NONE 0
+
+/*
+ * What a syscall traced by top does: its entry in top's table (SYS_NONE: not traced);
+ * SYS_SYNC: fsync, fdatasync, sync_file_range.
+ */
+enum top_sys_op { SYS_NONE, SYS_READ, SYS_WRITE, SYS_SYNC };
+
+/* top_stat.flags and top_owner.flags */
+enum top_flags {
+	TOP_F_DIRECT = 1 << 0,	      /* direct I/O (O_DIRECT or iomap DIO) */
+	TOP_F_WRITEBACK = 1 << 1,     /* disk write issued by another thread for this dirtier */
+	TOP_F_PAGEDIRTY = 1 << 2,     /* FS write bytes counted from dirtied pages (mmap, ...) */
+	TOP_F_MMAP_READ = 1 << 3,     /* FS read bytes counted from mmap page faults */
+	TOP_F_APPROX = 1 << 4,	      /* bytes past the bio-chain walk bound were added here */
+	TOP_F_ASYNC_DIO = 1 << 5,     /* FS bytes counted at iomap_dio_complete (aio, io_uring) */
+	TOP_F_LOST = 1 << 6,	      /* bytes of rows the stats map had no room for */
+	TOP_F_KTHREAD_OWNER = 1 << 7, /* submitted by a kernel thread for a user task */
+	TOP_F_PAGE_GRANULAR = 1 << 9, /* FS read bytes counted in pages (--no-syscalls) */
+};
+
+struct top_key {
+	__u32 pid; /* tgid, or tid with --threads; TOP_PID_NONE for unattributed */
+	__u32 dev; /* kernel dev_t (MAJ << 20 | MIN) of the file's fs, or of the disk */
+	__u64 ino; /* inode number, or TOP_INO(kind) */
+};
+
+/* Per-CPU value of the stats map: user space sums the CPUs (max for the maxima). */
+struct top_stat {
+	__u64 fs_read, fs_write;     /* bytes through syscalls, mmap faults, dirtied pages */
+	__u64 disk_read, disk_write; /* bytes completed on the device */
+	__u64 q2c_sum, d2c_sum;	     /* ns, summed per request */
+	/*
+	 * Maxima per report interval: slot (gen & 1) holds the interval whose generation is
+	 * max_gen[slot]; user space flips the generation, then reads the other slot.
+	 */
+	__u64 q2c_max[2], d2c_max[2];
+	__u32 max_gen[2];
+	__u32 nr_q2c, nr_d2c; /* requests with a queue / device start time */
+	__u32 flags;	      /* enum top_flags seen on this row */
+	__u32 bdev;	      /* block device of the last DISK bytes (coverage per disk) */
+	/*
+	 * The file's generation (its key in the paths map) as of this CPU's last check of
+	 * the path, in path epoch path_epoch (top.bpf.c): user space takes the latest.
+	 */
+	__u32 gen, path_epoch;
+};
+
+/* Who did it: one per owner, written on first sight and when comm or cgroup change. */
+struct top_proc {
+	__u32 tgid;
+	__u32 kthread;
+	__u64 cgid; /* cgroup v2 id (the cgroup directory's inode number) */
+	char comm[IOSPAN_COMM_LEN];
+};
+
+/* Writeback credited to a dirtier: which thread flushed which file for whom. */
+struct top_wb_key {
+	__u32 pid;     /* the dirtier (owner) */
+	__u32 dev;     /* file's device */
+	__u64 ino;     /* file */
+	__u32 flusher; /* tid of the thread that issued the write */
+	__u32 pad;
+};
+
+struct top_wb_val {
+	__u64 bytes;
+	__u64 nr; /* requests */
+};
+
+/*
+ * A thread that waited for I/O longer than --stall-threshold: a record of type
+ * TOP_REC_STALL in the stall_events ring buffer (src/lib/rbuf.h).
+ */
+#define TOP_STACK_DEPTH 32
+#define TOP_REC_STALL	1
+struct top_stall {
+	struct rb_hdr hdr;
+	__u32 tid, tgid;
+	__u64 cgid;
+	__u64 dur_ns;
+	__u64 end_ns; /* CLOCK_MONOTONIC when it ran again */
+	char comm[IOSPAN_COMM_LEN];
+	__s32 stack_bytes; /* from bpf_get_task_stack: bytes written, or negative errno */
+	__u32 pad;
+	__u64 stack[TOP_STACK_DEPTH];
+};
+
+/* Every way an event can be lost or approximated is counted (per-CPU array). */
+enum top_drop {
+	TOP_DROP_STATS_FULL, /* stats map full: row not created (disk bytes kept) */
+	TOP_DROP_LOST_BYTES, /* disk bytes not kept anywhere (no row, no device row) */
+	TOP_DROP_PROCS_FULL, /* process identity not recorded */
+	TOP_DROP_WB_FULL,    /* writeback detail row not created */
+	/*
+	 * Completed bio without an owner record: queued before tracing started, or its
+	 * record was overwritten by another bio in flight with the same slot. Its bytes
+	 * go to the device's unattributed row.
+	 */
+	TOP_DROP_UNMATCHED,
+	TOP_DROP_CHAIN_TRUNC,	/* request with more bios than the walk bound */
+	TOP_DROP_RINGBUF_FULL,	/* stall record lost */
+	TOP_DROP_IOWAIT_FULL,	/* iowait start not recorded */
+	TOP_DROP_MAP_BUSY,	/* a map insert failed on a bucket held on this CPU (-EBUSY) */
+	TOP_DROP_DIO_SLOT_BUSY, /* async direct I/O's FS bytes lost: its slot held another */
+	TOP_DROP_DIRTIER_FULL,	/* a page's dirtier not recorded (no room in the map) */
+	/*
+	 * Informational, in bytes: page cache writes whose pages had no dirtier record
+	 * (dirtied before tracing started, by a kernel thread, or their record was
+	 * recycled by the LRU map), credited to the thread that wrote them.
+	 */
+	TOP_DROP_WB_UNKNOWN_BYTES,
+	TOP_DROP_HOOK_MISSED, /* user space: program runs the kernel skipped (nesting) */
+	TOP_DROP_MAP_NOMEM,   /* a map insert found no memory (-ENOMEM): not a full map */
+	TOP_DROP_NR,
+};
+
+/* Cache flushes a disk completed (what /proc/diskstats counts in its flush fields). */
+struct top_dev_flush {
+	__u64 nr;
+	__u64 ns; /* summed from each flush request's start to its completion */
+};
+
+#endif
