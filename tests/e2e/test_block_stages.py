@@ -59,14 +59,11 @@ def rel_err(got, want):
 
 
 @pytest.mark.parametrize("sched", ["mq-deadline", "kyber", "bfq"])
-def test_i2d_and_d2c_match_block_tracepoints(iospan, sched, request):
+def test_i2d_and_d2c_match_block_tracepoints(iospan, sched):
     tl.require_root("creates a loop device and a tracefs instance")
     with tl.tmpfs(64) as t, tl.loop_device(48, backing_dir=t) as dev:
         name = os.path.basename(dev)
-        # A loop device keeps its scheduler when detached: the next test given this
-        # one must find the kernel's choice again.
-        prev = tl.set_scheduler(name, sched)
-        request.addfinalizer(lambda: tl.set_scheduler(name, prev))
+        tl.set_scheduler(name, sched)  # loop_device() gives the previous one back
         with open(dev, "r+b") as f:  # backing pages exist: reads cost the same
             f.write(b"\x5a" * (40 << 20))
         reader = subprocess.Popen([PYTHON, "-B", "-c", READER, dev, str(N_READS)],

@@ -123,6 +123,10 @@ def check_output(rc, out, err, json_mode, allowed, what, verbose=False):
             raise Finding("invalid JSON (%s): %s\n%s" % (e, what, out_text[-500:]))
         if rc != 0 and not (docs and "error" in docs[-1] and docs[-1].get("exit_code") == rc):
             raise Finding("exit %d without a JSON error object last: %s" % (rc, what))
+        # -v asks for the attach plan and libbpf's messages on stderr, under --json too;
+        # the error itself is then only in the JSON object, never also a text line.
+        if rc != 0 and verbose:
+            errors = [l for l in errors if l == "iospan: " + docs[-1]["error"]]
         if rc != 0 and errors:
             raise Finding("under --json, text on stderr: %s\n%s" % (what, err_text[-500:]))
     elif rc != 0:

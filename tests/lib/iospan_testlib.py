@@ -362,6 +362,12 @@ def _loop_detach(dev, backing):
     raise RuntimeError("cannot detach %s from %s" % (dev, backing))
 
 
+def _restore_scheduler(dev, sched):
+    """Gives @dev back the scheduler it had when attached, if a test changed it."""
+    if sched is not None and get_scheduler(dev) != sched:
+        set_scheduler(dev, sched)
+
+
 def _write_mbr(path, partitions_mb):
     """Writes an MS-DOS partition table with primary Linux partitions of the given
     sizes (MiB), 1 MiB aligned, into the image @path (no fdisk needed)."""
@@ -407,9 +413,13 @@ def loop_device(size_mb=256, backing_dir=None, direct_io=False, partitions=None,
             cmd += ["--sector-size", str(sector_size)]
         cmd.append(backing)
         dev = _run(cmd).stdout.strip()
+        # A loop device keeps its I/O scheduler when detached: a test that sets one must
+        # not hand it to the next test given this device (BFQ there tripled an await).
+        sched = get_scheduler(dev)
         tok = _register("loop", "%s (%s)" % (dev, backing),
-                        lambda d=dev, b=backing, t=tmpdir: (_loop_detach(d, b),
-                                                            shutil.rmtree(t, ignore_errors=True)))
+                        lambda d=dev, b=backing, t=tmpdir, s=sched: (
+                            _restore_scheduler(d, s), _loop_detach(d, b),
+                            shutil.rmtree(t, ignore_errors=True)))
         if partitions:
             # Kernels without partition-table parsers (this one: no MSDOS_PARTITION) do
             # not scan: then add them from user space (partx reads the table, BLKPG adds).
