@@ -202,9 +202,9 @@ def test_q2c_percentiles():
     own block_getrq and block_rq_complete events (tracefs, to the microsecond): lat's p50,
     p90, p99 and p99.9 are within 3.2% (+1 us of tracefs rounding) of the exact ones. fio's
     completion latency contains q2c (and the syscall and wake-up around it): lat's p50
-    and p99 are at most fio's. (Within 10% of fio's, as the issue asks, does not hold on
-    this shared 2-core VM: fio's p50 is 7-25 us above q2c, its p99 up to ms of its own
-    scheduling delays.)"""
+    and p99 are at most fio's. (Within 10% of fio's does not hold on these fast loop
+    devices: fio's p50 is 7-25 us above q2c, its p99 up to ms of its own scheduling
+    delays; on a slow disk it does, test_q2c_percentiles_agree_with_fio_on_a_slow_disk.)"""
     tl.require_root("creates loop devices, loads BPF, uses tracefs")
     with tl.loop_device(128) as dev:
         name = os.path.basename(dev)
@@ -233,6 +233,38 @@ def test_q2c_percentiles():
     fio_pct = doc["jobs"][0]["read"]["clat_ns"]["percentile"]
     assert h["p50"] <= fio_pct["50.000000"] / 1000.0 * 1.05, (h["p50"], fio_pct)
     assert h["p99"] <= fio_pct["99.000000"] / 1000.0 * 1.05, (h["p99"], fio_pct)
+
+
+def test_q2c_percentiles_agree_with_fio_on_a_slow_disk():
+    """On a disk whose requests take a hundred milliseconds, as a busy real disk's can
+    (a loop device whose reads wait in blk-throttle below it: 16 KiB at 128 KiB/s is
+    more than a throttle slice of 0.1 s allows, so every request waits; with a smaller
+    request half of them would pass at once), fio's completion latency is the request's
+    q2c plus the syscall and wake-up around it: lat's p50 and p99 of q2c are within 10%
+    of fio's for a direct QD1 job, and at most fio's (give or take lat's bucket error,
+    3.2%). On this VM's fast loop devices fio's own overhead is most of its latency
+    (test_q2c_percentiles)."""
+    tl.require_root("creates loop devices and a blkio cgroup, loads BPF")
+    n = 24
+    with tl.slow_disk(read_bps=128 * 1024) as (dev, cgroup):
+        name = os.path.basename(dev)
+        settle(name)
+        t = tl.Tracer("lat", "--json", "-d", dev)
+        doc = tl.fio(["--name=qd1", "--filename=%s" % dev, "--direct=1", "--ioengine=psync",
+                      "--rw=randread", "--bs=16k", "--size=30m", "--number_ios=%d" % n,
+                      "--percentile_list=50:99", "--clocksource=clock_gettime"],
+                     cgroup=cgroup)
+        settle(name)
+        reports = t.json_lines()
+    h = reports[0]["histograms"][0]
+    job = doc["jobs"][0]["read"]
+    assert h["count"] == job["total_ios"] == n, (h["count"], job["total_ios"])
+    fio_pct = job["clat_ns"]["percentile"]
+    for key, p in (("p50", "50.000000"), ("p99", "99.000000")):
+        fio_us = fio_pct[p] / 1000.0
+        print("%s: lat q2c %.1f us, fio clat %.1f us" % (key, h[key], fio_us))
+        assert fio_us >= 10000, ("not a slow disk", key, fio_us)
+        assert 0.9 * fio_us <= h[key] <= 1.032 * fio_us, (key, h[key], fio_us)
 
 
 def test_by_stack_separates_kinds():

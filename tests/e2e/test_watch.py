@@ -3,7 +3,6 @@
 workloads (rate-limited reads of the raw device, so fio's own byte count is the ground
 truth), fast settings (--interval 0.2, small --pre and --capture), and the store read
 back with `iospan incidents` and the sqlite3 shell."""
-import contextlib
 import json
 import os
 import re
@@ -347,39 +346,12 @@ def test_burst_names_its_process_and_file(tmp_path):
                      % (reader.pid, re.escape(path)), text, re.M), text
 
 
-@contextlib.contextmanager
-def slow_disk(read_bps):
-    """A loop device whose requests wait: it is backed (direct I/O) by a file on another
-    loop device, where blk-throttle holds the reads of the cgroup it yields at
-    @read_bps. The upper device's requests stay in flight while the loop worker waits,
-    so its await is that wait: 64 KiB at 2 MiB/s is 32 ms a request."""
-    tl.require_blkio()
-    with tl.scratch_fs("ext4", 128) as fs:
-        img = os.path.join(fs.mnt, "upper.img")
-        subprocess.run(["dd", "if=/dev/urandom", "of=" + img, "bs=1M", "count=32",
-                        "status=none", "conv=fsync"], check=True)
-        upper = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", img],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        # No scheduler between fio and the loop worker: a reused loop device keeps the
-        # one a test before chose, and BFQ dispatched these one at a time (an await of
-        # 31 ms, no incident). Given back as found.
-        prev = None
-        try:
-            prev = tl.set_scheduler(upper, "none")
-            with tl.blkio_throttle(fs.devnum, read_bps=read_bps) as cgroup:
-                yield upper, cgroup
-        finally:
-            if prev:
-                tl.set_scheduler(upper, prev)
-            subprocess.run(["losetup", "-d", upper], check=False)
-
-
 def test_await_rule_on_a_throttled_device(tmp_path):
     """The default await rule (100 ms): requests queued 4 deep behind 32 ms each fire it,
     and the incident's samples count fio's requests and the kernel's wait exactly."""
     tl.require_root("creates loop devices and a blkio cgroup")
     db = str(tmp_path / "await.db")
-    with slow_disk(2 * 1024 * 1024) as (upper, cgroup):
+    with tl.slow_disk(read_bps=2 * 1024 * 1024) as (upper, cgroup):
         name = os.path.basename(upper)
         w = Watcher(db, upper, "--pre", "1", "--capture", "1.5", "--util", "0",
                     "--read-mbps", "0", "--write-mbps", "0")

@@ -28,7 +28,8 @@ import time
 __all__ = [
     "repo_root", "iospan_bin", "run_iospan", "popen_iospan", "is_root", "require_root",
     "loop_device", "tmpfs", "filesystem", "scratch_fs", "ScratchFs", "cgroup2",
-    "cgroup2_root", "blkio_throttle", "blkio_root", "move_to_cgroup", "cgroup_procs",
+    "cgroup2_root", "blkio_throttle", "slow_disk", "blkio_root", "move_to_cgroup",
+    "cgroup_procs",
     "fio", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
     "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
     "leftovers", "cleanup_all", "TMP_PREFIX", "Tracer", "start_tracing",
@@ -673,6 +674,25 @@ def blkio_throttle(devnum, read_bps=None, write_bps=None, read_iops=None, write_
     finally:
         if tok is not None:
             _release(tok)
+
+
+@contextlib.contextmanager
+def slow_disk(size_mb=32, read_bps=None, read_iops=None):
+    """A loop device whose reads wait, as a real disk's do: it is backed (direct I/O) by
+    a file on another loop device, where blk-throttle holds the reads of the cgroup it
+    yields at @read_bps or @read_iops. The upper device's requests stay in flight while
+    its loop worker waits, so their device time is that wait (64 KiB at 2 MiB/s: 32 ms).
+    Yields (upper device, cgroup); run the workload in the cgroup."""
+    require_blkio()
+    with scratch_fs("ext4", max(128, size_mb + 64)) as fs, \
+            loop_device(size_mb, backing_dir=fs.mnt, direct_io=True) as upper:
+        # Written through: reads of holes would never reach the lower device.
+        dd(upper, if_="/dev/urandom", bs="1M", count=size_mb, oflag="direct")
+        # No scheduler between the workload and the loop worker (BFQ dispatches a
+        # sync reader's requests one at a time); loop_device() gives the old one back.
+        set_scheduler(upper, "none")
+        with blkio_throttle(fs.devnum, read_bps=read_bps, read_iops=read_iops) as cgroup:
+            yield upper, cgroup
 
 
 # --------------------------------------------------------------------------- workloads

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 
+#include "bpfmap.h"
 #include "err.h"
 #include "lat.h"
 
@@ -58,32 +59,52 @@ static int read_drops(int fd, int ncpus, uint64_t *out)
 	return 0;
 }
 
+/* The rows read so far from the kernel's histograms map. */
+struct row_list {
+	struct lat_row *rows;
+	size_t nr, cap;
+	int err;
+};
+
+static int add_row(const void *key, const void *val, void *arg)
+{
+	struct row_list *l = arg;
+	struct lat_row *tmp;
+
+	if (l->nr == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		tmp = realloc(l->rows, l->cap * sizeof(*l->rows));
+		if (!tmp) {
+			l->err = -ENOMEM;
+			return 1; /* stops the walk */
+		}
+		l->rows = tmp;
+	}
+	memcpy(&l->rows[l->nr].key, key, sizeof(struct lat_key));
+	memcpy(&l->rows[l->nr].h, val, sizeof(struct lat_hist));
+	l->nr++;
+	return 0;
+}
+
 int lat_report_read(struct lat_state *st, int hists_fd, int drops_fd, int ncpus,
 		    struct lat_report *r)
 {
-	struct lat_row *rows = NULL, *cur = NULL, *p, *tmp;
-	struct lat_key key, next, *prevk = NULL;
+	struct row_list l = {0};
+	struct lat_row *rows = NULL, *cur = NULL, *p;
 	uint64_t drops[LAT_DROP_NR];
-	size_t nr = 0, cap = 0, i, n_out = 0;
+	size_t nr = 0, i, n_out = 0;
 	int err = 0;
 
 	memset(r, 0, sizeof(*r));
-	while (!bpf_map_get_next_key(hists_fd, prevk, &next)) {
-		key = next;
-		prevk = &key;
-		if (nr == cap) {
-			cap = cap ? cap * 2 : 64;
-			tmp = realloc(rows, cap * sizeof(*rows));
-			if (!tmp) {
-				err = fail(-ENOMEM, "out of memory");
-				goto cleanup;
-			}
-			rows = tmp;
-		}
-		rows[nr].key = key;
-		if (bpf_map_lookup_elem(hists_fd, &key, &rows[nr].h))
-			continue;
-		nr++;
+	err = bpfmap_walk(hists_fd, sizeof(struct lat_key), sizeof(struct lat_hist), false, add_row,
+			  &l);
+	rows = l.rows;
+	nr = l.nr;
+	if (!err)
+		err = l.err;
+	if (err) {
+		err = fail(err, "cannot read lat's histograms: %s", strerror(-err));
+		goto cleanup;
 	}
 	qsort(rows, nr, sizeof(*rows), key_cmp);
 	cur = nr ? malloc(nr * sizeof(*cur)) : NULL;

@@ -44,7 +44,6 @@ struct top_bpf;
 enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
 
 /* What the main table's rows are: processes, files, or directories (--by). */
-/* What the main table's rows are: processes, files, or directories (--by). */
 enum top_by { BY_PROCESS, BY_FILE, BY_DIR };
 
 struct top_opts {
@@ -62,7 +61,6 @@ struct top_opts {
 	uint64_t stall_ns;  /* 0: stalls not traced */
 };
 
-/* One (owner, device, inode) row of the stats map, summed over CPUs. */
 /* One (owner, device, inode) row of the stats map, summed over CPUs. */
 struct row {
 	struct top_key key;

@@ -55,6 +55,32 @@ static uint64_t records_malformed(struct trace_ctx *c)
 	return c->malformed + (rbuf_stats(c->cmd.rb, &st) ? 0 : st.malformed);
 }
 
+/* What a sweep of the requests map needs per entry. */
+struct sweep {
+	struct trace_ctx *c;
+	int fd;
+	uint64_t now;
+	bool at_exit;
+};
+
+static int sweep_req(const void *key, const void *val, void *arg)
+{
+	const struct trace_rec *r = val;
+	struct sweep *sw = arg;
+	uint64_t k;
+
+	if (r->state == TRACE_S_IDLE)
+		return 0;
+	memcpy(&k, key, sizeof(k));
+	if ((k >> 60) == 2 && !sw->at_exit && sw->now - r->start > WB_SWEEP_NS) {
+		if (!bpf_map_delete_elem(sw->fd, &k))
+			sw->c->wb_swept++;
+		return 0;
+	}
+	sw->c->in_flight++;
+	return 0;
+}
+
 /*
  * Writeback requests whose bios never all completed would stay in the map until LRU
  * evicts them, silently: old ones are given up here and counted. At exit, also counts
@@ -62,26 +88,20 @@ static uint64_t records_malformed(struct trace_ctx *c)
  */
 void trace_sweep_writeback(struct trace_ctx *c, bool at_exit)
 {
-	int fd = bpf_map__fd(c->skel->maps.reqs);
+	struct sweep sw = {
+		.c = c,
+		.fd = bpf_map__fd(c->skel->maps.reqs),
+		.now = now_ns(CLOCK_MONOTONIC),
+		.at_exit = at_exit,
+	};
 	static struct trace_rec r;
 	static struct trace_async_slot as;
-	uint64_t key, next, now = now_ns(CLOCK_MONOTONIC);
 	uint32_t idx;
-	bool first = true;
+	int fd;
 
 	c->in_flight = 0;
-	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
-		first = false;
-		key = next;
-		if (bpf_map_lookup_elem(fd, &key, &r) || r.state == TRACE_S_IDLE)
-			continue;
-		if ((key >> 60) == 2 && !at_exit && now - r.start > WB_SWEEP_NS) {
-			if (!bpf_map_delete_elem(fd, &key))
-				c->wb_swept++;
-			continue;
-		}
-		c->in_flight++;
-	}
+	/* Read in batches; a failed read leaves the count as far as it got. */
+	bpfmap_walk(sw.fd, sizeof(uint64_t), sizeof(struct trace_rec), false, sweep_req, &sw);
 	if (!at_exit)
 		return;
 	/* Syscalls and faults still in progress (a thread blocked in one, say). */
