@@ -164,8 +164,9 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		return 0;
 	k.disk = ((__u32)disk->major << 20) | disk->first_minor;
 	if (filter_dev) {
-		part = KRP(struct request, rq, part) ? KRP(struct request, rq, part)->bd_dev :
-						       k.disk;
+		struct block_device *bdev = KRP(struct request, rq, part);
+
+		part = bdev ? bdev->bd_dev : k.disk;
 		if (!bpf_map_lookup_elem(&filter_devs, &part) &&
 		    !bpf_map_lookup_elem(&filter_devs, &k.disk))
 			return 0;

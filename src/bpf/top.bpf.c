@@ -1788,15 +1788,15 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	if (!w.counted)
 		return 0;
 	if (w.left) {
+		struct gendisk *disk;
+
 		if (w.bio)
 			drop(TOP_DROP_CHAIN_TRUNC);
 		if (w.r.valid) {
 			w.r.bytes += w.left;
 			w.r.flags |= TOP_F_APPROX;
-		} else if (track_unattributed && KRP(struct request, rq, q)->disk) {
+		} else if (track_unattributed && (disk = KRP(struct request, rq, q)->disk)) {
 			/* Bytes without any bio (passthrough): the disk's unattributed row. */
-			struct gendisk *disk = KRP(struct request, rq, q)->disk;
-
 			w.r.key.pid = TOP_PID_NONE;
 			w.r.key.dev = ((__u32)disk->major << 20) | disk->first_minor;
 			if (!dev_ok(w.r.key.dev))

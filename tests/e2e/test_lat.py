@@ -120,14 +120,24 @@ def test_count_matches_diskstats(fs, keys):
     assert after["fl_ios"] > before["fl_ios"], "the workload made no flush"
     # Anything the disk completed outside the window was in the tracer's too.
     drops = reports[0]["drops"]
-    # A run of a program the kernel skipped (nested on a CPU: counted, never silent)
-    # loses its request; nothing else may.
-    assert expect <= n + drops["programs_skipped"], (n, expect, sorted(drops.items()))
-    assert n <= ios(late) - ios(early), (n, ios(late) - ios(early), drops)
-    if keys:
-        # Owners are found for every request (flushes get the block layer's own),
-        # unless the run that records them was skipped by the kernel (counted).
-        assert drops["no_owner"] <= drops["programs_skipped"], drops
+    # Every request is counted or declared: a run of a program the kernel skipped
+    # because it fired while the same program ran on that CPU (counted by the kernel),
+    # a request whose owner record is missing (a skipped run at its queuing), or one the
+    # kernel completed without running lat's program and without counting it, which
+    # lat finds by comparing with /proc/diskstats (requests_not_seen; it happens: on
+    # 6.18 tracefs saw the block_rq_complete that the program missed, about once in a
+    # few hundred test runs). Declared losses stay rare.
+    kinds = ("rd_ios", "wr_ios", "dc_ios", "fl_ios")
+    declared = drops["programs_skipped"] + drops["requests_not_seen"] + drops["no_owner"]
+    assert expect <= n + declared, "lat %d, diskstats %d: %s" % (
+        n, expect, json.dumps([sorted(drops.items()), {k: after[k] - before[k] for k in kinds},
+                               {k: late[k] - early[k] for k in kinds},
+                               [{k: v for k, v in h.items() if k not in ("log2", "buckets")}
+                                for h in reports[0]["histograms"]]]))
+    assert declared <= max(2, 0.01 * expect), drops
+    assert n + declared <= ios(late) - ios(early), (n, ios(late) - ios(early), drops)
+    if not keys:
+        assert drops["no_owner"] == 0, drops
     assert drops["map_full"] == 0 and drops["no_start"] == 0, drops
 
 
@@ -292,16 +302,20 @@ def test_by_stack_separates_kinds():
     by_kind = {}
     for r in rows:
         by_kind.setdefault(r["kind"], []).append(r)
+    # A stack the kernel's stack map refused (its bucket held another) is declared
+    # (stack_lost): its requests keep their process and kind, its frames are unknown.
+    def through(r, *frames):
+        return r.get("stack_lost") or any(x in f for f in r["stack"] for x in frames)
+
     direct = by_kind.get("direct", [])
     assert sum(r["count"] for r in direct if r["pid"] == writer) == 64, direct
-    assert all(any("iomap_dio" in f for f in r["stack"]) for r in direct if r["pid"] == writer)
-    wb = [r for r in by_kind.get("buffered", [])
-          if any("writepages" in f for f in r["stack"])]
-    assert wb and sum(r["count"] for r in wb) >= 4 * MiB // (1280 * KiB), by_kind.keys()
+    assert all(through(r, "iomap_dio") for r in direct if r["pid"] == writer), direct
+    wb = [r for r in by_kind.get("buffered", []) if through(r, "writepages")]
+    assert wb and sum(r["count"] for r in wb) >= 4 * MiB // (1280 * KiB), by_kind
     assert all(r["pid"] not in (writer, reader) for r in wb)
     ra = [r for r in by_kind.get("readahead", []) if r["pid"] == reader]
-    assert ra and all(any("read_pages" in f or "readahead" in f for f in r["stack"])
-                      for r in ra), by_kind.get("readahead")
+    assert ra and all(through(r, "read_pages", "readahead") for r in ra), \
+        by_kind.get("readahead")
     # Each distribution is its own: no stack shows up under two kinds.
     keys = [(r["pid"], tuple(r["stack"]), r["kind"]) for r in rows]
     assert len(keys) == len(set(keys))

@@ -20,6 +20,7 @@
 #include "args.h"
 #include "bpfcmd.h"
 #include "cgroups.h"
+#include "diskstats.h"
 #include "err.h"
 #include "json.h"
 #include "ksyms.h"
@@ -180,7 +181,59 @@ struct lat_ctx {
 	struct lat_state state;
 	struct lat_view view;
 	uint64_t skipped; /* the programs' recursion misses so far */
+	/* The cross-check with /proc/diskstats (see struct lat_report's not_seen). */
+	bool ds_check;
+	uint64_t ds_start; /* the disk's completed requests when tracing began */
+	uint64_t seen;	   /* requests counted or declared so far */
+	uint64_t not_seen; /* the largest shortfall so far */
 };
+
+/*
+ * Requests @d completed on the disk of -d (all kinds, as lat counts them), or -1 if
+ * /proc/diskstats cannot say.
+ */
+static int64_t disk_requests(const struct disk *d)
+{
+	struct ds_snapshot snap;
+	const struct ds_dev *dev;
+	int64_t n = -1;
+
+	ds_snapshot_init(&snap);
+	if (!ds_read("/proc/diskstats", &snap)) {
+		dev = ds_snapshot_find(&snap, d->major, d->minor, d->name);
+		if (dev)
+			n = dev->f[DS_RD_IOS] + dev->f[DS_WR_IOS] + dev->f[DS_DC_IOS] +
+			    dev->f[DS_FL_IOS];
+	}
+	ds_snapshot_free(&snap);
+	return n;
+}
+
+/*
+ * Fills @r's not_seen: what /proc/diskstats completed since tracing began, less what
+ * the programs counted or declared. Read before the maps, so it can only fall short of
+ * the programs' window, never past it: a shortfall is a request no program ran for.
+ */
+static void check_diskstats(struct lat_ctx *c, struct lat_report *r, int64_t ds_now)
+{
+	uint64_t seen = r->skipped, done;
+	size_t i;
+	int d;
+
+	for (i = 0; i < r->nr; i++)
+		seen += r->rows[i].h.count;
+	for (d = 0; d < LAT_DROP_NR; d++)
+		seen += r->drops[d];
+	c->seen += seen;
+	if (!c->ds_check || ds_now < 0)
+		return;
+	r->not_seen_known = true;
+	done = ds_now - c->ds_start;
+	if (done > c->seen && done - c->seen > c->not_seen) {
+		r->not_seen = done - c->seen - c->not_seen;
+		c->not_seen = done - c->seen;
+	}
+}
 
 static bool needs_owner(const struct lat_opts *o)
 {
@@ -259,6 +312,17 @@ static int lat_setup(struct lat_ctx *c)
 	err = plan_hooks(c) ?: bpfcmd_load_filter(&c->cmd, &o->filter) ?: bpfcmd_attach(&c->cmd);
 	if (err)
 		return err;
+	/*
+	 * Every request of one whole disk is counted or declared: /proc/diskstats, read
+	 * once the programs run, can tell whether the kernel skipped any silently.
+	 */
+	if (o->filter.have_disk && !o->filter.disk.partition && !o->filter.tf.pid &&
+	    !o->filter.have_cgroup) {
+		int64_t n = disk_requests(&o->filter.disk);
+
+		c->ds_check = n >= 0;
+		c->ds_start = n;
+	}
 	c->view.o = o;
 	c->view.stacks_fd =
 		o->key_fields & LAT_K_STACK ? bpf_map__fd(s->maps.blk_owner_stacks) : -1;
@@ -269,6 +333,8 @@ static int lat_setup(struct lat_ctx *c)
 static int lat_report(void *arg, const struct bpfcmd_tick *t)
 {
 	struct lat_ctx *c = arg;
+	/* Before the maps: see check_diskstats(). */
+	int64_t ds_now = c->ds_check ? disk_requests(&c->o->filter.disk) : -1;
 	struct lat_report r;
 	uint64_t skipped;
 	int err;
@@ -281,6 +347,7 @@ static int lat_report(void *arg, const struct bpfcmd_tick *t)
 	skipped = bpfcmd_missed_runs(&c->cmd);
 	r.skipped = skipped - c->skipped;
 	c->skipped = skipped;
+	check_diskstats(c, &r, ds_now);
 	err = lat_render(&c->view, &r);
 	lat_report_free(&r);
 	return err;

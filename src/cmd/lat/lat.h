@@ -45,6 +45,13 @@ struct lat_report {
 	 * the same program ran on that CPU): requests missed, or their owner or issue.
 	 */
 	uint64_t skipped;
+	/*
+	 * Requests /proc/diskstats completed on the disk of -d that no program saw and
+	 * nothing above declares (the kernel ran no program for them): a lower bound, since
+	 * the previous report. Only where lat counts every request of one whole disk.
+	 */
+	uint64_t not_seen;
+	bool not_seen_known;
 	double seconds; /* the window */
 };
 

@@ -191,6 +191,10 @@ static void text_report(const struct lat_view *v, const struct lat_report *r)
 	if (r->skipped)
 		printf("skipped: %" PRIu64 " program runs (the kernel's: nested on a CPU)\n",
 		       r->skipped);
+	if (r->not_seen)
+		printf("not seen: %" PRIu64 " requests /proc/diskstats counted that no program "
+		       "saw\n",
+		       r->not_seen);
 	printf("\n");
 }
 
@@ -231,6 +235,9 @@ static void json_key(const struct lat_view *v, const struct lat_key *k)
 			for (i = 0; i < BLK_OWNER_STACK_DEPTH && ips[i]; i++)
 				jw_string(jw, ksyms_format(v->ksyms, ips[i], sym, sizeof(sym)));
 		jw_end_array(jw);
+		/* As the text says "[stack lost]": the stack map refused it (see NOTES). */
+		if (k->stack_id < -1)
+			jw_kv_bool(jw, "stack_lost", true);
 	}
 }
 
@@ -319,6 +326,10 @@ static void json_report(const struct lat_view *v, const struct lat_report *r)
 	for (d = 0; d < LAT_DROP_NR; d++)
 		jw_kv_uint(jw, drop_keys[d], r->drops[d]);
 	jw_kv_uint(jw, "programs_skipped", r->skipped);
+	if (r->not_seen_known)
+		jw_kv_uint(jw, "requests_not_seen", r->not_seen);
+	else
+		jw_kv_null(jw, "requests_not_seen");
 	jw_end_object(jw);
 	jw_kv_array(jw, "histograms");
 	for (i = 0; i < r->nr; i++) {
