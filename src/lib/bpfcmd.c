@@ -32,11 +32,15 @@ int bpfcmd_prepare(struct bpfcmd *c, const char *name, unsigned int flags)
 
 	c->name = name;
 	probe_setup_libbpf_print();
-	probe_prefetch();
-	/* Say what is missing, before the attach plan blames the kernel for it. */
+	/*
+	 * Say what is missing, before the attach plan blames the kernel for it, and before
+	 * the probes start: their threads would print -v's lines after the error, which
+	 * must be the last line.
+	 */
 	err = probe_require_bpf_privileges(name);
 	if (err)
 		return err;
+	probe_prefetch();
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0)
 		return fail(c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
