@@ -56,11 +56,14 @@ static int read_line(FILE *f, char **buf, size_t *cap)
 	return 1;
 }
 
+/* What separates fields: isspace() in the C locale, as sysstat's sscanf() reads them. */
+#define DS_SPACE " \t\n\v\f\r"
+
 /* Next whitespace-separated token of *@p, NUL-terminated in @buf; false at the end. */
 static bool next_token(const char **p, char *buf, size_t len)
 {
-	const char *s = *p + strspn(*p, " \t\r\n");
-	size_t n = strcspn(s, " \t\r\n");
+	const char *s = *p + strspn(*p, DS_SPACE);
+	size_t n = strcspn(s, DS_SPACE);
 
 	if (!n || n >= len)
 		return false;
@@ -512,7 +515,7 @@ int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 			return reader_error(r, "read error: %s", strerror(errno));
 		if (ret < 0)
 			return ret;
-		line = r->line + strspn(r->line, " \t");
+		line = r->line + strspn(r->line, DS_SPACE);
 		line[strcspn(line, "\r")] = '\0';
 		if (!*line || *line == '#')
 			continue;

@@ -142,7 +142,9 @@ def test_throttled_flush_stays_with_its_fdatasync(iospan):
         assert [b["op"] for b in r["bios"]].count("F") == 1, kinds
         if any(op == "F" and "throttled" in fl for op, fl in kinds):
             held_flushes += 1
-            assert st["throttle"] >= 0.9 * r["total_us"], st
+            # Held, the fdatasync waits in blk-throttle but for the device's own time
+            # (in CI once 296 ms of a 512 ms fdatasync, the host's disk being slow).
+            assert st["throttle"] >= 0.9 * (r["total_us"] - st.get("d2c", 0.0)), st
     assert held_flushes >= 4, held_flushes
 
 
