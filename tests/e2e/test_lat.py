@@ -236,7 +236,12 @@ def test_q2c_percentiles():
         elif (sector, n) in start:
             q2c.append((ts - start.pop((sector, n))) / 1000.0)
     h = reports[0]["histograms"][0]
-    assert h["count"] == 3000 == len(q2c), (h["count"], len(q2c))
+    # Every request, or declared: one the kernel completed without running lat's
+    # program (requests_not_seen, HOW IT WORKS in iospan-lat(8); once 2999 of 3000).
+    drops = reports[0]["drops"]
+    declared = drops["programs_skipped"] + drops["requests_not_seen"]
+    assert len(q2c) == 3000 and h["count"] <= 3000 <= h["count"] + declared, (h["count"], drops)
+    assert declared <= 2, drops
     for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9)):
         truth = nearest_rank(q2c, p)
         assert abs(h[key] - truth) <= 0.032 * truth + 1.0, (key, h[key], truth)
