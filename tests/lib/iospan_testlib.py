@@ -30,7 +30,7 @@ __all__ = [
     "loop_device", "tmpfs", "filesystem", "scratch_fs", "ScratchFs", "cgroup2",
     "cgroup2_root", "blkio_throttle", "slow_disk", "blkio_root", "move_to_cgroup",
     "cgroup_procs",
-    "fio", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
+    "fio", "fio_json", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
     "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
     "leftovers", "cleanup_all", "TMP_PREFIX", "Tracer", "start_tracing",
 ]
@@ -697,7 +697,7 @@ def slow_disk(size_mb=32, read_bps=None, read_iops=None):
 
 # --------------------------------------------------------------------------- workloads
 
-def _parse_json_output(text):
+def fio_json(text):
     """fio may print warnings before its JSON document: parse from the first '{'."""
     i = text.find("{")
     if i < 0:
@@ -728,7 +728,7 @@ def fio(args_list, json=True, timeout=600, check=True, cgroup=None):
                            % (p.returncode, p.stderr.strip(), p.stdout[-2000:]))
     if not json:
         return p
-    return _parse_json_output(p.stdout)
+    return fio_json(p.stdout)
 
 
 def fio_clat_log(prefix):
