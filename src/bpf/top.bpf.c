@@ -56,6 +56,7 @@ const volatile bool filter_dev = false;
 const volatile bool per_thread = false;
 const volatile bool track_unattributed = true;
 const volatile __u64 stall_ns = 0;
+const volatile __u64 slow_rq_ns = 0; /* requests this slow are sent (0: none) */
 /* Async direct I/O's FS bytes at its completion (else at its start: see top.c). */
 const volatile bool dio_fs_at_complete = false;
 const volatile __u64 iomap_dio_end_io = 0;   /* address of iomap_dio_bio_end_io, 0 if unknown */
@@ -75,6 +76,12 @@ __u32 max_gen;
  * of the next I/O to the file.
  */
 __u32 path_epoch;
+/*
+ * Stalls are timed from this CLOCK_MONOTONIC time on: a program attached on demand
+ * (watch, during a capture) must not time a sleep from a start it recorded while it
+ * was attached before (its thread woke while it was detached).
+ */
+__u64 stalls_since;
 
 /* Per-thread state: the traced syscall in progress, identity already recorded, iowait. */
 struct top_task {
@@ -1499,6 +1506,7 @@ struct walk {
 	struct rq_info ri;
 	struct run r;
 	struct bio *run_bio; /* first bio of the run: its pages name the file */
+	struct run first;    /* the request's first run: its owner, for a slow request */
 	__u32 left;	     /* completed bytes not yet given to a bio */
 	bool counted;
 };
@@ -1557,6 +1565,8 @@ static __always_inline void run_add(struct walk *w, struct top_key *key, __u32 f
 		.valid = 1,
 	};
 
+	if (slow_rq_ns && !w->first.valid)
+		w->first = next;
 	/* The first run of a request (most have one bio): nothing to extend or account. */
 	if (w->r.valid) {
 		if (run_extend(&w->r, &next))
@@ -1737,6 +1747,47 @@ static __noinline void account_dev_flush(struct request *rq, __u64 ns)
 	f->ns += ns;
 }
 
+/*
+ * A request slower than slow_rq_ns completed: sent with its owner (@w's first run; none
+ * if its bios had no record), for watch's slow requests.
+ */
+static __noinline void send_slow_rq(struct request *rq, struct walk *w, __u32 nr_bytes, __u64 now)
+{
+	struct gendisk *disk = KRP(struct request, rq, q)->disk;
+	struct top_slow_rq *e;
+	__u32 bdev;
+
+	if (!w || !disk)
+		return;
+	bdev = ((__u32)disk->major << 20) | disk->first_minor;
+	if (filter_dev && !dev_ok(bdev))
+		return;
+	e = rbuf_reserve(stall_events, TOP_REC_SLOW_RQ, sizeof(*e));
+	if (!e) {
+		drop(TOP_DROP_RINGBUF_FULL);
+		return;
+	}
+	e->end_ns = now;
+	e->q2c_ns = w->ri.q2c;
+	e->d2c_ns = w->ri.d2c;
+	e->sector = KR(struct request, rq, __sector);
+	e->bdev = bdev;
+	e->bytes = nr_bytes;
+	e->cmd_flags = KR(struct request, rq, cmd_flags);
+	if (w->first.valid) {
+		e->pid = w->first.key.pid;
+		e->dev = w->first.key.dev;
+		e->ino = w->first.key.ino;
+		e->flags = w->first.flags;
+	} else {
+		e->pid = TOP_PID_NONE;
+		e->dev = bdev;
+		e->ino = TOP_INO(TOP_INO_UNATTR);
+		e->flags = 0;
+	}
+	rbuf_submit(stall_events, e);
+}
+
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
 	struct walk w = {};
@@ -1808,6 +1859,8 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		}
 	}
 	account_run_named(&w);
+	if (slow_rq_ns && w.ri.q2c >= slow_rq_ns)
+		send_slow_rq(rq, &w, nr_bytes, now);
 	return 0;
 }
 
@@ -1860,7 +1913,7 @@ next:
 		bpf_map_delete_elem(&iowait_start, &tid);
 	}
 	now = bpf_ktime_get_ns();
-	if (!start || now - start < stall_ns)
+	if (!start || start < stalls_since || now - start < stall_ns)
 		return 0;
 	if (filter_cgroup && !cgroup_ok(task_cgid(next)))
 		return 0;

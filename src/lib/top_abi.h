@@ -122,6 +122,27 @@ struct top_stall {
 	__u64 stack[TOP_STACK_DEPTH];
 };
 
+/*
+ * A request slower than slow_rq_ns (q2c, from its allocation or insertion to its end):
+ * a record of type TOP_REC_SLOW_RQ in the same ring buffer, with its owner as the rows
+ * credit it (its first bio's: the submitter, or the dirtier of writeback).
+ */
+#define TOP_REC_SLOW_RQ 2
+struct top_slow_rq {
+	struct rb_hdr hdr;
+	__u64 end_ns; /* CLOCK_MONOTONIC at its completion */
+	__u64 q2c_ns;
+	__u64 d2c_ns; /* issue to completion (0: not known) */
+	__u64 sector;
+	__u64 ino;	 /* key.ino of the owner's row: a file, or TOP_INO(kind) */
+	__u32 pid;	 /* key.pid of the owner's row (TOP_PID_NONE: no owner) */
+	__u32 dev;	 /* key.dev of that row: the file's device, or the disk's */
+	__u32 bdev;	 /* the disk (KDEV) */
+	__u32 bytes;	 /* completed */
+	__u32 cmd_flags; /* rq->cmd_flags: op and flags */
+	__u32 flags;	 /* TOP_F_* of the owner's row */
+};
+
 /* Every way an event can be lost or approximated is counted (per-CPU array). */
 enum top_drop {
 	TOP_DROP_STATS_FULL, /* stats map full: row not created (disk bytes kept) */
@@ -135,7 +156,7 @@ enum top_drop {
 	 */
 	TOP_DROP_UNMATCHED,
 	TOP_DROP_CHAIN_TRUNC,	/* request with more bios than the walk bound */
-	TOP_DROP_RINGBUF_FULL,	/* stall record lost */
+	TOP_DROP_RINGBUF_FULL,	/* stall or slow-request record lost */
 	TOP_DROP_IOWAIT_FULL,	/* iowait start not recorded */
 	TOP_DROP_MAP_BUSY,	/* a map insert failed on a bucket held on this CPU (-EBUSY) */
 	TOP_DROP_DIO_SLOT_BUSY, /* async direct I/O's FS bytes lost: its slot held another */

@@ -716,17 +716,20 @@ def test_json_events(disk, tmp_path):
     assert abs(events[0]["time"] - time.time()) < 30
 
 
-def test_watch_goes_on_when_bpf_cannot_load(disk, tmp_path):
-    """Root without CAP_BPF and CAP_PERFMON (setpriv): top's and trace's collectors cannot
-    load; watch says so in one error line each naming why (the slow-request rule's line
-    says it cannot fire), and samples and stores incidents without them."""
+@pytest.mark.parametrize("detail", ["block", "full"])
+def test_watch_goes_on_when_bpf_cannot_load(disk, tmp_path, detail):
+    """Root without CAP_BPF and CAP_PERFMON (setpriv): the collectors cannot load; watch
+    says so in one error line each naming why (the line of the one that times slow
+    requests, top's at --detail block, trace's at full, says the slow-request rule
+    cannot fire), and samples and stores incidents without them."""
     db = str(tmp_path / "nobpf.db")
     caps = "".join(",+" + c for c in ("dac_override", "dac_read_search", "fowner"))
     prefix = ["setpriv", "--inh-caps=-all" + caps, "--ambient-caps=-all" + caps,
               "--bounding-set=-all" + caps]
     proc = subprocess.Popen(prefix + [tl.iospan_bin(), "watch", "--db", db, "-d", disk,
                                       "--interval", str(INTERVAL), "--pre", "1", "--capture",
-                                      "1", "--duration", "5", "--slow-request", "1ms"]
+                                      "1", "--duration", "5", "--slow-request", "1ms",
+                                      "--detail", detail]
                             + READ_RULE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     fio_read(disk, 1.5, "60m")
@@ -734,11 +737,16 @@ def test_watch_goes_on_when_bpf_cannot_load(disk, tmp_path):
     assert proc.returncode == 0, err
     lines = err.splitlines()
     errors = [line for line in lines if " error: " in line]
-    assert len(errors) == 2, err
+    cannot_fire = "; watching without it (the slow-request rule cannot fire)"
     assert "collector top unavailable: " in errors[0] and "CAP_BPF" in errors[0], err
-    assert errors[0].endswith("; watching without it"), err
-    assert "collector trace unavailable: " in errors[1] and "CAP_BPF" in errors[1], err
-    assert errors[1].endswith("; watching without it (the slow-request rule cannot fire)"), err
+    if detail == "block":
+        assert len(errors) == 1 and errors[0].endswith(cannot_fire), err
+        assert [line for line in lines if " info: collector trace off by the options"
+                in line], err
+    else:
+        assert len(errors) == 2 and errors[0].endswith("; watching without it"), err
+        assert "collector trace unavailable: " in errors[1] and "CAP_BPF" in errors[1], err
+        assert errors[1].endswith(cannot_fire), err
     assert [line for line in lines if " start: " in line], err
     # The read rule fires; the slow-request rule, with no collector, never does.
     assert [line for line in lines if "trigger: incident 1 opened: %s read-mbps"
@@ -759,8 +767,8 @@ def test_no_bpf_refuses_the_slow_request_rule(disk, tmp_path):
     p = tl.run_iospan("watch", "--db", db, "-d", disk, "--config", str(conf),
                       "--duration", "0.5")
     assert p.returncode == 2, p.stderr
-    assert p.stderr.strip() == "iospan: --slow-request needs trace's BPF collector: it " \
-        "cannot be used with --bpf off", p.stderr
+    assert p.stderr.strip() == "iospan: --slow-request needs a BPF collector: it cannot be " \
+        "used with --bpf off", p.stderr
     p = tl.run_iospan("watch", "--db", db, "-d", disk, "--no-bpf", "--duration", "0.5",
                       "--interval", "0.1")
     assert p.returncode == 0, p.stderr
@@ -829,7 +837,8 @@ def check_request(req, reader, path, took_s):
 
 
 def test_slow_request_rule_fires_on_one_request(tmp_path):
-    """--slow-request: one read held ~0.5 s by blk-throttle (the only slow request) opens
+    """--slow-request --detail full: one read held ~0.5 s by blk-throttle (before the
+    block layer queues it: a block-detail time would not see it) opens
     an incident at once (not after --for samples), naming the disk, the rule and that
     request's latency; show has the request with its stages, pid and file."""
     tl.require_root("creates a loop device, a file system and a blkio cgroup")
@@ -840,8 +849,8 @@ def test_slow_request_rule_fires_on_one_request(tmp_path):
         name = os.path.basename(fs.dev)
         reader, path = slow_reads(tmp_path, fs, cgroup, "slowreader", 512 * 1024, 1, 0)
         w = Watcher(db, fs.dev, "--pre", "2", "--capture", "1", "--for", "3",
-                    "--slow-request", "250ms", "--stall-threshold", "100ms",
-                    *NO_IOSTAT_RULES)
+                    "--slow-request", "250ms", "--detail", "full",
+                    "--stall-threshold", "100ms", "--stalls", "always", *NO_IOSTAT_RULES)
         try:
             w.wait_for(r" info: collector trace loaded")
             took = finish(reader)[0]
@@ -897,7 +906,7 @@ def test_slow_requests_of_a_process_in_the_capture(tmp_path):
             tl.blkio_throttle(fs.devnum, read_bps=2 * 1024 * 1024) as cgroup:
         reader, path = slow_reads(tmp_path, fs, cgroup, "capreader", 256 * 1024, 6, 0.3)
         w = Watcher(db, fs.dev, "--pre", "3", "--capture", "3", "--capture-threshold",
-                    "60ms", *READ_RULE)
+                    "60ms", "--detail", "full", *READ_RULE)
         try:
             w.wait_for(r" info: collector trace loaded")
             reader.stdin.write("go\n")
@@ -919,18 +928,115 @@ def test_slow_requests_of_a_process_in_the_capture(tmp_path):
     assert {r["phase"] for r in mine} <= {"pre", "capture"}
 
 
-@pytest.mark.parametrize("extra", [(), ("--capture-threshold", "0")])
+DIRECT_READER = r"""
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+buf = __import__("mmap").mmap(-1, int(sys.argv[2]))
+print("ready", flush=True)
+sys.stdin.readline()
+out = []
+for i in range(int(sys.argv[3])):
+    t0 = time.monotonic()
+    os.preadv(fd, [buf], i * len(buf))
+    out.append(time.monotonic() - t0)
+    time.sleep(float(sys.argv[4]))
+print(" ".join("%.6f" % x for x in out), flush=True)
+"""
+
+
+def test_block_detail_slow_requests_by_default(tmp_path):
+    """With no option but the rule, watch times requests at block detail (top's
+    completion program, no trace collector): direct reads of a file on a disk whose
+    device time blk-throttle stretches (tl.slow_disk(): 64 KiB at 512 KiB/s, 125 ms)
+    fire --slow-request at once, and each is in the incident with its process, file,
+    op, offset and stages (queue and device time), within the reader's own timing.
+    Stalls are timed by default from the trigger on only: the reader's waits over the
+    default 100 ms are in the capture, none in the window before it."""
+    tl.require_root("creates loop devices, a file system and a blkio cgroup")
+    tl.require_blkio()
+    db = str(tmp_path / "block.db")
+    bs, count = 64 * 1024, 8
+    with tl.slow_disk(size_mb=48, read_bps=512 * 1024) as (dev, cgroup), \
+            tl.filesystem(dev, "ext4") as mnt:
+        name = os.path.basename(dev)
+        path = os.path.join(mnt, "blockdata")
+        subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=1",
+                        "status=none", "conv=fsync"], check=True)
+        exe = tmp_path / "blkreader"
+        exe.symlink_to("/usr/bin/python3")
+        # Back to back: a pause would let blk-throttle's budget build up (a read after
+        # one is let through at once).
+        reader = subprocess.Popen([str(exe), "-c", DIRECT_READER, path, str(bs), str(count),
+                                   "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, preexec_fn=lambda: tl.move_to_cgroup(cgroup))
+        assert reader.stdout.readline().strip() == "ready"
+        w = Watcher(db, dev, "--pre", "2", "--capture", "2", "--slow-request", "80ms",
+                    *NO_IOSTAT_RULES)
+        try:
+            w.wait_for(r" info: collector top loaded")
+            took = finish(reader)
+            line = w.wait_for(r"trigger: incident 1 opened", timeout=30)
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    assert any("collector trace off by the options" in x for x in w.lines), w.lines
+    assert re.search(r"%s slow-request \d+\.\d+ ms >= 80\.00 ms for 1 sample" % name,
+                     line), line
+    doc = incidents(db, "show", "1")
+    mine = sorted((r for r in doc["slow_requests"] if r["pid"] == reader.pid),
+                  key=lambda r: r["time"])
+    # All the reads, in the window or the capture; nothing under the rule's 80 ms (lower
+    # than the default --capture-threshold, 100 ms: the one kept from).
+    assert len(mine) == count, (took, doc["slow_requests"])
+    assert all(r["total_us"] >= 80000 for r in doc["slow_requests"]), doc["slow_requests"]
+    offsets = []
+    for req, t in zip(mine, took):
+        assert (req["comm"], req["op"], req["path"], req["bytes"], req["disk"]) == \
+            ("blkreader", "read", path, bs, name), req
+        # The block layer's time is inside the reader's, and is most of it.
+        assert 0.7 * t * 1e6 <= req["total_us"] <= t * 1e6, (req, t)
+        st = json.loads(req["stages"])
+        assert st["detail"] == "block" and st["direct"] is True, st
+        assert abs(st["q2c"] - req["total_us"]) < 1, (st, req)
+        assert abs(st["q2d"] + st["d2c"] - st["q2c"]) < 1, st
+        # The wait is in the device (the lower disk's throttle), not the queue.
+        assert st["d2c"] >= 0.9 * st["q2c"], st
+        offsets.append(req["offset"])
+    # The file's five blocks, one after the other on the disk (ext4 keeps it contiguous).
+    assert [o - offsets[0] for o in offsets] == [i * bs for i in range(count)], offsets
+    text = tl.run_iospan("incidents", "--db", db, "show", "1", check=True).stdout
+    assert re.search(r"^\s*[\d.]+ ms\s+read\s+%d\s+blkreader\s.*%s$"
+                     % (reader.pid, re.escape(path)), text, re.M), text
+    assert re.search(r"stages: q2d [\d.]+ ms, d2c [\d.]+ ms|stages: d2c [\d.]+ ms", text), \
+        text
+    # Stalls: the sched_switch program was attached when the incident opened.
+    inc = incidents(db, "list")["incidents"][0]
+    stalls = [x for x in doc["stalls"] if x["pid"] == reader.pid]
+    assert stalls and {x["phase"] for x in stalls} == {"capture"}, doc["stalls"]
+    assert all(x["time"] >= inc["start"] - 0.001 for x in stalls), (stalls, inc)
+    assert all(100e3 <= x["wait_us"] <= max(took) * 1e6 for x in stalls), (stalls, took)
+    # The reads after the trigger's sample, each a stall (one row per sample and stack).
+    after = [t0 for t0, r in zip(took, mine) if r["time"] > inc["start"]]
+    assert sum(x["count"] for x in stalls) >= len(after) - 1, (stalls, mine, inc)
+
+
+@pytest.mark.parametrize("extra", [(), ("--capture-threshold", "50ms"),
+                                   ("--slow-request", "1s"),
+                                   ("--detail", "full", "--capture-threshold", "0")])
 def test_trace_collector_only_when_asked(disk, tmp_path, extra):
-    """By default (or --capture-threshold 0) trace's collector is not loaded, said as info,
-    not as an error: with no incident open a watcher must cost no more than biolatency,
-    and trace's programs beside top's cost more (bench/README.md). With
-    --capture-threshold D, or --slow-request alone, it is loaded."""
+    """By default, whatever the thresholds (block detail: top's collector times slow
+    requests), and at --detail full without any threshold, trace's collector is not
+    loaded, said as info, not as an error: with no incident open a watcher must cost no
+    more than biolatency, and trace's programs beside top's cost more
+    (bench/README.md). With --detail full and --capture-threshold D (the default
+    100ms) or --slow-request alone, it is loaded."""
     p = tl.run_iospan("watch", "--db", str(tmp_path / "t.db"), "-d", disk,
                       "--duration", "0.5", "--interval", "0.1", *extra, *READ_RULE)
     assert p.returncode == 0, p.stderr
     assert re.search(r" info: collector trace off by the options\n", p.stderr), p.stderr
     assert " info: collector top loaded" in p.stderr and " error: " not in p.stderr, p.stderr
-    for asked in (("--capture-threshold", "50ms"), ("--slow-request", "1s")):
+    for asked in (("--detail", "full"), ("--detail", "full", "--capture-threshold", "50ms"),
+                  ("--detail", "full", "--capture-threshold", "0", "--slow-request", "1s")):
         p = tl.run_iospan("watch", "--db", str(tmp_path / "t.db"), "-d", disk,
                           "--duration", "0.5", "--interval", "0.1", *asked, *READ_RULE)
         assert p.returncode == 0, p.stderr

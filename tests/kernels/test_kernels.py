@@ -289,18 +289,21 @@ def test_watch_incident(kernel):
     assert "info: collector top loaded" in g.file(scn, "watch.err"), g.file(scn, "watch.err")
     busiest = json.loads(g.ok(scn, "show"))["busiest_processes"]
     assert busiest and busiest[0]["comm"] == "iowork", (kernel, busiest)
-    # trace's collector loaded and kept iowork's reads of the disk, each with its stages:
-    # direct reads of 64 KiB, whose device time is part of their total.
-    assert "info: collector trace loaded" in g.file(scn, "watch.err"), g.file(scn, "watch.err")
+    # top's completion program timed iowork's reads of the disk at block detail (trace's
+    # collector is not loaded by default) and kept them with their stages: direct reads
+    # of 64 KiB (a request each, or split by the driver), device time inside the total.
+    err = g.file(scn, "watch.err")
+    assert "info: collector trace off by the options" in err, err
     reqs = [r for r in json.loads(g.ok(scn, "show"))["slow_requests"]
             if r["comm"] == "iowork"]
     assert reqs, (kernel, json.loads(g.ok(scn, "show"))["slow_requests"][:3])
     for r in reqs:
         st = json.loads(r["stages"])
-        assert (r["op"], r["disk"], r["path"], r["bytes"]) == \
-            ("pread64", disk, "/dev/" + disk, 65536), (kernel, r)
-        assert 0 < st["d2c"] <= st["total"] and abs(st["total"] - r["total_us"]) < 1, \
-            (kernel, r)
+        assert (r["op"], r["disk"], r["path"]) == ("read", disk, None), (kernel, r)
+        assert 0 < r["bytes"] <= 65536 and r["offset"] % 512 == 0, (kernel, r)
+        assert st["detail"] == "block" and st["direct"] is True, (kernel, st)
+        assert abs(st["q2c"] - r["total_us"]) < 1, (kernel, r)
+        assert 0 < st["d2c"] <= st["q2c"] + 1, (kernel, r)
 
 
 def only_device(report, disk):

@@ -308,6 +308,16 @@ static void prune_idle(struct top_ctx *c, const struct row *cur, const struct ro
 	}
 }
 
+int top_on_slow_rq(void *ctx, const void *data, uint32_t size)
+{
+	struct top_ctx *c = ctx;
+
+	(void)size;
+	if (c->o->on_slow_rq)
+		c->o->on_slow_rq(c->o->slow_rq_arg, data);
+	return 0;
+}
+
 int top_on_stall(void *ctx, const void *data, uint32_t size)
 {
 	const struct top_stall *e = data;
@@ -414,6 +424,30 @@ int top_collect_open(const struct top_opts *o, struct top_ctx **out)
 	if (err)
 		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
 	c->window_start_ns = now_ns(CLOCK_MONOTONIC);
+	return 0;
+}
+
+int top_collect_stalls(struct top_ctx *c, bool on)
+{
+	int err;
+
+	if (!c->o->stall_ns || !c->o->stalls_on_demand || on == !!c->stall_link)
+		return 0;
+	/* Not loaded: the plan found no way to attach it, and said so at start-up. */
+	if (bpf_program__fd(c->skel->progs.top_sched_switch) < 0)
+		return 0;
+	if (!on) {
+		bpf_link__destroy(c->stall_link);
+		c->stall_link = NULL;
+		return 0;
+	}
+	c->skel->bss->stalls_since = now_ns(CLOCK_MONOTONIC);
+	c->stall_link = bpf_program__attach(c->skel->progs.top_sched_switch);
+	if (!c->stall_link) {
+		err = -errno;
+		return fail(err, "cannot attach the stall program (sched_switch): %s",
+			    strerror(-err));
+	}
 	return 0;
 }
 
@@ -550,6 +584,7 @@ void top_collect_close(struct top_ctx *c)
 {
 	if (!c)
 		return;
+	bpf_link__destroy(c->stall_link);
 	top_teardown(c);
 	free(c);
 }

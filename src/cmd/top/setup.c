@@ -213,6 +213,9 @@ int top_setup(struct top_ctx *c)
 	static const char *const syms[] = {"iomap_dio_bio_end_io", "blk_throtl_dispatch_work_fn"};
 	static const struct rbuf_handler handlers[] = {
 		{.type = TOP_REC_STALL, .min_size = sizeof(struct top_stall), .fn = top_on_stall},
+		{.type = TOP_REC_SLOW_RQ,
+		 .min_size = sizeof(struct top_slow_rq),
+		 .fn = top_on_slow_rq},
 	};
 	const struct top_opts *o = c->o;
 	struct attach_hook hooks[TOP_MAX_HOOKS];
@@ -251,6 +254,7 @@ int top_setup(struct top_ctx *c)
 	s->rodata->per_thread = o->threads;
 	s->rodata->track_unattributed = !o->filter.tf.pid && !o->filter.have_cgroup;
 	s->rodata->stall_ns = o->stall_ns;
+	s->rodata->slow_rq_ns = o->slow_rq_ns;
 	s->rodata->iomap_dio_end_io = addrs[0];
 	s->rodata->throtl_dispatch_fn = addrs[1];
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
@@ -269,13 +273,16 @@ int top_setup(struct top_ctx *c)
 						   o->max_entries * 4 > (1U << 20) ?
 										(1U << 20) :
 										o->max_entries * 4);
-	if (!o->stall_ns)
+	if (!o->stall_ns && !o->slow_rq_ns)
 		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
 
 	n = top_hooks(s, o, hooks);
 	err = bpfcmd_plan(&c->cmd, hooks, n, "give a smaller --max-entries");
 	if (err)
 		return err;
+	/* Loaded, attached by top_collect_stalls() (the plan set auto-attach). */
+	if (o->stall_ns && o->stalls_on_demand)
+		bpf_program__set_autoattach(s->progs.top_sched_switch, false);
 	s->rodata->dio_fs_at_complete = dio_complete_is_reliable(c);
 	s->rodata->fault_map_nomem = fault_injected("map_nomem");
 	err = bpfcmd_load_filter(&c->cmd, &o->filter);
@@ -288,9 +295,10 @@ int top_setup(struct top_ctx *c)
 			  sizeof(struct top_wb_val), true);
 	preinsert_unattributed(c);
 	s->bss->path_epoch = 1;
-	if (o->stall_ns) {
+	if (o->stall_ns || o->slow_rq_ns) {
 		err = bpfcmd_ringbuf(&c->cmd, bpf_map__fd(s->maps.stall_events),
-				     bpf_map__fd(s->maps.stall_events_counts), handlers, 1, c);
+				     bpf_map__fd(s->maps.stall_events_counts), handlers,
+				     sizeof(handlers) / sizeof(handlers[0]), c);
 		if (err)
 			return err;
 	}

@@ -59,6 +59,15 @@ struct top_opts {
 	enum top_by by;
 	uint64_t dir_depth; /* --by dir: path components the directories keep */
 	uint64_t stall_ns;  /* 0: stalls not traced */
+	/* Stalls only between top_collect_stalls(c, true) and (c, false): watch's captures. */
+	bool stalls_on_demand;
+	/*
+	 * Requests slower than slow_rq_ns (q2c; 0: none) are given to on_slow_rq as they
+	 * arrive (top_collect_poll()), with its @arg: watch's slow requests.
+	 */
+	uint64_t slow_rq_ns;
+	void (*on_slow_rq)(void *arg, const struct top_slow_rq *e);
+	void *slow_rq_arg;
 };
 
 /* One (owner, device, inode) row of the stats map, summed over CPUs. */
@@ -149,6 +158,7 @@ struct top_ctx {
 	/* CLOCK_MONOTONIC of the last map read: where the next report's window starts. */
 	uint64_t window_start_ns;
 	uint64_t next_housekeep_ns; /* top_collect_poll() */
+	struct bpf_link *stall_link; /* stalls_on_demand: attached while asked */
 };
 
 /*
@@ -224,6 +234,11 @@ int top_collect_poll(struct top_ctx *c, int timeout_ms);
 /* Once a second: cgroups and titles of the processes seen named while they live. */
 void top_collect_housekeep(void *ctx);
 void top_collect_close(struct top_ctx *c);
+/*
+ * With stalls_on_demand: attaches (@on) or detaches the stall program, timing only the
+ * sleeps that begin after it is attached. 0, or an error reported.
+ */
+int top_collect_stalls(struct top_ctx *c, bool on);
 
 /* setup.c: the BPF side of a collector, and the hooks of a plan (TOP_MAX_HOOKS). */
 #define TOP_MAX_HOOKS 64
@@ -239,6 +254,8 @@ int top_row_cmp_key(const void *a, const void *b);
 int top_wb_cmp_key(const void *a, const void *b);
 uint64_t top_sub0(uint64_t a, uint64_t b);
 int top_on_stall(void *ctx, const void *data, uint32_t size);
+/* The ring buffer's handler of slow requests: on to the options' on_slow_rq. */
+int top_on_slow_rq(void *ctx, const void *data, uint32_t size);
 
 /* model.c */
 extern const char *const top_drop_names[TOP_DROP_NR];

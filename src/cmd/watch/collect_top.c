@@ -8,13 +8,21 @@
  * process that dirtied the pages, as top does. With --stall-threshold, top's I/O stalls
  * (a thread's iowait sleep over it, with the kernel stack it slept in) go into the
  * stalls table the same way.
+ * At --detail block (the default), top's completion program also sends each request
+ * slower than --capture-threshold (or --slow-request, if lower): its owner as the rows
+ * credit it, its file, its queue and device time. Before the rules are checked, each
+ * sample reads those sent since the previous one (the slowest on each watched disk is
+ * the slow-request rule's value); they are kept as trace's collector keeps its own.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
+#include "args.h"
 #include "collector.h"
 #include "disks.h"
 #include "fspath.h"
@@ -22,6 +30,7 @@
 #include "json.h"
 #include "ksyms.h"
 #include "procinfo.h"
+#include "rbuf.h"
 #include "watch.h"
 #include "../top/top.h"
 
@@ -60,7 +69,8 @@ struct topc_sample {
 	struct topc_file files[TOPC_MAX_ROWS];
 	struct topc_stall stalls[TOPC_MAX_ROWS];
 	unsigned int nr_procs, nr_files, nr_stalls;
-	uint64_t stalls_dropped; /* past TOPC_MAX_ROWS, or top's own table full */
+	uint64_t stalls_dropped;      /* past TOPC_MAX_ROWS, or top's own table full */
+	struct coll_slow_sample slow; /* the slow requests, at block detail */
 };
 
 struct topc {
@@ -68,6 +78,13 @@ struct topc {
 	struct coll_devs devs;
 	struct top_ctx *top;
 	struct coll_ring ring; /* of struct topc_sample */
+	/* Slow requests (block detail): those read since the last sample. */
+	struct coll_slow_sample pending;
+	struct watch_sample *cur; /* the sample being observed */
+	double slowest_ns[WATCH_MAX_DISKS];
+	bool capturing; /* an incident is open: the larger cap */
+	int64_t mono_to_real;
+	uint64_t prev_lost;
 };
 
 static char *dup_or_null(const char *s)
@@ -89,7 +106,103 @@ static void sample_clear(void *rec)
 		free(s->files[i].path);
 	for (i = 0; i < s->nr_stalls; i++)
 		free(s->stalls[i].stack);
+	coll_slow_clear(&s->slow);
 	memset(s, 0, sizeof(*s));
+}
+
+static const char *block_op_name(const struct top_slow_rq *e)
+{
+	switch (e->cmd_flags & 0xff) { /* REQ_OP_MASK: REQ_OP_READ 0, REQ_OP_WRITE 1 */
+	case 0:
+		return "read";
+	case 1:
+		return e->flags & TOP_F_WRITEBACK ? "writeback" : "write";
+	default:
+		return "other";
+	}
+}
+
+struct block_stages {
+	const struct top_slow_rq *e;
+};
+
+static void fill_block_stages(struct jw *jw, const void *arg)
+{
+	const struct top_slow_rq *e = ((const struct block_stages *)arg)->e;
+
+	jw_start_object(jw);
+	jw_kv_string(jw, "detail", "block");
+	jw_kv_float(jw, "q2c", e->q2c_ns / 1e3, 3);
+	/* Without the time (d2c 0), the request is not cut in two. */
+	if (e->d2c_ns && e->d2c_ns <= e->q2c_ns) {
+		jw_kv_float(jw, "q2d", (e->q2c_ns - e->d2c_ns) / 1e3, 3);
+		jw_kv_float(jw, "d2c", e->d2c_ns / 1e3, 3);
+	}
+	jw_kv_bool(jw, "direct", e->flags & TOP_F_DIRECT);
+	jw_end_object(jw);
+}
+
+/* top's completion program sends each slow request here, while a sample is observed. */
+static void on_slow_rq(void *arg, const struct top_slow_rq *e)
+{
+	struct topc *t = arg;
+	struct block_stages bs = {.e = e};
+	struct coll_slow_req *q;
+	struct top_proc info;
+	int disk;
+
+	if (!t->cur)
+		return;
+	disk = coll_devs_disk(&t->devs, e->bdev);
+	if (disk < 0)
+		return; /* an incident is about the watched disks */
+	if (e->q2c_ns > t->slowest_ns[disk])
+		t->slowest_ns[disk] = e->q2c_ns;
+	if (e->q2c_ns < t->o.slow_rq_ns)
+		return;
+	q = coll_slow_slot(&t->pending, t->capturing, e->q2c_ns);
+	if (!q)
+		return;
+	q->time = (int64_t)(e->end_ns - e->q2c_ns + t->mono_to_real) / 1e9;
+	q->owner_known = e->pid != TOP_PID_NONE;
+	if (q->owner_known) {
+		top_proc_info(t->top, e->pid, &info);
+		q->pid = top_proc_tgid(e->pid, &info);
+		q->tid = t->o.threads ? e->pid : 0;
+		snprintf(q->comm, sizeof(q->comm), "%s", info.comm);
+	}
+	snprintf(q->disk, sizeof(q->disk), "%s", t->cur->disks[disk].dev.name);
+	q->op = block_op_name(e);
+	q->offset = (int64_t)(e->sector * 512);
+	q->bytes = e->bytes;
+	q->total_ns = e->q2c_ns;
+	q->stages = coll_json(fill_block_stages, &bs);
+	if (!top_ino_special(e->ino)) {
+		q->fs_dev = e->dev;
+		q->ino = e->ino;
+	}
+}
+
+/* Names the files of the slow requests read since the last sample: their rows in @snap. */
+static void name_slow_files(struct topc *t, const struct top_snapshot *snap)
+{
+	struct coll_slow_req *q;
+	const char *path;
+	unsigned int i;
+	size_t k;
+
+	for (i = 0; i < t->pending.nr; i++) {
+		q = &t->pending.reqs[i];
+		if (!q->ino || q->path)
+			continue;
+		for (k = 0; k < snap->nr_rows; k++) {
+			if (snap->rows[k].key.ino != q->ino || snap->rows[k].key.dev != q->fs_dev)
+				continue;
+			path = top_file_path(t->top, &snap->rows[k]);
+			q->path = path ? strdup(path) : NULL;
+			break;
+		}
+	}
 }
 
 static int topc_open(const struct watch_opts *wo, void **priv)
@@ -105,6 +218,13 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	/* Deltas: each read is the window since the previous sample. */
 	t->o.interval_ns = NSEC_PER_SEC;
 	t->o.stall_ns = wo->stall_threshold_ns;
+	t->o.stalls_on_demand = !wo->stalls_always;
+	if (!wo->full_detail) {
+		t->o.slow_rq_ns = watch_slow_keep_ns(wo);
+		t->o.on_slow_rq = on_slow_rq;
+		t->o.slow_rq_arg = t;
+	}
+	t->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
 	ret = top_collect_open(&t->o, &t->top);
 	if (ret) {
 		top_collect_close(t->top);
@@ -295,6 +415,8 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 			goto cleanup;
 	}
 	ret = coll_write_dropped(db, id, s->time, phase, "stalls", s->stalls_dropped);
+	if (!ret)
+		ret = coll_slow_write(NULL, db, id, &s->slow, phase);
 cleanup:
 	sqlite3_finalize(ps);
 	sqlite3_finalize(fs);
@@ -354,10 +476,24 @@ static int topc_sample(void *priv, const struct watch_tick *tick)
 	struct topc *t = priv;
 	struct top_snapshot snap;
 	struct topc_sample *s;
-	int ret;
+	struct rbuf_stats rs;
+	int ret, stall_ret = 0;
+	uint64_t lost;
 
-	/* Stall events, and housekeeping (cgroup and process names while they live). */
-	top_collect_poll(t->top, 0);
+	/*
+	 * Stall events, and housekeeping (cgroup and process names while they live); with
+	 * slow requests, observe() read them (what came since waits for the next sample).
+	 */
+	if (!t->o.slow_rq_ns)
+		top_collect_poll(t->top, 0);
+	/*
+	 * Stalls on demand: timed from the sample that opens an incident to the one that
+	 * closes it (failing to attach is said; the capture goes on without them).
+	 */
+	if (tick->opened)
+		stall_ret = top_collect_stalls(t->top, true);
+	else if (tick->closing)
+		top_collect_stalls(t->top, false);
 	ret = top_collect_read(t->top, &snap);
 	if (ret)
 		return ret;
@@ -370,12 +506,42 @@ static int topc_sample(void *priv, const struct watch_tick *tick)
 	ret = take_sample(t, tick->sample, &snap, s);
 	if (!ret)
 		ret = take_stalls(t, &snap, s);
+	name_slow_files(t, &snap);
+	s->slow = t->pending;
+	s->slow.time = s->time;
+	memset(&t->pending, 0, sizeof(t->pending));
+	if (t->o.slow_rq_ns && !rbuf_stats(t->top->cmd.rb, &rs)) {
+		lost = rs.lost + rs.malformed;
+		s->slow.lost = lost - t->prev_lost;
+		t->prev_lost = lost;
+	}
+	/* From the next sample on, the cap of a capture (or no longer). */
+	t->capturing = tick->incident_id && !tick->closing;
 	coll_ring_trim(&t->ring, s->time, tick->pre_s);
 	if (!ret)
 		ret = coll_ring_write(&t->ring, tick, write_sample, t);
 cleanup:
 	top_snapshot_free(&snap);
-	return ret;
+	return ret ?: stall_ret;
+}
+
+/* Before the rules: the slow requests sent since the last sample, the slowest per disk. */
+static void topc_observe(void *priv, struct watch_sample *s)
+{
+	struct topc *t = priv;
+	int i;
+
+	if (!t->o.slow_rq_ns)
+		return;
+	t->cur = s;
+	coll_devs_reset(&t->devs, s);
+	for (i = 0; i < s->nr; i++)
+		t->slowest_ns[i] = 0;
+	/* Stall events too, and housekeeping; a failure is said, the sample goes on. */
+	top_collect_poll(t->top, 0);
+	for (i = 0; i < s->nr; i++)
+		s->disks[i].slowest_ms = t->slowest_ns[i] / 1e6;
+	t->cur = NULL;
 }
 
 static void topc_close(void *priv)
@@ -384,6 +550,7 @@ static void topc_close(void *priv)
 
 	if (!t)
 		return;
+	coll_slow_clear(&t->pending);
 	coll_ring_free(&t->ring);
 	top_collect_close(t->top);
 	free(t);
@@ -392,6 +559,7 @@ static void topc_close(void *priv)
 const struct watch_collector_ops watch_collector_top = {
 	.name = "top",
 	.open = topc_open,
+	.observe = topc_observe,
 	.sample = topc_sample,
 	.close = topc_close,
 };

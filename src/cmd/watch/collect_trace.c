@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * iospan watch's second BPF collector: trace's slow requests (src/cmd/trace, its BPF
- * object and ring-buffer consumer). Before the rules are checked, every sample reads
- * the requests trace sent since the previous one; the slowest on each watched disk is
- * the slow-request rule's value. Requests over --capture-threshold (or over
- * --slow-request if lower) are kept with their stages: the slowest SLOWC_PRE_MAX of
- * each sample while no incident is open, SLOWC_CAPTURE_MAX during a capture (full
- * detail); those past the cap are counted, as those the ring buffer had no room for.
+ * iospan watch's second BPF collector, for --detail full: trace's slow requests
+ * (src/cmd/trace, its BPF object and ring-buffer consumer). Before the rules are
+ * checked, every sample reads the requests trace sent since the previous one; the
+ * slowest on each watched disk is the slow-request rule's value. Requests over
+ * --capture-threshold (or over --slow-request if lower) are kept with their stages
+ * (coll_slow_slot(): the slowest of each sample, more during a capture); those past
+ * the cap are counted, as those the ring buffer had no room for.
  * The last --pre seconds are kept in memory and written into slow_requests while an
  * incident is open.
  */
@@ -18,34 +18,10 @@
 #include "watch.h"
 #include "../trace/trace.h"
 
-#define SLOWC_PRE_MAX	  20
-#define SLOWC_CAPTURE_MAX 500
 /* Trace's ring buffer: a second of slow requests while watch samples. */
 #define SLOWC_RB_BYTES (4ULL << 20)
 /* Writeback requests whose bios never completed are given up this often (trace's). */
 #define SLOWC_SWEEP_NS (5 * NSEC_PER_SEC)
-
-struct slowc_req {
-	double time; /* its start, wall clock */
-	uint32_t pid, tid;
-	bool owner_known; /* writeback of pages dirtied before tracing: no owner */
-	char comm[IOSPAN_COMM_LEN];
-	char disk[DISK_NAME_LEN];
-	uint32_t op;
-	int64_t offset;
-	uint64_t bytes, total_ns;
-	char *path;
-	char *stages; /* JSON object: each stage in µs, and what trace says of it */
-};
-
-/* The requests kept of one sample's window. */
-struct slowc_sample {
-	double time; /* the iostat sample's */
-	struct slowc_req *reqs;
-	unsigned int nr, cap;
-	uint64_t dropped; /* slower than the threshold, past the cap */
-	uint64_t lost;	  /* the ring buffer had no room (or malformed records) */
-};
 
 struct slowc {
 	struct trace_ctx c; /* first: the renderer's request() finds the collector */
@@ -54,29 +30,11 @@ struct slowc {
 	struct coll_devs devs;
 	struct watch_sample *cur; /* the sample being observed */
 	double slowest_ns[WATCH_MAX_DISKS];
-	struct slowc_sample pending; /* read since the last sample */
-	bool capturing;		     /* an incident is open: the larger cap */
+	struct coll_slow_sample pending; /* read since the last sample */
+	bool capturing;			 /* an incident is open: the larger cap */
 	uint64_t prev_lost, next_sweep;
-	struct coll_ring ring; /* of struct slowc_sample */
+	struct coll_ring ring; /* of struct coll_slow_sample */
 };
-
-static void req_clear(struct slowc_req *q)
-{
-	free(q->path);
-	free(q->stages);
-	memset(q, 0, sizeof(*q));
-}
-
-static void sample_clear(void *rec)
-{
-	struct slowc_sample *s = rec;
-	unsigned int i;
-
-	for (i = 0; i < s->nr; i++)
-		req_clear(&s->reqs[i]);
-	free(s->reqs);
-	memset(s, 0, sizeof(*s));
-}
 
 static void fill_stages(struct jw *jw, const void *arg)
 {
@@ -105,38 +63,13 @@ static uint32_t req_bdev(struct slowc *t, const struct trace_rec *r)
 	return fs_disk ? fs_disk : r->dev;
 }
 
-/* A slot of the pending sample for a request of @total_ns: a free one, the fastest's, or NULL. */
-static struct slowc_req *pending_slot(struct slowc *t, uint64_t total_ns)
-{
-	struct slowc_sample *p = &t->pending;
-	unsigned int i, fastest = 0;
-
-	if (!p->reqs) {
-		p->cap = t->capturing ? SLOWC_CAPTURE_MAX : SLOWC_PRE_MAX;
-		p->reqs = calloc(p->cap, sizeof(*p->reqs));
-		if (!p->reqs)
-			return NULL;
-	}
-	if (p->nr < p->cap)
-		return &p->reqs[p->nr++];
-	/* Full: the slowest are kept, the one it displaces (or itself) counted. */
-	for (i = 1; i < p->nr; i++)
-		if (p->reqs[i].total_ns < p->reqs[fastest].total_ns)
-			fastest = i;
-	p->dropped++;
-	if (p->reqs[fastest].total_ns >= total_ns)
-		return NULL;
-	req_clear(&p->reqs[fastest]);
-	return &p->reqs[fastest];
-}
-
 /* trace's consumer hands each slow request here (the renderer's request()). */
 static void on_request(struct trace_ctx *c, const struct trace_rec *r)
 {
 	struct slowc *t = (struct slowc *)c;
 	uint64_t total = r->stages[TRACE_ST_TOTAL];
 	char pbuf[PATH_MAX];
-	struct slowc_req *q;
+	struct coll_slow_req *q;
 	const char *path;
 	int disk;
 
@@ -149,7 +82,7 @@ static void on_request(struct trace_ctx *c, const struct trace_rec *r)
 		t->slowest_ns[disk] = total;
 	if (total < t->keep_ns)
 		return;
-	q = pending_slot(t, total);
+	q = coll_slow_slot(&t->pending, t->capturing, total);
 	if (!q)
 		return;
 	q->time = (r->start + c->mono_to_real) / 1e9;
@@ -159,7 +92,7 @@ static void on_request(struct trace_ctx *c, const struct trace_rec *r)
 	memcpy(q->comm, r->comm, sizeof(q->comm));
 	q->comm[sizeof(q->comm) - 1] = '\0';
 	snprintf(q->disk, sizeof(q->disk), "%s", t->cur->disks[disk].dev.name);
-	q->op = r->op;
+	q->op = trace_op_name(r->op);
 	q->offset = r->offset;
 	q->bytes = r->bytes;
 	q->total_ns = total;
@@ -172,20 +105,17 @@ static const struct trace_renderer slowc_renderer = {.request = on_request};
 
 static int slowc_open(const struct watch_opts *wo, void **priv)
 {
-	double rule_ms = wo->rules.threshold[WT_SLOW_REQUEST];
 	struct slowc *t;
 	int ret;
 
 	*priv = NULL;
-	if (!wo->capture_threshold_ns && rule_ms <= 0)
+	if (!wo->full_detail || !watch_slow_keep_ns(wo))
 		return 1; /* off by the options */
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	coll_ring_init(&t->ring, sizeof(struct slowc_sample), sample_clear);
-	t->keep_ns = wo->capture_threshold_ns;
-	if (rule_ms > 0 && (!t->keep_ns || rule_ms * 1e6 < t->keep_ns))
-		t->keep_ns = rule_ms * 1e6;
+	coll_ring_init(&t->ring, sizeof(struct coll_slow_sample), coll_slow_clear);
+	t->keep_ns = watch_slow_keep_ns(wo);
 	t->o.threshold_ns = t->keep_ns;
 	t->o.interval_ns = NSEC_PER_SEC;
 	t->o.ops = TRACE_OPS_ALL;
@@ -224,53 +154,10 @@ static void slowc_observe(void *priv, struct watch_sample *s)
 	}
 }
 
-/* One kept sample's requests into slow_requests, in the open transaction. */
-static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, const char *phase)
-{
-	const struct slowc_sample *s = rec;
-	sqlite3_stmt *st = NULL;
-	unsigned int i;
-	int ret = -EIO;
-
-	(void)priv;
-	if (sqlite3_prepare_v2(
-		    db,
-		    "INSERT INTO slow_requests (incident_id, time, phase, pid, tid, comm,"
-		    " disk, op, offset, bytes, path, total_us, stages) VALUES (?1, ?2,"
-		    " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-		    -1, &st, NULL) != SQLITE_OK)
-		goto cleanup;
-	for (i = 0; i < s->nr; i++) {
-		const struct slowc_req *q = &s->reqs[i];
-
-		coll_bind_key(st, id, q->time, phase);
-		if (q->owner_known) {
-			sqlite3_bind_int64(st, 4, q->pid);
-			sqlite3_bind_int64(st, 5, q->tid);
-			coll_bind_text(st, 6, q->comm);
-		}
-		coll_bind_text(st, 7, q->disk);
-		sqlite3_bind_text(st, 8, trace_op_name(q->op), -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 9, q->offset);
-		sqlite3_bind_int64(st, 10, (sqlite3_int64)q->bytes);
-		coll_bind_text(st, 11, q->path);
-		sqlite3_bind_double(st, 12, q->total_ns / 1e3);
-		coll_bind_text(st, 13, q->stages);
-		if (coll_step_reset(st))
-			goto cleanup;
-	}
-	ret = coll_write_dropped(db, id, s->time, phase, "slow_requests", s->dropped);
-	if (!ret)
-		ret = coll_write_dropped(db, id, s->time, phase, "slow_requests_lost", s->lost);
-cleanup:
-	sqlite3_finalize(st);
-	return ret;
-}
-
 static int slowc_sample(void *priv, const struct watch_tick *tick)
 {
 	struct slowc *t = priv;
-	struct slowc_sample *s;
+	struct coll_slow_sample *s;
 	struct rbuf_stats rs;
 	uint64_t lost;
 
@@ -288,7 +175,7 @@ static int slowc_sample(void *priv, const struct watch_tick *tick)
 	coll_ring_trim(&t->ring, s->time, tick->pre_s);
 	/* From the next sample on, the cap of a capture (or no longer). */
 	t->capturing = tick->incident_id && !tick->closing;
-	return coll_ring_write(&t->ring, tick, write_sample, t);
+	return coll_ring_write(&t->ring, tick, coll_slow_write, t);
 }
 
 static void slowc_close(void *priv)
@@ -298,7 +185,7 @@ static void slowc_close(void *priv)
 	if (!t)
 		return;
 	coll_ring_free(&t->ring);
-	sample_clear(&t->pending);
+	coll_slow_clear(&t->pending);
 	trace_cleanup(&t->c);
 	free(t);
 }

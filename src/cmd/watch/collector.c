@@ -188,3 +188,87 @@ char *coll_json(void (*fill)(struct jw *jw, const void *arg), const void *arg)
 		text[--len] = '\0';
 	return text;
 }
+
+static void slow_req_clear(struct coll_slow_req *q)
+{
+	free(q->path);
+	free(q->stages);
+	memset(q, 0, sizeof(*q));
+}
+
+void coll_slow_clear(void *rec)
+{
+	struct coll_slow_sample *s = rec;
+	unsigned int i;
+
+	for (i = 0; i < s->nr; i++)
+		slow_req_clear(&s->reqs[i]);
+	free(s->reqs);
+	memset(s, 0, sizeof(*s));
+}
+
+struct coll_slow_req *coll_slow_slot(struct coll_slow_sample *p, bool capturing, uint64_t total_ns)
+{
+	unsigned int i, fastest = 0;
+
+	if (!p->reqs) {
+		p->cap = capturing ? COLL_SLOW_CAPTURE_MAX : COLL_SLOW_PRE_MAX;
+		p->reqs = calloc(p->cap, sizeof(*p->reqs));
+		if (!p->reqs)
+			return NULL;
+	}
+	if (p->nr < p->cap)
+		return &p->reqs[p->nr++];
+	/* Full: the slowest are kept, the one it displaces (or itself) counted. */
+	for (i = 1; i < p->nr; i++)
+		if (p->reqs[i].total_ns < p->reqs[fastest].total_ns)
+			fastest = i;
+	p->dropped++;
+	if (p->reqs[fastest].total_ns >= total_ns)
+		return NULL;
+	slow_req_clear(&p->reqs[fastest]);
+	return &p->reqs[fastest];
+}
+
+int coll_slow_write(void *priv, sqlite3 *db, int64_t id, const void *rec, const char *phase)
+{
+	const struct coll_slow_sample *s = rec;
+	sqlite3_stmt *st = NULL;
+	unsigned int i;
+	int ret = -EIO;
+
+	(void)priv;
+	if (sqlite3_prepare_v2(
+		    db,
+		    "INSERT INTO slow_requests (incident_id, time, phase, pid, tid, comm,"
+		    " disk, op, offset, bytes, path, total_us, stages) VALUES (?1, ?2,"
+		    " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+		    -1, &st, NULL) != SQLITE_OK)
+		goto cleanup;
+	for (i = 0; i < s->nr; i++) {
+		const struct coll_slow_req *q = &s->reqs[i];
+
+		coll_bind_key(st, id, q->time, phase);
+		if (q->owner_known) {
+			sqlite3_bind_int64(st, 4, q->pid);
+			if (q->tid)
+				sqlite3_bind_int64(st, 5, q->tid);
+			coll_bind_text(st, 6, q->comm);
+		}
+		coll_bind_text(st, 7, q->disk);
+		sqlite3_bind_text(st, 8, q->op, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 9, q->offset);
+		sqlite3_bind_int64(st, 10, (sqlite3_int64)q->bytes);
+		coll_bind_text(st, 11, q->path);
+		sqlite3_bind_double(st, 12, q->total_ns / 1e3);
+		coll_bind_text(st, 13, q->stages);
+		if (coll_step_reset(st))
+			goto cleanup;
+	}
+	ret = coll_write_dropped(db, id, s->time, phase, "slow_requests", s->dropped);
+	if (!ret)
+		ret = coll_write_dropped(db, id, s->time, phase, "slow_requests_lost", s->lost);
+cleanup:
+	sqlite3_finalize(st);
+	return ret;
+}

@@ -19,6 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common_abi.h"
+#include "disks.h"
+
 struct jw;
 struct sqlite3;
 struct sqlite3_stmt;
@@ -111,6 +114,49 @@ struct coll_devs {
 void coll_devs_reset(struct coll_devs *d, const struct watch_sample *ws);
 /* The index of @dev's disk in the sample's disks, or -1 if it is not watched. */
 int coll_devs_disk(struct coll_devs *d, uint32_t dev);
+
+/*
+ * The slow requests kept of one sample's window, for slow_requests: top's (block
+ * detail) or trace's (full detail). While no incident is open the slowest
+ * COLL_SLOW_PRE_MAX of a sample are kept, during a capture COLL_SLOW_CAPTURE_MAX;
+ * those past the cap are counted in ->dropped.
+ */
+#define COLL_SLOW_PRE_MAX     20
+#define COLL_SLOW_CAPTURE_MAX 500
+
+struct coll_slow_req {
+	double time;	   /* its start, wall clock */
+	uint32_t pid, tid; /* tid 0: not known (NULL in the table) */
+	bool owner_known;  /* writeback of pages dirtied before tracing: no owner */
+	char comm[IOSPAN_COMM_LEN];
+	char disk[DISK_NAME_LEN];
+	const char *op; /* a static name: trace's op, or the block op */
+	int64_t offset;
+	uint64_t bytes, total_ns;
+	char *path;
+	char *stages; /* JSON object: each stage in µs, and what the collector says of it */
+	/* The file (fs device and inode) for a collector that names it later; else 0. */
+	uint32_t fs_dev;
+	uint64_t ino;
+};
+
+struct coll_slow_sample {
+	double time; /* the iostat sample's */
+	struct coll_slow_req *reqs;
+	unsigned int nr, cap;
+	uint64_t dropped; /* slower than the threshold, past the cap */
+	uint64_t lost;	  /* the ring buffer had no room (or malformed records) */
+};
+
+/*
+ * A slot of @p for a request of @total_ns: a free one, or the fastest kept's if this
+ * one is slower (counted as dropped), or NULL (it is dropped). @capturing: the cap.
+ */
+struct coll_slow_req *coll_slow_slot(struct coll_slow_sample *p, bool capturing, uint64_t total_ns);
+/* Frees what the requests of sample @rec (a struct coll_slow_sample) hold. */
+void coll_slow_clear(void *rec);
+/* Sample @rec's requests (and what it dropped or lost) into slow_requests. */
+int coll_slow_write(void *priv, struct sqlite3 *db, int64_t id, const void *rec, const char *phase);
 
 /*
  * SQLite helpers: a row's first columns, incident_id, time and phase (each collector

@@ -35,8 +35,10 @@
 #define PF_TID_FILE 0x7ff10000U /* + the file's index in the process */
 
 /* The sequential stages of a slow request (trace's), in time order. */
-static const char *const request_stages[] = {"pre_block", "throttle", "q2q", "q2g",
-					     "g2i",	  "i2d",      "d2c", "post_block"};
+/* (q2d: the queue part of a block-detail request, which has no finer stages.) */
+static const char *const request_stages[] = {
+	"pre_block", "throttle", "q2q", "q2g", "g2i", "i2d", "q2d", "d2c", "post_block",
+};
 
 struct pf_export {
 	struct watch_store *st;
@@ -274,7 +276,7 @@ static const char files_sql[] =
 					    " ORDER BY f.time, f.rowid";
 
 /*
- * Slow requests (collected by trace's collector when it runs): a span on the thread
+ * Slow requests (top's at block detail, trace's at full detail): a span on the thread
  * that made the request, from its time (its start) for its total, its stages in order
  * inside it.
  */
@@ -285,8 +287,9 @@ static int export_slow_requests(struct pf_export *x)
 		" total_us AS _total, op AS _op, json_extract(stages, '$.pre_block') AS _s0,"
 		" json_extract(stages, '$.throttle') AS _s1, json_extract(stages, '$.q2q') AS _s2,"
 		" json_extract(stages, '$.q2g') AS _s3, json_extract(stages, '$.g2i') AS _s4,"
-		" json_extract(stages, '$.i2d') AS _s5, json_extract(stages, '$.d2c') AS _s6,"
-		" json_extract(stages, '$.post_block') AS _s7, *"
+		" json_extract(stages, '$.i2d') AS _s5, json_extract(stages, '$.q2d') AS _s6,"
+		" json_extract(stages, '$.d2c') AS _s7,"
+		" json_extract(stages, '$.post_block') AS _s8, *"
 		" FROM slow_requests WHERE incident_id = ?1 AND json_valid(coalesce(stages, '{}'))"
 		" ORDER BY time, rowid";
 	enum { COL_PID, COL_TID, COL_COMM, COL_START, COL_TOTAL, COL_OP, COL_STAGE0 };

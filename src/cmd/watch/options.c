@@ -33,6 +33,8 @@ enum {
 	OPT_NO_BPF,
 	OPT_CAPTURE_THRESHOLD,
 	OPT_STALL_THRESHOLD,
+	OPT_DETAIL,
+	OPT_STALLS,
 	OPT_RULE, /* + enum wt_metric */
 };
 
@@ -63,6 +65,8 @@ static const struct option watch_long_opts[] = {
 	{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
 	{ "capture-threshold", required_argument, NULL, OPT_CAPTURE_THRESHOLD },
 	{ "stall-threshold", required_argument, NULL, OPT_STALL_THRESHOLD },
+	{ "detail", required_argument, NULL, OPT_DETAIL },
+	{ "stalls", required_argument, NULL, OPT_STALLS },
 	COMMON_LONG_OPTS,
 	{ 0 },
 };
@@ -85,9 +89,9 @@ static const char watch_usage[] =
 	"      --aqu N            average queue size, aqu-sz (default off)\n"
 	"      --psi-some PCT     /proc/pressure/io some avg10, system-wide (default off)\n"
 	"      --psi-full PCT     full avg10 (default off)\n"
-	"      --slow-request D   one request slower than D on a disk, as trace times it\n"
-	"                         (200ms, 1s; a bare number is ms); fires on one sample,\n"
-	"                         whatever --for says; needs BPF (default off)\n"
+	"      --slow-request D   one request slower than D on a disk (200ms, 1s; a bare\n"
+	"                         number is ms), timed as --detail says; fires on one\n"
+	"                         sample, whatever --for says; needs BPF (default off)\n"
 	"      --for N            samples in a row a rule must hold (default 2)\n"
 	"Watching:\n"
 	"  -d, --disk DISK        watch this disk (sda, /dev/loop0, 7:0); repeatable;\n"
@@ -104,12 +108,18 @@ static const char watch_usage[] =
 	"                         is logged and watch goes on without it)\n"
 	"      --no-bpf           --bpf off: iostat and pressure only\n"
 	"      --capture-threshold D  slow requests kept, with their stages: those slower\n"
-	"                         than D (a bare number is ms, e.g. 50ms; default 0: none;\n"
-	"                         trace's collector loads with this or --slow-request)\n"
+	"                         than D (a bare number is ms; default 100ms, 0: none)\n"
+	"      --detail block|full  how slow requests are timed: block, from top's\n"
+	"                         completion program (queue and device time, as iostat's\n"
+	"                         await; cheap); full, by trace's collector, from the\n"
+	"                         syscall (page cache, throttle, off-CPU; costs more)\n"
+	"                         (default block)\n"
 	"      --stall-threshold D  tasks blocked on I/O longer than D kept, with their\n"
-	"                         kernel stacks (a bare number is ms, e.g. 100ms; default 0:\n"
-	"                         none)\n"
-	"                         Both cost more than watching alone: see iospan-watch(8)\n"
+	"                         kernel stacks (a bare number is ms; default 100ms, 0: none)\n"
+	"      --stalls capture|always  when stalls are timed: during captures only (no\n"
+	"                         cost otherwise), or always, for the pre-trigger window too\n"
+	"                         (costs more than watching alone: see iospan-watch(8))\n"
+	"                         (default capture)\n"
 	"Store:\n"
 	"      --db PATH          the database (default " WATCH_DEFAULT_DB ")\n"
 	"      --keep N           keep the newest N incidents, 0: any number (default 500)\n"
@@ -276,6 +286,17 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 		return parse_request_ns(where, name, arg, &o->capture_threshold_ns);
 	case OPT_STALL_THRESHOLD:
 		return parse_request_ns(where, name, arg, &o->stall_threshold_ns);
+	case OPT_DETAIL:
+		if (strcmp(arg, "block") && strcmp(arg, "full"))
+			return fail_usage("%sinvalid --detail '%s': give block or full", where, arg);
+		o->full_detail = !strcmp(arg, "full");
+		return 0;
+	case OPT_STALLS:
+		if (strcmp(arg, "capture") && strcmp(arg, "always"))
+			return fail_usage("%sinvalid --stalls '%s': give capture or always", where,
+					  arg);
+		o->stalls_always = !strcmp(arg, "always");
+		return 0;
 	case OPT_MAX_PER_HOUR:
 		if (parse_u64_range(arg, 0, WT_MAX_PER_HOUR, &v))
 			return fail_usage("%sinvalid --max-per-hour '%s': give a number from 0 (no "
@@ -426,12 +447,15 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	o->retention.max_db_size = 1ULL << 30;
 	o->db_path = WATCH_DEFAULT_DB;
 	/*
-	 * Slow requests and stalls are asked for: trace's collector and top's sched_switch
-	 * program cost more than biolatency together (bench/README.md), which a watcher with
-	 * no incident open must not.
+	 * Slow requests at block detail cost a comparison at each completion; trace's
+	 * collector and top's sched_switch program cost more than biolatency together
+	 * (bench/README.md), which a watcher with no incident open must not: asked for, or
+	 * (stalls) attached during captures only.
 	 */
-	o->capture_threshold_ns = 0;
-	o->stall_threshold_ns = 0;
+	o->capture_threshold_ns = 100000000; /* 100 ms */
+	o->full_detail = false;
+	o->stall_threshold_ns = 100000000;
+	o->stalls_always = false;
 
 	/* --help needs no config file. */
 	for (idx = 1; idx < argc && strcmp(argv[idx], "--"); idx++) {
@@ -473,13 +497,23 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 				  o->capture_s, o->interval_ns / 1e9);
 	/* Said now, not found out when no incident ever opens. */
 	if (o->rules.threshold[WT_SLOW_REQUEST] > 0 && o->no_bpf)
-		return fail_usage("--slow-request needs trace's BPF collector: it cannot be used "
-				  "with --bpf off");
+		return fail_usage("--slow-request needs a BPF collector: it cannot be used with "
+				  "--bpf off");
 	for (idx = 0; idx < WT_NR_METRICS; idx++)
 		if (o->rules.threshold[idx] > 0)
 			return 0;
 	return fail_usage("every rule is off: give at least one of --util, --await, --read-mbps, "
 			  "--write-mbps, --iops, --aqu, --slow-request, --psi-some, --psi-full");
+}
+
+uint64_t watch_slow_keep_ns(const struct watch_opts *o)
+{
+	double rule_ms = o->rules.threshold[WT_SLOW_REQUEST];
+	uint64_t keep = o->capture_threshold_ns;
+
+	if (rule_ms > 0 && (!keep || rule_ms * 1e6 < keep))
+		keep = rule_ms * 1e6;
+	return keep;
 }
 
 int watch_config_db(const char *path, char **db_path)

@@ -112,7 +112,7 @@ int watch_sampler_read(struct watch_sampler *s, struct watch_sample *out)
 					NULL;
 		/* A disk seen for the first time has no interval yet: no metrics. */
 		ds->have_metrics = before && out->interval_s > 0;
-		ds->slowest_ms = NAN; /* trace's collector, when it runs, says */
+		ds->slowest_ms = NAN; /* the collector timing slow requests, when one runs, says */
 		if (ds->have_metrics)
 			ds_compute(before, d, out->interval_s, &ds->m);
 		else

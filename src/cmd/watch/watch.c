@@ -524,7 +524,8 @@ static void collectors_open(struct watch_ctx *ctx)
 		else if (ret)
 			watch_event("error", "collector %s unavailable: %s; watching without it%s",
 				    watch_collectors[i]->name, why[0] ? why : strerror(-ret),
-				    watch_collectors[i] == &watch_collector_trace &&
+				    watch_collectors[i] == (ctx->o->full_detail ? &watch_collector_trace :
+										  &watch_collector_top) &&
 						    ctx->o->rules.threshold[WT_SLOW_REQUEST] > 0 ?
 					    " (the slow-request rule cannot fire)" :
 					    "");

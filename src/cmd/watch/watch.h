@@ -37,7 +37,7 @@ enum wt_metric {
 	WT_WRITE_MBPS,	 /* wkB/s / 1024 */
 	WT_IOPS,	 /* completed requests of every kind per second */
 	WT_AQU,		 /* aqu-sz */
-	WT_SLOW_REQUEST, /* the slowest request trace saw on the disk in the sample, ms */
+	WT_SLOW_REQUEST, /* the slowest request on the disk in the sample (--detail), ms */
 	WT_PSI_SOME,	 /* /proc/pressure/io some avg10, % */
 	WT_PSI_FULL,	 /* full avg10, % */
 	WT_NR_METRICS,
@@ -150,7 +150,7 @@ struct watch_disk_sample {
 	struct ds_dev dev; /* raw counters now */
 	struct ds_metrics m;
 	bool have_metrics; /* false for the first sample of a disk */
-	/* The slowest request trace saw on it in the sample, ms; NaN without trace's collector. */
+	/* The slowest request on it in the sample, ms; NaN without a collector timing them. */
 	double slowest_ms;
 };
 
@@ -265,12 +265,19 @@ struct watch_opts {
 	uint64_t duration_ns;	       /* 0: until stopped (tests and trials) */
 	bool no_bpf;		       /* --bpf off: no BPF collector, iostat and pressure only */
 	uint64_t capture_threshold_ns; /* slow requests kept over it; 0: none (but --slow-request's) */
+	bool full_detail;	       /* --detail full: trace's collector times slow requests */
 	uint64_t stall_threshold_ns;   /* stalls kept over it; 0: none traced */
+	bool stalls_always;	       /* --stalls always: timed outside captures too */
 	const char *db_path;
 	const char *config_path;
 	char *config_text; /* the config file's contents, which option values point into */
 };
 
+/*
+ * Slow requests are kept from this q2c (or total, --detail full) on: the lower of
+ * --capture-threshold and --slow-request, of those set; 0: none.
+ */
+uint64_t watch_slow_keep_ns(const struct watch_opts *o);
 /* Parses the config file then the command line; 1: --help printed, else 0 or error. */
 int watch_parse(int argc, char **argv, struct watch_opts *o);
 void watch_opts_free(struct watch_opts *o);

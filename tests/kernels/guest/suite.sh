@@ -127,9 +127,10 @@ stat_scenario() {
 }
 
 # watch: reads of DISK for about 1.5 s (1 MiB every 0.1 s) open one incident on a
-# 1 MB/s read rule; its samples must cover them (diskstats before and after); trace's
-# collector keeps the reads as slow requests (every one over 1 us). Under emulation
-# (TCG, on a loaded host) trace's hooks slow the reads down and loading takes long: a
+# 1 MB/s read rule; its samples must cover them (diskstats before and after); top's
+# collector keeps the reads as slow requests at block detail (every one over 1 us).
+# Under emulation (TCG, on a loaded host) the hooks slow the reads down and loading
+# takes long: a
 # capture of 10 s bridges their gaps, and a window of 5 s keeps the first ones, which
 # may come slower than the rule.
 watch_scenario() {
