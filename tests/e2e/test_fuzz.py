@@ -329,7 +329,8 @@ OPTIONS = {
               "--interval": "period", "--pre": "threshold", "--capture": "period",
               "--cooldown": "threshold", "--max-per-hour": "count", "--keep": "count",
               "--max-age": "threshold", "--max-db-size": "count", "--duration": "period",
-              "--db": "outpath", "--config": "path"},
+              "--db": "outpath", "--config": "path", "--detail": "word", "--stalls": "word",
+              "--capture-threshold": "threshold", "--stall-threshold": "threshold"},
     "incidents": {"--db": "path", "--config": "path", "--format": "word", "-o": "outpath",
                   "--keep": "count", "--max-age": "threshold", "--max-db-size": "count"},
 }
