@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "diskstats.h"
+#include "printable.h"
 #include "units.h"
 
 /*
@@ -367,7 +368,7 @@ static int reader_error(struct ds_reader *r, const char *fmt, ...)
 	size_t n;
 	va_list ap;
 
-	n = snprintf(r->error, sizeof(r->error), "%s line %u: ", r->path, r->line_no);
+	n = snprintf(r->error, sizeof(r->error), "%s line %u: ", printable(r->path), r->line_no);
 	if (n < sizeof(r->error)) {
 		va_start(ap, fmt);
 		vsnprintf(r->error + n, sizeof(r->error) - n, fmt, ap);
@@ -433,7 +434,7 @@ static int parse_snapshot_line(struct ds_reader *r, const char *line, struct ds_
 				       "seconds (no sign, exponent, nan or inf)");
 	if (next_token(&p, tok, sizeof(tok)))
 		return reader_error(r, "expected 'snapshot UPTIME_S [EPOCH_S]': '%s' after them",
-				    tok);
+				    printable(tok));
 	if (r->have_prev) {
 		d_up = s->uptime_s - r->prev_uptime_s;
 		/* The wall clock is compared only when both snapshots give it (0: not given). */
@@ -489,6 +490,7 @@ int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 	bool in_snapshot = false;
 	struct ds_dev dev;
 	char *line;
+	size_t n;
 	int ret;
 
 	ds_snapshot_clear(s);
@@ -516,7 +518,13 @@ int ds_reader_next(struct ds_reader *r, struct ds_snapshot *s)
 		if (ret < 0)
 			return ret;
 		line = r->line + strspn(r->line, DS_SPACE);
-		line[strcspn(line, "\r")] = '\0';
+		/*
+		 * A CRLF line ends at its CR; a CR inside a line separates fields as any
+		 * other white space does (cutting the line there dropped what followed).
+		 */
+		n = strlen(line);
+		if (n && line[n - 1] == '\r')
+			line[n - 1] = '\0';
 		if (!*line || *line == '#')
 			continue;
 		if (!r->header_seen) {

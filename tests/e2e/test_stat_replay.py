@@ -436,6 +436,12 @@ MALFORMED = {
     "repeated-uptime": HEADER + SNAP_A + LINE_A + "snapshot 10 1700000011\n" + LINE_B,
     "both-clocks-back": HEADER + SNAP_B + LINE_B + "snapshot 10 1700000005\n" + LINE_A,
     "over-long-line": HEADER + SNAP_A + LINE_A + "#" + "x" * 70000 + "\n" + SNAP_B + LINE_B,
+    # A CR inside a line separates fields (the reader once cut the line there: this
+    # snapshot was read as "snapshot 11 1700000011"); only a line's last CR ends it.
+    "cr-inside-snapshot": HEADER + SNAP_A + LINE_A + "snapshot 11 1700000011\r5\n" + LINE_B,
+    # What the recording holds is escaped in the message (it could clear a terminal).
+    "control-bytes-after-times": HEADER + SNAP_A + LINE_A + "snapshot 11 1700000011 \x1b[2J\n"
+    + LINE_B,
 }
 
 # What each of these must say (the error names the line and the cause).
@@ -443,6 +449,7 @@ MALFORMED_SAYS = {
     "nan-uptime": "line 4", "repeated-snapshot": "repeated snapshot",
     "repeated-uptime": "repeated snapshot", "both-clocks-back": "go backwards",
     "over-long-line": "longer than", "13-fields": "line 3",
+    "cr-inside-snapshot": "'5' after them", "control-bytes-after-times": "'\\x1b[2J' after",
 }
 
 
@@ -459,6 +466,20 @@ def test_malformed_recording_is_usage_error(tmp_path, name):
     assert pj.returncode == 2 and pj.stderr == "", (name, pj.stdout, pj.stderr)
     out = pj.stdout.splitlines()
     assert len(out) == 1 and "error" in json.loads(out[0]), (name, pj.stdout)
+
+
+def test_crlf_recording_reads_as_lf(tmp_path):
+    """A recording with CRLF line ends (copied through Windows) replays as the same one
+    with LF ends."""
+    text = HEADER + SNAP_A + LINE_A + SNAP_B + LINE_B
+    out = []
+    for name, data in (("lf.rec", text), ("crlf.rec", text.replace("\n", "\r\n"))):
+        rec = tmp_path / name
+        rec.write_bytes(data.encode())
+        p = tl.run_iospan("stat", "-y", "--json", "--replay", str(rec), timeout=30)
+        assert p.returncode == 0, (name, p.stderr)
+        out.append(p.stdout)
+    assert out[0] == out[1] and json.loads(out[0])["devices"], out
 
 
 def test_epoch_is_optional(tmp_path):
