@@ -926,12 +926,13 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct dio_slot *ds;
+	struct dio_slot *ds, *alt;
 	struct top_task *t;
 	struct inode *inode;
 	struct file *file;
 	struct top_key k;
 	__u64 tag, now;
+	__u32 idx;
 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->op)
@@ -957,10 +958,17 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 		       TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file, VFS_FROM_FILE);
 		return 0;
 	}
-	ds = slot_at_tag(&dio_slots, tag, NR_DIO_SLOTS);
-	if (!ds)
+	idx = slot_index(tag, NR_DIO_SLOTS);
+	ds = bpf_map_lookup_elem(&dio_slots, &idx);
+	idx = slot_index_alt(tag, NR_DIO_SLOTS);
+	alt = bpf_map_lookup_elem(&dio_slots, &idx);
+	if (!ds || !alt)
 		return 0;
 	now = bpf_ktime_get_ns();
+	/* Its own record (a retry) wherever it is; else a slot no live I/O holds. */
+	if (alt->tag == tag ||
+	    (ds->tag && ds->tag != tag && now - ds->start_ns < DIO_STALE_NS))
+		ds = alt;
 	if (ds->tag && ds->tag != tag && now - ds->start_ns < DIO_STALE_NS) {
 		drop(TOP_DROP_DIO_SLOT_BUSY);
 		return 0;
@@ -994,12 +1002,13 @@ static __always_inline int dio_complete(struct kiocb *iocb, long result)
 	struct dio_slot *ds;
 	struct top_task *t;
 	struct top_key k;
+	__u32 idx;
 
 	/* Completed inline, in the submitting task: its submission is over. */
 	t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
 	if (t && t->dio_iocb == tag)
 		t->dio_inode = 0;
-	ds = slot_find_tag(&dio_slots, tag, NR_DIO_SLOTS);
+	ds = slot_find_tag2(&dio_slots, tag, NR_DIO_SLOTS, &idx);
 	if (!ds)
 		return 0;
 	ds->tag = 0;

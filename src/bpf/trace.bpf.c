@@ -1150,12 +1150,12 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *t;
-	struct async_slot *as;
+	struct async_slot *as, *alt;
 	struct trace_rec *r;
 	struct inode *inode;
 	struct file *file;
 	__u64 cgid, now = bpf_ktime_get_ns(), tag;
-	__u32 op, dev;
+	__u32 op, dev, idx;
 	bool write = KR(struct iov_iter, iter, data_source);
 	__u64 bytes = KR(struct iov_iter, iter, count), ino;
 
@@ -1182,9 +1182,17 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	if (!task_ok(task, &cgid) || !file_ok(dev, ino, KR(struct file, file, f_path.dentry)))
 		return 0;
 	tag = pv_addr((__u64)iocb);
-	as = slot_at_tag(&async_slots, tag, NR_ASYNC_SLOTS);
-	if (!as)
+	idx = slot_index(tag, NR_ASYNC_SLOTS);
+	as = bpf_map_lookup_elem(&async_slots, &idx);
+	idx = slot_index_alt(tag, NR_ASYNC_SLOTS);
+	alt = bpf_map_lookup_elem(&async_slots, &idx);
+	if (!as || !alt)
 		return 0;
+	/* Its own record (a retry) wherever it is; else a slot no live request holds. */
+	if ((alt->tag == tag && alt->rec.state == TRACE_S_ACTIVE) ||
+	    (as->rec.state == TRACE_S_ACTIVE && as->tag != tag &&
+	     alt->rec.state != TRACE_S_ACTIVE))
+		as = alt;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (t) {
@@ -1257,6 +1265,7 @@ static __always_inline int dio_complete(struct kiocb *iocb, long result)
 {
 	__u64 tag = pv_addr((__u64)iocb);
 	struct async_slot *as;
+	__u32 idx;
 	struct task_state *t;
 
 	if (sync_kiocb(iocb))
@@ -1265,7 +1274,7 @@ static __always_inline int dio_complete(struct kiocb *iocb, long result)
 	t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
 	if (t && t->dio_tag == tag)
 		t->dio_tag = 0;
-	as = slot_find_tag(&async_slots, tag, NR_ASYNC_SLOTS);
+	as = slot_find_tag2(&async_slots, tag, NR_ASYNC_SLOTS, &idx);
 	if (!as || as->rec.state != TRACE_S_ACTIVE)
 		return 0;
 	as->tag = 0;
@@ -1549,7 +1558,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	struct block_device *bdev;
 	__u64 key = 0, now, held = 0;
 	__u16 flags = 0;
-	__u32 op, seq;
+	__u32 op, seq, idx;
 
 	bdev = KRP(struct bio, bio, bi_bdev);
 	/* Bio-based devices (dm, md) complete without a request: their clones are seen. */
@@ -1562,11 +1571,11 @@ static __always_inline int queue_bio(struct bio *bio)
 
 			if (!trace_aio)
 				return 0;
-			as = slot_find_tag(&async_slots, pv_addr((__u64)DIO_IOCB(dio)),
-					   NR_ASYNC_SLOTS);
+			as = slot_find_tag2(&async_slots, pv_addr((__u64)DIO_IOCB(dio)),
+					    NR_ASYNC_SLOTS, &idx);
 			if (!as || as->rec.state != TRACE_S_ACTIVE)
 				return 0;
-			key = KEY_ASYNC | slot_index(as->tag, NR_ASYNC_SLOTS);
+			key = KEY_ASYNC | idx;
 			r = &as->rec;
 		} else if (task->flags & PF_KTHREAD) {
 			/* Re-submitted by a kernel thread (blk-throttle): the waiting task's. */
@@ -1589,11 +1598,11 @@ static __always_inline int queue_bio(struct bio *bio)
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
 		if (t && t->dio_tag && t->kind != TK_SYNC && !swap_bio(bio)) {
 			/* Submitting an async direct I/O whose bios iomap does not end (btrfs). */
-			struct async_slot *as = slot_find_tag(&async_slots, t->dio_tag,
-							      NR_ASYNC_SLOTS);
+			struct async_slot *as = slot_find_tag2(&async_slots, t->dio_tag,
+							       NR_ASYNC_SLOTS, &idx);
 
 			if (as && as->rec.state == TRACE_S_ACTIVE) {
-				key = KEY_ASYNC | slot_index(as->tag, NR_ASYNC_SLOTS);
+				key = KEY_ASYNC | idx;
 				r = &as->rec;
 				goto owned;
 			}

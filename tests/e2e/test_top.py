@@ -645,7 +645,7 @@ def test_async_direct_io_exact(fstype, engine):
     mine = [f for f in files if f["path"] == os.path.realpath(path)]
     raw = [f for f in files if f["kind"] == "raw"]
     for key in ("fs_read_bytes", "fs_write_bytes", "disk_read_bytes", "disk_write_bytes"):
-        assert sum(f[key] for f in mine) == size, (key, mine, raw)
+        assert sum(f[key] for f in mine) == size, (key, mine, raw, doc["dropped"])
     assert not [f for f in raw if f["disk_read_bytes"] or f["disk_write_bytes"]], raw
 
 

@@ -369,7 +369,9 @@ def test_direct_io_d2c_matches_fio_and_aio(iospan, tmp_path):
         unseen = (cnt["async_slot_collisions"] + cnt["abandoned"]
                   + totals["in_flight_at_exit"])
         assert len(aios) <= n <= len(aios) + unseen, (len(aios), n, totals)
-        assert len(aios) == n or declared, (len(aios), n, cnt)
+        # Missing ones only as declared: a completion the kernel ran no program for, or
+        # a request whose two slots both held live ones (async_slot_collisions).
+        assert len(aios) == n or declared or cnt["async_slot_collisions"], (len(aios), n, cnt)
         assert len(aios) >= 0.95 * n, (len(aios), n, cnt)
         assert all(len(r["bios"]) == 1 and r["bios"][0]["bytes"] == 4096 for r in aios)
         for r in aios:
