@@ -23,8 +23,6 @@ import subprocess
 import tempfile
 import time
 
-import pytest
-
 import iospan_testlib as tl
 
 SEED = int(os.environ["IOSPAN_FUZZ_SEED"])  # set by conftest.py
