@@ -144,16 +144,24 @@ def test_perfetto_export_matches_the_store(incident, tmp_path):
     assert json.loads(p.stdout) == doc
 
 
-def test_perfetto_export_slow_requests(incident, tmp_path):
-    """Rows of slow_requests (trace's collector writes them): a span on the thread that
-    made the request, from its time (the request's start, as the collector stores it) for
-    its total, its stages in order inside it."""
+@pytest.mark.parametrize("detail", ["full", "block"])
+def test_perfetto_export_slow_requests(incident, tmp_path, detail):
+    """Rows of slow_requests (trace's collector writes them at full detail, top's at
+    block detail): a span on the thread that made the request, from its time (the
+    request's start, as the collector stores it) for its total, its stages in order
+    inside it (at block detail the queue part, q2d, then the device's, d2c)."""
     db, disk, pid, path, _ = incident
     copy = str(tmp_path / "slow.db")
     subprocess.run(["sqlite3", db, ".backup '%s'" % copy], check=True)
     start = incidents(copy, "list")["incidents"][0]["start"]
-    stages = {"pre_block": 100.0, "q2q": 50.0, "q2g": 5.0, "g2i": 5.0, "i2d": 40.0,
-              "d2c": 29700.0, "post_block": 100.0, "total": 30000.0, "offcpu": 29000.0}
+    if detail == "full":
+        stages = {"pre_block": 100.0, "q2q": 50.0, "q2g": 5.0, "g2i": 5.0, "i2d": 40.0,
+                  "d2c": 29700.0, "post_block": 100.0, "total": 30000.0, "offcpu": 29000.0}
+        order = ["pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block"]
+    else:
+        stages = {"detail": "block", "q2c": 30000.0, "q2d": 1000.0, "d2c": 29000.0,
+                  "direct": True}
+        order = ["q2d", "d2c"]
     con = sqlite3.connect(copy)
     con.execute("INSERT INTO slow_requests (incident_id, time, phase, pid, tid, comm, disk,"
                 " op, offset, bytes, path, total_us, stages) VALUES (1, ?, 'capture', ?,"
@@ -175,7 +183,6 @@ def test_perfetto_export_slow_requests(incident, tmp_path):
         incidents(copy, "show", "1")["samples"][0]["uptime"]
     assert abs(request["ts"] - (boot + 0.5) * 1e6) <= 2, request
     assert request["dur"] == 30000
-    order = ["pre_block", "q2q", "q2g", "g2i", "i2d", "d2c", "post_block"]
     assert [e["name"] for e in on_thread[1:]] == order
     at = request["ts"]
     for e in on_thread[1:]:
