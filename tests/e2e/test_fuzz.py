@@ -42,17 +42,7 @@ RUN_SECONDS = 3.0   # then SIGINT: a periodic command must stop...
 STOP_SECONDS = 3.0  # ...within this
 
 
-def asan_bin():
-    path = os.environ.get("IOSPAN_ASAN_BIN") or os.path.join(
-        os.path.dirname(tl.iospan_bin()) + "-asan", "iospan")
-    assert os.access(path, os.X_OK), \
-        "sanitizer build not found at %s: build it with 'make asan' (make test does)" % path
-    # It is one: it calls into both runtimes.
-    with open(path, "rb") as f:
-        image = f.read()
-    assert b"__asan_init" in image and b"__ubsan_handle_" in image, \
-        "%s is not an ASan + UBSan build" % path
-    return path
+asan_bin = tl.asan_bin
 
 
 def unprivileged():

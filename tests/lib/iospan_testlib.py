@@ -32,7 +32,7 @@ __all__ = [
     "cgroup_procs",
     "fio", "fio_json", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
     "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
-    "leftovers", "cleanup_all", "TMP_PREFIX", "Tracer", "start_tracing",
+    "leftovers", "cleanup_all", "TMP_PREFIX", "Tracer", "start_tracing", "asan_bin",
 ]
 
 # /proc/diskstats fields after "major minor name", in kernel order (14, 18 or 20 fields
@@ -88,6 +88,21 @@ def popen_iospan(*args, **kwargs):
     kwargs.setdefault("stderr", subprocess.PIPE)
     kwargs.setdefault("text", True)
     return subprocess.Popen([iospan_bin()] + [str(a) for a in args], **kwargs)
+
+
+def asan_bin():
+    """The ASan + UBSan build of iospan (IOSPAN_ASAN_BIN, or build-asan/ beside the
+    binary under test); fails the test if it is missing or is not one."""
+    path = os.environ.get("IOSPAN_ASAN_BIN") or os.path.join(
+        os.path.dirname(iospan_bin()) + "-asan", "iospan")
+    assert os.access(path, os.X_OK), \
+        "sanitizer build not found at %s: build it with 'make asan' (make test does)" % path
+    # It is one: it calls into both runtimes.
+    with open(path, "rb") as f:
+        image = f.read()
+    assert b"__asan_init" in image and b"__ubsan_handle_" in image, \
+        "%s is not an ASan + UBSan build" % path
+    return path
 
 
 def popen_together(cmds, **kwargs):

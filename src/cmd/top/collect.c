@@ -229,7 +229,8 @@ static int read_dev_flushes(struct top_ctx *c, struct dev_flush_row **cum, size_
 	d = malloc((*nr ? *nr : 1) * sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	memcpy(d, rows, *nr * sizeof(*d));
+	if (*nr) /* rows is NULL without any */
+		memcpy(d, rows, *nr * sizeof(*d));
 	for (i = 0; i < *nr; i++)
 		for (j = 0; j < c->nr_prev_fl; j++)
 			if (c->prev_fl[j].dev == d[i].dev) {
@@ -530,7 +531,8 @@ int top_collect_read(struct top_ctx *c, struct top_snapshot *snap)
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		memcpy(wb_cum, snap->wb, snap->nr_wb * sizeof(*wb_cum));
+		if (snap->nr_wb) /* snap->wb is NULL without any */
+			memcpy(wb_cum, snap->wb, snap->nr_wb * sizeof(*wb_cum));
 		wb_delta(c, snap->wb, snap->nr_wb);
 		for (i = 0; i < TOP_DROP_NR; i++) {
 			uint64_t d = top_sub0(snap->drops[i], c->prev_drops[i]);
