@@ -1030,16 +1030,19 @@ def test_watch_under_sanitizers(tmp_path):
     db = str(tmp_path / "asan.db")
     with tl.tmpfs(300) as mnt, tl.loop_device(256, backing_dir=mnt) as dev:
         tl.fio(["--name=fill", "--filename=" + dev, "--bs=1M", "--size=128M", "--rw=write"])
-        w = subprocess.Popen([tl.asan_bin(), "watch", "-d", dev, "--db", db,
-                              "--interval", "0.2", "--pre", "1", "--capture", "1",
-                              "--cooldown", "0", "--max-per-hour", "0", "--iops", "1000",
-                              "--for", "1", "--capture-threshold", "1us", *NO_IOSTAT_RULES],
-                             stderr=subprocess.PIPE, text=True)
+        log = tmp_path / "watch.err"
+        with open(log, "w") as errf:
+            w = subprocess.Popen([tl.asan_bin(), "watch", "-d", dev, "--db", db,
+                                  "--interval", "0.2", "--pre", "1", "--capture", "1",
+                                  "--cooldown", "0", "--max-per-hour", "0", "--iops", "1000",
+                                  "--for", "1", "--capture-threshold", "1us",
+                                  *NO_IOSTAT_RULES], stderr=errf)
         try:
-            deadline = time.time() + 60
-            while not os.path.exists(db) and time.time() < deadline:
+            # Sampling starts once the collectors are loaded (slower under ASan).
+            deadline = time.time() + 120
+            while " start: " not in log.read_text() and w.poll() is None and \
+                    time.time() < deadline:
                 time.sleep(0.2)
-            time.sleep(2)  # the collectors load before sampling starts
             for _ in range(2):
                 tl.fio(["--name=b", "--filename=" + dev, "--bs=4k", "--size=128M",
                         "--rw=randread", "--direct=1", "--rate_iops=3000", "--time_based",
@@ -1047,7 +1050,8 @@ def test_watch_under_sanitizers(tmp_path):
                 time.sleep(2)
         finally:
             w.send_signal(signal.SIGINT)
-            _, err = w.communicate(timeout=120)
+            w.wait(timeout=120)
+            err = log.read_text()
     assert w.returncode == 0, err[-3000:]
     assert not re.search(r"runtime error|AddressSanitizer|LeakSanitizer", err), err[-3000:]
     found = incidents(db, "list")["incidents"]
