@@ -539,8 +539,7 @@ __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 	for (i = 0; i < TRACE_ST_NR; i++)
 		st[i] = 0;
 	st[TRACE_ST_TOTAL] = end > r->start ? end - r->start : 0;
-	if (r->nr_done && r->first_q >= r->start && r->crit_q >= r->first_q &&
-	    r->last_c >= r->crit_d && r->last_c <= end) {
+	if (trace_rec_has_block_stages(r)) {
 		__u64 held_first = 0, held_crit = 0;
 
 		blk = true;

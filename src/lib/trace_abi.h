@@ -203,6 +203,18 @@ struct trace_rec {
 };
 
 /*
+ * Whether a finished record's block stages add up: its first bio queued after it
+ * started and its last completion stamped before it ended. A completion racing the
+ * end on another CPU can be stamped after it; then the record has no block breakdown
+ * (all pre_block), and the BPF side and the exporters must agree on that.
+ */
+static inline bool trace_rec_has_block_stages(const struct trace_rec *r)
+{
+	return r->nr_done && r->first_q >= r->start && r->crit_q >= r->first_q &&
+	       r->last_c >= r->crit_d && r->last_c <= r->end;
+}
+
+/*
  * Ring buffer records (struct rb_hdr first, src/lib/rbuf_abi.h): a slow request is
  * its struct trace_rec up to bios[], then only the bios and events it has.
  */

@@ -381,9 +381,16 @@ def test_size_matches_block_sizes():
     mine = [r for r in rep["histograms"] if r["pid"] == pid]
     assert len(mine) == 1, rep["histograms"]
     rows = {r["low"]: r["count"] for r in mine[0]["log2"] if r["count"]}
-    assert rows == {16: 120, 64: 80}, rows
     fine = {(b["low"], b["high"]): b["count"] for b in mine[0]["buckets"]}
-    assert fine == {(16.0, 16.5): 120, (64.0, 66.0): 80}, fine
+    # Every request in its size's row, or declared: one the kernel completed without
+    # running lat's program (requests_not_seen; 119 of 120 reads once in CI).
+    drops = rep["drops"]
+    declared = drops["programs_skipped"] + drops["requests_not_seen"]
+    assert declared <= 2, drops
+    assert set(rows) == {16, 64} and rows[16] <= 120 and rows[64] <= 80, rows
+    seen = rows[16] + rows[64]
+    assert seen <= 200 <= seen + declared, (rows, drops)
+    assert fine == {(16.0, 16.5): rows[16], (64.0, 66.0): rows[64]}, fine
 
 
 def test_text_report_and_interval():

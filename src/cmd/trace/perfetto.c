@@ -116,7 +116,7 @@ void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r)
 	jw_kv_int(jw, "ret", r->ret);
 	jw_kv_uint(jw, "bios", r->nr_done);
 	perfetto_end(c->pf);
-	if (r->nr_done) {
+	if (trace_rec_has_block_stages(r)) {
 		/* Children in time order; the block span holds the critical bio's stages. */
 		uint64_t thr_first = r->held_q && r->held_q == r->first_q ? r->held_h : 0;
 
