@@ -15,7 +15,6 @@
  * the slow-request rule's value); they are kept as trace's collector keeps its own.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -122,13 +121,9 @@ static const char *block_op_name(const struct top_slow_rq *e)
 	}
 }
 
-struct block_stages {
-	const struct top_slow_rq *e;
-};
-
 static void fill_block_stages(struct jw *jw, const void *arg)
 {
-	const struct top_slow_rq *e = ((const struct block_stages *)arg)->e;
+	const struct top_slow_rq *e = arg;
 
 	jw_start_object(jw);
 	jw_kv_string(jw, "detail", "block");
@@ -146,7 +141,6 @@ static void fill_block_stages(struct jw *jw, const void *arg)
 static void on_slow_rq(void *arg, const struct top_slow_rq *e)
 {
 	struct topc *t = arg;
-	struct block_stages bs = {.e = e};
 	struct coll_slow_req *q;
 	struct top_proc info;
 	int disk;
@@ -176,7 +170,7 @@ static void on_slow_rq(void *arg, const struct top_slow_rq *e)
 	q->offset = (int64_t)(e->sector * 512);
 	q->bytes = e->bytes;
 	q->total_ns = e->q2c_ns;
-	q->stages = coll_json(fill_block_stages, &bs);
+	q->stages = coll_json(fill_block_stages, e);
 	if (!top_ino_special(e->ino)) {
 		q->fs_dev = e->dev;
 		q->ino = e->ino;
