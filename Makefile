@@ -172,7 +172,7 @@ e2e: $(OUT)/iospan asan
 # the fuzzing pass on the sanitizer build (asan).
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost \
-		$(OUT)/iowork asan
+		$(OUT)/bench/snooplines $(OUT)/iowork asan
 	$(Q)OUT=$(OUT) IOSPAN_ASAN_BIN=$(abspath $(ASAN_OUT))/iospan scripts/run-tests.sh
 
 # Only the kernel matrix (tests/kernels): Debian's kernels under QEMU, the guest suite in
@@ -206,7 +206,14 @@ $(OUT)/bench/syscallcost: bench/syscallcost.c | $(OUT)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
-bench: $(OUT)/iospan $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost
+# The user-space cost of one snoop line (format and render), without BPF.
+$(OUT)/bench/snooplines: bench/snooplines.c $(LIB_OBJS) $(OUT)/cmd/snoop/format.o \
+		$(OUT)/cmd/snoop/render.o | $(OUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $< $(filter %.o,$^) -o $@ $(LDLIBS)
+
+bench: $(OUT)/iospan $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost $(OUT)/bench/snooplines
 	$(Q)$(PYTHON) bench/overhead.py $(BENCH_ARGS)
 
 format:

@@ -80,55 +80,82 @@ static size_t put_decimal(char *p, uint64_t v)
 	return n;
 }
 
+/* @v / 10^(3 * (@step + 1)): a constant divisor each, which compilers multiply by. */
+static inline uint64_t div_step(uint64_t v, int step)
+{
+	switch (step) {
+	case 0:
+		return v / 1000;
+	case 1:
+		return v / 1000000;
+	default:
+		return v / 1000000000;
+	}
+}
+
 /*
  * The same text as fmt_ns_printf() in integers (per-event output calls it a million
  * times): v = ns / div as a fraction is exact, so the unit and decimals chosen by
  * comparing v with 999.5 and 9.95 are the same, and so is rounding, except on an exact
  * tie, where printf rounds the double nearest v (to even): those go through printf.
  */
-const char *fmt_ns(uint64_t ns, char *buf, size_t len)
+size_t fmt_ns_n(uint64_t ns, char *buf, size_t len)
 {
-	static const struct {
-		uint64_t div;
-		const char *unit;
-	} steps[] = {{1000, "us"}, {1000000, "ms"}, {1000000000, "s"}};
+	static const char units[3][3] = {"us", "ms", "s"};
+	static const uint64_t divs[3] = {1000, 1000000, 1000000000};
 	char tmp[UNITS_BUF];
-	uint64_t div = 0, q;
-	size_t n = 0;
+	uint64_t div, q, r;
+	size_t n;
 	int i;
 
 	/* Beyond this, ns * 100 could overflow: a run of years, printed the slow way. */
 	if (ns >= 100000000000000000ULL)
-		return fmt_ns_printf(ns, buf, len);
-	for (i = 0; i < 3; i++) {
-		div = steps[i].div;
-		if (i == 2 || ns * 2 < 1999 * div)
+		goto slow;
+	for (i = 0; i < 2; i++)
+		if (ns * 2 < 1999 * divs[i])
 			break;
-	}
+	div = divs[i];
 	if (ns < 1000) {
 		n = put_decimal(tmp, ns);
-		memcpy(tmp + n, "ns", 3);
+		memcpy(tmp + n, "ns", 2);
+		n += 2;
 	} else if (ns * 100 < 995 * div) {
-		if ((ns * 10) % div * 2 == div)
-			return fmt_ns_printf(ns, buf, len);
-		q = (ns * 10 + div / 2) / div; /* tenths */
+		q = div_step(ns * 10, i);
+		r = ns * 10 - q * div;
+		if (r * 2 == div)
+			goto slow;
+		q += r * 2 > div; /* tenths, rounded */
 		n = put_decimal(tmp, q / 10);
 		tmp[n++] = '.';
 		tmp[n++] = '0' + q % 10;
-		strcpy(tmp + n, steps[i].unit);
+		tmp[n++] = units[i][0];
+		if (units[i][1])
+			tmp[n++] = units[i][1];
 	} else {
-		if (ns % div * 2 == div)
-			return fmt_ns_printf(ns, buf, len);
-		n = put_decimal(tmp, (ns + div / 2) / div);
-		strcpy(tmp + n, steps[i].unit);
+		q = div_step(ns, i);
+		r = ns - q * div;
+		if (r * 2 == div)
+			goto slow;
+		n = put_decimal(tmp, q + (r * 2 > div));
+		tmp[n++] = units[i][0];
+		if (units[i][1])
+			tmp[n++] = units[i][1];
 	}
-	n = strlen(tmp);
 	if (!len)
-		return buf;
+		return 0;
 	if (n >= len)
 		n = len - 1;
 	memcpy(buf, tmp, n);
 	buf[n] = 0;
+	return n;
+slow:
+	fmt_ns_printf(ns, buf, len);
+	return len ? strlen(buf) : 0;
+}
+
+const char *fmt_ns(uint64_t ns, char *buf, size_t len)
+{
+	fmt_ns_n(ns, buf, len);
 	return buf;
 }
 

@@ -27,6 +27,8 @@ size_t scan_decimal(const char *s, double *v);
 
 /* Nanoseconds as "850ns", "12us", "1.5ms", "2.0s", "95s": one decimal below 10. */
 const char *fmt_ns(uint64_t ns, char *buf, size_t len);
+/* The same, returning the length written (for output built without strlen). */
+size_t fmt_ns_n(uint64_t ns, char *buf, size_t len);
 
 /*
  * Seconds since 1970 as local time, "2026-11-23 15:38:37" (@with_date) or "15:38:37"

@@ -97,9 +97,14 @@ static void test_fmt_ns_same_as_printf(void **state)
 		ns = x >> (i % 64);
 		if (strcmp(fmt_ns(ns, a, sizeof(a)), fmt_ns_ref(ns, b, sizeof(b))))
 			fail_msg("%llu: %s, printf %s", (unsigned long long)ns, a, b);
+		/* fmt_ns_n() says how long, ties (printf's way) included. */
+		assert_int_equal(fmt_ns_n(ns, a, sizeof(a)), strlen(a));
 	}
+	assert_int_equal(fmt_ns_n(1250, a, sizeof(a)), 5);
 	/* Cut short as snprintf would. */
 	assert_string_equal(fmt_ns(1500, a, 3), "1.");
+	assert_int_equal(fmt_ns_n(1500, a, 3), 2);
+	assert_int_equal(fmt_ns_n(1500, a, 0), 0);
 }
 
 static void test_scan_decimal(void **state)
