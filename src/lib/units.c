@@ -65,18 +65,42 @@ static const char *fmt_ns_printf(uint64_t ns, char *buf, size_t len)
 	return buf;
 }
 
+char *fmt_u64_back(char *end, uint64_t v)
+{
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+				       "25262728293031323334353637383940414243444546474849"
+				       "50515253545556575859606162636465666768697071727374"
+				       "75767778798081828384858687888990919293949596979899";
+	char *p = end;
+	uint32_t v32;
+
+	while (v > UINT32_MAX) {
+		p -= 2;
+		memcpy(p, pairs + v % 100 * 2, 2);
+		v /= 100;
+	}
+	v32 = v;
+	while (v32 >= 100) {
+		p -= 2;
+		memcpy(p, pairs + v32 % 100 * 2, 2);
+		v32 /= 100;
+	}
+	if (v32 >= 10) {
+		p -= 2;
+		memcpy(p, pairs + v32 * 2, 2);
+	} else {
+		*--p = '0' + v32;
+	}
+	return p;
+}
+
 /* @v in decimal at @p (no NUL): returns the digits written. */
 static size_t put_decimal(char *p, uint64_t v)
 {
-	char tmp[20];
-	size_t n = 0, i;
+	char tmp[UNITS_U64_DIGITS], *s = fmt_u64_back(tmp + sizeof(tmp), v);
+	size_t n = tmp + sizeof(tmp) - s;
 
-	do {
-		tmp[n++] = '0' + v % 10;
-		v /= 10;
-	} while (v);
-	for (i = 0; i < n; i++)
-		p[i] = tmp[n - 1 - i];
+	memcpy(p, s, n);
 	return n;
 }
 

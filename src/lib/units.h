@@ -25,6 +25,14 @@ const char *fmt_rate(uint64_t bytes, double seconds, char *buf, size_t len);
  */
 size_t scan_decimal(const char *s, double *v);
 
+/*
+ * @v in decimal, written backwards so that it ends just before @end (no NUL): returns
+ * where it starts. Two digits a division, in 32 bits once it fits: per-event output
+ * (snoop lines, JSON) writes millions of numbers. UNITS_U64_DIGITS bytes suffice.
+ */
+#define UNITS_U64_DIGITS 20
+char *fmt_u64_back(char *end, uint64_t v);
+
 /* Nanoseconds as "850ns", "12us", "1.5ms", "2.0s", "95s": one decimal below 10. */
 const char *fmt_ns(uint64_t ns, char *buf, size_t len);
 /* The same, returning the length written (for output built without strlen). */

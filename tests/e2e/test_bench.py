@@ -3,6 +3,7 @@
 numbers in the README come from them, so they are checked against ground truth."""
 import json
 import os
+import re
 import subprocess
 
 import iospan_testlib as tl
@@ -108,3 +109,36 @@ def test_syscallcost_prints_the_time_of_one_syscall():
     assert 1 < float(p.stdout.split()[0]) < 100000, p.stdout
     bad = subprocess.run([path, "open"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "usage: syscallcost" in bad.stderr
+
+
+def test_snooplines_writes_snoop_lines_and_their_cost(tmp_path):
+    """bench/snooplines goes through snoop's own formatter and renderer: what it times
+    is what snoop writes (a header and one line a record in text, one valid object a
+    record in JSON, gathered whole by the JSON writer)."""
+    path = os.path.join(os.path.dirname(tl.iospan_bin()), "bench", "snooplines")
+    assert os.path.exists(path), "%s not built ('make test' builds it)" % path
+    text, js = tmp_path / "lines.txt", tmp_path / "lines.json"
+    p = subprocess.run([path, "text", str(text), "500"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    m = re.match(r"text: (\d+) ns per line \(best of 7 runs of 500 lines\)$", p.stdout.strip())
+    assert m and 1 <= int(m.group(1)) < 1000000, p.stdout
+    lines = text.read_text().splitlines()
+    assert lines[0].split()[:4] == ["TIME", "COMM", "PID", "TID"] and len(lines) == 1 + 7 * 500
+    fields = lines[1].split()
+    assert fields[1:6] == ["fio", "412345", "412345", "loop0", "R"], fields
+    assert fields[-1] == "[direct]" and fields[7] == "4096", fields
+    p = subprocess.run([path, "json", str(js), "500"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("json: "), p.stdout + p.stderr
+    recs = [json.loads(l) for l in js.read_text().splitlines()]
+    assert len(recs) == 7 * 500
+    assert all(r["comm"] == "fio" and r["bytes"] == 4096 and r["kind"] == "direct"
+               and r["rwbs"] == "R" and 2 <= r["queue_us"] < 19 and 112 < r["device_us"] < 195
+               and abs(r["queue_us"] + r["device_us"] - r["total_us"]) < 0.002 for r in recs)
+    # Times go forward, a few us apart, as the records' completion times do.
+    times = [r["time"] for r in recs]
+    assert all(b > a for a, b in zip(times, times[1:]))
+    bad = subprocess.run([path, "text", "/dev/null", "0"], capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode == 2 and "LINES_PER_RUN" in bad.stderr

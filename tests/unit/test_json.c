@@ -178,6 +178,48 @@ static void test_no_line_flush(void **state)
 	buf_close(&b);
 }
 
+/*
+ * A value is gathered and written whole: beyond the writer's own buffer (a long
+ * string, a long array) it goes out in order, and two writers on one stream (the main
+ * output and an error) interleave only between values.
+ */
+static void test_gathered_values(void **state)
+{
+	char *big = malloc(40001), *want, *p;
+	struct buf b;
+	struct jw *other;
+	int i;
+
+	memset(big, 'x', 40000);
+	big[40000] = 0;
+	buf_open(&b);
+	jw_start_array(b.jw);
+	for (i = 0; i < 5000; i++)
+		jw_uint(b.jw, i);
+	jw_string(b.jw, big);
+	jw_end_array(b.jw);
+	other = jw_new(b.f);
+	assert_non_null(other);
+	jw_start_object(other);
+	jw_kv_string(other, "error", "e");
+	jw_end_object(other);
+	jw_free(other);
+	want = malloc(100000);
+	p = want;
+	*p++ = '[';
+	for (i = 0; i < 5000; i++)
+		p += sprintf(p, "%d,", i);
+	p += sprintf(p, "\"%s\"]\n{\"error\":\"e\"}\n", big);
+	assert_string_equal(buf_text(&b), want);
+	/* An unfinished value is not written, not even when the writer is freed. */
+	jw_start_object(b.jw);
+	jw_kv_uint(b.jw, "n", 1);
+	assert_string_equal(buf_text(&b), want);
+	buf_close(&b);
+	free(want);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_integers),
 		cmocka_unit_test(test_no_line_flush),
+		cmocka_unit_test(test_gathered_values),
 	};
 
 	return cmocka_run_group_tests_name("json", tests, NULL, NULL);

@@ -107,6 +107,44 @@ static void test_fmt_ns_same_as_printf(void **state)
 	assert_int_equal(fmt_ns_n(1500, a, 0), 0);
 }
 
+/* Integers as printf's %llu writes them: every edge of two digits and 32 bits, random. */
+static void test_fmt_u64_back(void **state)
+{
+	static const uint64_t edges[] = {0,
+					 9,
+					 10,
+					 99,
+					 100,
+					 101,
+					 999,
+					 1000,
+					 4294967295ULL,
+					 4294967296ULL,
+					 9999999999ULL,
+					 10000000000ULL,
+					 UINT64_MAX};
+	char buf[UNITS_U64_DIGITS + 1], ref[32];
+	uint64_t v, x = 88172645463325252ULL;
+	char *s;
+	size_t i;
+
+	buf[UNITS_U64_DIGITS] = 0;
+	for (i = 0; i < 2000000; i++) {
+		if (i < sizeof(edges) / sizeof(edges[0])) {
+			v = edges[i];
+		} else {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			v = x >> (i % 64);
+		}
+		s = fmt_u64_back(buf + UNITS_U64_DIGITS, v);
+		snprintf(ref, sizeof(ref), "%llu", (unsigned long long)v);
+		if (strcmp(s, ref))
+			fail_msg("%s: %s", ref, s);
+	}
+}
+
 static void test_scan_decimal(void **state)
 {
 	double v = -1;
@@ -136,6 +174,7 @@ int main(void)
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_ns),
 		cmocka_unit_test(test_fmt_ns_same_as_printf),
+		cmocka_unit_test(test_fmt_u64_back),
 		cmocka_unit_test(test_scan_decimal),
 	};
 

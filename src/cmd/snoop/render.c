@@ -158,40 +158,16 @@ static void put_str(struct line *b, const char *s, size_t width, bool left)
 	put_strn(b, s, strlen(s), width, left);
 }
 
-/* "%*llu", zero-padded to @width with @zeros ("%0*llu"); two digits a division. */
+/* "%*llu", zero-padded to @width with @zeros ("%0*llu"). */
 static void put_uint(struct line *b, uint64_t v, size_t width, bool zeros)
 {
-	static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-				       "25262728293031323334353637383940414243444546474849"
-				       "50515253545556575859606162636465666768697071727374"
-				       "75767778798081828384858687888990919293949596979899";
-	char tmp[24];
-	size_t n = sizeof(tmp);
-	uint32_t v32;
+	char tmp[UNITS_U64_DIGITS + 8], *end = tmp + sizeof(tmp), *s = fmt_u64_back(end, v);
 
-	while (v > UINT32_MAX) {
-		n -= 2;
-		memcpy(tmp + n, pairs + v % 100 * 2, 2);
-		v /= 100;
-	}
-	/* The rest in 32 bits, whose divisions are cheaper. */
-	v32 = v;
-	while (v32 >= 100) {
-		n -= 2;
-		memcpy(tmp + n, pairs + v32 % 100 * 2, 2);
-		v32 /= 100;
-	}
-	if (v32 >= 10) {
-		n -= 2;
-		memcpy(tmp + n, pairs + v32 * 2, 2);
-	} else {
-		tmp[--n] = '0' + v32;
-	}
-	while (zeros && sizeof(tmp) - n < width)
-		tmp[--n] = '0';
-	if (sizeof(tmp) - n < width)
-		put_pad(b, width - (sizeof(tmp) - n));
-	put_mem(b, tmp + n, sizeof(tmp) - n);
+	while (zeros && (size_t)(end - s) < width && s > tmp)
+		*--s = '0';
+	if ((size_t)(end - s) < width)
+		put_pad(b, width - (end - s));
+	put_mem(b, s, end - s);
 }
 
 /* A duration as fmt_ns() writes it ("-": unknown), right-aligned in @width. */
