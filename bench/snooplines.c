@@ -41,11 +41,11 @@ int main(int argc, char **argv)
 	long i;
 	int run;
 
-	out = fopen(path, "w");
 	if (lines <= 0) {
 		fprintf(stderr, "snooplines: LINES_PER_RUN must be a positive number\n");
 		return 2;
 	}
+	out = fopen(path, "w");
 	if (!out || snoop_format_new(-1, !json, NULL, &fmt) || snoop_render_new(out, json, &r)) {
 		fprintf(stderr, "snooplines: cannot set up output to %s\n", path);
 		return 1;

@@ -61,10 +61,17 @@ static void jw_puts(struct jw *jw, const char *s)
 
 struct jw *jw_new(FILE *out)
 {
-	struct jw *jw = calloc(1, sizeof(*jw));
+	/* Not calloc: the buffer needs no zeroing (a writer is made per slow request). */
+	struct jw *jw = malloc(sizeof(*jw));
 
-	if (jw)
-		jw->out = out;
+	if (!jw)
+		return NULL;
+	jw->out = out;
+	jw->len = 0;
+	jw->depth = 0;
+	memset(jw->has_member, 0, sizeof(jw->has_member));
+	jw->after_name = false;
+	jw->no_line_flush = false;
 	return jw;
 }
 

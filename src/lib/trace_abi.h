@@ -206,7 +206,9 @@ struct trace_rec {
  * Whether a finished record's block stages add up: its first bio queued after it
  * started and its last completion stamped before it ended. A completion racing the
  * end on another CPU can be stamped after it; then the record has no block breakdown
- * (all pre_block), and the BPF side and the exporters must agree on that.
+ * (all pre_block). BPF decides its stages with it, the Perfetto export its spans, on
+ * the record as emitted: one landing between the two leaves stages without spans,
+ * never a span past its request.
  */
 static inline bool trace_rec_has_block_stages(const struct trace_rec *r)
 {
