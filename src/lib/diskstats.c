@@ -60,18 +60,27 @@ static int read_line(FILE *f, char **buf, size_t *cap)
 /* What separates fields: isspace() in the C locale, as sysstat's sscanf() reads them. */
 #define DS_SPACE " \t\n\v\f\r"
 
-/* Next whitespace-separated token of *@p, NUL-terminated in @buf; false at the end. */
-static bool next_token(const char **p, char *buf, size_t len)
+/*
+ * Next whitespace-separated token of *@p, NUL-terminated in @buf: 1, 0 at the end of the
+ * line, -1 if it does not fit (its start is in @buf, for a message). A token too long
+ * is not the end: taken for one, it let a line end early unnoticed (fuzz seed 678550429).
+ */
+static int next_token(const char **p, char *buf, size_t len)
 {
 	const char *s = *p + strspn(*p, DS_SPACE);
 	size_t n = strcspn(s, DS_SPACE);
+	int ret = 1;
 
-	if (!n || n >= len)
-		return false;
+	if (!n)
+		return 0;
+	if (n >= len) {
+		n = len - 1;
+		ret = -1;
+	}
 	memcpy(buf, s, n);
 	buf[n] = '\0';
 	*p = s + n;
-	return true;
+	return ret;
 }
 
 /* A counter: digits only, so "-8" is refused rather than wrapped by strtoull. */
@@ -91,19 +100,19 @@ int ds_parse_line(const char *line, struct ds_dev *dev)
 	unsigned long long v;
 	char tok[DISK_NAME_LEN];
 	const char *p = line;
-	int n = 0;
+	int n = 0, t;
 
 	memset(dev, 0, sizeof(*dev));
-	if (!next_token(&p, tok, sizeof(tok)) || !parse_counter(tok, &v) || v > UINT32_MAX)
+	if (next_token(&p, tok, sizeof(tok)) != 1 || !parse_counter(tok, &v) || v > UINT32_MAX)
 		return -EINVAL;
 	dev->major = v;
-	if (!next_token(&p, tok, sizeof(tok)) || !parse_counter(tok, &v) || v > UINT32_MAX)
+	if (next_token(&p, tok, sizeof(tok)) != 1 || !parse_counter(tok, &v) || v > UINT32_MAX)
 		return -EINVAL;
 	dev->minor = v;
-	if (!next_token(&p, dev->name, sizeof(dev->name)))
+	if (next_token(&p, dev->name, sizeof(dev->name)) != 1)
 		return -EINVAL;
-	while (next_token(&p, tok, sizeof(tok))) {
-		if (!parse_counter(tok, &v))
+	while ((t = next_token(&p, tok, sizeof(tok)))) {
+		if (t < 0 || !parse_counter(tok, &v))
 			return -EINVAL;
 		/* Counters of a later kernel than this reader knows: checked, not kept. */
 		if (n < DS_NR_FIELDS)
@@ -423,13 +432,15 @@ static int parse_snapshot_line(struct ds_reader *r, const char *line, struct ds_
 	const char *p = line;
 	double d_up;
 	bool epochs;
+	int t;
 
-	if (!next_token(&p, tok, sizeof(tok)) || strcmp(tok, "snapshot") ||
-	    !next_token(&p, tok, sizeof(tok)) || !parse_seconds(tok, &s->uptime_s))
+	if (next_token(&p, tok, sizeof(tok)) != 1 || strcmp(tok, "snapshot") ||
+	    next_token(&p, tok, sizeof(tok)) != 1 || !parse_seconds(tok, &s->uptime_s))
 		return reader_error(r, "expected 'snapshot UPTIME_S [EPOCH_S]', times in decimal "
 				       "seconds (no sign, exponent, nan or inf)");
 	s->epoch_s = 0;
-	if (next_token(&p, tok, sizeof(tok)) && !parse_seconds(tok, &s->epoch_s))
+	t = next_token(&p, tok, sizeof(tok));
+	if (t < 0 || (t > 0 && !parse_seconds(tok, &s->epoch_s)))
 		return reader_error(r, "expected 'snapshot UPTIME_S [EPOCH_S]', times in decimal "
 				       "seconds (no sign, exponent, nan or inf)");
 	if (next_token(&p, tok, sizeof(tok)))
@@ -467,9 +478,10 @@ static int parse_partition_line(const char *line, unsigned int *major, unsigned 
 	const char *p = line;
 	char tok[24];
 
-	if (!next_token(&p, tok, sizeof(tok)) || !next_token(&p, tok, sizeof(tok)) ||
-	    !parse_counter(tok, &maj) || maj > UINT32_MAX || !next_token(&p, tok, sizeof(tok)) ||
-	    !parse_counter(tok, &min) || min > UINT32_MAX || next_token(&p, tok, sizeof(tok)))
+	if (next_token(&p, tok, sizeof(tok)) != 1 || next_token(&p, tok, sizeof(tok)) != 1 ||
+	    !parse_counter(tok, &maj) || maj > UINT32_MAX ||
+	    next_token(&p, tok, sizeof(tok)) != 1 || !parse_counter(tok, &min) ||
+	    min > UINT32_MAX || next_token(&p, tok, sizeof(tok)))
 		return -EINVAL;
 	*major = maj;
 	*minor = min;

@@ -90,6 +90,12 @@ static void test_parse_odd_field_counts(void **state)
 	}
 	/* Extra fields must still be counters. */
 	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 x", &d), -EINVAL);
+	/* A counter too long to read ends nothing: the line is refused, not cut there. */
+	assert_int_equal(ds_parse_line("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 "
+				       "1111111111111111111111111111111111111111"
+				       "1111111111111111111111111111111111111111 12 13 14",
+				       &d),
+			 -EINVAL);
 }
 
 static void test_compute_hand_values(void **state)
@@ -284,6 +290,16 @@ static void test_recording_malformed(void **state)
 	expect_malformed("iospan-diskstats 1\nsnapshot 1e3 5\n", "decimal");
 	expect_malformed("iospan-diskstats 1\nsnapshot 0x10 5\n", "decimal");
 	expect_malformed("iospan-diskstats 1\nsnapshot 1 2 3\n", "'3' after them");
+	/* A token longer than any time is no end of the line (fuzz seed 678550429). */
+	expect_malformed("iospan-diskstats 1\nsnapshot 1 "
+			 "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd 3\n",
+			 "decimal");
+	expect_malformed("iospan-diskstats 1\nsnapshot 1 2 "
+			 "3333333333333333333333333333333333333333333333333333333333333333\n",
+			 "after them");
+	expect_malformed("iospan-diskstats 1\npartition 8 1 "
+			 "0000000000000000000000000000000000000000000000000000000000000000\n",
+			 "partition MAJ MIN");
 	/* A repeated snapshot, and times that both go back. */
 	expect_malformed("iospan-diskstats 1\nsnapshot 10 100\nsnapshot 10 100\n",
 			 "line 3: snapshot at the uptime of the one before");
