@@ -1152,7 +1152,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	struct block_device *bdev;
 	struct inode *inode;
 	struct top_task *t = NULL;
-	__u32 dev, kind = TOP_INO_NOPAGE, tgid;
+	__u32 dev, kind = TOP_INO_NOPAGE, tgid, src;
 	__u64 cgid = 0;
 	bool kthread, write, waiter;
 
@@ -1171,7 +1171,8 @@ static __always_inline int queue_bio(struct bio *bio)
 	kthread = task->flags & PF_KTHREAD;
 	write = (bio->bi_opf & REQ_OP_MASK) & 1;
 
-	switch (blk_bio_src(bio, iomap_dio_end_io, &inode)) {
+	src = blk_bio_src(bio, iomap_dio_end_io, &inode);
+	switch (src) {
 	case BLK_SRC_DIO:
 		/* iomap direct I/O: the file and the waiting task are in the dio. */
 		o.flags |= TOP_F_DIRECT;
@@ -1201,6 +1202,13 @@ static __always_inline int queue_bio(struct bio *bio)
 	case BLK_SRC_NOHOST:
 		/* User memory, so direct I/O from a user buffer (or swap). */
 		kind = TOP_INO_RAW;
+		/*
+		 * A user buffer's pages are direct I/O whether or not its syscall was seen:
+		 * a preemptible kernel (PREEMPT_RT) skips a program run that lands on the
+		 * CPU while another is preempted mid-run (1 read in 240 on 6.12-rt).
+		 */
+		if (src == BLK_SRC_USER)
+			o.flags |= TOP_F_DIRECT;
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
 		if (t && t->op && t->direct) {
 			o.flags |= TOP_F_DIRECT;

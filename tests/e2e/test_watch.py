@@ -824,8 +824,11 @@ def check_request(req, reader, path, took_s):
     assert (req["pid"], req["tid"], req["comm"]) == (reader.pid, reader.pid,
                                                     os.path.basename(path)[:-5]), req
     assert req["path"] == path and req["op"] == "pread64", req
-    # The kernel's time is within the reader's, less only python's call overhead.
-    assert 0.9 * took_s * 1e6 <= req["total_us"] <= took_s * 1e6, (req, took_s)
+    # The kernel's time is within the reader's, less only python's call overhead and
+    # the wait for a CPU after the syscall (up to 0.1 s seen on this 2-CPU host under
+    # the full suite: once below 0.9 of a 0.5 s read).
+    assert min(0.9 * took_s, took_s - 0.1) * 1e6 <= req["total_us"] <= took_s * 1e6, \
+        (req, took_s)
     st = json.loads(req["stages"])
     # Held by blk-throttle most of the time, and the stages add up to the total.
     assert st["throttle"] >= 0.5 * req["total_us"], st
