@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 			snoop_format(fmt, &e, &l);
 			snoop_render_event(r, &e, &l);
 		}
-		fflush(out);
+		snoop_render_flush(r);
 		dt = now_s() - t0;
 		if (dt < best)
 			best = dt;

@@ -97,10 +97,9 @@ char *fmt_u64_back(char *end, uint64_t v)
 /* @v in decimal at @p (no NUL): returns the digits written. */
 static size_t put_decimal(char *p, uint64_t v)
 {
-	char tmp[UNITS_U64_DIGITS], *s = fmt_u64_back(tmp + sizeof(tmp), v);
-	size_t n = tmp + sizeof(tmp) - s;
+	size_t n = fmt_u64_digits(v);
 
-	memcpy(p, s, n);
+	fmt_u64_back(p + n, v);
 	return n;
 }
 
@@ -169,7 +168,11 @@ size_t fmt_ns_n(uint64_t ns, char *buf, size_t len)
 		return 0;
 	if (n >= len)
 		n = len - 1;
-	memcpy(buf, tmp, n);
+	/* Mostly a buffer of UNITS_BUF: one move of that size, no call. */
+	if (len >= sizeof(tmp))
+		memcpy(buf, tmp, sizeof(tmp));
+	else
+		memcpy(buf, tmp, n);
 	buf[n] = 0;
 	return n;
 slow:

@@ -33,6 +33,16 @@ size_t scan_decimal(const char *s, double *v);
 #define UNITS_U64_DIGITS 20
 char *fmt_u64_back(char *end, uint64_t v);
 
+/* The digits of @v in decimal: where fmt_u64_back() must end to start at a place. */
+static inline unsigned int fmt_u64_digits(uint64_t v)
+{
+	unsigned int n = 1;
+
+	for (; v >= 10; v /= 10)
+		n++;
+	return n;
+}
+
 /* Nanoseconds as "850ns", "12us", "1.5ms", "2.0s", "95s": one decimal below 10. */
 const char *fmt_ns(uint64_t ns, char *buf, size_t len);
 /* The same, returning the length written (for output built without strlen). */

@@ -28,7 +28,11 @@ struct comm_slot {
 	bool used;
 	char comm[SNOOP_COMM_LEN];
 	char text[SNOOP_COMM_LEN * 4 + 1];
+	size_t len;
 };
+
+/* An unknown submitter's name, in an array as long as the renderer copies. */
+static const char unknown_comm[16] = "?";
 
 struct cgroup_slot {
 	bool used;
@@ -55,6 +59,7 @@ struct snoop_format {
 	uint32_t disk_dev;
 	char disk[DISK_NAME_LEN];
 	char disk_text[DISK_NAME_LEN * 4];
+	size_t disk_text_len;
 	struct comm_slot comms[COMM_SLOTS];
 	struct cgroup_slot cgroups[CGROUP_SLOTS];
 	struct path_slot path_slots[PATH_SLOTS];
@@ -178,19 +183,27 @@ static uint32_t mix64(uint64_t v)
 	return (uint32_t)v;
 }
 
-static const char *comm_text(struct snoop_format *f, const char *comm)
+/* The escaped name @comm into @l. */
+static void note_comm(struct snoop_format *f, const char *comm, struct snoop_line *l)
 {
 	uint64_t w[2];
 	struct comm_slot *s;
 
+	if (!comm[0]) {
+		l->comm_text = unknown_comm;
+		l->comm_text_len = 1;
+		return;
+	}
 	memcpy(w, comm, sizeof(w));
 	s = &f->comms[mix64(w[0] ^ mix64(w[1])) & (COMM_SLOTS - 1)];
 	if (!s->used || memcmp(s->comm, comm, SNOOP_COMM_LEN)) {
 		memcpy(s->comm, comm, SNOOP_COMM_LEN);
 		printable_buf(comm, s->text, sizeof(s->text));
+		s->len = strlen(s->text);
 		s->used = true;
 	}
-	return s->text;
+	l->comm_text = s->text;
+	l->comm_text_len = s->len;
 }
 
 /* The cgroup of @cgid into @l (its path, container, text); unknown ones are not kept. */
@@ -266,10 +279,15 @@ void snoop_format(struct snoop_format *f, const struct snoop_io *e, struct snoop
 		f->disk_dev = e->dev;
 		disk_name_of(KDEV_MAJOR(e->dev), KDEV_MINOR(e->dev), f->disk, sizeof(f->disk));
 		printable_buf(f->disk, f->disk_text, sizeof(f->disk_text));
+		f->disk_text_len = strlen(f->disk_text);
 	}
 	l->disk = f->disk;
 	l->disk_text = f->disk_text;
-	l->comm_text = f->text ? e->comm[0] ? comm_text(f, e->comm) : "?" : NULL;
+	l->disk_text_len = f->disk_text_len;
+	l->comm_text = NULL;
+	l->comm_text_len = 0;
+	if (f->text)
+		note_comm(f, e->comm, l);
 	snoop_rwbs(e->op, e->rq_flags, l->rwbs);
 	note_cgroup(f, e->cgid, l);
 	l->kind = e->flags & SNOOP_IO_NO_OWNER ? "unknown" : blk_owner_kind_name(e->kind);

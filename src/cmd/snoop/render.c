@@ -16,15 +16,21 @@
 
 /* Any text line: the escaped path and cgroup (4 bytes a byte at most) and the rest. */
 #define LINE_BYTES (8 * PATH_MAX + 4096)
+/* What a line's constant-size copies may write past its end (render_text()). */
+#define LINE_SLACK 64
+/* Text lines gathered before a write. */
+#define BATCH_BYTES (1 << 20)
 
 struct snoop_render {
 	FILE *out;
 	struct jw *jw;
-	char *line; /* text: the line being built */
+	char *batch; /* text: lines not yet written */
+	size_t len;
 	bool header_done;
 	/* The last second formatted as HH:MM:SS: lines come many per second. */
 	time_t sec;
 	char hms[16];
+	size_t hms_len;
 };
 
 int snoop_render_new(FILE *out, bool json, struct snoop_render **outp)
@@ -41,10 +47,9 @@ int snoop_render_new(FILE *out, bool json, struct snoop_render **outp)
 		/* snoop flushes the output itself, after batches of lines. */
 		if (r->jw)
 			jw_flush_lines(r->jw, false);
-	}
-	else
-		r->line = malloc(LINE_BYTES);
-	if (!r->jw && !r->line) {
+	} else
+		r->batch = malloc(BATCH_BYTES);
+	if (!r->jw && !r->batch) {
 		free(r);
 		return -ENOMEM;
 	}
@@ -57,7 +62,7 @@ void snoop_render_free(struct snoop_render *r)
 	if (!r)
 		return;
 	jw_free(r->jw);
-	free(r->line);
+	free(r->batch);
 	free(r);
 }
 
@@ -119,88 +124,101 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 }
 
 /*
- * A text line is built in r->line without printf (lines come by the ten thousand a
- * second) and written with one fwrite. Widths are in bytes, as printf's.
+ * Text lines are built in place in a batch buffer (lines come by the hundred thousand a
+ * second), without printf. A line starts only with LINE_BYTES + LINE_SLACK free, so
+ * its fixed-width fields need no bounds checks and short copies can be of a constant
+ * size (inlined, no call) that may write up to LINE_SLACK bytes past the line's end:
+ * the next field overwrites them. The batch goes out in one write when full or flushed
+ * (snoop_render_flush()). Widths are in bytes, as printf's.
  */
-struct line {
-	char *p, *end;
-};
-
-static void put_mem(struct line *b, const char *s, size_t n)
+static char *put_mem(char *p, const char *end, const char *s, size_t n)
 {
-	if (n > (size_t)(b->end - b->p))
-		n = b->end - b->p;
-	memcpy(b->p, s, n);
-	b->p += n;
+	if (n > (size_t)(end - p))
+		n = end - p;
+	/* Mostly a few bytes ("-", "[direct]"): a loop, not a call. */
+	if (n <= 16) {
+		while (n--)
+			*p++ = *s++;
+		return p;
+	}
+	memcpy(p, s, n);
+	return p + n;
 }
 
-static void put_pad(struct line *b, size_t n)
+/* "%*llu": @v right-aligned in @width (at most 16) columns, wider if it needs more. */
+static inline char *put_uint(char *p, uint64_t v, unsigned int width)
 {
-	if (n > (size_t)(b->end - b->p))
-		n = b->end - b->p;
-	/* Pads are a few bytes: a loop, not a call. */
-	while (n--)
-		*b->p++ = ' ';
+	unsigned int n = fmt_u64_digits(v);
+
+	memset(p, ' ', 16);
+	if (n < width)
+		n = width;
+	fmt_u64_back(p + n, v);
+	return p + n;
 }
 
-/* "%-*s" (@left) or "%*s" with @width, of @s of @n bytes. */
-static void put_strn(struct line *b, const char *s, size_t n, size_t width, bool left)
+/*
+ * "%-*s" (@left) or "%*s": @s of @n bytes (at most 16) in @width (at most 16) columns;
+ * @s must have 16 readable bytes (an array that size, or a longer string).
+ */
+static inline char *put_short(char *p, const char *s, size_t n, unsigned int width, bool left)
 {
+	char *at = p;
+
 	if (!left && n < width)
-		put_pad(b, width - n);
-	put_mem(b, s, n);
-	if (left && n < width)
-		put_pad(b, width - n);
+		at = p + width - n;
+	memset(p, ' ', 16);
+	memcpy(at, s, 16);
+	if (left)
+		memset(at + n, ' ', 16);
+	return n < width ? p + width : at + n;
 }
 
-static void put_str(struct line *b, const char *s, size_t width, bool left)
+/* put_short() of a name of any length (its array as put_short() needs). */
+static inline char *put_name(char *p, const char *s, size_t n, unsigned int width, bool left)
 {
-	put_strn(b, s, strlen(s), width, left);
+	if (n <= 16)
+		return put_short(p, s, n, width, left);
+	memcpy(p, s, n);
+	return p + n;
 }
 
-/* "%*llu", zero-padded to @width with @zeros ("%0*llu"). */
-static void put_uint(struct line *b, uint64_t v, size_t width, bool zeros)
+/* A duration as fmt_ns() writes it ("-": unknown), right-aligned in @width columns. */
+static inline char *put_dur(char *p, int64_t ns, unsigned int width)
 {
-	char tmp[UNITS_U64_DIGITS + 8], *end = tmp + sizeof(tmp), *s = fmt_u64_back(end, v);
+	char buf[UNITS_BUF] = "-";
+	size_t n = ns < 0 ? 1 : fmt_ns_n(ns, buf, sizeof(buf));
 
-	while (zeros && (size_t)(end - s) < width && s > tmp)
-		*--s = '0';
-	if ((size_t)(end - s) < width)
-		put_pad(b, width - (end - s));
-	put_mem(b, s, end - s);
+	return put_short(p, buf, n, width, false);
 }
 
-/* A duration as fmt_ns() writes it ("-": unknown), right-aligned in @width. */
-static void put_dur(struct line *b, int64_t ns, size_t width)
-{
-	char buf[UNITS_BUF];
-
-	if (ns < 0)
-		put_strn(b, "-", 1, width, false);
-	else
-		put_strn(b, buf, fmt_ns_n(ns, buf, sizeof(buf)), width, false);
-}
+static const char text_header[] =
+	"TIME            COMM                PID     TID DISK    RWBS      SECTOR   BYTES "
+	" QUEUE DEVICE  TOTAL  QD BIOS CGROUP FILE\n";
 
 static void render_text(struct snoop_render *r, const struct snoop_io *e,
 			const struct snoop_line *l)
 {
 	char file[64];
-	struct line b = {r->line, r->line + LINE_BYTES};
 	/* Whole seconds and their fraction from one integer: a double can round up. */
 	time_t sec = (time_t)(l->wall_ns / 1000000000);
-	const char *what;
+	const char *what, *end;
 	struct tm tm;
+	char *p;
 
+	if (BATCH_BYTES - r->len < LINE_BYTES + LINE_SLACK)
+		snoop_render_flush(r);
+	p = r->batch + r->len;
+	end = p + LINE_BYTES - 1; /* room for the newline */
 	if (!r->header_done) {
-		fprintf(r->out, "%-15s %-15s %7s %7s %-7s %-4s %11s %7s %6s %6s %6s %3s %4s %s\n",
-			"TIME", "COMM", "PID", "TID", "DISK", "RWBS", "SECTOR", "BYTES", "QUEUE",
-			"DEVICE", "TOTAL", "QD", "BIOS", "CGROUP FILE");
+		p = put_mem(p, end, text_header, sizeof(text_header) - 1);
 		r->header_done = true;
 	}
 	if (sec != r->sec) {
 		r->sec = sec;
 		localtime_r(&sec, &tm);
 		strftime(r->hms, sizeof(r->hms), "%H:%M:%S", &tm);
+		r->hms_len = strlen(r->hms);
 	}
 	if (l->path_text) {
 		what = l->path_text;
@@ -212,67 +230,74 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 		what = NULL;
 	}
 	/* "%s.%06u %-15s %7u %7u %-7s %-4s %11s %7u %6s %6s %6s %3u %4u %s %s" */
-	put_str(&b, r->hms, 0, false);
-	put_mem(&b, ".", 1);
-	put_uint(&b, (uint64_t)(l->wall_ns % 1000000000) / 1000, 6, true);
-	put_mem(&b, " ", 1);
-	put_str(&b, l->comm_text, 15, true);
-	put_mem(&b, " ", 1);
-	put_uint(&b, e->pid, 7, false);
-	put_mem(&b, " ", 1);
-	put_uint(&b, e->tid, 7, false);
-	put_mem(&b, " ", 1);
-	put_str(&b, l->disk_text, 7, true);
-	put_mem(&b, " ", 1);
-	put_str(&b, l->rwbs, 4, true);
-	put_mem(&b, " ", 1);
+	p = put_short(p, r->hms, r->hms_len, 0, true);
+	*p++ = '.';
+	memset(p, '0', 8);
+	fmt_u64_back(p + 6, (uint64_t)(l->wall_ns % 1000000000) / 1000);
+	p += 6;
+	*p++ = ' ';
+	p = put_name(p, l->comm_text, l->comm_text_len, 15, true);
+	*p++ = ' ';
+	p = put_uint(p, e->pid, 7);
+	*p++ = ' ';
+	p = put_uint(p, e->tid, 7);
+	*p++ = ' ';
+	p = put_name(p, l->disk_text, l->disk_text_len, 7, true);
+	*p++ = ' ';
+	p = put_short(p, l->rwbs, strnlen(l->rwbs, sizeof(l->rwbs)), 4, true);
+	*p++ = ' ';
 	if (e->sector == SNOOP_NO_SECTOR)
-		put_str(&b, "-", 11, false);
+		p = put_short(p, "-               ", 1, 11, false);
 	else
-		put_uint(&b, e->sector, 11, false);
-	put_mem(&b, " ", 1);
-	put_uint(&b, e->bytes, 7, false);
-	put_mem(&b, " ", 1);
-	put_dur(&b, l->queue_ns, 6);
-	put_mem(&b, " ", 1);
-	put_dur(&b, l->device_ns, 6);
-	put_mem(&b, " ", 1);
-	put_dur(&b, l->total_ns, 6);
-	put_mem(&b, " ", 1);
+		p = put_uint(p, e->sector, 11);
+	*p++ = ' ';
+	p = put_uint(p, e->bytes, 7);
+	*p++ = ' ';
+	p = put_dur(p, l->queue_ns, 6);
+	*p++ = ' ';
+	p = put_dur(p, l->device_ns, 6);
+	*p++ = ' ';
+	p = put_dur(p, l->total_ns, 6);
+	*p++ = ' ';
 	if (e->flags & SNOOP_IO_NO_ISSUE) {
-		put_str(&b, "-", 3, false);
-		put_mem(&b, " ", 1);
-		put_str(&b, "-", 4, false);
+		p = put_short(p, "  -    -        ", 8, 8, true);
 	} else {
-		put_uint(&b, e->inflight, 3, false);
-		put_mem(&b, " ", 1);
-		put_uint(&b, e->nr_bios, 4, false);
+		p = put_uint(p, e->inflight, 3);
+		*p++ = ' ';
+		p = put_uint(p, e->nr_bios, 4);
 	}
-	put_mem(&b, " ", 1);
-	put_str(&b, l->group_text, 0, false);
-	put_mem(&b, " ", 1);
+	*p++ = ' ';
+	/* Names from the kernel or the file system: any length (the line is cut). */
+	p = put_mem(p, end, l->group_text, strlen(l->group_text));
+	p = put_mem(p, end, " ", 1);
 	if (what) {
-		put_str(&b, what, 0, false);
+		p = put_mem(p, end, what, strlen(what));
 	} else {
 		/* The disk's own cache flush has no bio, hence no submitter. */
-		put_mem(&b, "[", 1);
-		put_str(&b,
-			e->op == SNOOP_OP_FLUSH && (e->flags & SNOOP_IO_NO_OWNER) ? "flush" :
-										    l->kind,
-			0, false);
-		put_mem(&b, "]", 1);
+		what = e->op == SNOOP_OP_FLUSH && (e->flags & SNOOP_IO_NO_OWNER) ? "flush" :
+										   l->kind;
+		p = put_mem(p, end, "[", 1);
+		p = put_mem(p, end, what, strlen(what));
+		p = put_mem(p, end, "]", 1);
 	}
 	if (e->flags & SNOOP_IO_WRITEBACK) {
-		put_str(&b, " (writeback by ", 0, false);
-		put_uint(&b, e->flusher, 0, false);
-		put_mem(&b, ")", 1);
+		p = put_mem(p, end, " (writeback by ", 15);
+		if (end - p > UNITS_U64_DIGITS)
+			p = put_uint(p, e->flusher, 0);
+		p = put_mem(p, end, ")", 1);
 	}
-	/* The buffer holds any line; were it cut, it still ends as one. */
-	if (b.p == b.end)
-		b.p--;
-	*b.p++ = '\n';
-	/* One thread writes: no stdio lock a line. */
-	fwrite_unlocked(r->line, 1, b.p - r->line, r->out);
+	*p++ = '\n';
+	r->len = p - r->batch;
+}
+
+int snoop_render_flush(struct snoop_render *r)
+{
+	if (r->len && fwrite_unlocked(r->batch, 1, r->len, r->out) != r->len) {
+		r->len = 0;
+		return -EIO;
+	}
+	r->len = 0;
+	return fflush(r->out) ? -EIO : 0;
 }
 
 void snoop_render_event(struct snoop_render *r, const struct snoop_io *e,
@@ -311,7 +336,7 @@ void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
 		jw_end_object(jw);
 		return;
 	}
-	fflush(r->out);
+	snoop_render_flush(r);
 	fprintf(stderr,
 		"iospan snoop: %" PRIu64 " requests in %.1f s; lost %" PRIu64
 		" (ring buffer full), malformed %" PRIu64 "; submitter unknown %" PRIu64

@@ -331,7 +331,7 @@ static void snoop_housekeep(void *arg)
 
 	c->skel->bss->path_epoch++;
 	/* A file or pipe gets large writes; a terminal each batch (snoop_after_read()). */
-	fflush(c->out);
+	snoop_render_flush(c->render);
 }
 
 static int snoop_after_read(void *arg)
@@ -339,7 +339,7 @@ static int snoop_after_read(void *arg)
 	struct snoop_ctx *c = arg;
 
 	if (c->tty)
-		fflush(c->out);
+		snoop_render_flush(c->render);
 	return 0;
 }
 
@@ -368,7 +368,7 @@ static int snoop_run(struct snoop_ctx *c)
 		return err;
 	t.seconds = (now_ns(CLOCK_MONOTONIC) - c->cmd.start_ns) / 1e9;
 	snoop_render_totals(c->render, &t);
-	if (fflush(c->out) || ferror(c->out))
+	if (snoop_render_flush(c->render) || ferror(c->out))
 		return fail(-EIO, "cannot write %s", o->out_path ? o->out_path : "the output");
 	return 0;
 }

@@ -36,13 +36,15 @@ struct snoop_line {
 	int64_t wall_ns;  /* the same in ns */
 	const char *comm; /* submitter's name, "?" if unknown */
 	const char *disk;
-	char rwbs[8];
+	char rwbs[16]; /* 8 used; the rest lets the renderer copy it whole */
 	const char *cgroup;		       /* cgroup v2 path, NULL if unknown */
 	const char *container;		       /* short container id, NULL if none */
 	const char *kind;		       /* enum blk_owner_kind's name */
 	const char *path;		       /* file path, NULL if none captured */
 	int64_t queue_ns, device_ns, total_ns; /* -1: unknown */
+	/* Escaped names, in arrays of at least 16 bytes, and their lengths. */
 	const char *comm_text, *disk_text;
+	size_t comm_text_len, disk_text_len;
 	const char *group_text; /* the container id, else the cgroup, else "-" */
 	const char *path_text;	/* NULL with path */
 };
@@ -69,6 +71,8 @@ int snoop_render_new(FILE *out, bool json, struct snoop_render **outp);
 void snoop_render_free(struct snoop_render *r);
 void snoop_render_event(struct snoop_render *r, const struct snoop_io *e,
 			const struct snoop_line *l);
+/* Writes the lines kept so far and flushes @out: 0 or -EIO. */
+int snoop_render_flush(struct snoop_render *r);
 
 /* The closing counts. */
 struct snoop_totals {
