@@ -43,6 +43,16 @@ static void jw_put(struct jw *jw, const void *s, size_t n)
 			return;
 		}
 	}
+	/* Mostly a few bytes (a name, a number): a loop, not a call. */
+	if (n <= 16) {
+		const char *from = s;
+		char *to = jw->buf + jw->len;
+
+		jw->len += n;
+		while (n--)
+			*to++ = *from++;
+		return;
+	}
 	memcpy(jw->buf + jw->len, s, n);
 	jw->len += n;
 }
@@ -261,10 +271,25 @@ static void jw_quoted(struct jw *jw, const char *s)
 
 void jw_name(struct jw *jw, const char *name)
 {
+	size_t n = 0;
+	char *to;
+
 	jw_sep(jw);
+	jw->after_name = true;
+	/* Plain characters (iospan's own names): with its quotes and colon, in one go. */
+	while (name[n] >= 0x20 && name[n] < 0x7f && name[n] != '"' && name[n] != '\\')
+		n++;
+	if (!name[n] && n + 3 <= JW_BUF_BYTES - jw->len) {
+		to = jw->buf + jw->len;
+		*to++ = '"';
+		memcpy(to, name, n);
+		to[n] = '"';
+		to[n + 1] = ':';
+		jw->len += n + 3;
+		return;
+	}
 	jw_quoted(jw, name);
 	jw_putc(jw, ':');
-	jw->after_name = true;
 }
 
 void jw_string(struct jw *jw, const char *s)
@@ -274,23 +299,24 @@ void jw_string(struct jw *jw, const char *s)
 	jw_value_done(jw);
 }
 
-/* @v in decimal, "-" first if @neg; with @point, its last @point digits after a dot. */
+/* @v in decimal, "-" first if @neg; with @point (up to 18), its last @point digits after a dot. */
 static void put_decimal(struct jw *jw, bool neg, uint64_t v, int point)
 {
+	uint64_t unit = 1;
+	int i;
 	char buf[48], *end = buf + sizeof(buf), *s;
-	int n = 0;
 
 	if (!point) {
 		s = fmt_u64_back(end, v);
 	} else {
-		s = end;
-		do {
-			if (n == point)
-				*--s = '.';
-			*--s = '0' + v % 10;
-			v /= 10;
-			n++;
-		} while (v || n <= point);
+		/* The fraction zero-padded to @point digits, the dot, the whole part. */
+		for (i = 0; i < point; i++)
+			unit *= 10;
+		s = fmt_u64_back(end, v % unit);
+		while (end - s < point)
+			*--s = '0';
+		*--s = '.';
+		s = fmt_u64_back(s, v / unit);
 	}
 	if (neg)
 		*--s = '-';

@@ -71,6 +71,18 @@ static void test_escaping(void **state)
 	jw_string(b.jw, "a\"b\\c\nd\te\x01/\x7f");
 	assert_string_equal(buf_text(&b), "\"a\\\"b\\\\c\\nd\\te\\u0001/\\u007f\"\n");
 	buf_close(&b);
+
+	/* Names are escaped as strings are (a plain one takes a shorter way). */
+	buf_open(&b);
+	jw_start_object(b.jw);
+	jw_kv_uint(b.jw, "plain", 1);
+	jw_kv_uint(b.jw, "q\"\\\n", 2);
+	jw_kv_uint(b.jw, "\xc3\xa9t\xe9", 3);
+	jw_kv_uint(b.jw, "", 4);
+	jw_end_object(b.jw);
+	assert_string_equal(buf_text(&b),
+			    "{\"plain\":1,\"q\\\"\\\\\\n\":2,\"\xc3\xa9t\\ufffd\":3,\"\":4}\n");
+	buf_close(&b);
 }
 
 /* Strings are always valid UTF-8: a byte that is not part of a character becomes U+FFFD. */
@@ -157,9 +169,15 @@ static void test_integers(void **state)
 	jw_fixed(b.jw, -1500, 3);
 	jw_fixed(b.jw, 1795436924476279, 6);
 	jw_fixed(b.jw, 42, 0);
+	jw_fixed(b.jw, 0, 6);
+	jw_fixed(b.jw, 1, 18);
+	jw_fixed(b.jw, INT64_MAX, 18);
+	jw_fixed(b.jw, INT64_MIN, 18);
 	jw_end_array(b.jw);
 	assert_string_equal(buf_text(&b), "[0,18446744073709551615,-9223372036854775808,-7,"
-					  "0.005,12.345,-1.500,1795436924.476279,42]\n");
+					  "0.005,12.345,-1.500,1795436924.476279,42,0.000000,"
+					  "0.000000000000000001,9.223372036854775807,"
+					  "-9.223372036854775808]\n");
 	buf_close(&b);
 }
 

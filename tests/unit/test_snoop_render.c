@@ -16,9 +16,16 @@
 
 #define LINES 20000
 
-static const char header[] =
-	"TIME            COMM                PID     TID DISK    RWBS      SECTOR   BYTES "
-	" QUEUE DEVICE  TOTAL  QD BIOS CGROUP FILE\n";
+static char header[256];
+
+/* The header as printf writes it from the columns' format. */
+static void make_header(void)
+{
+	snprintf(header, sizeof(header),
+		 "%-15s %-15s %7s %7s %-7s %-4s %11s %7s %6s %6s %6s %3s %4s %s\n", "TIME", "COMM",
+		 "PID", "TID", "DISK", "RWBS", "SECTOR", "BYTES", "QUEUE", "DEVICE", "TOTAL", "QD",
+		 "BIOS", "CGROUP FILE");
+}
 
 /* The names a line refers to, in arrays as long as snoop_format() hands out. */
 struct names {
@@ -144,7 +151,7 @@ static int reference(char *buf, size_t len, const struct snoop_io *e, const stru
 	return snprintf(buf, len,
 			"%s.%06u %-15s %7u %7u %-7s %-4s %11s %7" PRIu64
 			" %6s %6s %6s %3s %4s %s %s%s\n",
-			hms, (unsigned int)((uint64_t)(l->wall_ns % 1000000000) / 1000),
+			hms, l->wall_ns > 0 ? (unsigned int)(l->wall_ns % 1000000000 / 1000) : 0,
 			l->comm_text, e->pid, e->tid, l->disk_text, l->rwbs, sector,
 			(uint64_t)e->bytes, dur(l->queue_ns, q), dur(l->device_ns, d),
 			dur(l->total_ns, t), qd, bios, l->group_text, what, wb);
@@ -165,8 +172,8 @@ static void test_lines_match_printf(void **state)
 	out = open_memstream(&got, &size);
 	assert_non_null(out);
 	assert_int_equal(snoop_render_new(out, false, &r), 0);
-	memcpy(want, header, sizeof(header) - 1);
-	want_len = sizeof(header) - 1;
+	want_len = strlen(header);
+	memcpy(want, header, want_len);
 	for (i = 0; i < LINES; i++) {
 		rnd_line(&e, &l, &names);
 		snoop_render_event(r, &e, &l);
@@ -218,11 +225,11 @@ static void test_overlong_name_is_cut(void **state)
 	assert_int_equal(snoop_render_flush(r), 0);
 	fclose(out);
 	/* The header, the cut line, the next one whole. */
-	assert_true(size > sizeof(header) + 8 * 4096);
-	assert_true(size < sizeof(header) + 8 * 4096 + 4096 + 6200);
+	assert_true(size > strlen(header) + 8 * 4096);
+	assert_true(size < strlen(header) + 8 * 4096 + 4096 + 6200);
 	assert_int_equal(got[size - 1], '\n');
-	first = got + sizeof(header) - 1;
-	nl = memchr(first, '\n', size - sizeof(header));
+	first = got + strlen(header);
+	nl = memchr(first, '\n', size - strlen(header) - 1);
 	assert_non_null(nl);
 	/* Cut in its path: the writeback note after it is gone. */
 	assert_true(nl - first > 8 * 4096);
@@ -233,15 +240,95 @@ static void test_overlong_name_is_cut(void **state)
 	free(got);
 }
 
+/* Render @n records of @e/@l and compare with the reference (header first). */
+static void check_lines(const struct snoop_io *e, const struct snoop_line *l, int n)
+{
+	size_t size = 0, want_len;
+	char *got = NULL, want[8192];
+	struct snoop_render *r;
+	FILE *out = open_memstream(&got, &size);
+	int i;
+
+	assert_non_null(out);
+	assert_int_equal(snoop_render_new(out, false, &r), 0);
+	want_len = strlen(header);
+	memcpy(want, header, want_len);
+	for (i = 0; i < n; i++) {
+		snoop_render_event(r, &e[i], &l[i]);
+		want_len += reference(want + want_len, sizeof(want) - want_len, &e[i], &l[i]);
+		assert_true(want_len < sizeof(want));
+	}
+	assert_int_equal(snoop_render_flush(r), 0);
+	fclose(out);
+	want[want_len] = 0;
+	assert_string_equal(got, want);
+	snoop_render_free(r);
+	free(got);
+}
+
+/*
+ * Names as snoop_format() hands them to the renderer (escaped, with their lengths): an
+ * unknown submitter, a plain one, one of control bytes, the disk's name.
+ */
+static void test_formatted_names(void **state)
+{
+	static const char *const comms[] = {"", "fio",
+					    "\x1b[2J\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e"};
+	struct snoop_io e[3];
+	struct snoop_line l[3];
+	struct snoop_format *f;
+	int i;
+
+	assert_int_equal(snoop_format_new(-1, true, NULL, &f), 0);
+	for (i = 0; i < 3; i++) {
+		memset(&e[i], 0, sizeof(e[i]));
+		e[i].dev = 7 << 20 | i;
+		e[i].ts = 1000000000000ULL;
+		e[i].start_ns = e[i].ts - 200000;
+		e[i].issue_ns = e[i].ts - 150000;
+		e[i].bytes = 4096;
+		e[i].kind = BLK_OWN_DIRECT;
+		strncpy(e[i].comm, comms[i], sizeof(e[i].comm) - 1);
+		snoop_format(f, &e[i], &l[i]);
+		/* Each line's names before the next record: they are valid until then. */
+		assert_int_equal(l[i].comm_text_len, strlen(l[i].comm_text));
+		assert_int_equal(l[i].disk_text_len, strlen(l[i].disk_text));
+		assert_true(l[i].disk_text_len > 0);
+		check_lines(&e[i], &l[i], 1);
+	}
+	assert_string_equal(l[0].comm_text, "?");
+	assert_string_equal(l[1].comm_text, "fio");
+	/* ESC and 11 other control bytes escaped (\xHH), "[2J" as it is. */
+	assert_int_equal(l[2].comm_text_len, 12 * 4 + 3);
+	snoop_format_free(f);
+}
+
+/* A clock before 1970 (set wrong): the line is whole, at its second's start. */
+static void test_time_before_1970(void **state)
+{
+	struct snoop_line l;
+	struct snoop_io e;
+	struct names names;
+
+	rnd_line(&e, &l, &names);
+	l.wall_ns = -5;
+	check_lines(&e, &l, 1);
+	l.wall_ns = -86400000000123LL;
+	check_lines(&e, &l, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lines_match_printf),
 		cmocka_unit_test(test_overlong_name_is_cut),
+		cmocka_unit_test(test_formatted_names),
+		cmocka_unit_test(test_time_before_1970),
 	};
 
 	/* One zone for the reference and the renderer alike. */
 	setenv("TZ", "UTC", 1);
 	tzset();
+	make_header();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

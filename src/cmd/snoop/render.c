@@ -200,8 +200,12 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 			const struct snoop_line *l)
 {
 	char file[64];
-	/* Whole seconds and their fraction from one integer: a double can round up. */
+	/*
+	 * Whole seconds and their fraction from one integer (a double can round up); a
+	 * time before 1970 (a clock set wrong) shows its second's start.
+	 */
 	time_t sec = (time_t)(l->wall_ns / 1000000000);
+	uint32_t usec = l->wall_ns > 0 ? (uint32_t)(l->wall_ns % 1000000000 / 1000) : 0;
 	const char *what, *end;
 	struct tm tm;
 	char *p;
@@ -233,7 +237,7 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 	p = put_short(p, r->hms, r->hms_len, 0, true);
 	*p++ = '.';
 	memset(p, '0', 8);
-	fmt_u64_back(p + 6, (uint64_t)(l->wall_ns % 1000000000) / 1000);
+	fmt_u64_back(p + 6, usec);
 	p += 6;
 	*p++ = ' ';
 	p = put_name(p, l->comm_text, l->comm_text_len, 15, true);

@@ -267,6 +267,11 @@ static int snoop_setup(struct snoop_ctx *c)
 static void snoop_cleanup(struct snoop_ctx *c)
 {
 	bpfcmd_close(&c->cmd);
+	/* Lines made before an error still go out, before their buffers are freed. */
+	if (c->render)
+		snoop_render_flush(c->render);
+	else if (c->out)
+		fflush(c->out);
 	snoop_render_free(c->render);
 	snoop_format_free(c->fmt);
 	if (c->out && c->out != stdout)
@@ -393,11 +398,16 @@ int cmd_snoop(int argc, char **argv)
 			goto cleanup;
 		}
 	}
-	/* Lines go out in batches (snoop_run()), not one write each. */
+	/*
+	 * Lines go out in batches (snoop_run()), not one write each: text lines are
+	 * gathered by the renderer itself, JSON ones in stdio's buffer.
+	 */
 	ctx.tty = isatty(fileno(ctx.out));
-	ctx.out_buf = malloc(OUT_BUF);
-	if (ctx.out_buf)
-		setvbuf(ctx.out, ctx.out_buf, _IOFBF, OUT_BUF);
+	if (gopts.json) {
+		ctx.out_buf = malloc(OUT_BUF);
+		if (ctx.out_buf)
+			setvbuf(ctx.out, ctx.out_buf, _IOFBF, OUT_BUF);
+	}
 	err = snoop_render_new(ctx.out, gopts.json, &ctx.render);
 	if (err) {
 		err = fail(err, "out of memory");
