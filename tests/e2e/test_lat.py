@@ -134,8 +134,13 @@ def test_count_matches_diskstats(fs, keys):
                                {k: late[k] - early[k] for k in kinds},
                                [{k: v for k, v in h.items() if k not in ("log2", "buckets")}
                                 for h in reports[0]["histograms"]]]))
-    assert declared <= max(2, 0.01 * expect), drops
-    assert n + declared <= ios(late) - ios(early), (n, ios(late) - ios(early), drops)
+    # What this disk lost is rare. `programs_skipped` is the kernel's count for lat's
+    # programs on every disk (the filter runs inside them): a completion of the backing
+    # disk (vda) in an interrupt, landing while the loop worker's completion runs the
+    # same program on that CPU, is skipped and counted too (7 in one CI run of 216 of
+    # this disk's requests), so that count bounds nothing about this disk.
+    assert expect - n <= max(2, 0.01 * expect), (n, expect, drops)
+    assert n <= ios(late) - ios(early), (n, ios(late) - ios(early), drops)
     if not keys:
         assert drops["no_owner"] == 0, drops
     assert drops["map_full"] == 0 and drops["no_start"] == 0, drops

@@ -346,7 +346,9 @@ def test_rows_made_without_allocator_memory(monkeypatch):
     tl.require_root("creates loop devices and file systems")
     monkeypatch.setenv("IOSPAN_FAULT", "map_nomem")
     doc = writeback_per_page("ext4")
-    info = ("unmatched_bios", "writeback_dirtier_unknown_bytes", "idle_rows_pruned")
+    # Runs the kernel skipped (a program nested on a CPU) are not the allocator's.
+    info = ("unmatched_bios", "writeback_dirtier_unknown_bytes", "idle_rows_pruned",
+            "hook_runs_missed")
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
     assert not lost, lost
 
@@ -366,12 +368,19 @@ def writeback_per_page(fstype):
             subprocess.run(["sync", "-f", path], check=True)
         finally:
             doc = stop_top(top)
+        with open("/sys/block/%s/queue/max_sectors_kb" % os.path.basename(fs.dev)) as f:
+            max_request = int(f.read()) * 1024
+    # Exact, unless top says the kernel skipped runs of its programs (one nested in an
+    # interrupt on the CPU where it ran: counted, and each loses one request at most).
+    missed = doc["dropped"]["hook_runs_missed"]
     for pid, size in ((dd.pid, 48 * MiB), (pw.pid, MiB)):
         row = the_file(process(doc, pid), path)
         assert row["fs_write_bytes"] == size, (pid, row)
-        assert row["disk_write_bytes"] == size, (pid, row)
+        short = size - row["disk_write_bytes"]
+        assert short == 0 or 0 < short <= missed * max_request, (pid, row, missed)
         wb = [w for w in doc["writeback"] if w["pid"] == pid]
-        assert sum(w["disk_write_bytes"] for w in wb) == size, (pid, doc["writeback"])
+        short = size - sum(w["disk_write_bytes"] for w in wb)
+        assert short == 0 or 0 < short <= missed * max_request, (pid, doc["writeback"], missed)
     assert doc["dropped"]["dirtier_map_full"] == 0
     return doc
 
