@@ -57,7 +57,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 MAN_SRCS := $(wildcard docs/iospan*.md)
 MAN_PAGES := $(patsubst docs/%.md,$(OUT)/man/%.8,$(MAN_SRCS))
 
-.PHONY: all clean test unit e2e demo deps format bench test-kernels man install uninstall asan \
+.PHONY: all clean test unit unit-bins e2e demo deps format bench test-kernels man install uninstall asan \
 	fuzz
 # Keep skeletons and BPF objects: they are intermediates make would otherwise delete.
 .SECONDARY:
@@ -129,12 +129,15 @@ $(OUT)/man/%.8: docs/%.md VERSION Makefile | $(OUT)
 
 man: $(MAN_PAGES)
 
-# A sanitizer build of the binary (its own directory: objects differ), for the fuzzing pass
-# of the tests (tests/e2e/test_fuzz.py) and for debugging.
+# A sanitizer build of the binary and the unit tests (its own directory: objects differ),
+# for the fuzzing pass of the tests (tests/e2e/test_fuzz.py), the unit tests run again
+# under it (scripts/run-tests.sh) and debugging.
 asan:
 	$(Q)$(MAKE) --no-print-directory OUT=$(ASAN_OUT) \
 		SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-		$(ASAN_OUT)/iospan
+		$(ASAN_OUT)/iospan unit-bins
+
+unit-bins: $(UNIT_BINS)
 
 # The service of iospan watch, naming the installed paths.
 $(OUT)/iospan-watch.service: dist/iospan-watch.service.in Makefile | $(OUT)

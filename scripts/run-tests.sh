@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Runs every unit test binary in $OUT/tests/ (cmocka), then the end-to-end tests (with the
+# Runs every unit test binary in $OUT/tests/ (cmocka), and in the sanitizer build's tests/
+# beside IOSPAN_ASAN_BIN (the same tests under ASan + UBSan, `make asan` builds them), then
+# the end-to-end tests (with the
 # fuzzing pass on the sanitizer build, tests/e2e/test_fuzz.py) and
 # the kernel matrix in one pytest run (tests/e2e, tests/kernels; extra arguments are
 # passed to pytest). Exits non-zero if any part fails. The last line printed is
@@ -27,7 +29,7 @@ status=0
 
 # Unit tests: each binary's own output is shown.
 shopt -s nullglob
-units=("$OUT"/tests/test_*)
+units=("$OUT"/tests/test_* "$(dirname "$IOSPAN_ASAN_BIN")"/tests/test_*)
 n_unit=0
 failed_units=()
 for t in "${units[@]}"; do
@@ -35,7 +37,7 @@ for t in "${units[@]}"; do
 	n_unit=$((n_unit + 1))
 	echo "=== unit: $t"
 	if ! "$t"; then
-		failed_units+=("$(basename "$t")")
+		failed_units+=("$t")
 		status=1
 	fi
 done
