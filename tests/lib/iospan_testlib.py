@@ -154,6 +154,32 @@ def start_tracing(*args, timeout=30):
     raise AssertionError("iospan %s did not start: %s%s\n%s" % (args[0], seen, err, out))
 
 
+@contextlib.contextmanager
+def under_sanitizers(args, log, ready, timeout=120):
+    """The sanitizer build (asan_bin()) running `iospan ARGS`, its stderr into the file
+    @log, yielded once @ready is in that log (start-up is slower under ASan). At the end
+    it is stopped with SIGINT and, unless the body failed, must have exited 0 with no
+    sanitizer report (memory errors, undefined behaviour, leaks)."""
+    with open(log, "w") as errf:
+        proc = subprocess.Popen([asan_bin(), *args], stderr=errf)
+    ok = False
+    try:
+        deadline = time.time() + timeout
+        while ready not in open(log).read() and proc.poll() is None and \
+                time.time() < deadline:
+            time.sleep(0.2)
+        yield proc
+        ok = True
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=timeout)
+    if ok:
+        err = open(log).read()
+        assert proc.returncode == 0, err[-3000:]
+        assert not re.search(r"runtime error|AddressSanitizer|LeakSanitizer", err), \
+            err[-3000:]
+
+
 class Tracer:
     """A BPF command (`iospan ARGS`) running in the background, started once it traces,
     its stdout drained as it comes (a full pipe would stall it). stop() ends it with
