@@ -924,10 +924,17 @@ def leftovers():
 # --------------------------------------------------------------------------- block tracepoints
 
 def _tracefs():
+    """Where tracefs is mounted; mounted at /sys/kernel/tracing first if it is nowhere (a
+    fresh machine has it only once something mounted it, as iospan does)."""
     for mnt, fstype, _ in _mountinfo():
         if fstype == "tracefs":
             return mnt
-    raise RuntimeError("tracefs is not mounted")
+    subprocess.run(["mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing"], check=True,
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for mnt, fstype, _ in _mountinfo():
+        if fstype == "tracefs":
+            return mnt
+    raise RuntimeError("tracefs is not mounted and could not be mounted")
 
 
 _BLOCK_EVENT = re.compile(
