@@ -14,7 +14,10 @@
  *   blk_owner_note_bio(bio, ctx)     at block_bio_queue (task context)
  *   blk_owner_note_split(split, ctx) at block_split: the split inherits its parent's
  *   blk_owner_of_rq(rq)              at completion: the owner of rq->bio, or NULL
- *   blk_owner_bio_kind(bio, &dev, &ino)  what a bio carries (enum blk_owner_kind)
+ *   blk_owner_rq_inode(rq, o)        at completion: the inode of owner o's file, from
+ *                                    the request's first bio (or the bio it was split
+ *                                    from), or NULL
+ *   blk_owner_bio_kind(bio, &dev, &gen, &ino)  what a bio carries (enum blk_owner_kind)
  *
  * Merges need nothing: a request keeps its first bio, whose owner it shows.
  *
@@ -23,8 +26,9 @@
  *   blk_owner_slots   array of BLK_OWNER_SLOTS struct blk_owner_slot, direct-mapped by
  *                     bio address (slot_* of bio_slot.bpf.h); define BLK_OWNER_SLOTS
  *                     (a power of two) before including to change its size;
- *   blk_owner_stacks  stack trace map (BLK_OWNER_STACK_DEPTH frames): user space sets
- *                     its max_entries (1 when stacks are off);
+ *   blk_owner_stack_ids  the queuing stacks (BLK_OWNER_STACK_DEPTH frames), each with
+ *                     its id, keyed by the stack itself: user space sets its
+ *                     max_entries (1 when stacks are off) and reads it to name the ids;
  *   rodata blk_owner_want_stack (take the queuing stack) and blk_owner_dio_end_io
  *   (address of iomap_dio_bio_end_io from kallsyms, 0 if unknown: direct I/O is then
  *   told by its anonymous pages, without its file).
@@ -138,29 +142,59 @@ struct {
 	__type(value, struct blk_owner_slot);
 } blk_owner_slots SEC(".maps");
 
+/*
+ * Stacks are kept by their content, each with an id of its own: a stack trace map
+ * (bpf_get_stackid()) keeps one stack per hash bucket and refuses a new one whose
+ * bucket is taken, so with a few dozen stacks one in a few hundred was lost at random.
+ * Here a stack is lost only when the map is full (counted per request).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, BLK_OWNER_STACK_DEPTH * sizeof(__u64));
-} blk_owner_stacks SEC(".maps");
+	__type(key, struct blk_owner_stack);
+	__type(value, __s32);
+} blk_owner_stack_ids SEC(".maps");
+
+/* The stack being looked up (too large for the BPF stack beside the rest). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct blk_owner_stack);
+} blk_owner_stack_buf SEC(".maps");
+
+/*
+ * Ids given to stacks by each CPU: a stack's id is (n * blk_owner_nr_cpus + cpu + 1)
+ * for the n-th one its CPU gave, unique without an atomic counter (the return value of
+ * an atomic add needs BPF v3 instructions).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} blk_owner_stacks_given SEC(".maps");
+
+const volatile __u32 blk_owner_nr_cpus = 1;
 
 const volatile bool blk_owner_want_stack = false;
 const volatile __u64 blk_owner_dio_end_io = 0;
 
 /*
- * What @bio carries (blk_bio_src()), and the file (fs dev and inode) where it is one:
+ * What @bio carries (blk_bio_src()), and the file (fs dev, inode generation and number)
+ * where it is one:
  * a regular file's page cache is readahead if REQ_RAHEAD; the block device's cache,
  * btrfs's btree, other inodes' pages and REQ_META are metadata; kernel memory is no
  * file's; user memory is direct I/O from a user buffer (raw block devices, non-iomap
  * file systems).
  */
-static __always_inline __u32 blk_owner_bio_kind(struct bio *bio, __u32 *dev, __u64 *ino)
+static __always_inline __u32 blk_owner_bio_kind(struct bio *bio, __u32 *dev, __u32 *gen, __u64 *ino)
 {
 	__u32 meta = bio->bi_opf & BLK_REQ_FLAG(__REQ_META), kind;
 	struct inode *inode;
 
 	*dev = 0;
+	*gen = 0;
 	*ino = 0;
 	switch (blk_bio_src(bio, blk_owner_dio_end_io, &inode)) {
 	case BLK_SRC_SWAP:
@@ -186,9 +220,43 @@ static __always_inline __u32 blk_owner_bio_kind(struct bio *bio, __u32 *dev, __u
 	}
 	if (inode) {
 		*dev = KR(struct super_block, INODE_SB(inode), s_dev);
+		*gen = INODE_GEN(inode);
 		*ino = KR(struct inode, inode, i_ino);
 	}
 	return kind;
+}
+
+/*
+ * The id of the current kernel stack, given when first seen; a negative errno if it
+ * could not be taken or kept (the map is full).
+ */
+static __noinline __s32 blk_owner_stack_id(void *ctx)
+{
+	struct blk_owner_stack *st;
+	__u32 zero = 0, *given;
+	__s32 *found, id;
+	long n;
+
+	st = bpf_map_lookup_elem(&blk_owner_stack_buf, &zero);
+	given = bpf_map_lookup_elem(&blk_owner_stacks_given, &zero);
+	if (!st || !given)
+		return -ENOENT;
+	/* The frames past the stack's end are zeroed: the key is the stack alone. */
+	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), 0);
+	if (n < 0)
+		return n;
+	found = bpf_map_lookup_elem(&blk_owner_stack_ids, st);
+	if (found)
+		return *found;
+	id = (__s32)(*given * blk_owner_nr_cpus + bpf_get_smp_processor_id() + 1);
+	(*given)++;
+	n = bpf_map_update_elem(&blk_owner_stack_ids, st, &id, BPF_NOEXIST);
+	if (n == -EEXIST) {
+		/* Another CPU gave it an id meanwhile (this one stays unused). */
+		found = bpf_map_lookup_elem(&blk_owner_stack_ids, st);
+		return found ? *found : -ENOENT;
+	}
+	return n ? n : id;
 }
 
 /* Writes @o into @bio's slot unless it already holds exactly that record. */
@@ -200,8 +268,8 @@ static __always_inline void blk_owner_claim(struct bio *bio, struct blk_owner *o
 	if (!s)
 		return;
 	if (s->tag == tag && s->o.tid == o->tid && s->o.ino == o->ino && s->o.dev == o->dev &&
-	    s->o.kind == o->kind && s->o.stack_id == o->stack_id && s->o.flags == o->flags &&
-	    s->o.cgid == o->cgid)
+	    s->o.gen == o->gen && s->o.kind == o->kind && s->o.stack_id == o->stack_id &&
+	    s->o.flags == o->flags && s->o.cgid == o->cgid)
 		return;
 	s->o = *o;
 	s->tag = tag;
@@ -215,10 +283,10 @@ static __always_inline int blk_owner_note_bio(struct bio *bio, void *ctx)
 	bool waiter;
 	__u64 id;
 
-	o.kind = blk_owner_bio_kind(bio, &o.dev, &o.ino);
+	o.kind = blk_owner_bio_kind(bio, &o.dev, &o.gen, &o.ino);
 	o.stack_id = -1;
 	if (blk_owner_want_stack) {
-		o.stack_id = bpf_get_stackid(ctx, &blk_owner_stacks, 0);
+		o.stack_id = blk_owner_stack_id(ctx);
 		if (o.stack_id < 0)
 			o.flags |= BLK_OWN_F_STACK_LOST;
 	}
@@ -276,6 +344,47 @@ static __always_inline struct blk_owner *blk_owner_of_rq(struct request *rq)
 		return NULL;
 	s = slot_find(&blk_owner_slots, bio, BLK_OWNER_SLOTS);
 	return s ? &s->o : NULL;
+}
+
+/* Whether @inode is the file of owner @o. */
+static __always_inline bool blk_owner_file(struct inode *inode, struct blk_owner *o)
+{
+	return inode && KR(struct inode, inode, i_ino) == o->ino && INODE_GEN(inode) == o->gen;
+}
+
+/*
+ * The inode of owner @o's file, whose data request @rq carries (page cache or iomap
+ * DIO), or NULL.
+ */
+static __always_inline struct inode *blk_owner_rq_inode(struct request *rq, struct blk_owner *o)
+{
+	struct bio *bio = KRP(struct request, rq, bio), *pbio;
+	struct iomap_dio *dio;
+	struct inode *inode;
+	__u64 parent;
+
+	if (!bio)
+		return NULL;
+	dio = bio_iomap_dio(bio, blk_owner_dio_end_io);
+	if (dio)
+		return dio_inode(dio);
+	/* Page cache pages of the file; not a user buffer's (anonymous, or shmem). */
+	inode = bio_page_inode(bio);
+	if (blk_owner_file(inode, o))
+		return inode;
+	/* Its first bio split off a larger one? */
+	if (!(o->flags & BLK_OWN_F_SPLIT))
+		return NULL;
+	/* The front part of a split direct I/O: its bi_private is the bio it was cut from. */
+	parent = (__u64)bio->bi_private;
+	if (!parent || !blk_owner_dio_end_io)
+		return NULL;
+	pbio = AS_BIO(parent);
+	if ((__u64)KR(struct bio, pbio, bi_end_io) != blk_owner_dio_end_io)
+		return NULL;
+	parent = (__u64)KR(struct bio, pbio, bi_private);
+	inode = parent ? dio_inode(KPTR_AS(struct iomap_dio, parent)) : NULL;
+	return blk_owner_file(inode, o) ? inode : NULL;
 }
 
 #endif /* BLK_OWNER_NO_RECORD */

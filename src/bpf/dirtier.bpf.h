@@ -24,7 +24,7 @@
 
 struct dirty_key {
 	__u32 dev;
-	__u32 pad;
+	__u32 gen; /* the inode's generation: a reused inode number is another file */
 	__u64 ino;
 	__u64 chunk; /* page index >> DIRTY_CHUNK_SHIFT */
 };
@@ -93,14 +93,16 @@ static int mark_chunk_cb(__u32 i, void *ctx)
 }
 
 /*
- * Pages @first..@first + @nr - 1 of file (@dev, @ino) were dirtied by @owner (a folio
- * going from clean to dirty, in the dirtying task).
+ * Pages @first..@first + @nr - 1 of file (@dev, @gen, @ino) were dirtied by @owner (a
+ * folio going from clean to dirty, in the dirtying task).
  */
-static __always_inline void dirtier_mark(__u32 dev, __u64 ino, __u64 first, __u64 nr, __u32 owner)
+static __always_inline void dirtier_mark(__u32 dev, __u32 gen, __u64 ino, __u64 first, __u64 nr,
+					 __u32 owner)
 {
 	struct mark_folio m = {};
 
 	m.k.dev = dev;
+	m.k.gen = gen;
 	m.k.ino = ino;
 	m.first = first;
 	m.end = m.first + nr;
@@ -129,9 +131,12 @@ struct page_pos {
 	__u32 dirtier;
 };
 
-/* Starts a walk over the first @bytes of @bio, whose pages belong to file (@dev, @ino). */
+/*
+ * Starts a walk over the first @bytes of @bio, whose pages belong to file (@dev, @gen,
+ * @ino).
+ */
 static __always_inline void page_pos_init(struct page_pos *pp, struct bio *bio, __u32 bytes,
-					  __u32 dev, __u64 ino)
+					  __u32 dev, __u32 gen, __u64 ino)
 {
 	__u32 idx = BPF_CORE_READ(bio, bi_iter.bi_idx);
 
@@ -139,6 +144,7 @@ static __always_inline void page_pos_init(struct page_pos *pp, struct bio *bio, 
 	pp->skip = BPF_CORE_READ(bio, bi_iter.bi_bvec_done);
 	pp->left = bytes;
 	pp->dk.dev = dev;
+	pp->dk.gen = gen;
 	pp->dk.ino = ino;
 }
 

@@ -95,10 +95,14 @@ static __always_inline bool tfilter_dev_ok(__u32 dev)
 /* Whether a file filter (--file, --dir) is set: I/O of no file then never passes. */
 #define tfilter_file_on() (tfilter.file_dev || tfilter.dir_dev)
 
-/* --file and --dir for file (@dev, @ino), @d one of its dentries (NULL if unknown). */
-static __always_inline bool tfilter_file_ok(__u32 dev, __u64 ino, struct dentry *d)
+/*
+ * --file and --dir for file (@dev, @gen, @ino), @d one of its dentries (NULL if
+ * unknown).
+ */
+static __always_inline bool tfilter_file_ok(__u32 dev, __u32 gen, __u64 ino, struct dentry *d)
 {
-	if (tfilter.file_dev && (dev != tfilter.file_dev || ino != tfilter.file_ino))
+	if (tfilter.file_dev && (dev != tfilter.file_dev || ino != tfilter.file_ino ||
+				 (tfilter.file_gen_on && gen != tfilter.file_gen)))
 		return false;
 	if (tfilter.dir_dev &&
 	    (!d || !vfs_under_dir(d, tfilter.dir_dev, tfilter.dir_ino, FILTER_DIR_DEPTH)))

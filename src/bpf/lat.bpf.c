@@ -2,20 +2,22 @@
 /*
  * iospan lat: latency (or size) distributions of block requests, kept in the kernel.
  *
- * Everything happens at completion: q2c from rq->start_time_ns, which the block layer
- * stamps itself; d2c and q2d from the issue time block_rq_issue writes into a
- * direct-mapped slot (an array store, no map insert: rq->io_start_time_ns is stamped
- * only when the queue collects statistics, and on recent kernels it can be the time a
- * plug cached before the request existed). Keys that need the submitter (--by, -p,
- * --cgroup) read it from the block-attribution core (blk_owner.bpf.h), whose queue and
- * split programs are loaded only then.
+ * Everything happens at completion: q2c and q2d from the queue time of the request's
+ * first bio (bio_q.bpf.h, stamped at block_bio_queue: blktrace's Q); d2c and q2d from
+ * the issue time block_rq_issue writes into a direct-mapped slot (an array store, no
+ * map insert: rq->io_start_time_ns is stamped only when the queue collects statistics,
+ * and on recent kernels it can be the time a plug cached before the request existed).
+ * Keys that need the submitter (--by, -p, --cgroup) read it from the block-attribution
+ * core (blk_owner.bpf.h), recorded by the same queue and split programs.
  */
 #include "iospan.bpf.h"
+#include "lib/common_abi.h"
 #include "lib/lat_abi.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
 #include "bio_slot.bpf.h"
 #include "blk_owner.bpf.h"
+#include "bio_q.bpf.h"
 #include "hist.bpf.h"
 #include "fallback.bpf.h"
 
@@ -27,6 +29,8 @@ const volatile __u64 unit = 1000; /* ns per display unit (1024 bytes for --size)
 const volatile __u32 filter_pid = 0;
 const volatile bool filter_cgroup = false;
 const volatile bool filter_dev = false;
+/* The queue and split programs record the submitter (--by, -p, --cgroup). */
+const volatile bool want_owner = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -72,6 +76,9 @@ struct {
 } rq_issues SEC(".maps");
 
 static const struct lat_hist hist_zero;
+
+/* Paths of the files of --by file (one entry otherwise: user space sizes it). */
+DEFINE_VFS_PATH_CACHE(4096);
 /* The owner shown for the block layer's own flush requests. */
 static const struct blk_owner flush_owner = {
 	.kind = BLK_OWN_NOFILE, .stack_id = -1, .comm = "[flush]"};
@@ -137,9 +144,41 @@ static __always_inline int issue_rq(struct request *rq)
 
 TP_PROGS(block_rq_issue, lat_rq_issue, issue_rq, TP_PTR(struct request, 0))
 
-TP_PROGS(block_bio_queue, lat_bio_queue, blk_owner_note_bio, TP_PTR(struct bio, 0), ctx)
+/* Whether the stage starts at the first bio's queue time. */
+#define STAGE_FROM_Q (stage == LAT_Q2C || stage == LAT_Q2D)
 
-TP_PROGS(block_split, lat_bio_split, blk_owner_note_split, TP_PTR(struct bio, 0), ctx)
+static __always_inline int queue_bio(struct bio *bio, void *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(); /* Q: first, before any lookup */
+
+	if (STAGE_FROM_Q)
+		bio_q_stamp(bio, now);
+	return want_owner ? blk_owner_note_bio(bio, ctx) : 0;
+}
+
+TP_PROGS(block_bio_queue, lat_bio_queue, queue_bio, TP_PTR(struct bio, 0), ctx)
+
+static __always_inline int split_bio(struct bio *split, void *ctx)
+{
+	if (STAGE_FROM_Q)
+		bio_q_split(split);
+	return want_owner ? blk_owner_note_split(split, ctx) : 0;
+}
+
+TP_PROGS(block_split, lat_bio_split, split_bio, TP_PTR(struct bio, 0), ctx)
+
+/* The path of owner @o's file, from request @rq's pages or direct I/O (--by file). */
+static __noinline void capture_path(struct request *rq, struct blk_owner *o)
+{
+	struct inode *inode;
+	__u64 id;
+
+	if (!rq || !o)
+		return;
+	inode = blk_owner_rq_inode(rq, o);
+	if (inode)
+		vfs_path_capture(o->dev, o->ino, (__u64)inode, VFS_FROM_INODE, &id);
+}
 
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
@@ -148,7 +187,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	struct rq_issue *is;
 	struct lat_hist *h;
 	struct gendisk *disk;
-	__u64 now, t0, d, v;
+	__u64 now = bpf_ktime_get_ns(), t0, d, v; /* C: first, before any lookup */
 	__u32 op, part;
 	long err;
 
@@ -158,7 +197,6 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		return 0;
 	if (op != REQ_OP_FLUSH && (nr_bytes < rq->__data_len || flush_seq_data_end(rq, nr_bytes)))
 		return 0;
-	now = bpf_ktime_get_ns();
 	disk = KRP(struct request, rq, q)->disk;
 	if (!disk)
 		return 0;
@@ -189,7 +227,13 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	if (stage == LAT_SIZE) {
 		v = rq->__data_len ? rq->__data_len : nr_bytes;
 	} else {
-		t0 = rq->start_time_ns;
+		/*
+		 * Q of the first bio; the block layer's own flush request has no bio, and
+		 * starts when it is allocated.
+		 */
+		t0 = !STAGE_FROM_Q		  ? rq->start_time_ns :
+		     KRP(struct request, rq, bio) ? rq_q_take(rq) :
+						    rq->start_time_ns;
 		if (stage != LAT_D2C && (!t0 || t0 > now)) {
 			drop(LAT_DROP_NO_START);
 			return 0;
@@ -231,6 +275,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 			k.cgid = o->cgid;
 		if (key_fields & LAT_K_FILE) {
 			k.fdev = o->dev;
+			k.gen = o->gen;
 			k.ino = o->ino;
 			k.kind = o->kind;
 		}
@@ -247,6 +292,9 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 			drop(LAT_DROP_MAP_FULL);
 			return 0;
 		}
+		/* A file's first request: its path (user space follows renames). */
+		if (!err && (key_fields & LAT_K_FILE) && k.ino)
+			capture_path(rq, o);
 		h = bpf_map_lookup_elem(&hists, &k);
 		if (!h)
 			return 0;

@@ -18,6 +18,7 @@
 #include "rbuf.bpf.h"
 #include "filter.bpf.h"
 #include "blk_owner.bpf.h"
+#include "bio_q.bpf.h"
 #include "fallback.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -151,9 +152,21 @@ static __always_inline __u32 rq_part_dev(struct request *rq)
 
 /* ------------------------------------------------------------------ submit */
 
-TP_PROGS(block_bio_queue, snoop_bio_queue, blk_owner_note_bio, TP_PTR(struct bio, 0), ctx)
+static __always_inline int queue_bio(struct bio *bio, void *ctx)
+{
+	bio_q_stamp(bio, bpf_ktime_get_ns()); /* Q: first, before any lookup */
+	return blk_owner_note_bio(bio, ctx);
+}
 
-TP_PROGS(block_split, snoop_bio_split, blk_owner_note_split, TP_PTR(struct bio, 0), ctx)
+TP_PROGS(block_bio_queue, snoop_bio_queue, queue_bio, TP_PTR(struct bio, 0), ctx)
+
+static __always_inline int split_bio(struct bio *split, void *ctx)
+{
+	bio_q_split(split);
+	return blk_owner_note_split(split, ctx);
+}
+
+TP_PROGS(block_split, snoop_bio_split, split_bio, TP_PTR(struct bio, 0), ctx)
 
 /*
  * Runs in the task that dirties a page cache folio: it becomes the dirtier of the
@@ -176,7 +189,7 @@ int BPF_PROG(snoop_dirty_folio, struct folio *folio, struct address_space *mappi
 	host = mapping->host;
 	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
 		return 0;
-	dirtier_mark(host->i_sb->s_dev, host->i_ino, folio->index,
+	dirtier_mark(host->i_sb->s_dev, host->i_generation, host->i_ino, folio->index,
 		     folio_bytes(folio, page_size) / page_size, tgid);
 	/* Written only when the thread or its cgroup changes. */
 	cgid = bpf_get_current_cgroup_id();
@@ -295,40 +308,6 @@ static __always_inline __u32 rq_flags_of(__u32 opf)
 }
 
 /*
- * The inode @ino of the file whose data a request carries (page cache or iomap DIO),
- * or NULL; @split: its first bio was split off a larger one.
- */
-static __always_inline struct inode *rq_file_inode(struct request *rq, __u64 ino, bool split)
-{
-	struct bio *bio = KRP(struct request, rq, bio), *pbio;
-	struct iomap_dio *dio;
-	struct inode *inode;
-	__u64 parent;
-
-	if (!bio)
-		return NULL;
-	dio = bio_iomap_dio(bio, blk_owner_dio_end_io);
-	if (dio)
-		return dio_inode(dio);
-	/* Page cache pages of the file; not a user buffer's (anonymous, or shmem). */
-	inode = bio_page_inode(bio);
-	if (inode && KR(struct inode, inode, i_ino) == ino)
-		return inode;
-	if (!split)
-		return NULL;
-	/* The front part of a split direct I/O: its bi_private is the bio it was cut from. */
-	parent = (__u64)bio->bi_private;
-	if (!parent || !blk_owner_dio_end_io)
-		return NULL;
-	pbio = AS_BIO(parent);
-	if ((__u64)KR(struct bio, pbio, bi_end_io) != blk_owner_dio_end_io)
-		return NULL;
-	parent = (__u64)KR(struct bio, pbio, bi_private);
-	inode = parent ? dio_inode(KPTR_AS(struct iomap_dio, parent)) : NULL;
-	return inode && KR(struct inode, inode, i_ino) == ino ? inode : NULL;
-}
-
-/*
  * Whether a completion is the data part of a flush sequence (a write with PREFLUSH or
  * FUA the device cannot do at once): the request ends again, with no bytes, when the
  * sequence is done, and only then does diskstats count it. Until then the flush
@@ -361,7 +340,7 @@ static __noinline __u32 credit_dirtier(struct request *rq, struct blk_owner *o)
 
 	if (!bio || !o)
 		return 0;
-	page_pos_init(&pp, bio, BPF_CORE_READ(bio, bi_iter.bi_size), o->dev, o->ino);
+	page_pos_init(&pp, bio, BPF_CORE_READ(bio, bi_iter.bi_size), o->dev, o->gen, o->ino);
 	if (page_walk_next(&pp))
 		return 0;
 	dirtier = pp.dirtier;
@@ -394,7 +373,7 @@ static __noinline __u32 credit_dirtier(struct request *rq, struct blk_owner *o)
 static __always_inline void note_path(struct snoop_io *e, struct request *rq, struct blk_owner *o,
 				      struct inode *inode, bool have_inode)
 {
-	struct file_key fk = {.dev = e->fs_dev, .ino = e->ino};
+	struct file_key fk = {.dev = e->fs_dev, .gen = o->gen, .ino = e->ino};
 	struct file_path_id *last, np = {};
 	__u32 epoch = path_epoch;
 	__u64 id = 0;
@@ -405,7 +384,7 @@ static __always_inline void note_path(struct snoop_io *e, struct request *rq, st
 		goto found;
 	}
 	if (!have_inode)
-		inode = rq_file_inode(rq, o->ino, o->flags & BLK_OWN_F_SPLIT);
+		inode = blk_owner_rq_inode(rq, o);
 	if (inode && !vfs_path_capture(e->fs_dev, e->ino, (__u64)inode, VFS_FROM_INODE, &id)) {
 		if (last) {
 			/* Racing CPUs write the same; the epoch last, as the mark. */
@@ -426,6 +405,22 @@ found:
 	e->flags |= SNOOP_IO_PATH;
 }
 
+/*
+ * When request @rq started: its first bio's queue (taken away), or the allocation of
+ * the block layer's own flush request, which has no bio. 0 (counted) if unknown.
+ */
+static __always_inline __u64 first_queued(struct request *rq)
+{
+	__u64 q;
+
+	if (!KRP(struct request, rq, bio))
+		return rq->start_time_ns;
+	q = rq_q_take(rq);
+	if (!q)
+		count(SNOOP_CNT_NO_QUEUE);
+	return q;
+}
+
 static __always_inline int complete_rq(struct request *rq, int error, unsigned int nr_bytes)
 {
 	__u32 op = rq->cmd_flags & REQ_OP_MASK, dev, disk, *n;
@@ -436,7 +431,7 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	struct bio *first;
 	struct blk_owner *o, who;
 	__u32 wb_flusher = 0;
-	__u64 now, lat;
+	__u64 now = bpf_ktime_get_ns(), q, lat; /* C: first, before any lookup */
 
 	/* Passthrough requests (SG_IO, driver commands) are not block I/O in diskstats. */
 	if (op == REQ_OP_DRV_IN_NR || op == REQ_OP_DRV_OUT_NR)
@@ -461,6 +456,8 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 			s->counted = 0;
 		}
 	}
+	/* Taken at the end of the request even if filtered: a stale stamp misleads. */
+	q = first_queued(rq);
 	if (stopped)
 		return 0;
 	disk = rq_disk_dev(rq);
@@ -469,9 +466,8 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		goto filtered;
 	if (ops_mask && op < 32 && !(ops_mask & (1U << op)))
 		goto filtered;
-	now = bpf_ktime_get_ns();
 	if (min_latency_ns) {
-		__u64 t0 = rq->start_time_ns ?: slot.issue_ns;
+		__u64 t0 = q ?: slot.issue_ns;
 
 		lat = t0 && t0 < now ? now - t0 : 0;
 		if (lat < min_latency_ns)
@@ -492,12 +488,12 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	}
 	/* --dir needs the file's dentry; paths need the inode only once per epoch. */
 	if (o && o->ino && tfilter.dir_dev) {
-		inode = rq_file_inode(rq, o->ino, o->flags & BLK_OWN_F_SPLIT);
+		inode = blk_owner_rq_inode(rq, o);
 		have_inode = true;
 	}
 	if (tfilter_file_on() &&
 	    (!o || !o->ino ||
-	     !tfilter_file_ok(o->dev, o->ino, vfs_dentry((__u64)inode, VFS_FROM_INODE))))
+	     !tfilter_file_ok(o->dev, o->gen, o->ino, vfs_dentry((__u64)inode, VFS_FROM_INODE))))
 		goto filtered;
 
 	if (!s)
@@ -506,7 +502,7 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	if (!e)
 		return 0;
 	e->ts = now;
-	e->start_ns = rq->start_time_ns;
+	e->start_ns = q;
 	e->issue_ns = slot.issue_ns;
 	e->sector = s ? slot.sector : rq->__sector;
 	/* What the kernel completed, as diskstats counts it (the parts before included). */

@@ -18,6 +18,8 @@
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
 #include "bio_slot.bpf.h"
+#define BIO_Q_SLOTS (1U << 17)
+#include "bio_q.bpf.h"
 /* The core's classification only: top keeps its own records, keyed as its rows. */
 #define BLK_OWNER_NO_RECORD
 #include "blk_owner.bpf.h"
@@ -87,6 +89,7 @@ __u64 stalls_since;
 struct top_task {
 	__u64 ino;
 	__u32 dev;
+	__u32 gen; /* of that file's inode */
 	__u8 op; /* SYS_READ/SYS_WRITE while inside a traced syscall on a file */
 	__u8 direct;
 	__u8 blk;
@@ -99,7 +102,7 @@ struct top_task {
 	__u64 rd_ino, rd_index, rd_last;
 	/* Pages of one file mapped by this thread's recent faults, counted already */
 	__u64 mm_ino, mm_lo, mm_hi;
-	__u32 mm_dev, mm_pad;
+	__u32 mm_dev, mm_gen;
 	/*
 	 * While an iomap direct I/O started outside a traced syscall is being submitted
 	 * (libaio, io_uring): its inode and iocb. File systems that complete the bios
@@ -396,7 +399,6 @@ static __always_inline void add_fs(struct top_key *k, bool write, __u64 bytes, _
 
 		s->path_epoch = path_epoch;
 		vfs_path_capture(k->dev, k->ino, ptr, from, &id);
-		s->gen = id;
 		/* FS events run in the process: its title as it is now (titles change). */
 		proc_title_note();
 	}
@@ -439,6 +441,7 @@ static __always_inline int sys_enter(long fd, __u8 op)
 	t->op = op;
 	t->dev = dev;
 	t->ino = blk ? TOP_INO(TOP_INO_RAW) : KR(struct inode, inode, i_ino);
+	t->gen = blk ? 0 : INODE_GEN(inode);
 	t->blk = blk;
 	t->direct = !!(KR(struct file, file, f_flags) & O_DIRECT);
 	t->file = (__u64)file;
@@ -460,6 +463,8 @@ static __always_inline int rw_exit(struct task_struct *task, struct top_task *t,
 	k.pid = owner_of(task);
 	k.dev = t->dev;
 	k.ino = t->ino;
+	k.gen = t->gen;
+	k.pad = 0;
 	add_fs(&k, op == SYS_WRITE, ret, t->direct ? TOP_F_DIRECT : 0, t->file, VFS_FROM_FILE);
 	return 0;
 }
@@ -502,6 +507,7 @@ static __always_inline int readahead_note(struct inode *inode)
 		return 0;
 	fk.dev = KR(struct super_block, INODE_SB(inode), s_dev);
 	fk.ino = KR(struct inode, inode, i_ino);
+	fk.gen = INODE_GEN(inode);
 	last = bpf_map_lookup_elem(&readers, &fk);
 	if (last && last->tid == task->pid)
 		return 0; /* written only when the reader changes */
@@ -535,16 +541,21 @@ static __always_inline int sync_enter(long fd)
 	inode = file ? KR(struct file, file, f_inode) : NULL;
 	if (!inode || (KR(struct inode, inode, i_mode) & S_IFMT) != S_IFREG)
 		return 0;
+	fk.dev = KR(struct super_block, INODE_SB(inode), s_dev);
+	/* A file of another disk is none of ours: its syncer is not named either. */
+	if (!dev_ok(fk.dev))
+		return 0;
 	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return 0;
-	fk.dev = KR(struct super_block, INODE_SB(inode), s_dev);
 	fk.ino = KR(struct inode, inode, i_ino);
+	fk.gen = INODE_GEN(inode);
 	sy.owner = owner_of(task);
 	sy.tgid = task->tgid;
 	sy.tid = task->pid;
 	t->dev = fk.dev;
 	t->ino = fk.ino;
+	t->gen = fk.gen;
 	t->syncing = 1;
 	bpf_map_update_elem(&syncers, &fk, &sy, BPF_ANY);
 	note_proc(task, NULL, task->pid, bpf_get_current_cgroup_id()); /* as a flusher */
@@ -560,6 +571,7 @@ static __always_inline int sync_exit(struct task_struct *task, struct top_task *
 	t->syncing = 0;
 	fk.dev = t->dev;
 	fk.ino = t->ino;
+	fk.gen = t->gen;
 	sy = bpf_map_lookup_elem(&syncers, &fk);
 	if (sy && sy->tid == task->pid)
 		bpf_map_delete_elem(&syncers, &fk);
@@ -638,6 +650,8 @@ static __always_inline struct inode *mapping_file(struct address_space *mapping,
 		return NULL;
 	k->dev = KR(struct super_block, INODE_SB(host), s_dev);
 	k->ino = KR(struct inode, host, i_ino);
+	k->gen = INODE_GEN(host);
+	k->pad = 0;
 	return host;
 }
 
@@ -734,8 +748,8 @@ static __always_inline int mmap_read(struct address_space *mapping, __u64 first,
 	if (last > eof)
 		last = eof;
 	pages = last - first + 1;
-	if (t && t->mm_ino == k.ino && t->mm_dev == k.dev && first <= t->mm_hi + 1 &&
-	    last + 1 >= t->mm_lo) {
+	if (t && t->mm_ino == k.ino && t->mm_dev == k.dev && t->mm_gen == k.gen &&
+	    first <= t->mm_hi + 1 && last + 1 >= t->mm_lo) {
 		lo = first > t->mm_lo ? first : t->mm_lo;
 		hi = last < t->mm_hi ? last : t->mm_hi;
 		if (hi >= lo)
@@ -754,6 +768,7 @@ static __always_inline int mmap_read(struct address_space *mapping, __u64 first,
 	} else if (t) {
 		t->mm_ino = k.ino;
 		t->mm_dev = k.dev;
+		t->mm_gen = k.gen;
 		t->mm_lo = first;
 		t->mm_hi = last;
 	}
@@ -905,13 +920,15 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 		return 0;
 	k.dev = host->i_sb->s_dev;
 	k.ino = host->i_ino;
+	k.gen = host->i_generation;
+	k.pad = 0;
 	if (!fs_event_ok(task, k.dev, &t))
 		return 0;
 	k.pid = owner_of(task);
 
 	bytes = folio_bytes(folio, page_size);
 	nr = bytes / page_size;
-	dirtier_mark(k.dev, k.ino, folio->index, nr, k.pid);
+	dirtier_mark(k.dev, k.gen, k.ino, folio->index, nr, k.pid);
 
 	if (t && t->op == SYS_WRITE)
 		return 0;
@@ -945,6 +962,8 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 		return 0;
 	k.dev = KR(struct super_block, INODE_SB(inode), s_dev);
 	k.ino = KR(struct inode, inode, i_ino);
+	k.gen = INODE_GEN(inode);
+	k.pad = 0;
 	if (!fs_event_ok(task, k.dev, &t))
 		return 0;
 	k.pid = owner_of(task);
@@ -1042,7 +1061,8 @@ static __always_inline int claim_slot(struct bio *bio, struct bio_slot *o)
 		return 0;
 	o->tag = pv(bio);
 	if (s->tag == o->tag && s->key.pid == o->key.pid && s->key.dev == o->key.dev &&
-	    s->key.ino == o->key.ino && s->flags == o->flags && s->flusher == o->flusher)
+	    s->key.ino == o->key.ino && s->key.gen == o->key.gen && s->flags == o->flags &&
+	    s->flusher == o->flusher)
 		return 0;
 	*s = *o;
 	return 0;
@@ -1058,14 +1078,14 @@ static __always_inline struct bio_slot *find_slot(struct bio *bio)
  * The inode of the file a bio's pages belong to, for capturing its path when its
  * stats row is created at completion (rare): page cache pages, or iomap direct I/O.
  */
-static __noinline __u64 bio_inode(struct bio *bio, __u32 dev, __u64 ino)
+static __noinline __u64 bio_inode(struct bio *bio, __u32 dev, __u32 gen, __u64 ino)
 {
 	struct iomap_dio *dio = bio_iomap_dio(bio, iomap_dio_end_io);
 	struct inode *inode;
 
 	inode = dio ? dio_inode(dio) : bio_page_inode(bio);
 	/* Only the row's own file: a split clone's pages can be a user buffer's. */
-	if (!inode || KR(struct inode, inode, i_ino) != ino ||
+	if (!inode || KR(struct inode, inode, i_ino) != ino || INODE_GEN(inode) != gen ||
 	    KR(struct super_block, INODE_SB(inode), s_dev) != dev)
 		return 0;
 	return (__u64)inode;
@@ -1103,9 +1123,9 @@ struct page_walk {
 };
 
 static __always_inline void page_walk_init(struct page_walk *pw, struct bio *bio, __u32 bytes,
-					   __u32 dev, __u64 ino)
+					   struct top_key *k)
 {
-	page_pos_init(&pw->pos, bio, bytes, dev, ino);
+	page_pos_init(&pw->pos, bio, bytes, k->dev, k->gen, k->ino);
 }
 
 static __always_inline void split_segment(struct page_walk *pw, __u32 dirtier, __u32 bytes);
@@ -1129,16 +1149,16 @@ static int page_walk_step(__u32 i, void *ctx)
 }
 
 /*
- * The process that dirtied every page of a page cache write @bio of file (@dev, @ino),
- * 0 if none is on record; *@mixed set if the pages have several dirtiers.
+ * The process that dirtied every page of a page cache write @bio of file @k, 0 if none is
+ * on record; *@mixed set if the pages have several dirtiers.
  */
-static __noinline __u32 bio_dirtier(struct bio *bio, __u32 dev, __u64 ino, __u32 *mixed)
+static __noinline __u32 bio_dirtier(struct bio *bio, struct top_key *k, __u32 *mixed)
 {
 	struct page_walk pw = {};
 
-	if (!bio || !mixed)
+	if (!bio || !k || !mixed)
 		return 0;
-	page_walk_init(&pw, bio, BPF_CORE_READ(bio, bi_iter.bi_size), dev, ino);
+	page_walk_init(&pw, bio, BPF_CORE_READ(bio, bi_iter.bi_size), k);
 	bpf_loop(MAX_SEGMENTS, page_walk_step, &pw, 0);
 	*mixed = pw.mixed;
 	return pw.owner;
@@ -1153,7 +1173,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	struct inode *inode;
 	struct top_task *t = NULL;
 	__u32 dev, kind = TOP_INO_NOPAGE, tgid, src;
-	__u64 cgid = 0;
+	__u64 cgid = 0, now = bpf_ktime_get_ns(); /* Q: first, before any lookup */
 	bool kthread, write, waiter;
 
 	/* Empty bios carry no bytes; an empty preflush is a cache flush: its owner counts. */
@@ -1168,6 +1188,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	dev = bdev->bd_dev;
 	if (!dev_ok(dev))
 		return 0;
+	bio_q_stamp(bio, now);
 	kthread = task->flags & PF_KTHREAD;
 	write = (bio->bi_opf & REQ_OP_MASK) & 1;
 
@@ -1228,6 +1249,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	if (inode) {
 		o.key.dev = KR(struct super_block, INODE_SB(inode), s_dev);
 		o.key.ino = KR(struct inode, inode, i_ino);
+		o.key.gen = INODE_GEN(inode);
 	} else {
 		o.key.dev = dev;
 		o.key.ino = TOP_INO(kind);
@@ -1240,14 +1262,14 @@ static __always_inline int queue_bio(struct bio *bio)
 		struct syncer *sy = NULL;
 		struct top_proc *p;
 
-		dirtier = bio_dirtier(bio, o.key.dev, o.key.ino, &mixed);
+		dirtier = bio_dirtier(bio, &o.key, &mixed);
 		if (worker) {
 			/*
 			 * Held by blk-throttle and queued by its worker: flushed by the
 			 * process syncing the file, never by the worker; without one, the
 			 * dirtier's own write.
 			 */
-			struct file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
+			struct file_key fk = {.dev = o.key.dev, .gen = o.key.gen, .ino = o.key.ino};
 
 			sy = bpf_map_lookup_elem(&syncers, &fk);
 			if (sy) {
@@ -1293,7 +1315,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	/* A page cache read held by blk-throttle and queued by its worker: the reader's. */
 	if (inode && !write && !(o.flags & TOP_F_DIRECT) && kthread &&
 	    throttle_worker(task, throtl_dispatch_fn)) {
-		struct file_key fk = {.dev = o.key.dev, .ino = o.key.ino};
+		struct file_key fk = {.dev = o.key.dev, .gen = o.key.gen, .ino = o.key.ino};
 		struct syncer *rd = bpf_map_lookup_elem(&readers, &fk);
 		struct top_proc *p;
 
@@ -1349,6 +1371,7 @@ static __always_inline int split_bio(struct bio *split)
 
 	if (!split->bi_iter.bi_size)
 		return 0;
+	bio_q_split(split);
 	s = slot_find_split_parent(&slots, split, NR_SLOTS);
 	if (!s)
 		return queue_bio(split);
@@ -1405,7 +1428,7 @@ struct run {
 };
 
 struct rq_info {
-	__u64 q2c, d2c;
+	__u64 q2c, d2c; /* from the first bio's queue (0: unknown) and from the issue */
 	bool write;
 };
 
@@ -1474,6 +1497,8 @@ __noinline bool account_run(struct run *r, struct rq_info *ri)
 		k.ua.pid = TOP_PID_NONE;
 		k.ua.dev = r->bdev;
 		k.ua.ino = TOP_INO(TOP_INO_UNATTR);
+		k.ua.gen = 0;
+		k.ua.pad = 0;
 		s = bpf_map_lookup_elem(&stats, &k.ua);
 		if (!s) {
 			drop(TOP_DROP_LOST_BYTES);
@@ -1489,7 +1514,7 @@ __noinline bool account_run(struct run *r, struct rq_info *ri)
 		k.wk.dev = r->key.dev;
 		k.wk.ino = r->key.ino;
 		k.wk.flusher = r->flusher;
-		k.wk.pad = 0;
+		k.wk.gen = r->key.gen;
 		w = bpf_map_lookup_elem(&wb, &k.wk);
 		if (!w) {
 			long err = fault_map_nomem ? -ENOMEM :
@@ -1538,17 +1563,15 @@ static __always_inline void account_run_named(struct walk *w)
 
 	if (!account_run(r, &w->ri) || !w->run_bio || r->key.ino >= TOP_INO_SPECIAL)
 		return;
-	inode = bio_inode(w->run_bio, r->key.dev, r->key.ino);
+	inode = bio_inode(w->run_bio, r->key.dev, r->key.gen, r->key.ino);
 	/* No inode from user pages (non-iomap direct I/O): the FS event gets it. */
 	if (!inode)
 		return;
 	vfs_path_capture(r->key.dev, r->key.ino, inode, VFS_FROM_INODE, &id);
-	/* The row just created: which file (generation) its path is of. */
+	/* The row just created has its path now. */
 	s = stat_find(&r->key);
-	if (s) {
-		s->gen = id;
+	if (s)
 		s->path_epoch = path_epoch;
-	}
 }
 
 /*
@@ -1559,7 +1582,7 @@ __noinline int run_extend(struct run *r, struct run *next)
 {
 	if (!r || !next || !r->valid || r->key.pid != next->key.pid ||
 	    r->key.dev != next->key.dev || r->key.ino != next->key.ino ||
-	    r->flusher != next->flusher || r->bdev != next->bdev)
+	    r->key.gen != next->key.gen || r->flusher != next->flusher || r->bdev != next->bdev)
 		return 0;
 	r->bytes += next->bytes;
 	r->flags |= next->flags;
@@ -1636,7 +1659,7 @@ static __always_inline void split_mixed_bio(struct walk *w, struct bio *bio, __u
 
 	if (!w || !bio || !o)
 		return;
-	page_walk_init(&pw, bio, bytes, o->key.dev, o->key.ino);
+	page_walk_init(&pw, bio, bytes, &o->key);
 	pw.w = w;
 	pw.slot = o;
 	pw.bio = bio;
@@ -1697,6 +1720,8 @@ static int walk_bio(__u32 i, void *ctx)
 		cur.key.pid = TOP_PID_NONE;
 		cur.key.dev = bdev;
 		cur.key.ino = TOP_INO(TOP_INO_UNATTR);
+		cur.key.gen = 0;
+		cur.key.pad = 0;
 		cur.flags = 0;
 		cur.flusher = 0;
 	}
@@ -1736,6 +1761,8 @@ static __noinline void account_flush(struct request *rq, struct rq_info *ri)
 		key.pid = TOP_PID_NONE;
 	}
 	key.ino = TOP_INO(TOP_INO_FLUSH);
+	key.gen = 0;
+	key.pad = 0;
 	s = stat_get(&key, &created);
 	if (!s)
 		return;
@@ -1795,21 +1822,24 @@ static __noinline void send_slow_rq(struct request *rq, struct walk *w, __u32 nr
 		e->pid = w->first.key.pid;
 		e->dev = w->first.key.dev;
 		e->ino = w->first.key.ino;
+		e->gen = w->first.key.gen;
 		e->flags = w->first.flags;
 	} else {
 		e->pid = TOP_PID_NONE;
 		e->dev = bdev;
 		e->ino = TOP_INO(TOP_INO_UNATTR);
+		e->gen = 0;
 		e->flags = 0;
 	}
+	e->pad = 0;
 	rbuf_submit(stall_events, e);
 }
 
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
+	__u64 now = bpf_ktime_get_ns(), t0; /* C: first, before any lookup */
 	struct walk w = {};
 	struct rq_issue *is;
-	__u64 now, t0;
 	__u32 op;
 
 	op = rq->cmd_flags & REQ_OP_MASK;
@@ -1822,24 +1852,29 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	/* Discards move no data and are not in the read/write sectors of diskstats. */
 	w.counted = op != REQ_OP_DISCARD && op != REQ_OP_SECURE_ERASE;
 	w.ri.write = op & 1;
-	now = bpf_ktime_get_ns();
-	t0 = rq->start_time_ns;
-	if (t0 && t0 < now)
-		w.ri.q2c = now - t0;
 	is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
 	t0 = is && is->d >= rq->start_time_ns ? is->d : rq->io_start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.d2c = now - t0;
 	if (op == REQ_OP_FLUSH) {
-		/* The flush the block layer sends the disk for the requests waiting on it. */
-		account_dev_flush(rq, w.ri.q2c);
+		/*
+		 * The flush the block layer sends the disk for the requests waiting on it:
+		 * no bio, timed from its allocation as /proc/diskstats times it.
+		 */
+		t0 = rq->start_time_ns;
+		account_dev_flush(rq, t0 && t0 < now ? now - t0 : 0);
 		return 0;
 	}
+	t0 = rq_q_take(rq);
+	w.bio = KRP(struct request, rq, bio);
+	if (t0 && t0 <= now)
+		w.ri.q2c = now - t0;
+	else if (w.counted && w.bio && dev_ok(w.bio->bi_bdev ? w.bio->bi_bdev->bd_dev : 0))
+		drop(TOP_DROP_NO_QUEUE_TIME);
 	/*
 	 * The end of a flush sequence: an empty preflush, or a write whose data completed
 	 * before. The block layer took the flags off the request, not off its bio.
 	 */
-	w.bio = KRP(struct request, rq, bio);
 	if (!nr_bytes && w.bio && (w.bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))) {
 		account_flush(rq, &w.ri);
 		return 0;
@@ -1870,6 +1905,8 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 			if (!dev_ok(w.r.key.dev))
 				return 0;
 			w.r.key.ino = TOP_INO(TOP_INO_UNATTR);
+			w.r.key.gen = 0;
+			w.r.key.pad = 0;
 			w.r.bdev = w.r.key.dev;
 			w.r.bytes = w.left;
 			w.r.valid = 1;

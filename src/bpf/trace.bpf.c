@@ -198,6 +198,7 @@ struct bio_slot {
 	__u64 key;
 	__u64 q;
 	__u64 h; /* held by blk-throttle from about then, or 0 */
+	__u64 g; /* its request allocated for it (block_getrq), or 0 */
 	__u32 seq;
 	__u16 flags; /* enum trace_bio_flags known at queue time */
 	__u16 pad;
@@ -307,10 +308,11 @@ static __always_inline bool task_ok(struct task_struct *task, __u64 *cgid)
 	return tfilter_current_ok(task->tgid, task->pid, cgid);
 }
 
-/* File filters (disk, file, dir). @d: a dentry of the file, for --dir. */
-static __always_inline bool file_ok(__u32 dev, __u64 ino, struct dentry *d)
+/* File filters (disk, file, dir) for @inode on @dev. @d: a dentry of it, for --dir. */
+static __always_inline bool file_ok(__u32 dev, struct inode *inode, struct dentry *d)
 {
-	return tfilter_dev_ok(dev) && tfilter_file_ok(dev, ino, d);
+	return tfilter_dev_ok(dev) &&
+	       tfilter_file_ok(dev, INODE_GEN(inode), KR(struct inode, inode, i_ino), d);
 }
 
 /* ------------------------------------------------------------------ records */
@@ -790,7 +792,7 @@ __noinline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_
 	if ((mode != S_IFREG && !blkdev) || (!blkdev && pseudo_fs(inode)))
 		return 0;
 	dev = blkdev ? KR(struct inode, inode, i_rdev) : KR(struct super_block, INODE_SB(inode), s_dev);
-	if (!file_ok(dev, KR(struct inode, inode, i_ino), KR(struct file, file, f_path.dentry)))
+	if (!file_ok(dev, inode, KR(struct file, file, f_path.dentry)))
 		return 0;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -1044,7 +1046,7 @@ static __always_inline int fault(struct address_space *mapping, unsigned long in
 		return 0;
 	dev = KR(struct super_block, INODE_SB(host), s_dev);
 	ino = KR(struct inode, host, i_ino);
-	if (!file_ok(dev, ino, vfs_dentry((__u64)host, VFS_FROM_INODE)))
+	if (!file_ok(dev, host, vfs_dentry((__u64)host, VFS_FROM_INODE)))
 		return 0;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -1178,7 +1180,7 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 		return 0;
 	dev = KR(struct super_block, INODE_SB(inode), s_dev);
 	ino = KR(struct inode, inode, i_ino);
-	if (!task_ok(task, &cgid) || !file_ok(dev, ino, KR(struct file, file, f_path.dentry)))
+	if (!task_ok(task, &cgid) || !file_ok(dev, inode, KR(struct file, file, f_path.dentry)))
 		return 0;
 	tag = pv_addr((__u64)iocb);
 	idx = slot_index(tag, NR_ASYNC_SLOTS);
@@ -1341,6 +1343,7 @@ int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mappi
 	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
 		return 0;
 	fk.dev = host->i_sb->s_dev;
+	fk.gen = host->i_generation;
 	fk.ino = host->i_ino;
 	d = bpf_map_lookup_elem(&dirtiers, &fk);
 	if (d && d->tid == task->pid)
@@ -1392,9 +1395,10 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	if (t && t->kind)
 		return 0; /* written back inside a traced request: its bios are that request's */
 	fk.dev = inode->i_sb->s_dev;
+	fk.gen = inode->i_generation;
 	fk.ino = inode->i_ino;
 	d = bpf_map_lookup_elem(&dirtiers, &fk);
-	if (!dirtier_ok(d) || !file_ok(fk.dev, fk.ino, vfs_dentry((__u64)inode, VFS_FROM_INODE)))
+	if (!dirtier_ok(d) || !file_ok(fk.dev, inode, vfs_dentry((__u64)inode, VFS_FROM_INODE)))
 		return 0;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -1466,6 +1470,16 @@ int BPF_PROG(trace_wb_end, struct inode *inode, struct writeback_control *wbc,
 	now = bpf_ktime_get_ns();
 	wrote = nr_to_write > (unsigned long)wbc->nr_to_write ? nr_to_write - wbc->nr_to_write : 0;
 	r->bytes += wrote * page_size; /* over all its passes */
+	/*
+	 * No data page of the file written in any pass (the inode's own metadata: its
+	 * times, its size): not a data writeback, left out (counted).
+	 */
+	if (!r->bytes && !r->nr_queued) {
+		r->state = TRACE_S_IDLE;
+		bpf_map_delete_elem(&reqs, &key);
+		count(TRACE_CNT_WB_NO_DATA);
+		return 0;
+	}
 	ev_add(r, TRACE_EV_WB_DONE, now, wrote, 0);
 	r->state = TRACE_S_SUBMITTED;
 	/* Ends with its last bio; at once if it wrote nothing or all is done already. */
@@ -1549,13 +1563,13 @@ static __always_inline __u64 hold_start(struct trace_rec *r)
 
 static __always_inline int queue_bio(struct bio *bio)
 {
+	__u64 key = 0, now = bpf_ktime_get_ns(), held = 0; /* Q: first, before any lookup */
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *t = NULL;
 	struct trace_rec *r = NULL;
 	struct bio_slot *s;
 	struct iomap_dio *dio;
 	struct block_device *bdev;
-	__u64 key = 0, now, held = 0;
 	__u16 flags = 0;
 	__u32 op, seq, idx;
 
@@ -1619,7 +1633,6 @@ static __always_inline int queue_bio(struct bio *bio)
 		}
 		if (t->kind) {
 			/* The thread's own request: counted in its storage, no record lookup. */
-			now = bpf_ktime_get_ns();
 			key = t->rec_key;
 			seq = t->seq;
 			t->nr_queued++;
@@ -1639,7 +1652,6 @@ static __always_inline int queue_bio(struct bio *bio)
 owned:
 	if (!r)
 		return 0;
-	now = bpf_ktime_get_ns();
 	seq = r->seq;
 	r->nr_queued++;
 	if (!r->first_q)
@@ -1664,6 +1676,7 @@ claim:
 	s->seq = seq;
 	s->q = now;
 	s->h = held;
+	s->g = 0;
 	s->flags = flags;
 	return 0;
 }
@@ -1692,11 +1705,29 @@ static __always_inline int split_bio(struct bio *split)
 	n->seq = o.seq;
 	n->q = o.q;
 	n->h = o.h;
+	n->g = 0;
 	n->flags = o.flags | TRACE_BIO_SPLIT;
 	return 0;
 }
 
 TP_PROGS(block_split, trace_split, split_bio, TP_PTR(struct bio, 0))
+
+/*
+ * G: a request was allocated for an owned bio (blktrace's G). rq->start_time_ns is no
+ * substitute: it is stamped before the allocation ends, and on recent kernels it can be
+ * a time the submitter's plug cached for an earlier request.
+ */
+static __always_inline int getrq_bio(struct bio *bio)
+{
+	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
+	struct bio_slot *s = slot_find(&bio_slots, bio, NR_BIO_SLOTS);
+
+	if (s)
+		s->g = now;
+	return 0;
+}
+
+TP_PROGS(block_getrq, trace_getrq, getrq_bio, TP_PTR(struct bio, 0))
 
 static __always_inline int merge_bio(struct bio *bio)
 {
@@ -1846,10 +1877,10 @@ static int walk_bio(__u32 idx, void *ctx)
 
 static __always_inline int complete_rq(struct request *rq, int error, unsigned int nr_bytes)
 {
-	struct bio_slot *only = NULL;
+	__u64 now = bpf_ktime_get_ns(), start; /* C: first, before any lookup */
+	struct bio_slot *only = NULL, *first;
 	struct done dn = {};
 	struct rq_slot *s;
-	__u64 start;
 	long n;
 
 	if (!KRP(struct request, rq, bio))
@@ -1860,9 +1891,11 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		if (!only)
 			return 0;
 	}
-	dn.now = bpf_ktime_get_ns();
+	dn.now = now;
 	start = rq->start_time_ns;
-	dn.g = start;
+	/* G: stamped for the request's first bio where block_getrq ran for it. */
+	first = only ?: slot_find(&bio_slots, KRP(struct request, rq, bio), NR_BIO_SLOTS);
+	dn.g = first && first->g >= first->q ? first->g : start;
 	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
 	if (s) {
 		if (s->i >= start)

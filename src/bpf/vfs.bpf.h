@@ -225,6 +225,13 @@ static __always_inline struct dentry *vfs_dentry(__u64 ptr, __u32 from)
 	return (struct dentry *)ptr;
 }
 
+/*
+ * The inode's generation: a number the file system gives each new inode (ext4, xfs,
+ * btrfs, tmpfs), so that a file created with the number of one deleted before is told
+ * apart from it. Typed, or a number: KR().
+ */
+#define INODE_GEN(ip) ((__u32)KR(struct inode, ip, i_generation))
+
 /* The generation of the inode found from @ptr (it tells a reused inode number apart). */
 static __always_inline __u32 vfs_generation(__u64 ptr, __u32 from)
 {

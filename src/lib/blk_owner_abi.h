@@ -12,8 +12,13 @@
 #endif
 
 #define BLK_OWNER_COMM_LEN 16
-/* Frames kept per stack (the stack map's value is that many __u64). */
+/* Frames kept per stack. */
 #define BLK_OWNER_STACK_DEPTH 32
+
+/* A kernel stack (innermost first, 0 after its last frame): the key of its id. */
+struct blk_owner_stack {
+	__u64 ips[BLK_OWNER_STACK_DEPTH];
+};
 
 /* What the bio carries. */
 enum blk_owner_kind {
@@ -39,11 +44,12 @@ struct blk_owner {
 	__u32 pid, tid; /* tgid and thread id of the submitter */
 	__u64 cgid;	/* its cgroup v2 id */
 	__u32 dev;	/* the file's fs dev (kernel MAJ << 20 | MIN), 0 if none */
-	__u32 kind;	/* enum blk_owner_kind */
+	__u32 gen;	/* the file's inode generation (a reused number is another file) */
 	__u64 ino;	/* the file's inode number, 0 if none */
-	__s32 stack_id; /* in the stack map when stacks are on, else -1; another
-			 * negative value: the map refused it (its error) */
-	__u32 flags;	/* enum blk_owner_flags */
+	__s32 stack_id; /* its id in blk_owner_stack_ids when stacks are on, else -1;
+			 * another negative value: it could not be kept (an errno) */
+	__u16 kind;	/* enum blk_owner_kind */
+	__u16 flags;	/* enum blk_owner_flags */
 	char comm[BLK_OWNER_COMM_LEN];
 };
 

@@ -24,7 +24,12 @@ struct target_filter {
 	__u8 devs;    /* -d: filter_devs holds the devices */
 	__u8 cgroups; /* --cgroup: filter_cgroups holds the ids */
 	__u8 comm_on;
-	__u8 pad[5];
+	/*
+	 * --file's inode generation is known (FS_IOC_GETVERSION): a file that gets the
+	 * inode number after the target is deleted is not the target.
+	 */
+	__u8 file_gen_on;
+	__u32 file_gen;
 	char comm[FILTER_COMM_LEN];
 };
 

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <linux/fs.h>
 #include <bpf/bpf.h>
 
 #include "cgroups.h"
@@ -120,6 +125,30 @@ int filter_maps_fill(int devs_fd, const struct disk *disk, int cgroups_fd, const
 	return 0;
 }
 
+/*
+ * The inode generation of the regular file at @path (FS_IOC_GETVERSION: ext4, xfs,
+ * btrfs), into *@gen: 0, or -errno where the file system does not say.
+ */
+static int file_generation(const char *path, uint32_t *gen)
+{
+	struct stat st;
+	int fd, v, err = 0;
+
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st))
+		err = -errno;
+	else if (!S_ISREG(st.st_mode))
+		err = -ENOTTY;
+	else if (ioctl(fd, FS_IOC_GETVERSION, &v))
+		err = -errno;
+	else
+		*gen = (uint32_t)v;
+	close(fd);
+	return err;
+}
+
 int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_opts *f)
 {
 	struct target_filter *tf = &f->tf;
@@ -157,6 +186,7 @@ int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_op
 		err = args_once("--file", &f->have_file) ?:
 			      args_fs_object("--file", arg, false, &tf->file_dev, &ino);
 		tf->file_ino = ino;
+		tf->file_gen_on = !err && !file_generation(arg, &tf->file_gen);
 		return err;
 	case FILTER_OPT_DIR:
 		err = args_once("--dir", &f->have_dir) ?:

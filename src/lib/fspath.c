@@ -19,6 +19,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "fspath.h"
 
 #define BUCKETS 4096
@@ -91,6 +93,11 @@ void fspath_from_components(const struct file_path *p, char *out, size_t len)
 		used += snprintf(out + used, len - used, "/%s", comp[i - 1]);
 	if (!depth && used < len)
 		snprintf(out + used, len - used, "/");
+}
+
+int fspath_lookup_bpf_map(void *arg, const struct file_key *key, struct file_path *p)
+{
+	return bpf_map_lookup_elem((int)(intptr_t)arg, key, p) ? -errno : 0;
 }
 
 int fspath_cache_new(fspath_lookup_fn lookup, void *arg, struct fspath_cache **out)

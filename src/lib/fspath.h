@@ -23,6 +23,10 @@ void fspath_from_components(const struct file_path *p, char *out, size_t len);
 /* Reads the captured path of @key into @p: 0, or -ENOENT if there is none. */
 typedef int (*fspath_lookup_fn)(void *arg, const struct file_key *key, struct file_path *p);
 
+/* The lookup in a BPF paths map (DEFINE_VFS_PATH_CACHE): @arg is FSPATH_MAP_ARG(fd). */
+int fspath_lookup_bpf_map(void *arg, const struct file_key *key, struct file_path *p);
+#define FSPATH_MAP_ARG(fd) ((void *)(intptr_t)(fd))
+
 struct fspath_cache;
 
 /* @lookup reads the BPF paths map (called with @arg). */

@@ -14,9 +14,9 @@
 
 /* What is measured (rodata `stage`). */
 enum lat_stage {
-	LAT_Q2C,  /* rq->start_time_ns to completion */
+	LAT_Q2C,  /* the first bio's queue (block_bio_queue) to completion */
 	LAT_D2C,  /* issue (block_rq_issue) to completion */
-	LAT_Q2D,  /* rq->start_time_ns to issue */
+	LAT_Q2D,  /* the first bio's queue to issue */
 	LAT_SIZE, /* bytes of the request (--size) */
 };
 
@@ -52,6 +52,8 @@ struct lat_key {
 	__u64 ino;  /* file */
 	__u32 fdev; /* file's fs */
 	__u32 kind; /* enum blk_owner_kind (--by file) */
+	__u32 gen;  /* file's inode generation: a reused inode number is another file */
+	__u32 pad;
 	char comm[BLK_OWNER_COMM_LEN];
 };
 
@@ -79,7 +81,7 @@ struct lat_hist {
 enum lat_drop {
 	LAT_DROP_NO_OWNER, /* --by, -p, --cgroup: no owner record for the request's bio */
 	LAT_DROP_MAP_FULL, /* a new key found the map full */
-	LAT_DROP_NO_START, /* the kernel did not stamp rq->start_time_ns */
+	LAT_DROP_NO_START, /* no queue time: queued before tracing, or its queue ran no program */
 	LAT_DROP_NO_ISSUE, /* d2c, q2d: no issue time (issued before tracing started) */
 	LAT_DROP_NR,
 };

@@ -63,13 +63,19 @@ enum snoop_count {
 	 * their completion ran no program (a line is missing for each).
 	 */
 	SNOOP_CNT_COMPLETION_UNSEEN,
+	/* Requests whose first bio's queue time was not on record: no queue or total time. */
+	SNOOP_CNT_NO_QUEUE,
 	SNOOP_CNT_NR,
 };
 
 struct snoop_io {
 	struct rb_hdr hdr;
 	__u64 ts;	/* completion, CLOCK_MONOTONIC ns */
-	__u64 start_ns; /* request allocated (rq->start_time_ns), 0 if not stamped */
+	/*
+	 * Its first bio queued (block_bio_queue: blktrace's Q); for the block layer's own
+	 * flush request, which has no bio, its allocation (rq->start_time_ns). 0: unknown.
+	 */
+	__u64 start_ns;
 	__u64 issue_ns; /* dispatched to the driver (block_rq_issue), 0 if unknown */
 	__u64 sector;	/* first sector, on the device of dev */
 	__u64 cgid;	/* submitter's cgroup v2 id */

@@ -59,6 +59,12 @@ struct top_key {
 	__u32 pid; /* tgid, or tid with --threads; TOP_PID_NONE for unattributed */
 	__u32 dev; /* kernel dev_t (MAJ << 20 | MIN) of the file's fs, or of the disk */
 	__u64 ino; /* inode number, or TOP_INO(kind) */
+	/*
+	 * The inode's generation (0 for the kinds): a file that got the number of one
+	 * deleted before it is another row, with its own bytes and path.
+	 */
+	__u32 gen;
+	__u32 pad;
 };
 
 /* Per-CPU value of the stats map: user space sums the CPUs (max for the maxima). */
@@ -75,11 +81,8 @@ struct top_stat {
 	__u32 nr_q2c, nr_d2c; /* requests with a queue / device start time */
 	__u32 flags;	      /* enum top_flags seen on this row */
 	__u32 bdev;	      /* block device of the last DISK bytes (coverage per disk) */
-	/*
-	 * The file's generation (its key in the paths map) as of this CPU's last check of
-	 * the path, in path epoch path_epoch (top.bpf.c): user space takes the latest.
-	 */
-	__u32 gen, path_epoch;
+	__u32 path_epoch;     /* this CPU's last check of the file's path (top.bpf.c) */
+	__u32 pad;
 };
 
 /* Who did it: one per owner, written on first sight and when comm or cgroup change. */
@@ -96,7 +99,7 @@ struct top_wb_key {
 	__u32 dev;     /* file's device */
 	__u64 ino;     /* file */
 	__u32 flusher; /* tid of the thread that issued the write */
-	__u32 pad;
+	__u32 gen;     /* the file's generation (top_key) */
 };
 
 struct top_wb_val {
@@ -141,6 +144,8 @@ struct top_slow_rq {
 	__u32 bytes;	 /* completed */
 	__u32 cmd_flags; /* rq->cmd_flags: op and flags */
 	__u32 flags;	 /* TOP_F_* of the owner's row */
+	__u32 gen;	 /* key.gen of that row */
+	__u32 pad;
 };
 
 /* Every way an event can be lost or approximated is counted (per-CPU array). */
@@ -169,6 +174,12 @@ enum top_drop {
 	TOP_DROP_WB_UNKNOWN_BYTES,
 	TOP_DROP_HOOK_MISSED, /* user space: program runs the kernel skipped (nesting) */
 	TOP_DROP_MAP_NOMEM,   /* a map insert found no memory (-ENOMEM): not a full map */
+	/*
+	 * Informational: completed requests whose first bio's queue time was not on
+	 * record (queued before tracing, or its queue ran no program): their bytes are
+	 * counted, their q2c is not.
+	 */
+	TOP_DROP_NO_QUEUE_TIME,
 	TOP_DROP_NR,
 };
 

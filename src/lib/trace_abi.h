@@ -257,6 +257,8 @@ enum trace_cnt {
 	TRACE_CNT_UNSEEN_DONE,	  /* bios of direct requests whose completion ran no program */
 	TRACE_CNT_END_INFERRED, /* async requests ended at their last bio: their end ran no program
 				 */
+	/* writebacks of a file that wrote none of its data pages (not requests, see docs) */
+	TRACE_CNT_WB_NO_DATA,
 	TRACE_CNT_NR,
 };
 

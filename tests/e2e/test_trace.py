@@ -705,3 +705,34 @@ def test_help(iospan):
     p = tl.run_iospan("trace", "--help")
     assert p.returncode == 0
     assert "--threshold" in p.stdout and "--perfetto" in p.stdout
+
+
+def test_inode_only_writeback_is_no_request(iospan):
+    """A direct read dirties only its file's inode (the access time, relatime: ext4 puts
+    the inode on the writeback list, xfs logs it at once); trace --file started after it,
+    then a sync: the flusher's pass over the inode writes no data page of the file, so it
+    is no writeback request of it (it was one with 0 bytes at offset -1), only counted in
+    writeback_without_data. Another sync on the machine between the read and the trace's
+    start takes the pass away: the premise is checked, and the run repeated then."""
+    tl.require_root("creates a loop device")
+    with tl.scratch_fs("ext4", 320) as fs:
+        for attempt in range(5):
+            path = os.path.join(fs.mnt, "read-once%d.dat" % attempt)
+            make_file(path, MiB)
+            # relatime: a read sets the access time when it is not after the mtime.
+            st = os.stat(path)
+            os.utime(path, ns=(st.st_mtime_ns - 10**9, st.st_mtime_ns))
+            w = Workload("atimereader", [{"op": "dio_pread", "path": path, "n": 4}])
+            w.run()
+            w.wait()
+            assert os.stat(path).st_atime_ns > st.st_mtime_ns - 10**9, "no atime set"
+            proc = start_trace("-t", "0", "--file", path)
+            try:
+                subprocess.run(["sync", "-f", path], check=True, timeout=60)
+            finally:
+                reqs, _, totals = stop_trace(proc)
+            assert [r for r in reqs if r["op"] == "writeback"] == [], reqs
+            assert totals["traced"] == totals["completed"] == len(reqs), totals
+            if totals["counters"]["writeback_without_data"]:
+                break
+    assert totals["counters"]["writeback_without_data"] == 1, totals["counters"]

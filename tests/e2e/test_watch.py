@@ -1163,3 +1163,72 @@ def test_writeback_is_credited_to_the_writer(tmp_path):
     written = sum(p["disk_write_bytes"] for p in mine)
     writeback = sum(p["writeback_bytes"] for p in mine)
     assert 0.9 * 64 * 2**20 <= writeback <= written <= 1.05 * 64 * 2**20, (written, writeback)
+
+
+# Two threads named "flusher" and "compactor" (as a database's), each writing its own
+# file with O_DIRECT: 8 MiB and 24 MiB, at once. Prints the pid and the two tids.
+TWO_THREADS = r"""
+import ctypes, json, mmap, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+d = sys.argv[1]
+tids = {}
+go = threading.Event()
+
+def work(name, mib):
+    libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
+    tids[name] = threading.get_native_id()
+    go.wait()
+    buf = mmap.mmap(-1, 1 << 20)
+    fd = os.open(os.path.join(d, name + ".dat"), os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)
+    for i in range(mib):
+        assert os.pwrite(fd, buf, i << 20) == 1 << 20
+    os.close(fd)
+
+ts = [threading.Thread(target=work, args=a) for a in (("flusher", 8), ("compactor", 24))]
+for t in ts:
+    t.start()
+sys.stdin.readline()
+go.set()
+for t in ts:
+    t.join()
+print(json.dumps({"pid": os.getpid(), "tids": tids}))
+"""
+
+
+def test_busiest_threads_of_a_process(tmp_path):
+    """A process whose two threads write two files: the incident keeps each thread
+    apart, named as it named itself, with its own bytes (its process row their sum)."""
+    tl.require_root("creates a loop device and a file system")
+    db = str(tmp_path / "incidents.db")
+    with tl.scratch_fs("ext4", 256) as fs:
+        w = Watcher(db, fs.dev, "--pre", "3", "--capture", "2", "--cooldown", "0",
+                    "--for", "1", "--write-mbps", "5", "--read-mbps", "0", "--util", "0",
+                    "--await", "0")
+        try:
+            w.wait_for(r" info: collector top loaded")
+            p = subprocess.Popen(["/usr/bin/python3", "-c", TWO_THREADS, fs.mnt],
+                                 stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            out, _ = p.communicate("go\n", timeout=60)
+            assert p.returncode == 0
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    done = json.loads(out)
+    doc = incidents(db, "show", "1")
+    rows = [t for t in doc["threads"] if t["pid"] == done["pid"]]
+    by_tid = {}
+    for t in rows:
+        by_tid.setdefault(t["tid"], [set(), 0])
+        by_tid[t["tid"]][0].add(t["comm"])
+        by_tid[t["tid"]][1] += t["disk_write_bytes"]
+    want = {done["tids"]["flusher"]: [{"flusher"}, 8 << 20],
+            done["tids"]["compactor"]: [{"compactor"}, 24 << 20]}
+    assert by_tid == want, (by_tid, want)
+    procs = sum(p["disk_write_bytes"] for p in doc["processes"] if p["pid"] == done["pid"])
+    assert procs == 32 << 20, doc["processes"]
+    busiest = [(t["tid"], t["comm"]) for t in doc["busiest_threads"] if t["pid"] == done["pid"]]
+    assert set(busiest) <= {(done["tids"]["flusher"], "flusher"),
+                            (done["tids"]["compactor"], "compactor")}, busiest
+    text = tl.run_iospan("incidents", "--db", db, "show", "1", check=True).stdout
+    assert "busiest threads of the capture" in text, text

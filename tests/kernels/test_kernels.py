@@ -136,10 +136,10 @@ class GuestResults:
         """iowork's JSON line: what the workload did."""
         return json.loads(self.ok(scenario, name).strip().splitlines()[-1])
 
-    def diskstats_delta(self, scenario):
+    def diskstats_delta(self, scenario, first="before", last="after"):
         disk = self.file(scenario, "disk").strip()
-        before = parse_diskstats(self.file(scenario, "diskstats.before") or "")
-        after = parse_diskstats(self.file(scenario, "diskstats.after") or "")
+        before = parse_diskstats(self.file(scenario, "diskstats." + first) or "")
+        after = parse_diskstats(self.file(scenario, "diskstats." + last) or "")
         assert disk in before and disk in after, "%s: no diskstats of %s in %s" % (
             self.kernel, disk, scenario)
         return {k: after[disk][k] - before[disk][k] for k in after[disk]}
@@ -787,3 +787,130 @@ def test_snoop_writeback_credited_to_writer(case):
         assert sum(l["bytes"] for l in mine) == w["bytes"], (case, name, w, mine[:3])
         if wb:
             assert all(l["writeback"] for l in mine), (case, mine[:3])
+
+
+# --------------------------------------------------------------------------- filters
+
+# The target filters each command takes (guest/suite.sh, filters_of).
+CMD_FILTERS = {"trace": ("pid", "tid", "comm", "cgroup", "file", "dir", "disk"),
+               "snoop": ("pid", "tid", "comm", "cgroup", "file", "dir", "disk"),
+               "top": ("pid", "cgroup", "disk"),
+               "lat": ("pid", "cgroup", "disk")}
+FILTER_CASES = [(k, cmd, f) for k in KERNEL_IDS for cmd, fs in CMD_FILTERS.items() for f in fs]
+
+
+def filter_id(case):
+    return "%s-%s-%s" % case if isinstance(case, tuple) else str(case)
+
+
+class FilterRun:
+    """One command under one filter (guest filters_scenario): what the two workload
+    processes did, and which of their threads and files the filter names."""
+
+    def __init__(self, case):
+        self.kernel, self.cmd, self.filter = case
+        self.g = guest(self.kernel)
+        self.scn = "filter-%s-%s-ext4" % (self.cmd, self.filter)
+        self.a = self.g.workload(self.scn, "w-iowa")
+        self.b = self.g.workload(self.scn, "w-iowb")
+        self.disk = self.g.file(self.scn, "disk").strip()
+        # The threads the filter keeps: (tid, path, bytes written and read by it).
+        a_main = (self.a["pid"], self.a["path"], self.a["bytes"])
+        a_second = (self.a["tid"], self.a["path2"], self.a["bytes2"])
+        b_main = (self.b["pid"], self.b["path"], self.b["bytes"])
+        b_second = (self.b["tid"], self.b["path2"], self.b["bytes2"])
+        self.kept = {"pid": [a_main, a_second], "tid": [a_second], "comm": [a_main],
+                     "cgroup": [a_main, a_second], "file": [a_main],
+                     "dir": [a_main, a_second],
+                     "disk": [a_main, a_second, b_main, b_second]}[self.filter]
+        self.workers = {self.a["pid"], self.b["pid"]}
+
+    def out(self):
+        return self.g.ok(self.scn, self.cmd)
+
+    def docs(self):
+        return [json.loads(line) for line in self.out().splitlines() if line.strip()]
+
+    def pid_of(self, tid):
+        return self.a["pid"] if tid in (self.a["pid"], self.a["tid"]) else self.b["pid"]
+
+
+@pytest.mark.parametrize("case", FILTER_CASES, ids=filter_id)
+def test_filter_keeps_exactly_its_target(case):
+    """Each target filter of each command, alone, on every kernel: two processes (two
+    threads each, each thread on its own file in its process's directory and cgroup)
+    write then read 8 x 64 KiB with O_DIRECT; a third writes another disk. What the
+    command reports is exactly the part of the workload the filter names (the
+    workload's own bytes and calls), and nothing of the rest."""
+    r = FilterRun(case)
+    kept_tids = {t for t, _, _ in r.kept}
+    kept_paths = {p for _, p, _ in r.kept}
+    want_bytes = {t: n // 2 for t, _, n in r.kept}  # written, and as much read
+    if r.cmd == "trace":
+        docs = r.docs()
+        reqs = [d for d in docs if d.get("type") == "request"]
+        totals = [d for d in docs if d.get("type") == "totals"][-1]
+        foreign = [q for q in reqs if q["tid"] not in kept_tids or q["path"] not in kept_paths]
+        if r.filter == "disk":  # the disk's other requests (journal) are not the workload's
+            foreign = [q for q in foreign if q["pid"] in r.workers]
+        assert not foreign, (r.kernel, r.filter, foreign[:3])
+        missed = totals["counters"]["hook_runs_missed"] if "-rt-" in r.kernel else 0
+        for tid in kept_tids:
+            ops = {}
+            for q in reqs:
+                if q["tid"] == tid:
+                    ops[q["op"]] = ops.get(q["op"], 0) + q["bytes"]
+            want = {"pwrite64": want_bytes[tid], "pread64": want_bytes[tid]}
+            short = sum(want.values()) - sum(ops.get(k, 0) for k in want)
+            assert set(ops) <= set(want) and 0 <= short <= missed * 65536, (
+                r.kernel, r.filter, tid, ops, want, missed)
+    elif r.cmd == "snoop":
+        docs = r.docs()
+        lines = [d for d in docs if "rwbs" in d]
+        summary = docs[-1]["summary"]
+        mine = [l for l in lines if l["pid"] in r.workers]
+        foreign = [l for l in mine if l["tid"] not in kept_tids or l.get("path") not in kept_paths]
+        assert not foreign, (r.kernel, r.filter, foreign[:3])
+        if r.filter != "disk":  # only the workload's requests pass these filters
+            assert len(mine) == len(lines), (r.kernel, r.filter, [
+                l for l in lines if l not in mine][:3])
+        assert all(l["disk"] == r.disk for l in lines), (r.kernel, r.filter, lines[:3])
+        missed = summary["missed_runs"] + summary["completion_not_seen"] \
+            if "-rt-" in r.kernel else summary["completion_not_seen"]
+        for tid in kept_tids:
+            for op in "RW":
+                got = sum(l["bytes"] for l in mine if l["tid"] == tid and op in l["rwbs"])
+                assert want_bytes[tid] - missed * 65536 <= got <= want_bytes[tid], (
+                    r.kernel, r.filter, tid, op, got, want_bytes[tid], summary)
+    elif r.cmd == "top":
+        doc = r.docs()[-1]
+        procs = {p["pid"]: p for p in doc["processes"]}
+        kept_pids = {r.pid_of(t) for t in kept_tids}
+        assert kept_pids <= set(procs), (r.kernel, r.filter, sorted(procs))
+        if r.filter != "disk":
+            assert set(procs) == kept_pids, (r.kernel, r.filter, sorted(procs))
+        for pid in kept_pids:
+            want = sum(n for t, n in want_bytes.items() if r.pid_of(t) == pid)
+            p = procs[pid]
+            for key in ("fs_write_bytes", "fs_read_bytes", "disk_write_bytes",
+                        "disk_read_bytes"):
+                assert p[key] == want, (r.kernel, r.filter, pid, key, p[key], want)
+        assert {d["disk"] for d in doc["devices"]} <= {r.disk}, (r.kernel, doc["devices"])
+    else:  # lat --size: the bytes of the requests kept
+        doc = r.docs()[-1]
+        got = sum(round(h["cumulative"]["sum"] * 1024) for h in doc["histograms"]
+                  if h.get("count"))
+        if r.filter == "disk":
+            # Every request of the disk, as diskstats counts them: at least those of the
+            # settled window inside tracing, at most those of the tracer's lifetime.
+            def sectors(first, last):
+                d = r.g.diskstats_delta(r.scn, first, last)
+                return (d["rd_sectors"] + d["wr_sectors"] + d["dc_sectors"]) * 512
+
+            low, high = sectors("before", "after"), sectors("early", "late")
+            declared = doc["drops"]["programs_skipped"] + doc["drops"]["requests_not_seen"]
+            assert low - declared * 65536 <= got <= high, (
+                r.kernel, r.filter, got, low, high, doc["drops"])
+        else:
+            want = sum(2 * n for n in want_bytes.values())
+            assert got == want, (r.kernel, r.filter, got, want, doc["drops"])

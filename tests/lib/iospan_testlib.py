@@ -939,7 +939,7 @@ def _tracefs():
 
 _BLOCK_EVENT = re.compile(
     r"\s(\d+\.\d+): (block_\w+): (\d+),(\d+) (\S+) (?:\d+ )?\(.*?\) (\d+) \+ (\d+)"
-    r"|\s(\d+\.\d+): (block_getrq): (\d+),(\d+) (\S+) (\d+) \+ (\d+)")
+    r"|\s(\d+\.\d+): (block_getrq|block_bio_queue): (\d+),(\d+) (\S+) (\d+) \+ (\d+)")
 
 
 class BlockEvents:
@@ -1007,6 +1007,38 @@ def block_events(devnum, events=("block_getrq", "block_rq_insert", "block_rq_iss
         yield BlockEvents(inst)
     finally:
         _release(tok)
+
+
+def request_lifecycles(events):
+    """Per request of single-bio requests (a disk with merges off: nomerges=2), from
+    BlockEvents.read() with block_bio_queue, block_getrq, block_rq_issue and
+    block_rq_complete (and block_rq_insert where the disk has a scheduler): a list of
+    dicts {"sector", "bytes", "rwbs", "Q", "G", "I", "D", "C"} (ns; "I" None without an
+    insert), blktrace's letters. Events are paired by sector and size, each to the
+    oldest request of that key still without it (two requests for one sector may be in
+    flight). Requests missing an event are left out."""
+    open_rqs, done = {}, []
+    for name, ts, sector, n, rwbs in events:
+        key = (sector, n)
+        if name == "block_bio_queue":
+            open_rqs.setdefault(key, []).append(
+                {"sector": sector, "bytes": n * 512, "rwbs": rwbs, "Q": ts, "G": None,
+                 "I": None, "D": None})
+            continue
+        letter = {"block_getrq": "G", "block_rq_insert": "I", "block_rq_issue": "D",
+                  "block_rq_complete": "C"}.get(name)
+        pending = [r for r in open_rqs.get(key, ()) if r.get(letter) is None]
+        if not letter or not pending:
+            continue
+        r = pending[0]
+        if letter != "C":
+            r[letter] = ts
+            continue
+        open_rqs[key].remove(r)
+        if r["G"] is not None and r["D"] is not None:
+            r["C"] = ts
+            done.append(r)
+    return done
 
 
 def insert_issue_complete(events):

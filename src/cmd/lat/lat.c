@@ -23,6 +23,7 @@
 #include "diskstats.h"
 #include "err.h"
 #include "json.h"
+#include "fspath.h"
 #include "ksyms.h"
 #include "probe.h"
 #include "lat.h"
@@ -179,6 +180,7 @@ struct lat_ctx {
 	struct bpfcmd cmd;
 	struct lat_bpf *skel; /* cmd's */
 	struct lat_state state;
+	struct lat_stacks stacks;
 	struct lat_view view;
 	uint64_t skipped; /* the programs' recursion misses so far */
 	/* The cross-check with /proc/diskstats (see struct lat_report's not_seen). */
@@ -245,6 +247,12 @@ static bool needs_issue(const struct lat_opts *o)
 	return o->stage == LAT_D2C || o->stage == LAT_Q2D;
 }
 
+/* The stage starts at the first bio's queue time (block_bio_queue). */
+static bool needs_queue(const struct lat_opts *o)
+{
+	return o->stage == LAT_Q2C || o->stage == LAT_Q2D;
+}
+
 /* The hooks the options need, with their variants, into @c's plan. */
 static int plan_hooks(struct lat_ctx *c)
 {
@@ -260,7 +268,8 @@ static int plan_hooks(struct lat_ctx *c)
 	/* Hooks the options do not need are neither planned nor loaded. */
 	for (i = 0; i < (int)(sizeof(hooks) / sizeof(hooks[0])); i++) {
 		bool off = (!needs_issue(c->o) && !strcmp(hooks[i].name, "block_rq_issue")) ||
-			   (!needs_owner(c->o) && strncmp(hooks[i].name, "block_rq_", 9));
+			   (!needs_owner(c->o) && !needs_queue(c->o) &&
+			    strncmp(hooks[i].name, "block_rq_", 9));
 
 		if (off)
 			for (j = 0; j < 2; j++)
@@ -300,18 +309,28 @@ static int lat_setup(struct lat_ctx *c)
 	s->rodata->filter_pid = o->filter.tf.pid;
 	s->rodata->filter_cgroup = o->filter.tf.cgroups;
 	s->rodata->filter_dev = o->filter.tf.devs;
+	s->rodata->want_owner = needs_owner(o);
 	s->rodata->blk_owner_want_stack = o->key_fields & LAT_K_STACK;
 	s->rodata->blk_owner_dio_end_io = addr;
 	bpf_map__set_max_entries(s->maps.hists, o->max_entries);
-	bpf_map__set_max_entries(s->maps.blk_owner_stacks,
+	bpf_map__set_max_entries(s->maps.blk_owner_stack_ids,
 				 o->key_fields & LAT_K_STACK ? LAT_STACK_ENTRIES : 1);
+	s->rodata->blk_owner_nr_cpus = c->cmd.ncpus;
 	if (!needs_owner(o))
 		bpf_map__set_max_entries(s->maps.blk_owner_slots, 1);
 	if (!needs_issue(o))
 		bpf_map__set_max_entries(s->maps.rq_issues, 1);
+	if (!needs_queue(o))
+		bpf_map__set_max_entries(s->maps.bio_qs, 1);
+	if (!(o->key_fields & LAT_K_FILE))
+		bpf_map__set_max_entries(s->maps.paths, 1);
 	err = plan_hooks(c) ?: bpfcmd_load_filter(&c->cmd, &o->filter) ?: bpfcmd_attach(&c->cmd);
 	if (err)
 		return err;
+	if ((o->key_fields & LAT_K_FILE) &&
+	    fspath_cache_new(fspath_lookup_bpf_map, FSPATH_MAP_ARG(bpf_map__fd(s->maps.paths)),
+			     &c->view.paths))
+		return fail(-ENOMEM, "out of memory");
 	/*
 	 * Every request of one whole disk is counted or declared: /proc/diskstats, read
 	 * once the programs run, can tell whether the kernel skipped any silently.
@@ -324,8 +343,8 @@ static int lat_setup(struct lat_ctx *c)
 		c->ds_start = n;
 	}
 	c->view.o = o;
-	c->view.stacks_fd =
-		o->key_fields & LAT_K_STACK ? bpf_map__fd(s->maps.blk_owner_stacks) : -1;
+	c->stacks.fd = o->key_fields & LAT_K_STACK ? bpf_map__fd(s->maps.blk_owner_stack_ids) : -1;
+	c->view.stacks = &c->stacks;
 	return 0;
 }
 
@@ -377,6 +396,8 @@ static int lat_run(struct lat_ctx *c)
 static void lat_cleanup(struct lat_ctx *c)
 {
 	bpfcmd_close(&c->cmd);
+	fspath_cache_free(c->view.paths);
+	lat_stacks_free(&c->stacks);
 	lat_state_free(&c->state);
 	jw_free(c->view.jw);
 	probe_cleanup();

@@ -16,6 +16,7 @@
 #include "lat_abi.h"
 
 struct cgroup_map;
+struct fspath_cache;
 struct ksyms;
 struct jw;
 
@@ -55,13 +56,33 @@ struct lat_report {
 	double seconds; /* the window */
 };
 
+/*
+ * The queuing stacks by id (--by stack): the kernel keeps each stack with its id, keyed
+ * by the stack (blk_owner_stack_ids); read again when an id is not known yet.
+ */
+struct lat_stack {
+	int32_t id;
+	struct blk_owner_stack st;
+};
+
+struct lat_stacks {
+	int fd;		     /* blk_owner_stack_ids, -1 without --by stack */
+	struct lat_stack *v; /* by id */
+	size_t nr, cap;
+};
+
+/* The stack of @id, or NULL if the kernel kept none (report.c). */
+const struct blk_owner_stack *lat_stacks_find(struct lat_stacks *s, int32_t id);
+void lat_stacks_free(struct lat_stacks *s);
+
 /* What the renderers need besides the report. */
 struct lat_view {
 	const struct lat_opts *o;
 	struct cgroup_map *cgmap;
 	struct ksyms *ksyms;
-	int stacks_fd; /* blk_owner_stacks, -1 without --by stack */
-	struct jw *jw; /* --json */
+	struct lat_stacks *stacks;
+	struct fspath_cache *paths; /* --by file: the files' paths */
+	struct jw *jw;		    /* --json */
 };
 
 /* report.c */

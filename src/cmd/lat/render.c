@@ -12,6 +12,7 @@
 #include "json.h"
 #include "ksyms.h"
 #include "lat.h"
+#include "printable.h"
 
 static const double pcts[] = {50, 90, 99, 99.9};
 static const char *const pct_names[] = {"p50", "p90", "p99", "p99_9"};
@@ -93,11 +94,13 @@ static bool tracing_frame(const struct lat_view *v, uint64_t ip)
  */
 static bool stack_frames(const struct lat_view *v, int32_t id, uint64_t *ips)
 {
+	const struct blk_owner_stack *st = lat_stacks_find(v->stacks, id);
 	int i, skip = 0;
 
 	memset(ips, 0, BLK_OWNER_STACK_DEPTH * sizeof(*ips));
-	if (id < 0 || v->stacks_fd < 0 || bpf_map_lookup_elem(v->stacks_fd, &id, ips))
+	if (!st)
 		return false;
+	memcpy(ips, st->ips, sizeof(st->ips));
 	while (skip < BLK_OWNER_STACK_DEPTH && ips[skip] && tracing_frame(v, ips[skip]))
 		skip++;
 	for (i = 0; i < BLK_OWNER_STACK_DEPTH; i++)
@@ -106,6 +109,12 @@ static bool stack_frames(const struct lat_view *v, int32_t id, uint64_t *ips)
 }
 
 /* ------------------------------------------------------------------ text */
+
+/* The path of a --by file key's file as it is now (renamed, deleted), NULL if unknown. */
+static const char *file_path(const struct lat_view *v, const struct lat_key *k)
+{
+	return v->paths ? fspath_current(v->paths, k->fdev, k->gen, k->ino) : NULL;
+}
 
 static void text_key(const struct lat_view *v, const struct lat_key *k)
 {
@@ -125,11 +134,16 @@ static void text_key(const struct lat_view *v, const struct lat_key *k)
 	if (f & LAT_K_CGROUP)
 		printf("cgroup = %s\n", cgroup_label(v, k->cgid));
 	if (f & LAT_K_FILE) {
-		if (k->ino)
+		if (k->ino) {
+			const char *path = file_path(v, k);
+
 			printf("file = %u:%u ino %" PRIu64 " (%s)\n", KDEV_MAJOR(k->fdev),
 			       KDEV_MINOR(k->fdev), (uint64_t)k->ino, blk_owner_kind_name(k->kind));
-		else
+			if (path)
+				printf("path = %s\n", printable(path));
+		} else {
 			printf("file = none (%s)\n", blk_owner_kind_name(k->kind));
+		}
 	}
 	if (f & LAT_K_STACK) {
 		printf("kind = %s\n", blk_owner_kind_name(k->kind));
@@ -228,6 +242,10 @@ static void json_key(const struct lat_view *v, const struct lat_key *k)
 		snprintf(b, sizeof(b), "%u:%u", KDEV_MAJOR(k->fdev), KDEV_MINOR(k->fdev));
 		jw_kv_string(jw, "file_dev", b);
 		jw_kv_uint(jw, "ino", k->ino);
+		if (k->ino && file_path(v, k))
+			jw_kv_string(jw, "path", file_path(v, k));
+		else
+			jw_kv_null(jw, "path");
 	}
 	if (f & LAT_K_STACK) {
 		jw_kv_array(jw, "stack");
@@ -344,6 +362,9 @@ static void json_report(const struct lat_view *v, const struct lat_report *r)
 
 int lat_render(const struct lat_view *v, const struct lat_report *r)
 {
+	/* Each file's path is checked again (renames, deletes) once per report. */
+	if (v->paths)
+		fspath_cache_round(v->paths);
 	if (v->jw)
 		json_report(v, r);
 	else

@@ -158,3 +158,65 @@ void lat_state_free(struct lat_state *st)
 	st->prev = NULL;
 	st->nr_prev = 0;
 }
+
+static int stack_cmp(const void *a, const void *b)
+{
+	int32_t x = ((const struct lat_stack *)a)->id, y = ((const struct lat_stack *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One entry of the kernel's map (a stack, its id) into the table (@arg). */
+static int stack_take(const void *key, const void *val, void *arg)
+{
+	struct lat_stacks *s = arg;
+	struct lat_stack *e;
+
+	if (s->nr == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+
+		e = realloc(s->v, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		s->v = e;
+		s->cap = cap;
+	}
+	e = &s->v[s->nr++];
+	memcpy(&e->id, val, sizeof(e->id));
+	memcpy(&e->st, key, sizeof(e->st));
+	return 0;
+}
+
+/* Reads the whole map again (stacks are only added: ids never change). */
+static int stacks_reload(struct lat_stacks *s)
+{
+	int err;
+
+	s->nr = 0;
+	err = bpfmap_walk(s->fd, sizeof(struct blk_owner_stack), sizeof(int32_t), false, stack_take,
+			  s);
+	if (err)
+		return err;
+	qsort(s->v, s->nr, sizeof(*s->v), stack_cmp);
+	return 0;
+}
+
+const struct blk_owner_stack *lat_stacks_find(struct lat_stacks *s, int32_t id)
+{
+	struct lat_stack k = {.id = id}, *e;
+
+	if (s->fd < 0 || id < 0)
+		return NULL;
+	e = bsearch(&k, s->v, s->nr, sizeof(*s->v), stack_cmp);
+	/* A stack first seen since the last read. */
+	if (!e && !stacks_reload(s))
+		e = bsearch(&k, s->v, s->nr, sizeof(*s->v), stack_cmp);
+	return e ? &e->st : NULL;
+}
+
+void lat_stacks_free(struct lat_stacks *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->nr = s->cap = 0;
+}

@@ -50,7 +50,6 @@ struct path_slot {
 };
 
 struct snoop_format {
-	int paths_fd;
 	bool text; /* fill the *_text fields */
 	struct fspath_cache *paths;
 	struct cgroup_map *cgmap;
@@ -103,13 +102,6 @@ void snoop_rwbs(uint32_t op, uint32_t f, char *buf)
 	buf[i] = 0;
 }
 
-static int lookup_path(void *arg, const struct file_key *key, struct file_path *p)
-{
-	struct snoop_format *f = arg;
-
-	return bpf_map_lookup_elem(f->paths_fd, key, p) ? -errno : 0;
-}
-
 int snoop_format_new(int paths_fd, bool text, struct cgroup_map *cgmap, struct snoop_format **out)
 {
 	struct snoop_format *f = calloc(1, sizeof(*f));
@@ -118,10 +110,9 @@ int snoop_format_new(int paths_fd, bool text, struct cgroup_map *cgmap, struct s
 	*out = NULL;
 	if (!f)
 		return -ENOMEM;
-	f->paths_fd = paths_fd;
 	f->text = text;
 	f->disk_dev = UINT32_MAX;
-	err = fspath_cache_new(lookup_path, f, &f->paths);
+	err = fspath_cache_new(fspath_lookup_bpf_map, FSPATH_MAP_ARG(paths_fd), &f->paths);
 	if (err) {
 		free(f);
 		return err;

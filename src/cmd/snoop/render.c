@@ -329,6 +329,7 @@ void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
 								0);
 		jw_kv_uint(jw, "owner_unknown", t->no_owner);
 		jw_kv_uint(jw, "dispatch_not_seen", t->no_issue);
+		jw_kv_uint(jw, "queue_not_seen", t->no_queue);
 		jw_kv_uint(jw, "filtered", t->filtered);
 		jw_kv_uint(jw, "partial_completions", t->partial);
 		jw_kv_uint(jw, "inflight_map_full", t->inflight_full);
@@ -344,8 +345,9 @@ void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
 	fprintf(stderr,
 		"iospan snoop: %" PRIu64 " requests in %.1f s; lost %" PRIu64
 		" (ring buffer full), malformed %" PRIu64 "; submitter unknown %" PRIu64
-		", dispatch not seen %" PRIu64 ", filtered out %" PRIu64 "\n",
-		t->events, t->seconds, t->lost, t->malformed, t->no_owner, t->no_issue,
+		", dispatch not seen %" PRIu64 ", queue not seen %" PRIu64 ", filtered out %" PRIu64
+		"\n",
+		t->events, t->seconds, t->lost, t->malformed, t->no_owner, t->no_issue, t->no_queue,
 		t->filtered);
 	if (t->completion_unseen)
 		fprintf(stderr,

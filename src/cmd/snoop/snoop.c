@@ -251,7 +251,7 @@ static int snoop_setup(struct snoop_ctx *c)
 	s->rodata->blk_owner_dio_end_io = addrs[0];
 	s->rodata->flush_data_end_io = addrs[1];
 	/* Stacks are lat's (--by stack): not taken here. */
-	bpf_map__set_max_entries(s->maps.blk_owner_stacks, 1);
+	bpf_map__set_max_entries(s->maps.blk_owner_stack_ids, 1);
 	bpf_map__set_max_entries(s->maps.events, o->rb_bytes);
 	err = plan_hooks(c) ?: bpfcmd_load_filter(&c->cmd, &o->filter);
 	if (err)
@@ -325,6 +325,7 @@ static int read_totals(struct snoop_ctx *c, struct snoop_totals *t)
 	t->dirtier_full = cnt[SNOOP_CNT_DIRTIER_FULL];
 	t->no_dirtier = cnt[SNOOP_CNT_NO_DIRTIER];
 	t->completion_unseen = cnt[SNOOP_CNT_COMPLETION_UNSEEN];
+	t->no_queue = cnt[SNOOP_CNT_NO_QUEUE];
 	t->missed_runs = bpfcmd_missed_runs(&c->cmd);
 	return 0;
 }

@@ -78,7 +78,7 @@ int snoop_render_flush(struct snoop_render *r);
 struct snoop_totals {
 	uint64_t events, lost, malformed, sent;
 	uint64_t no_owner, no_issue, filtered, partial, inflight_full;
-	uint64_t dirtier_full, no_dirtier, completion_unseen;
+	uint64_t dirtier_full, no_dirtier, completion_unseen, no_queue;
 	uint64_t missed_runs;
 	double seconds;
 };

@@ -45,6 +45,8 @@ int top_key_cmp(const struct top_key *a, const struct top_key *b)
 		return a->dev < b->dev ? -1 : 1;
 	if (a->ino != b->ino)
 		return a->ino < b->ino ? -1 : 1;
+	if (a->gen != b->gen)
+		return a->gen < b->gen ? -1 : 1;
 	return 0;
 }
 
@@ -64,6 +66,8 @@ int top_wb_cmp_key(const void *a, const void *b)
 		return x->dev < y->dev ? -1 : 1;
 	if (x->ino != y->ino)
 		return x->ino < y->ino ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
 	if (x->flusher != y->flusher)
 		return x->flusher < y->flusher ? -1 : 1;
 	return 0;
@@ -87,10 +91,8 @@ static void row_merge(void *into, const void *from)
 	top_row_add(r, f);
 	if (f->bdev)
 		r->bdev = f->bdev;
-	if (f->path_epoch > r->path_epoch) {
+	if (f->path_epoch > r->path_epoch)
 		r->path_epoch = f->path_epoch;
-		r->gen = f->gen;
-	}
 }
 
 static void wb_merge(void *into, const void *from)
@@ -122,11 +124,8 @@ static void fold_stat(void *row, const void *key, const void *vals, int ncpus, v
 		r->flags |= v->flags;
 		if (v->bdev)
 			r->bdev = v->bdev;
-		/* The generation the file had when a CPU last looked (a reused inode). */
-		if (v->path_epoch > r->path_epoch) {
+		if (v->path_epoch > r->path_epoch)
 			r->path_epoch = v->path_epoch;
-			r->gen = v->gen;
-		}
 		if (v->max_gen[ms->slot] == ms->gen) {
 			if (v->q2c_max[ms->slot] > r->q2c_max)
 				r->q2c_max = v->q2c_max[ms->slot];

@@ -33,13 +33,14 @@ const char *const top_drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
 	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed",
 	[TOP_DROP_MAP_NOMEM] = "map_alloc_failed",
+	[TOP_DROP_NO_QUEUE_TIME] = "requests_without_queue_time",
 };
 
 /* Informational counters: they do not mean anything was lost. */
-/* Informational counters: they do not mean anything was lost. */
 bool top_drop_is_info(int i)
 {
-	return i == TOP_DROP_UNMATCHED || i == TOP_DROP_WB_UNKNOWN_BYTES;
+	return i == TOP_DROP_UNMATCHED || i == TOP_DROP_WB_UNKNOWN_BYTES ||
+	       i == TOP_DROP_NO_QUEUE_TIME;
 }
 
 const char *const top_by_names[] = {"process", "file", "dir"};
@@ -47,7 +48,7 @@ const char *const top_by_names[] = {"process", "file", "dir"};
 /* The user-visible path of a row's file as it is now; NULL if not captured. */
 const char *top_file_path(struct top_ctx *c, const struct row *r)
 {
-	return fspath_current(c->fspaths, r->key.dev, r->gen, r->key.ino);
+	return fspath_current(c->fspaths, r->key.dev, r->key.gen, r->key.ino);
 }
 
 bool top_ino_special(uint64_t ino)
@@ -441,10 +442,14 @@ int top_wb_bytes_cmp(const void *a, const void *b)
 /* The path of a writeback row's file: the one its dirtier's row of the file names. */
 const char *top_wb_path(struct top_ctx *c, const struct report *rep, const struct wbrow *w)
 {
-	struct row k = {.key = {.pid = w->key.pid, .dev = w->key.dev, .ino = w->key.ino}};
+	struct row k = {.key = {.pid = w->key.pid,
+				.dev = w->key.dev,
+				.ino = w->key.ino,
+				.gen = w->key.gen}};
 	const struct row *r = bsearch(&k, rep->rows, rep->nr_rows, sizeof(k), top_row_cmp_key);
 
-	return r ? top_file_path(c, r) : fspath_current(c->fspaths, w->key.dev, 0, w->key.ino);
+	return r ? top_file_path(c, r) :
+		   fspath_current(c->fspaths, w->key.dev, w->key.gen, w->key.ino);
 }
 
 double top_pct(uint64_t part, uint64_t whole)
@@ -466,8 +471,8 @@ static int file_key_cmp(const void *a, const void *b)
 		return x->key.dev < y->key.dev ? -1 : 1;
 	if (x->key.ino != y->key.ino)
 		return x->key.ino < y->key.ino ? -1 : 1;
-	if (x->gen != y->gen)
-		return x->gen < y->gen ? -1 : 1;
+	if (x->key.gen != y->key.gen)
+		return x->key.gen < y->key.gen ? -1 : 1;
 	return 0;
 }
 
@@ -559,7 +564,6 @@ static int group_files(struct top_ctx *c, const struct report *rep, struct by_gr
 			g = &v[n++];
 			g->sum.key = rows[i]->key;
 			g->sum.key.pid = TOP_PID_NONE;
-			g->sum.gen = rows[i]->gen;
 			g->nr_files = !top_ino_special(rows[i]->key.ino);
 			g->pids = calloc(j - i, sizeof(*g->pids));
 			path = g->nr_files ? top_file_path(c, rows[i]) : NULL;
@@ -625,7 +629,6 @@ static int group_dirs(struct top_ctx *c, struct by_group *files, size_t nr_files
 		if (!g || dir_key_cmp(g, &files[i])) {
 			g = &v[n++];
 			g->sum.key = files[i].sum.key;
-			g->sum.gen = files[i].sum.gen;
 			g->sum.bdev = files[i].sum.bdev;
 			g->name = files[i].name;
 			files[i].name = NULL;

@@ -77,7 +77,7 @@ struct row {
 	uint64_t q2c_sum, d2c_sum, q2c_max, d2c_max;
 	uint64_t nr_q2c, nr_d2c;
 	uint32_t flags, bdev;
-	uint32_t gen, path_epoch; /* the file's generation as last seen (paths map key) */
+	uint32_t path_epoch; /* the last path check of its file (top_stat) */
 };
 
 struct wbrow {
@@ -206,7 +206,7 @@ struct report {
 
 /* A row of the file or directory table: the sum of its files' rows. */
 struct by_group {
-	struct row sum; /* key.dev, key.ino, gen: the file's, or a no-file kind's */
+	struct row sum; /* key.dev, key.ino, key.gen: the file's, or a no-file kind's */
 	char *name;	/* the file's path or the directory; NULL: none (a kind, uncaptured) */
 	uint32_t nr_files;
 	uint32_t *pids; /* the processes whose rows it sums, distinct */

@@ -24,6 +24,7 @@ const char *const trace_cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_HOOK_MISSED] = "hook_runs_missed",
 	[TRACE_CNT_UNSEEN_DONE] = "bio_completions_not_seen",
 	[TRACE_CNT_END_INFERRED] = "async_ends_inferred",
+	[TRACE_CNT_WB_NO_DATA] = "writeback_without_data",
 };
 
 /* Requests lost: counted in "lost" (the others are informational). */
@@ -133,8 +134,9 @@ void trace_print_accounts(struct trace_ctx *c)
 	for (i = 0; i < TRACE_CNT_NR; i++)
 		if (trace_cnt_is_loss(i))
 			t.lost += cnt[i];
-	/* A fault served from the page cache turned out not to be a request. */
-	t.traced = cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED];
+	/* A fault served from the page cache, an inode-only writeback: not requests. */
+	t.traced =
+		cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED] - cnt[TRACE_CNT_WB_NO_DATA];
 	t.malformed = records_malformed(c);
 	t.not_arrived = c->cmd.not_arrived;
 	t.lost += t.malformed + t.not_arrived;

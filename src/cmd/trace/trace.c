@@ -281,6 +281,7 @@ static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct a
 		TP_HOOK(s, bio_queue, block_bio_queue, false),
 		TP_HOOK(s, rq_complete, block_rq_complete, false),
 		TP_HOOK(s, split, block_split, true),
+		TP_HOOK(s, getrq, block_getrq, true),
 		TP_HOOK(s, backmerge, block_bio_backmerge, true),
 		TP_HOOK(s, frontmerge, block_bio_frontmerge, true),
 		TP_HOOK(s, rq_insert, block_rq_insert, true),

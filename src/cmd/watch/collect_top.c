@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * iospan watch's first BPF collector: top's per-process and per-file attribution
- * (src/cmd/top), read once per sample. Each sample keeps the busiest processes and
- * files of the window since the previous one (at most TOPC_MAX_ROWS of each, so memory
- * stays flat); the last --pre seconds of them are kept in memory and written into the
- * processes and files tables while an incident is open. Writeback is credited to the
- * process that dirtied the pages, as top does. With --stall-threshold, top's I/O stalls
- * (a thread's iowait sleep over it, with the kernel stack it slept in) go into the
- * stalls table the same way.
- * At --detail block (the default), top's completion program also sends each request
- * slower than --capture-threshold (or --slow-request, if lower): its owner as the rows
- * credit it, its file, its queue and device time. Before the rules are checked, each
- * sample reads those sent since the previous one (the slowest on each watched disk is
- * the slow-request rule's value); they are kept as trace's collector keeps its own.
+ * iospan watch's first BPF collector: top's per-thread and per-file attribution
+ * (src/cmd/top), read once per sample. Each sample keeps the busiest processes, threads
+ * and files of the window since the previous one (at most TOPC_MAX_ROWS of each, so
+ * memory stays flat: a database's flush thread is told from its compaction thread); the last --pre
+ * seconds of them are kept in memory and written into the processes and files tables while an
+ * incident is open. Writeback is credited to the process that dirtied the pages, as top does. With
+ * --stall-threshold, top's I/O stalls (a thread's iowait sleep over it, with the kernel stack it
+ * slept in) go into the stalls table the same way. At --detail block (the default), top's
+ * completion program also sends each request slower than --capture-threshold (or --slow-request, if
+ * lower): its owner as the rows credit it, its file, its queue and device time. Before the rules
+ * are checked, each sample reads those sent since the previous one (the slowest on each watched
+ * disk is the slow-request rule's value); they are kept as trace's collector keeps its own.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,11 +43,21 @@ struct topc_proc {
 	uint64_t writeback_bytes;
 };
 
+/* A thread, named by itself, of process pid. */
+struct topc_thread {
+	uint32_t pid, tid;
+	char comm[IOSPAN_COMM_LEN];
+	char disk[DISK_NAME_LEN];
+	struct row sum;
+	uint64_t writeback_bytes;
+};
+
 struct topc_file {
 	uint32_t pid;
 	char disk[DISK_NAME_LEN];
 	unsigned int major, minor;
 	uint64_t ino;
+	uint32_t gen;
 	char *path;
 	struct row r;
 };
@@ -65,9 +74,10 @@ struct topc_stall {
 struct topc_sample {
 	double time; /* the iostat sample's, so rows line up with the samples table */
 	struct topc_proc procs[TOPC_MAX_ROWS];
+	struct topc_thread threads[TOPC_MAX_ROWS];
 	struct topc_file files[TOPC_MAX_ROWS];
 	struct topc_stall stalls[TOPC_MAX_ROWS];
-	unsigned int nr_procs, nr_files, nr_stalls;
+	unsigned int nr_procs, nr_threads, nr_files, nr_stalls;
 	uint64_t stalls_dropped;      /* past TOPC_MAX_ROWS, or top's own table full */
 	struct coll_slow_sample slow; /* the slow requests, at block detail */
 };
@@ -174,6 +184,7 @@ static void on_slow_rq(void *arg, const struct top_slow_rq *e)
 	if (!top_ino_special(e->ino)) {
 		q->fs_dev = e->dev;
 		q->ino = e->ino;
+		q->gen = e->gen;
 	}
 }
 
@@ -190,7 +201,8 @@ static void name_slow_files(struct topc *t, const struct top_snapshot *snap)
 		if (!q->ino || q->path)
 			continue;
 		for (k = 0; k < snap->nr_rows; k++) {
-			if (snap->rows[k].key.ino != q->ino || snap->rows[k].key.dev != q->fs_dev)
+			if (snap->rows[k].key.ino != q->ino || snap->rows[k].key.dev != q->fs_dev ||
+			    snap->rows[k].key.gen != q->gen)
 				continue;
 			path = top_file_path(t->top, &snap->rows[k]);
 			q->path = path ? strdup(path) : NULL;
@@ -211,6 +223,8 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	top_opts_default(&t->o);
 	/* Deltas: each read is the window since the previous sample. */
 	t->o.interval_ns = NSEC_PER_SEC;
+	/* Rows per thread: processes are their sums (rows_by_process()). */
+	t->o.threads = true;
 	t->o.stall_ns = wo->stall_threshold_ns;
 	t->o.stalls_on_demand = !wo->stalls_always;
 	if (!wo->full_detail) {
@@ -242,21 +256,131 @@ static uint32_t row_bdev(struct top_ctx *c, uint32_t fs_dev, uint32_t bdev)
 	return fs_dev;
 }
 
-/* The busiest processes and files of @snap on the watched disks into @out. */
+/* Sorted rows with one key each: those with the same key are summed into the first. */
+static size_t merge_rows(struct row *v, size_t n)
+{
+	size_t i, k = 0;
+
+	qsort(v, n, sizeof(*v), top_row_cmp_key);
+	for (i = 0; i < n; i++) {
+		if (k && !top_key_cmp(&v[k - 1].key, &v[i].key)) {
+			top_row_add(&v[k - 1], &v[i]);
+			if (v[i].bdev)
+				v[k - 1].bdev = v[i].bdev;
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	return k;
+}
+
+static size_t merge_wb(struct wbrow *v, size_t n)
+{
+	size_t i, k = 0;
+
+	qsort(v, n, sizeof(*v), top_wb_cmp_key);
+	for (i = 0; i < n; i++) {
+		if (k && !top_wb_cmp_key(&v[k - 1], &v[i])) {
+			v[k - 1].bytes += v[i].bytes;
+			v[k - 1].nr += v[i].nr;
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	return k;
+}
+
+/* The process of owner (thread) @tid. */
+static uint32_t tgid_of(struct top_ctx *c, uint32_t tid)
+{
+	struct top_proc info;
+
+	if (tid == TOP_PID_NONE)
+		return tid;
+	top_proc_info(c, tid, &info);
+	return top_proc_tgid(tid, &info);
+}
+
+/* @rep's rows and writeback rows, keyed by thread, as their processes' in @out. */
+static int rows_by_process(struct top_ctx *c, const struct report *rep, struct report *out)
+{
+	size_t i;
+
+	out->rows = malloc((rep->nr_rows ? rep->nr_rows : 1) * sizeof(*out->rows));
+	out->wb = malloc((rep->nr_wb ? rep->nr_wb : 1) * sizeof(*out->wb));
+	if (!out->rows || !out->wb)
+		return -ENOMEM;
+	memcpy(out->rows, rep->rows, rep->nr_rows * sizeof(*out->rows));
+	memcpy(out->wb, rep->wb, rep->nr_wb * sizeof(*out->wb));
+	for (i = 0; i < rep->nr_rows; i++)
+		out->rows[i].key.pid = tgid_of(c, out->rows[i].key.pid);
+	for (i = 0; i < rep->nr_wb; i++)
+		out->wb[i].key.pid = tgid_of(c, out->wb[i].key.pid);
+	out->nr_rows = merge_rows(out->rows, rep->nr_rows);
+	out->nr_wb = merge_wb(out->wb, rep->nr_wb);
+	return 0;
+}
+
+/* The busiest threads of @rep (grouped by thread) into @out. */
+static void take_threads(struct top_ctx *c, const struct report *rep, struct topc_sample *out)
+{
+	size_t i;
+
+	for (i = 0; i < rep->nr_procs && out->nr_threads < TOPC_MAX_ROWS; i++) {
+		const struct proc_agg *p = &rep->procs[i];
+		struct topc_thread *q = &out->threads[out->nr_threads];
+
+		if (!p->sum.disk_read && !p->sum.disk_write && !p->sum.fs_read &&
+		    !p->sum.fs_write && !p->writeback_bytes)
+			continue;
+		out->nr_threads++;
+		q->tid = p->pid;
+		q->pid = top_proc_tgid(p->pid, &p->info);
+		snprintf(q->comm, sizeof(q->comm), "%s", p->info.comm);
+		if (p->nr_rows)
+			top_row_disk_name(c, p->files[0], q->disk, sizeof(q->disk));
+		q->sum = p->sum;
+		q->writeback_bytes = p->writeback_bytes;
+	}
+}
+
+/*
+ * What a process's own record does not say (its main thread never did I/O, and it has
+ * exited: no /proc to ask): its cgroup, and a name, from one of its threads in @threads.
+ */
+static void fill_proc_info(struct proc_agg *p, const struct report *threads)
+{
+	size_t i;
+
+	if (p->info.cgid)
+		return;
+	for (i = 0; i < threads->nr_procs; i++) {
+		const struct proc_agg *th = &threads->procs[i];
+
+		if (top_proc_tgid(th->pid, &th->info) != p->pid)
+			continue;
+		p->info.cgid = th->info.cgid;
+		if (!p->info.comm[0] || !strcmp(p->info.comm, "?"))
+			memcpy(p->info.comm, th->info.comm, sizeof(p->info.comm));
+		return;
+	}
+}
+
+/* The busiest processes, threads and files of @snap on the watched disks into @out. */
 static int take_sample(struct topc *t, const struct watch_sample *ws,
 		       const struct top_snapshot *snap, struct topc_sample *out)
 {
 	struct top_ctx *c = t->top;
-	struct report rep = { 0 };
+	struct report threads = {0}, rep = {0};
 	struct row **files = NULL;
 	size_t i, nr_files = 0;
 	int ret = -ENOMEM;
 
 	/* Only what went to the watched disks: an incident is about them. */
 	coll_devs_reset(&t->devs, ws);
-	rep.rows = malloc((snap->nr_rows ? snap->nr_rows : 1) * sizeof(*rep.rows));
-	rep.wb = malloc((snap->nr_wb ? snap->nr_wb : 1) * sizeof(*rep.wb));
-	if (!rep.rows || !rep.wb)
+	threads.rows = malloc((snap->nr_rows ? snap->nr_rows : 1) * sizeof(*threads.rows));
+	threads.wb = malloc((snap->nr_wb ? snap->nr_wb : 1) * sizeof(*threads.wb));
+	if (!threads.rows || !threads.wb)
 		goto cleanup;
 	for (i = 0; i < snap->nr_rows; i++) {
 		const struct row *r = &snap->rows[i];
@@ -264,16 +388,20 @@ static int take_sample(struct topc *t, const struct watch_sample *ws,
 		uint32_t bdev = top_ino_special(r->key.ino) ? 0 : r->bdev;
 
 		if (coll_devs_disk(&t->devs, row_bdev(c, r->key.dev, bdev)) >= 0)
-			rep.rows[rep.nr_rows++] = *r;
+			threads.rows[threads.nr_rows++] = *r;
 	}
 	for (i = 0; i < snap->nr_wb; i++)
 		if (coll_devs_disk(&t->devs, row_bdev(c, snap->wb[i].key.dev, 0)) >= 0)
-			rep.wb[rep.nr_wb++] = snap->wb[i];
-	ret = top_group_procs(c, &rep);
+			threads.wb[threads.nr_wb++] = snap->wb[i];
+	ret = top_group_procs(c, &threads);
+	if (ret)
+		goto cleanup;
+	take_threads(c, &threads, out);
+	ret = rows_by_process(c, &threads, &rep) ?: top_group_procs(c, &rep);
 	if (ret)
 		goto cleanup;
 	for (i = 0; i < rep.nr_procs && out->nr_procs < TOPC_MAX_ROWS; i++) {
-		const struct proc_agg *p = &rep.procs[i];
+		struct proc_agg *p = &rep.procs[i];
 		struct topc_proc *q = &out->procs[out->nr_procs];
 		struct proc_ident id;
 		struct cg_desc d;
@@ -282,7 +410,8 @@ static int take_sample(struct topc *t, const struct watch_sample *ws,
 		    !p->sum.fs_write && !p->writeback_bytes)
 			continue;
 		out->nr_procs++;
-		q->pid = top_proc_tgid(p->pid, &p->info);
+		fill_proc_info(p, &threads);
+		q->pid = p->pid;
 		snprintf(q->comm, sizeof(q->comm), "%s", p->info.comm);
 		procinfo_get(c->procinfo, q->pid, p->info.comm, &id);
 		q->cmdline = dup_or_null(id.cmdline);
@@ -308,14 +437,13 @@ static int take_sample(struct topc *t, const struct watch_sample *ws,
 	for (i = 0; i < nr_files && out->nr_files < TOPC_MAX_ROWS; i++) {
 		const struct row *r = files[i];
 		struct topc_file *f = &out->files[out->nr_files++];
-		struct top_proc info;
 
-		top_proc_info(c, r->key.pid, &info);
-		f->pid = top_proc_tgid(r->key.pid, &info);
+		f->pid = r->key.pid; /* a process's: rows_by_process() */
 		top_row_disk_name(c, r, f->disk, sizeof(f->disk));
 		f->major = KDEV_MAJOR(r->key.dev);
 		f->minor = KDEV_MINOR(r->key.dev);
 		f->ino = r->key.ino;
+		f->gen = r->key.gen;
 		f->path = dup_or_null(top_file_path(c, r));
 		f->r = *r;
 	}
@@ -324,6 +452,9 @@ cleanup:
 	free(rep.rows);
 	free(rep.wb);
 	top_report_free(&rep);
+	free(threads.rows);
+	free(threads.wb);
+	top_report_free(&threads);
 	return ret;
 }
 
@@ -331,7 +462,7 @@ cleanup:
 static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, const char *phase)
 {
 	const struct topc_sample *s = rec;
-	sqlite3_stmt *ps = NULL, *fs = NULL, *ss = NULL;
+	sqlite3_stmt *ps = NULL, *ts = NULL, *fs = NULL, *ss = NULL;
 	char dev[32];
 	unsigned int i;
 	int ret = -EIO;
@@ -344,15 +475,23 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 			       " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
 			       -1, &ps, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
+			       "INSERT INTO threads (incident_id, time, phase, pid, tid, comm,"
+			       " disk, fs_read_bytes, fs_write_bytes, disk_read_bytes,"
+			       " disk_write_bytes, writeback_bytes, q2c_avg_us, q2c_max_us,"
+			       " d2c_avg_us, d2c_max_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+			       " ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+			       -1, &ts, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
 			       "INSERT INTO files (incident_id, time, phase, pid, disk, dev,"
 			       " inode, path, fs_read_bytes, fs_write_bytes, disk_read_bytes,"
-			       " disk_write_bytes, direct, writeback) VALUES (?1, ?2, ?3, ?4, ?5,"
-			       " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+			       " disk_write_bytes, direct, writeback, generation) VALUES (?1, ?2,"
+			       " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
 			       -1, &fs, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db,
-			       "INSERT INTO stalls (incident_id, time, phase, pid, tid, comm,"
-			       " wait_us, count, stack) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-			       -1, &ss, NULL) != SQLITE_OK)
+	    sqlite3_prepare_v2(
+		    db,
+		    "INSERT INTO stalls (incident_id, time, phase, pid, tid, comm,"
+		    " wait_us, count, stack) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+		    -1, &ss, NULL) != SQLITE_OK)
 		goto cleanup;
 	for (i = 0; i < s->nr_procs; i++) {
 		const struct topc_proc *p = &s->procs[i];
@@ -376,6 +515,26 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 		if (coll_step_reset(ps))
 			goto cleanup;
 	}
+	for (i = 0; i < s->nr_threads; i++) {
+		const struct topc_thread *th = &s->threads[i];
+
+		coll_bind_key(ts, id, s->time, phase);
+		sqlite3_bind_int64(ts, 4, th->pid);
+		sqlite3_bind_int64(ts, 5, th->tid);
+		coll_bind_text(ts, 6, th->comm);
+		coll_bind_text(ts, 7, th->disk);
+		sqlite3_bind_int64(ts, 8, th->sum.fs_read);
+		sqlite3_bind_int64(ts, 9, th->sum.fs_write);
+		sqlite3_bind_int64(ts, 10, th->sum.disk_read);
+		sqlite3_bind_int64(ts, 11, th->sum.disk_write);
+		sqlite3_bind_int64(ts, 12, th->writeback_bytes);
+		sqlite3_bind_double(ts, 13, top_avg_us(th->sum.q2c_sum, th->sum.nr_q2c));
+		sqlite3_bind_double(ts, 14, th->sum.q2c_max / 1e3);
+		sqlite3_bind_double(ts, 15, top_avg_us(th->sum.d2c_sum, th->sum.nr_d2c));
+		sqlite3_bind_double(ts, 16, th->sum.d2c_max / 1e3);
+		if (coll_step_reset(ts))
+			goto cleanup;
+	}
 	for (i = 0; i < s->nr_files; i++) {
 		const struct topc_file *f = &s->files[i];
 
@@ -392,6 +551,7 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 		sqlite3_bind_int64(fs, 12, f->r.disk_write);
 		sqlite3_bind_int(fs, 13, !!(f->r.flags & TOP_F_DIRECT));
 		sqlite3_bind_int(fs, 14, !!(f->r.flags & TOP_F_WRITEBACK));
+		sqlite3_bind_int64(fs, 15, f->gen);
 		if (coll_step_reset(fs))
 			goto cleanup;
 	}
@@ -413,6 +573,7 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 		ret = coll_slow_write(NULL, db, id, &s->slow, phase);
 cleanup:
 	sqlite3_finalize(ps);
+	sqlite3_finalize(ts);
 	sqlite3_finalize(fs);
 	sqlite3_finalize(ss);
 	return ret;

@@ -135,8 +135,8 @@ struct coll_slow_req {
 	uint64_t bytes, total_ns;
 	char *path;
 	char *stages; /* JSON object: each stage in µs, and what the collector says of it */
-	/* The file (fs device and inode) for a collector that names it later; else 0. */
-	uint32_t fs_dev;
+	/* The file (fs device, inode, generation) for a collector that names it later. */
+	uint32_t fs_dev, gen;
 	uint64_t ino;
 };
 

@@ -269,7 +269,7 @@ static const char processes_sql[] =
 						" ORDER BY p.time, p.rowid";
 static const char files_sql[] =
 	"SELECT pid AS _pid, NULL AS _comm, _uptime, _interval,"
-	" dense_rank() OVER (PARTITION BY pid ORDER BY dev, inode) - 1 AS _index,"
+	" dense_rank() OVER (PARTITION BY pid ORDER BY dev, inode, generation) - 1 AS _index,"
 	" coalesce(path, dev || ' inode ' || inode) AS _label, disk_read_bytes AS _r,"
 	" disk_write_bytes AS _w, *"
 	" FROM files f" SAMPLE_OF("f.time") " WHERE incident_id = ?1 AND _uptime IS NOT NULL"

@@ -194,7 +194,8 @@ static void copy_text(char *dst, size_t len, sqlite3_stmt *s, int col)
 	"  sum(disk_read_bytes + disk_write_bytes) DESC,"                                  \
 	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1),"                             \
 	" (SELECT max(path) FROM files f WHERE f.incident_id = i.id AND phase = 'capture'" \
-	"  GROUP BY dev, inode ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"     \
+	"  GROUP BY dev, inode, generation"                                                \
+	"  ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"                         \
 	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1)"
 
 static void read_incident(sqlite3_stmt *s, bool watcher_running, struct incident_row *r)
@@ -571,36 +572,30 @@ static const char busiest_procs_sql[] =
 	" FROM processes p WHERE incident_id = ?1 AND phase = 'capture' GROUP BY pid, comm"
 	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
 	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
+/* The busiest threads of the capture, as the processes (threads came with schema 3). */
+static const char busiest_threads_sql[] =
+	"SELECT pid, tid, comm, max(disk) AS disk,"
+	" sum(disk_read_bytes) AS disk_read_bytes, sum(disk_write_bytes) AS disk_write_bytes,"
+	" sum(writeback_bytes) AS writeback_bytes, sum(fs_read_bytes) AS fs_read_bytes,"
+	" sum(fs_write_bytes) AS fs_write_bytes"
+	" FROM threads WHERE incident_id = ?1 AND phase = 'capture' GROUP BY pid, tid, comm"
+	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
+	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
 static const char busiest_files_sql[] =
 	"SELECT max(path) AS path, max(disk) AS disk, dev, inode,"
 	" group_concat(DISTINCT pid) AS pids,"
 	" sum(disk_read_bytes) AS disk_read_bytes, sum(disk_write_bytes) AS disk_write_bytes,"
 	" sum(fs_read_bytes) AS fs_read_bytes, sum(fs_write_bytes) AS fs_write_bytes,"
-	" max(direct) AS direct, max(writeback) AS writeback"
-	" FROM files WHERE incident_id = ?1 AND phase = 'capture' GROUP BY dev, inode"
+	" max(direct) AS direct, max(writeback) AS writeback, generation"
+	" FROM files WHERE incident_id = ?1 AND phase = 'capture'"
+	" GROUP BY dev, inode, generation"
 	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
 	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
 
-/* Whether the database has @table (dropped came with schema 2). */
-static bool has_table(struct watch_store *st, const char *table)
-{
-	sqlite3_stmt *s = NULL;
-	bool found;
-
-	if (sqlite3_prepare_v2(store_db(st),
-			       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", -1,
-			       &s, NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
-	found = sqlite3_step(s) == SQLITE_ROW;
-	sqlite3_finalize(s);
-	return found;
-}
-
 static int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r)
 {
-	static const char *const collector_tables[] = { "processes", "files", "slow_requests",
-						       "stalls", "dropped" };
+	static const char *const collector_tables[] = {"processes",	"threads", "files",
+						       "slow_requests", "stalls",  "dropped"};
 	struct onset on;
 	char sql[128];
 	size_t i;
@@ -627,6 +622,12 @@ static int incident_json(struct watch_store *st, struct jw *jw, const struct inc
 			 r->id);
 	if (!ret)
 		ret = json_table(st, jw, "busiest_processes", busiest_procs_sql, r->id);
+	if (!ret && store_has_table(st, "threads"))
+		ret = json_table(st, jw, "busiest_threads", busiest_threads_sql, r->id);
+	else if (!ret) {
+		jw_kv_array(jw, "busiest_threads");
+		jw_end_array(jw);
+	}
 	if (!ret)
 		ret = json_table(st, jw, "busiest_files", busiest_files_sql, r->id);
 	if (!ret)
@@ -634,7 +635,7 @@ static int incident_json(struct watch_store *st, struct jw *jw, const struct inc
 	/* Filled by BPF collectors when they run (collector.h): empty until then. */
 	for (i = 0; !ret && i < sizeof(collector_tables) / sizeof(collector_tables[0]); i++) {
 		/* A database no watcher of schema 2 opened yet: nothing was dropped. */
-		if (!has_table(st, collector_tables[i])) {
+		if (!store_has_table(st, collector_tables[i])) {
 			jw_kv_array(jw, collector_tables[i]);
 			jw_end_array(jw);
 			continue;
@@ -696,6 +697,31 @@ static int print_busiest(struct watch_store *st, const struct incident_row *r)
 		printf("top processes and files: - (no collector ran: iostat and pressure "
 		       "only)\n");
 		return 0;
+	}
+	if (store_has_table(st, "threads")) {
+		if (sqlite3_prepare_v2(store_db(st), busiest_threads_sql, -1, &s, NULL) !=
+		    SQLITE_OK)
+			return query_fail(st, "threads");
+		sqlite3_bind_int64(s, 1, r->id);
+		n = 0;
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			if (!n++)
+				printf("\nbusiest threads of the capture:\n"
+				       "%8s %8s %-16s %10s %10s %10s %10s %10s\n",
+				       "PID", "TID", "COMM", "DISK_MB_R", "DISK_MB_W", "WB_MB",
+				       "FS_MB_R", "FS_MB_W");
+			printf("%8lld %8lld %-16s %10.2f %10.2f %10.2f %10.2f %10.2f\n",
+			       (long long)sqlite3_column_int64(s, 0),
+			       (long long)sqlite3_column_int64(s, 1), col_text(s, 2),
+			       sqlite3_column_double(s, 4) / 1048576,
+			       sqlite3_column_double(s, 5) / 1048576,
+			       sqlite3_column_double(s, 6) / 1048576,
+			       sqlite3_column_double(s, 7) / 1048576,
+			       sqlite3_column_double(s, 8) / 1048576);
+		}
+		sqlite3_finalize(s);
+		if (rc != SQLITE_DONE)
+			return query_fail(st, "threads");
 	}
 	if (sqlite3_prepare_v2(store_db(st), busiest_files_sql, -1, &s, NULL) != SQLITE_OK)
 		return query_fail(st, "files");

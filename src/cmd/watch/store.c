@@ -69,11 +69,17 @@ static const char schema_sql[] =
 	" container TEXT, disk TEXT, fs_read_bytes INTEGER, fs_write_bytes INTEGER,"
 	" disk_read_bytes INTEGER, disk_write_bytes INTEGER, writeback_bytes INTEGER,"
 	" q2c_avg_us REAL, q2c_max_us REAL, d2c_avg_us REAL, d2c_max_us REAL);"
+	"CREATE TABLE IF NOT EXISTS threads ("
+	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
+	" time REAL NOT NULL, phase TEXT, pid INTEGER, tid INTEGER, comm TEXT, disk TEXT,"
+	" fs_read_bytes INTEGER, fs_write_bytes INTEGER, disk_read_bytes INTEGER,"
+	" disk_write_bytes INTEGER, writeback_bytes INTEGER, q2c_avg_us REAL,"
+	" q2c_max_us REAL, d2c_avg_us REAL, d2c_max_us REAL);"
 	"CREATE TABLE IF NOT EXISTS files ("
 	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
 	" time REAL NOT NULL, phase TEXT, pid INTEGER, disk TEXT, dev TEXT, inode INTEGER,"
 	" path TEXT, fs_read_bytes INTEGER, fs_write_bytes INTEGER, disk_read_bytes INTEGER,"
-	" disk_write_bytes INTEGER, direct INTEGER, writeback INTEGER);"
+	" disk_write_bytes INTEGER, direct INTEGER, writeback INTEGER, generation INTEGER);"
 	"CREATE TABLE IF NOT EXISTS slow_requests ("
 	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
 	" time REAL NOT NULL, phase TEXT, pid INTEGER, tid INTEGER, comm TEXT, disk TEXT,"
@@ -86,14 +92,17 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS dropped ("
 	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
 	" time REAL NOT NULL, phase TEXT, what TEXT NOT NULL, count INTEGER NOT NULL);"
-	"INSERT OR IGNORE INTO meta VALUES ('schema_version', '2');";
+	"INSERT OR IGNORE INTO meta VALUES ('schema_version', '3');";
 
 /*
  * Schema 1 to 2: stalls gained count (the new dropped table comes with the schema
- * above). Columns added where missing, so a database any watcher made opens.
+ * above); 2 to 3: files gained generation (a file whose inode number was reused is
+ * another file), and the threads table came. Columns added where missing, so a database any watcher
+ * made opens.
  */
 static const char *const migrations[][2] = {
 	{"stalls", "count INTEGER"},
+	{"files", "generation INTEGER"},
 };
 
 static int sqlite_errno(int rc)
@@ -295,6 +304,21 @@ static int check_db(struct watch_store *st)
 	return store_fail(st, rc, "cannot read database");
 }
 
+bool store_has_table(struct watch_store *st, const char *table)
+{
+	sqlite3_stmt *s = NULL;
+	bool found;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", -1,
+			       &s, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
+	found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return found;
+}
+
 static bool has_column(struct watch_store *st, const char *table, const char *column)
 {
 	sqlite3_stmt *s = NULL;
@@ -327,7 +351,7 @@ static int migrate(struct watch_store *st)
 	}
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db,
-				  "UPDATE meta SET value = '2' WHERE key = 'schema_version'", NULL,
+				  "UPDATE meta SET value = '3' WHERE key = 'schema_version'", NULL,
 				  NULL, NULL);
 	return rc;
 }
@@ -426,6 +450,18 @@ int store_open(const char *path, enum store_open how, struct watch_store **out)
 		ret = sqlite3_exec(st->db, "SELECT 1 FROM incidents LIMIT 0", NULL, NULL, NULL) ?
 			      fail(-EUCLEAN, "'%s' is not an iospan incident database", path) :
 			      0;
+		/*
+		 * Files of a database no watcher of schema 3 opened yet have no generation:
+		 * a view in front of them gives it as NULL, so one set of queries reads
+		 * both (unqualified names find the temporary schema first).
+		 */
+		if (!ret && store_has_table(st, "files") &&
+		    !has_column(st, "files", "generation") &&
+		    sqlite3_exec(st->db,
+				 "CREATE TEMP VIEW files AS SELECT *, NULL AS generation"
+				 " FROM main.files",
+				 NULL, NULL, NULL))
+			ret = store_fail(st, sqlite3_errcode(st->db), "cannot read database");
 	}
 cleanup:
 	if (ret) {

@@ -209,6 +209,8 @@ void store_close(struct watch_store *st);
 struct sqlite3 *store_db(struct watch_store *st);
 /* Whether a watcher held this database when it was opened (its open incident is live). */
 bool store_watcher_running(struct watch_store *st);
+/* Whether the database has @table (dropped came with schema 2). */
+bool store_has_table(struct watch_store *st, const char *table);
 /* Incidents a previous watcher left open, marked incomplete at open (STORE_WATCHER). */
 int store_stale_closed(const struct watch_store *st);
 

@@ -7,6 +7,12 @@
  *   iowork mmap PATH        touches one byte of every page of PATH through a shared mapping
  *   iowork aio PATH [-b BS] [-n COUNT] [-q QD]
  *                           O_DIRECT reads through io_setup/io_submit/io_getevents, QD in flight
+ *   iowork pair PATH PATH2 --comm NAME --ready FILE --go FILE [-b BS] [-n COUNT]
+ *                           two threads, the process's own named NAME and a second one
+ *                           named NAME-t, each writes COUNT blocks of its file with
+ *                           O_DIRECT, then reads them: once the process has written
+ *                           "PID TID" (TID: the second thread's) to FILE and found the
+ *                           file GO (so that filters can name it before it does I/O)
  *
  * pread/pwrite do COUNT calls of BS bytes at offsets i * BS (a permutation of them with
  * --random: every block exactly once); --fsync ends a write with one fsync. Each call must
@@ -18,11 +24,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -30,6 +38,7 @@
 struct opts {
 	const char *mode;
 	const char *path;
+	const char *path2, *comm, *ready, *go; /* pair */
 	size_t bs;
 	long count;
 	int qd;
@@ -54,7 +63,9 @@ static void die(const char *what, const char *path)
 static void usage(void)
 {
 	fprintf(stderr, "usage: iowork pread|pwrite|mmap|aio PATH [-b BS] [-n COUNT] [-q QD] "
-			"[--direct] [--random] [--fsync]\n");
+			"[--direct] [--random] [--fsync]\n"
+			"       iowork pair PATH PATH2 --comm NAME --ready FILE --go FILE "
+			"[-b BS] [-n COUNT]\n");
 	exit(2);
 }
 
@@ -65,7 +76,14 @@ static void parse(int argc, char **argv, struct opts *o)
 		usage();
 	o->mode = argv[1];
 	o->path = argv[2];
-	for (int i = 3; i < argc; i++) {
+	int i = 3;
+
+	if (!strcmp(o->mode, "pair")) {
+		if (argc < 4)
+			usage();
+		o->path2 = argv[i++];
+	}
+	for (; i < argc; i++) {
 		const char *a = argv[i];
 		int has_val = i + 1 < argc;
 
@@ -81,10 +99,18 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->random = 1;
 		else if (!strcmp(a, "--fsync"))
 			o->fsync = 1;
+		else if (!strcmp(a, "--comm") && has_val)
+			o->comm = argv[++i];
+		else if (!strcmp(a, "--ready") && has_val)
+			o->ready = argv[++i];
+		else if (!strcmp(a, "--go") && has_val)
+			o->go = argv[++i];
 		else
 			usage();
 	}
 	if (!o->bs || o->count <= 0 || o->qd <= 0)
+		usage();
+	if (!strcmp(o->mode, "pair") && (!o->comm || !o->ready || !o->go))
 		usage();
 }
 
@@ -240,6 +266,75 @@ static void aio_read(const struct opts *o, struct result *r)
 	free(cbs);
 }
 
+/* pair: what each thread does, and its tid. */
+struct pair_thread {
+	struct opts o;
+	struct result r;
+	pid_t tid;
+	char name[16];
+	pthread_barrier_t *ready;
+};
+
+/* Writes then reads its file with O_DIRECT, as pwrite and pread --direct do. */
+static void pair_io(struct pair_thread *t)
+{
+	struct opts o = t->o;
+
+	o.direct = 1;
+	o.mode = "pwrite";
+	sync_io(&o, &t->r);
+	o.mode = "pread";
+	sync_io(&o, &t->r);
+}
+
+static void *pair_second(void *arg)
+{
+	struct pair_thread *t = arg;
+
+	t->tid = syscall(SYS_gettid);
+	prctl(PR_SET_NAME, t->name);
+	pthread_barrier_wait(t->ready); /* named, its tid known */
+	pthread_barrier_wait(t->ready); /* go */
+	pair_io(t);
+	return NULL;
+}
+
+static void pair(const struct opts *o)
+{
+	struct pair_thread main_t = {.o = *o}, second = {.o = *o};
+	pthread_barrier_t ready;
+	pthread_t th;
+	FILE *f;
+
+	second.o.path = o->path2;
+	snprintf(main_t.name, sizeof(main_t.name), "%s", o->comm);
+	snprintf(second.name, sizeof(second.name), "%.13s-t", o->comm);
+	prctl(PR_SET_NAME, main_t.name);
+	pthread_barrier_init(&ready, NULL, 2);
+	second.ready = &ready;
+	if (pthread_create(&th, NULL, pair_second, &second))
+		die("starting a thread for", o->path2);
+	pthread_barrier_wait(&ready);
+	f = fopen(o->ready, "w");
+	if (!f || fprintf(f, "%d %d\n", getpid(), second.tid) < 0 || fclose(f))
+		die("writing", o->ready);
+	/* Bounded: 120 s without the go file is a failure, not a hang. */
+	for (int i = 0; access(o->go, F_OK); i++) {
+		if (i == 12000) {
+			errno = ETIMEDOUT;
+			die("waiting for", o->go);
+		}
+		usleep(10000);
+	}
+	pthread_barrier_wait(&ready);
+	pair_io(&main_t);
+	pthread_join(th, NULL);
+	printf("{\"tool\":\"iowork\",\"mode\":\"pair\",\"pid\":%d,\"tid\":%d,\"path\":\"%s\","
+	       "\"path2\":\"%s\",\"bs\":%zu,\"count\":%ld,\"bytes\":%lld,\"bytes2\":%lld}\n",
+	       getpid(), second.tid, o->path, o->path2, o->bs, o->count, main_t.r.bytes,
+	       second.r.bytes);
+}
+
 static void report(const struct opts *o, const struct result *r)
 {
 	printf("{\"tool\":\"iowork\",\"mode\":\"%s\",\"pid\":%d,\"path\":\"%s\",\"bs\":%zu,"
@@ -262,7 +357,10 @@ int main(int argc, char **argv)
 		mmap_read(&o, &r);
 	else if (!strcmp(o.mode, "aio"))
 		aio_read(&o, &r);
-	else
+	else if (!strcmp(o.mode, "pair")) {
+		pair(&o);
+		return 0;
+	} else
 		usage();
 	report(&o, &r);
 	return 0;

@@ -281,6 +281,80 @@ snoop_scenario() {
 	stop_tracer "$d" snoop
 }
 
+# The target filters each command takes (the others it refuses as bad usage).
+filters_of() {
+	case $1 in
+	trace | snoop) echo "pid tid comm cgroup file dir disk" ;;
+	*) echo "pid cgroup disk" ;;
+	esac
+}
+
+# pair_start D NAME DIR CGROUP: process NAME (threads NAME and NAME-t, files
+# DIR/NAME-1 and DIR/NAME-2) in cgroup CGROUP, waiting for /tmp/go-NAME; its pid and
+# second thread's tid in D/NAME.ids.
+pair_start() {
+	local d=$1 name=$2 dir=$3 cg=$4 pid i=0
+	rm -f /tmp/go-$name /tmp/ready-$name
+	iowork pair $dir/$name-1 $dir/$name-2 --comm $name --ready /tmp/ready-$name \
+		--go /tmp/go-$name -b 65536 -n 8 >"$d/w-$name.out" 2>"$d/w-$name.err" &
+	pid=$!
+	echo $pid >/sys/fs/cgroup/$cg/cgroup.procs
+	while [ ! -s /tmp/ready-$name ] && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	cp /tmp/ready-$name "$d/$name.ids"
+}
+
+# filters_scenario FS DISK DIR: every command with every target filter it takes, alone,
+# around the same workloads: process iowa (threads iowa and iowa-t; files DIR/fa/iowa-1
+# and -2; cgroup fa) and process iowb (DIR/fb, cgroup fb) on DISK, direct writes then
+# reads of 8 x 64 KiB per thread, and one direct write to the raw disk (what -d leaves
+# out). Each filter names part of iowa: the host checks that exactly that part was kept.
+filters_scenario() {
+	local fs=$1 disk=$2 dir=$3 cmd f d pid tid arg
+	mkdir -p $dir/fa $dir/fb /sys/fs/cgroup/fa /sys/fs/cgroup/fb
+	for cmd in trace snoop top lat; do
+		for f in $(filters_of $cmd); do
+			d=$(scenario "filter-$cmd-$f-$fs" "$disk")
+			log "filter-$cmd-$f-$fs"
+			rm -f $dir/fa/* $dir/fb/*
+			pair_start "$d" iowa $dir/fa fa
+			pair_start "$d" iowb $dir/fb fb
+			read pid tid <"$d/iowa.ids"
+			case $f in
+			pid) arg="-p $pid" ;;
+			tid) arg="--tid $tid" ;;
+			comm) arg="--comm iowa" ;;
+			cgroup) arg="--cgroup /sys/fs/cgroup/fa" ;;
+			file) arg="--file $dir/fa/iowa-1" ;;
+			dir) arg="--dir $dir/fa" ;;
+			disk) arg="-d $disk" ;;
+			esac
+			echo "$arg" >"$d/filter"
+			snap "$d" early
+			case $cmd in
+			trace) set -- iospan trace -t 0 --json -i 3600 $arg ;;
+			snoop) set -- iospan snoop --json --duration $TRACER_MAX_S $arg ;;
+			top) set -- iospan top --json --duration $TRACER_MAX_S $arg ;;
+			lat) set -- iospan lat --json --size $arg ;;
+			esac
+			if start_tracer "$d" "$cmd" "$@"; then
+				snap_settled "$d" before
+				touch /tmp/go-iowa /tmp/go-iowb
+				wait $pid $(cut -d' ' -f1 "$d/iowb.ids")
+				sync
+				snap_settled "$d" after
+				[ -n "$RAW_DEV" ] && step "$d" w-raw iowork pwrite "$RAW_DEV" -b 65536 -n 4 --direct
+				stop_tracer "$d" "$cmd"
+				snap "$d" late
+			fi
+			touch /tmp/go-iowa /tmp/go-iowb
+			wait $pid $(cut -d' ' -f1 "$d/iowb.ids")
+		done
+	done
+}
+
 disk_of() { awk -v m="$1" '$2 == m { sub("/dev/", "", $1); print $1 }' /proc/mounts; }
 
 t0=$(date +%s)
@@ -305,6 +379,8 @@ for fs in $fslist; do
 	trace_scenario "trace-$fs" "$disk" "/mnt/$fs"
 	lat_scenario "lat-$fs" "$disk" "/mnt/$fs"
 	snoop_scenario "snoop-$fs" "$disk" "/mnt/$fs"
+	# Every filter on one file system per suite: ext4 (the smoke suite's only one).
+	[ $fs = ext4 ] && filters_scenario "$fs" "$disk" "/mnt/$fs"
 done
 if [ -n "$RAW_DEV" ]; then
 	raw=${RAW_DEV#/dev/}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * When each bio was queued (block_bio_queue: blktrace's Q), so that a request's q2c
+ * starts where btt's does, at its first bio's Q, and not at the request's allocation
+ * (rq->start_time_ns, blktrace's G): between the two the submitter may wait for a tag,
+ * be throttled by writeback throttling or merge into a plug, which is queueing too.
+ *
+ * A direct-mapped table keyed by bio address (bio_slot.bpf.h), written with blind
+ * stores at queue time (the stamp changes with every bio, so unlike an owner record it
+ * cannot be written only when it changes): one cache line per bio. A stamp is taken
+ * away when its request completes: bios are recycled by the slab, and a bio whose queue
+ * ran no program (the kernel skips a program that fires while it runs on that CPU)
+ * must not find the stamp of an earlier bio at its address. Include once per .bpf.c,
+ * after bio_slot.bpf.h; BIO_Q_SLOTS (a power of two) may be defined before.
+ *
+ *   bio_q_stamp(bio, now)   at block_bio_queue, @now read first thing in the program
+ *   bio_q_split(split)      at block_split: the split was queued with its original
+ *   rq_q_take(rq)           at completion: Q of the request's first bio (taken away),
+ *                           0 if none is on record (queued before tracing, its slot
+ *                           taken by another bio, or its queue ran no program)
+ */
+#ifndef IOSPAN_BIO_Q_BPF_H
+#define IOSPAN_BIO_Q_BPF_H
+
+#ifndef BIO_Q_SLOTS
+#define BIO_Q_SLOTS (1U << 16)
+#endif
+
+struct bio_q_slot {
+	__u64 tag; /* pv() of the bio: first, as slot_* expects */
+	__u64 q;   /* CLOCK_MONOTONIC ns at block_bio_queue */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BIO_Q_SLOTS);
+	__type(key, __u32);
+	__type(value, struct bio_q_slot);
+} bio_qs SEC(".maps");
+
+static __always_inline void bio_q_stamp(struct bio *bio, __u64 now)
+{
+	struct bio_q_slot *s = slot_claim(&bio_qs, bio, BIO_Q_SLOTS);
+
+	if (s)
+		s->q = now;
+}
+
+static __always_inline void bio_q_split(struct bio *split)
+{
+	struct bio_q_slot *p = slot_find_split_parent(&bio_qs, split, BIO_Q_SLOTS), *s;
+	__u64 q;
+
+	if (!p)
+		return;
+	q = p->q;
+	s = slot_claim(&bio_qs, split, BIO_Q_SLOTS);
+	if (s)
+		s->q = q;
+}
+
+static __always_inline __u64 rq_q_take(struct request *rq)
+{
+	struct bio *bio = KRP(struct request, rq, bio);
+	struct bio_q_slot *s;
+
+	if (!bio)
+		return 0;
+	s = slot_find(&bio_qs, bio, BIO_Q_SLOTS);
+	if (!s)
+		return 0;
+	s->tag = 0;
+	return s->q;
+}
+
+#endif
