@@ -22,6 +22,8 @@ PACKAGES=(
 	qemu-system-x86 busybox-static kmod btrfs-progs libc6-dev
 	# peers for benchmarks and comparisons (biolatency, biosnoop, ...)
 	libbpf-tools
+	# a real storage engine for end-to-end tests: RocksDB's db_bench (tests/e2e/test_rocksdb.py)
+	rocksdb-tools
 )
 
 missing=()
