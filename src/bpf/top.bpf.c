@@ -94,6 +94,8 @@ struct top_task {
 	__u8 direct;
 	__u8 blk;
 	__u8 syncing; /* in fsync-family: registered in syncers under (dev, ino) */
+	/* In truncate, ftruncate or fallocate (resize_enter()) */
+	__u8 resizing;
 	__u64 file; /* struct file * of that syscall */
 	__u64 seen_exec;
 	__u64 seen_cgid;
@@ -579,6 +581,26 @@ static __always_inline int sync_exit(struct task_struct *task, struct top_task *
 }
 
 /*
+ * A truncate, ftruncate or fallocate begins: the pages the file system dirties in it
+ * are its own zeroing of the partial block at an end (ext4, xfs and btrfs zero the
+ * rest of the last block, even when the size does not change: an ftruncate to the
+ * current size that drops blocks preallocated past it), not FS bytes the process
+ * wrote. They are still its dirtied pages (their writeback is credited to it).
+ */
+static __always_inline int resize_enter(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct top_task *t;
+
+	if ((filter_pid && task->tgid != filter_pid) || task->tgid == self_tgid)
+		return 0;
+	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		t->resizing = 1;
+	return 0;
+}
+
+/*
  * One program for all the syscall tracepoints, attached to each (top.c): the verifier
  * checks it once, not once per syscall. It tells them apart by syscall number.
  */
@@ -593,6 +615,8 @@ int top_sys_enter(struct sys_enter_ctx *ctx)
 	op = sys_op[nr];
 	if (op == SYS_SYNC)
 		return sync_enter(ctx->args[0]);
+	if (op == SYS_RESIZE)
+		return resize_enter();
 	return op ? sys_enter(ctx->args[0], op) : 0;
 }
 
@@ -606,6 +630,7 @@ int top_sys_exit(struct sys_exit_ctx *ctx)
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (!t)
 		return 0;
+	t->resizing = 0;
 	if (t->op)
 		return rw_exit(task, t, ctx->ret);
 	return t->syncing ? sync_exit(task, t) : 0;
@@ -899,7 +924,8 @@ FILEMAP_READ_PROGS(top_filemap_read, filemap_read_pages)
 /*
  * Runs in the task that dirties a page cache folio: records it as the dirtier of the
  * folio's pages (their writeback is credited to it), and counts pages dirtied outside
- * a traced write syscall (mmap stores, io_uring or splice writes) as FS write bytes.
+ * a traced write syscall (mmap stores, io_uring or splice writes) as FS write bytes;
+ * not those the file system zeroes in a truncate or fallocate (resize_enter()).
  */
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping)
@@ -930,7 +956,7 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 	nr = bytes / page_size;
 	dirtier_mark(k.dev, k.gen, k.ino, folio->index, nr, k.pid);
 
-	if (t && t->op == SYS_WRITE)
+	if (t && (t->op == SYS_WRITE || t->resizing))
 		return 0;
 	add_fs(&k, true, bytes, TOP_F_PAGEDIRTY, (__u64)host, VFS_FROM_INODE);
 	return 0;

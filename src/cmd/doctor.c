@@ -24,9 +24,10 @@
 
 /* Syscalls whose sys_enter_/sys_exit_ tracepoints the tracing commands use. */
 static const char *const doctor_syscalls[] = {
-	"read",	  "write",     "pread64",	  "pwrite64",	    "readv",
-	"writev", "preadv",    "pwritev",	  "preadv2",	    "pwritev2",
-	"fsync",  "fdatasync", "sync_file_range", "io_uring_enter",
+	"read",	     "write",	  "pread64",	     "pwrite64",       "readv",
+	"writev",    "preadv",	  "pwritev",	     "preadv2",	       "pwritev2",
+	"fsync",     "fdatasync", "sync_file_range", "io_uring_enter", "truncate",
+	"ftruncate", "fallocate",
 };
 #define N_SYSCALLS (sizeof(doctor_syscalls) / sizeof(doctor_syscalls[0]))
 

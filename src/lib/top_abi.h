@@ -38,9 +38,11 @@ enum top_ino_kind {
 
 /*
  * What a syscall traced by top does: its entry in top's table (SYS_NONE: not traced);
- * SYS_SYNC: fsync, fdatasync, sync_file_range.
+ * SYS_SYNC: fsync, fdatasync, sync_file_range; SYS_RESIZE: truncate, ftruncate,
+ * fallocate, in which the file system zeroes the partial block at an end (pages it
+ * dirties itself, not data the process wrote).
  */
-enum top_sys_op { SYS_NONE, SYS_READ, SYS_WRITE, SYS_SYNC };
+enum top_sys_op { SYS_NONE, SYS_READ, SYS_WRITE, SYS_SYNC, SYS_RESIZE };
 
 /* top_stat.flags and top_owner.flags */
 enum top_flags {

@@ -555,6 +555,45 @@ def test_throttled_read_is_a_stall_with_stack(scratch_ext4):
     assert on_device(p, fs, "disk_read_bytes") == size
 
 
+# Writes 10000 bytes into a preallocated file, then what RocksDB does when it closes a
+# table file (fdatasync, ftruncate to the size it wrote), and punches a hole in the
+# middle of a block: each time the file system zeroes part of a block in the page cache
+# and dirties that page itself.
+RESIZE = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+assert libc.fallocate(fd, 1, 0, 1 << 20) == 0  # FALLOC_FL_KEEP_SIZE
+assert os.write(fd, b"x" * 10000) == 10000
+os.fdatasync(fd)
+os.ftruncate(fd, 10000)
+os.fdatasync(fd)
+assert libc.fallocate(fd, 3, 5000, 100) == 0  # KEEP_SIZE | PUNCH_HOLE
+os.close(fd)
+"""
+
+
+@pytest.mark.parametrize("fstype", FSTYPES)
+def test_resize_zeroing_is_no_fs_write(fstype):
+    """Pages the file system dirties in ftruncate or fallocate (zeroing the rest of the
+    last block, even at an unchanged size; a punched hole's partial blocks) are no FS
+    write bytes and no mmap write: FS writes are the 10000 bytes written (they were
+    10000 + 4096 per zeroing, marked mmap: RocksDB's compaction outputs)."""
+    tl.require_root("creates a loop device, loads BPF")
+    with tl.scratch_fs(fstype, 320) as fs:
+        path = os.path.join(fs.mnt, "resized.dat")
+        top = start_top("-d", fs.dev, "--duration", "60")
+        try:
+            p = subprocess.Popen([PYTHON, "-B", "-c", RESIZE, path])
+            assert p.wait(timeout=60) == 0
+        finally:
+            doc = stop_top(top)
+    row = the_file(process(doc, p.pid), path)
+    assert row["fs_write_bytes"] == 10000, row
+    assert not row["mmap"] and not row["fs_bytes_in_pages"], row
+
+
 def test_pid_filter(scratch_ext4):
     fs = scratch_ext4
     path = os.path.join(fs.mnt, "filtered.dat")

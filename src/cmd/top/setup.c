@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -40,7 +41,10 @@
 			.target = "syscalls/sys_exit_" #nm} } \
 	}
 
-/* The syscall programs' table (top.bpf.c): which syscall reads, writes or syncs. */
+/*
+ * The syscall programs' table (top.bpf.c): which syscall reads, writes, syncs or
+ * resizes.
+ */
 static void fill_sys_ops(struct top_bpf *s)
 {
 	static const struct {
@@ -61,6 +65,8 @@ static void fill_sys_ops(struct top_bpf *s)
 		{"fdatasync", SYS_SYNC},
 		{"sync_file_range", SYS_SYNC},
 	};
+	/* Not trace's ops: by number. */
+	static const int resize[] = {SYS_truncate, SYS_ftruncate, SYS_fallocate};
 	size_t i;
 	int nr;
 
@@ -69,6 +75,9 @@ static void fill_sys_ops(struct top_bpf *s)
 		if (nr >= 0)
 			s->rodata->sys_op[nr] = ops[i].op;
 	}
+	for (i = 0; i < sizeof(resize) / sizeof(resize[0]); i++)
+		if (resize[i] >= 0 && resize[i] < SYS_NR_TABLE)
+			s->rodata->sys_op[resize[i]] = SYS_RESIZE;
 }
 
 /*
@@ -139,6 +148,10 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 		SYSCALL_HOOKS(s, fsync, false),
 		SYSCALL_HOOKS(s, fdatasync, false),
 		SYSCALL_HOOKS(s, sync_file_range, false),
+		/* Pages the file system dirties zeroing a block's tail are no FS writes. */
+		SYSCALL_HOOKS(s, truncate, false),
+		SYSCALL_HOOKS(s, ftruncate, false),
+		SYSCALL_HOOKS(s, fallocate, false),
 		{.name = NULL}, /* room for mm_filemap_get_pages */
 	};
 	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j;
