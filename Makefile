@@ -109,6 +109,7 @@ $(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 
 # Unit tests of a command's pure parts link those objects too.
 $(OUT)/tests/test_watch_trigger: $(OUT)/cmd/watch/trigger.o
+$(OUT)/tests/test_lat_kind: $(OUT)/cmd/lat/kind.o
 $(OUT)/tests/test_snoop_render: $(OUT)/cmd/snoop/render.o $(OUT)/cmd/snoop/format.o
 $(OUT)/tests/test_trace_perfetto: $(OUT)/cmd/trace/perfetto.o $(OUT)/cmd/trace/record.o \
 	$(OUT)/cmd/trace/render_json.o $(OUT)/cmd/trace/accounts.o

@@ -32,6 +32,9 @@
  *   rodata blk_owner_want_stack (take the queuing stack) and blk_owner_dio_end_io
  *   (address of iomap_dio_bio_end_io from kallsyms, 0 if unknown: direct I/O is then
  *   told by its anonymous pages, without its file).
+ * An includer that follows readahead defines BLK_OWNER_RA_ASYNC(o) before including:
+ * true if readahead bio @o (its dev and ino set) was submitted by async readahead
+ * (BLK_OWN_F_RA_ASYNC); by default false.
  * Two bios in flight in one slot: the older one's lookup finds the other's tag and
  * gets NULL (the caller counts it). Slots are written only when their record changes
  * (bios are recycled: the slot mostly holds this bio's previous, identical record).
@@ -42,6 +45,10 @@
 #include "lib/blk_owner_abi.h"
 
 #define BLK_REQ_FLAG(bit) ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, bit))
+
+#ifndef BLK_OWNER_RA_ASYNC
+#define BLK_OWNER_RA_ASYNC(o) false
+#endif
 
 /* Where a bio's data is (blk_bio_src()): what tells its kind and its file. */
 enum blk_src {
@@ -284,6 +291,8 @@ static __always_inline int blk_owner_note_bio(struct bio *bio, void *ctx)
 	__u64 id;
 
 	o.kind = blk_owner_bio_kind(bio, &o.dev, &o.gen, &o.ino);
+	if (o.kind == BLK_OWN_READAHEAD && BLK_OWNER_RA_ASYNC(&o))
+		o.flags |= BLK_OWN_F_RA_ASYNC;
 	o.stack_id = -1;
 	if (blk_owner_want_stack) {
 		o.stack_id = blk_owner_stack_id(ctx);

@@ -16,12 +16,83 @@
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
 #include "bio_slot.bpf.h"
+
+/*
+ * With --by stack, the readahead each thread entered last, to tell a read's own miss
+ * from the async readahead it set off: both are queued from filemap_get_pages(), whose
+ * calls into page_cache_sync_ra() and page_cache_async_ra() the compiler makes tail
+ * calls, so neither shows on the stack. Every readahead from a read enters one of them
+ * first; a fault enters filemap_fault(), and then page_cache_async_ra() if it sets off
+ * async readahead.
+ */
+const volatile bool follow_ra = false;
+
+struct ra_entry {
+	__u64 ino;
+	__u32 dev;
+	__u32 async;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ra_entry);
+} ra_entries SEC(".maps");
+
+/* Whether readahead bio @o of the current thread is async readahead of its file. */
+static __always_inline bool ra_async_of(const struct blk_owner *o)
+{
+	struct ra_entry *e;
+
+	if (!follow_ra)
+		return false;
+	e = bpf_task_storage_get(&ra_entries, bpf_get_current_task_btf(), 0, 0);
+	return e && e->async && e->ino == o->ino && e->dev == o->dev;
+}
+
+#define BLK_OWNER_RA_ASYNC(o) ra_async_of(o)
 #include "blk_owner.bpf.h"
 #include "bio_q.bpf.h"
 #include "hist.bpf.h"
 #include "fallback.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+static __always_inline int ra_enter(struct inode *inode, __u32 async)
+{
+	struct ra_entry *e;
+
+	if (!inode)
+		return 0;
+	e = bpf_task_storage_get(&ra_entries, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!e)
+		return 0;
+	e->ino = KR(struct inode, inode, i_ino);
+	e->dev = KR(struct super_block, INODE_SB(inode), s_dev);
+	e->async = async;
+	return 0;
+}
+
+static __always_inline int ra_sync(struct inode *inode, unsigned long index, unsigned long req)
+{
+	return ra_enter(inode, 0);
+}
+
+static __always_inline int ra_async(struct inode *inode, unsigned long index, unsigned long req)
+{
+	return ra_enter(inode, 1);
+}
+
+static __always_inline int ra_fault(struct address_space *mapping, __u64 index)
+{
+	return mapping ? ra_enter(KR(struct address_space, mapping, host), 0) : 0;
+}
+
+RA_SYNC_PROGS(lat_ra_sync, ra_sync)
+RA_ASYNC_PROGS(lat_ra_async, ra_async)
+FILEMAP_FAULT_PROGS(lat_ra_fault, ra_fault)
 
 const volatile __u32 stage = LAT_Q2C;
 const volatile __u32 key_fields = 0;
@@ -282,6 +353,8 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		if (key_fields & LAT_K_STACK) {
 			k.stack_id = o->stack_id;
 			k.kind = o->kind;
+			if (o->flags & BLK_OWN_F_RA_ASYNC)
+				k.kind |= LAT_KIND_RA_ASYNC;
 		}
 	}
 

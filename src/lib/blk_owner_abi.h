@@ -38,6 +38,8 @@ enum blk_owner_flags {
 	BLK_OWN_F_WAITER = 1 << 1,     /* a dio re-submitted by a kthread: its waiting task */
 	BLK_OWN_F_SPLIT = 1 << 2,      /* inherited from the bio it was split from */
 	BLK_OWN_F_STACK_LOST = 1 << 3, /* stacks on, but the stack map refused this one */
+	BLK_OWN_F_RA_ASYNC = 1 << 4,   /* readahead: its thread last entered async readahead
+					* (where the includer follows it: lat --by stack) */
 };
 
 struct blk_owner {

@@ -51,11 +51,19 @@ struct lat_key {
 	__u64 cgid;
 	__u64 ino;  /* file */
 	__u32 fdev; /* file's fs */
-	__u32 kind; /* enum blk_owner_kind (--by file) */
+	__u32 kind; /* enum blk_owner_kind (--by file, stack), | LAT_KIND_RA_ASYNC */
 	__u32 gen;  /* file's inode generation: a reused inode number is another file */
 	__u32 pad;
 	char comm[BLK_OWNER_COMM_LEN];
 };
+
+/*
+ * In lat_key.kind with --by stack: a readahead request its thread submitted after
+ * entering async readahead last (page_cache_async_ra), not a read's own miss
+ * (page_cache_sync_ra) or a fault's (filemap_fault). The kind is the rest.
+ */
+#define LAT_KIND_RA_ASYNC (1U << 16)
+#define LAT_KIND_MASK	  (LAT_KIND_RA_ASYNC - 1)
 
 /*
  * Log-linear, 32 sub-buckets per power of two (see hist.h): a bucket is at most 1/32 of

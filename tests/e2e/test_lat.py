@@ -331,6 +331,83 @@ def test_by_stack_separates_kinds():
     assert len(keys) == len(set(keys))
 
 
+# Reads a cold file one way; prints its pid.
+READ_KINDS = r"""
+import mmap, os, random, sys
+how, path = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDONLY)
+size = os.fstat(fd).st_size
+if how == "sequential":
+    while os.read(fd, 1 << 16):
+        pass
+elif how == "random":
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    rnd = random.Random(1)
+    for _ in range(64):
+        os.pread(fd, 4096, rnd.randrange(size // 4096) * 4096)
+elif how == "readahead":
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.readahead.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_size_t]
+    assert libc.readahead(fd, 0, size) == 0
+elif how == "fadvise":
+    os.posix_fadvise(fd, 0, size, os.POSIX_FADV_WILLNEED)
+elif how in ("madvise", "fault"):
+    m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+    if how == "madvise":
+        m.madvise(mmap.MADV_WILLNEED)
+    else:
+        sum(m[off] for off in range(0, size, 4096))
+    m.close()
+print(os.getpid())
+"""
+
+# What the stack of each way's reads shows (kinds a way may also make, beside).
+READ_WAYS = {
+    "sequential": ({"read", "readahead"}, set()),
+    "random": ({"read"}, set()),
+    "readahead": ({"readahead(2)"}, set()),
+    "fadvise": ({"fadvise"}, set()),
+    "madvise": ({"madvise"}, set()),
+    "fault": ({"fault"}, {"readahead"}),
+}
+
+
+def test_by_stack_names_read_kinds():
+    """Page cache reads of cold files, each way in its own process: lat --by stack
+    names each request by its stack, not "readahead" for all that the block layer
+    marks so (a read's own miss, async readahead, readahead(2), WILLNEED advice from
+    fadvise or madvise, a page fault)."""
+    tl.require_root("creates loop devices and file systems, loads BPF")
+    with tl.scratch_fs("ext4", 256) as fs:
+        paths = {}
+        for how in READ_WAYS:
+            paths[how] = os.path.join(fs.mnt, how)
+            with open(paths[how], "wb") as f:
+                f.write(os.urandom(4 * MiB))
+        os.sync()
+        for path in paths.values():
+            fd = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        t = tl.Tracer("lat", "--json", "--by", "stack", "-d", fs.dev)
+        pids = {}
+        for how, path in paths.items():
+            p = subprocess.run(["/usr/bin/python3", "-B", "-c", READ_KINDS, how, path],
+                               capture_output=True, text=True, check=True)
+            pids[int(p.stdout)] = how
+        settle(fs.name)
+        rows = t.json_lines()[0]["histograms"]
+    kinds = {how: {} for how in READ_WAYS}
+    for r in rows:
+        if r["pid"] in pids and not r.get("stack_lost"):
+            k = kinds[pids[r["pid"]]]
+            k[r["kind"]] = k.get(r["kind"], 0) + r["count"]
+    print(kinds)
+    for how, (must, may) in READ_WAYS.items():
+        assert must <= set(kinds[how]) <= must | may, (how, kinds[how])
+
+
 def test_by_cgroup_separates_cgroups():
     """Two cgroups doing known numbers of direct requests: exactly those counts each."""
     tl.require_root("creates loop devices and cgroups, loads BPF")

@@ -52,7 +52,9 @@ static const char lat_usage[] =
 	"  -F, --flags       a histogram per op and flags (Sync-Write...)\n"
 	"  --by KEY          a histogram per pid, comm, cgroup, file (fs dev, inode, kind:\n"
 	"                    direct, buffered, readahead, meta, swap, nofile), or stack\n"
-	"                    (the kernel stack that queued the I/O, with its process)\n"
+	"                    (the kernel stack that queued the I/O, with its process;\n"
+	"                    reads by what it shows: read, readahead, fault,\n"
+	"                    readahead(2), fadvise, madvise)\n"
 	"  -d, --disk DISK   only this disk or partition (sda, /dev/loop0, 8:0)\n"
 	"  -p, --pid PID     only requests this process submitted\n"
 	"  --cgroup PATH     only requests submitted from this cgroup v2 (and below)\n"
@@ -253,6 +255,8 @@ static bool needs_queue(const struct lat_opts *o)
 	return o->stage == LAT_Q2C || o->stage == LAT_Q2D;
 }
 
+#define RA_FIGURE "--by stack: a read's own misses told from the async readahead it sets off"
+
 /* The hooks the options need, with their variants, into @c's plan. */
 static int plan_hooks(struct lat_ctx *c)
 {
@@ -262,17 +266,26 @@ static int plan_hooks(struct lat_ctx *c)
 		TP_BTF_HOOK(s, "block_rq_issue", lat_rq_issue, false, NULL),
 		TP_BTF_HOOK(s, "block_bio_queue", lat_bio_queue, false, NULL),
 		TP_BTF_HOOK(s, "block_split", lat_bio_split, false, NULL),
+		/* --by stack: which readahead a read's requests come from (lat.bpf.c). */
+		FALLBACK_HOOK(s, "page_cache_sync_ra", lat_ra_sync, RA_FIGURE),
+		FALLBACK_HOOK(s, "page_cache_async_ra", lat_ra_async, RA_FIGURE),
+		FALLBACK_HOOK(s, "mm_filemap_fault", lat_ra_fault, RA_FIGURE),
 	};
+	bool stacks = c->o->key_fields & LAT_K_STACK;
 	int n = 0, i, j;
 
 	/* Hooks the options do not need are neither planned nor loaded. */
 	for (i = 0; i < (int)(sizeof(hooks) / sizeof(hooks[0])); i++) {
+		bool ra = hooks[i].v[0].prog == s->progs.lat_ra_sync ||
+			  hooks[i].v[0].prog == s->progs.lat_ra_async ||
+			  hooks[i].v[0].prog == s->progs.lat_ra_fault;
 		bool off = (!needs_issue(c->o) && !strcmp(hooks[i].name, "block_rq_issue")) ||
 			   (!needs_owner(c->o) && !needs_queue(c->o) &&
-			    strncmp(hooks[i].name, "block_rq_", 9));
+			    strncmp(hooks[i].name, "block_rq_", 9)) ||
+			   (ra && !stacks);
 
 		if (off)
-			for (j = 0; j < 2; j++)
+			for (j = 0; j < ATTACH_MAX_VARIANTS && hooks[i].v[j].prog; j++)
 				bpf_program__set_autoload(hooks[i].v[j].prog, false);
 		else
 			hooks[n++] = hooks[i];
@@ -311,6 +324,7 @@ static int lat_setup(struct lat_ctx *c)
 	s->rodata->filter_dev = o->filter.tf.devs;
 	s->rodata->want_owner = needs_owner(o);
 	s->rodata->blk_owner_want_stack = o->key_fields & LAT_K_STACK;
+	s->rodata->follow_ra = o->key_fields & LAT_K_STACK;
 	s->rodata->blk_owner_dio_end_io = addr;
 	bpf_map__set_max_entries(s->maps.hists, o->max_entries);
 	bpf_map__set_max_entries(s->maps.blk_owner_stack_ids,

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "disks.h"
@@ -102,6 +103,17 @@ void lat_state_free(struct lat_state *st);
 /* The value (in the display unit) of a histogram's @pct percentile. */
 double lat_percentile(const struct lat_hist *h, double pct);
 #define LAT_LOG2_ROWS HIST_LOG2_ROWS(LAT_SCALE_SHIFT)
+
+/* kind.c */
+/*
+ * What a request of kind @kind (lat_key.kind: enum blk_owner_kind, with
+ * LAT_KIND_RA_ASYNC) is, by the @nr function names of the stack that queued it,
+ * innermost first (NULL: unknown): a page cache read the block layer marks readahead
+ * is "read" (a read's own miss), "readahead" (async readahead), "fault",
+ * "readahead(2)", "fadvise" or "madvise" (WILLNEED), or "readahead" if the stack does
+ * not say; other kinds keep their names ("direct", "buffered", ...).
+ */
+const char *lat_stack_kind(uint32_t kind, const char *const *frames, size_t nr);
 
 /* render.c */
 int lat_render(const struct lat_view *v, const struct lat_report *r);

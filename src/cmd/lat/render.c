@@ -108,6 +108,21 @@ static bool stack_frames(const struct lat_view *v, int32_t id, uint64_t *ips)
 	return true;
 }
 
+/* The kind of a --by stack row, from its stack's functions (kind.c). */
+static const char *stack_kind(const struct lat_view *v, uint32_t kind, const uint64_t *ips,
+			      bool have)
+{
+	const char *names[BLK_OWNER_STACK_DEPTH];
+	const struct ksym *sym;
+	size_t n = 0;
+
+	for (; have && n < BLK_OWNER_STACK_DEPTH && ips[n]; n++) {
+		sym = v->ksyms ? ksyms_find(v->ksyms, ips[n], NULL) : NULL;
+		names[n] = sym ? sym->name : NULL;
+	}
+	return lat_stack_kind(kind, names, n);
+}
+
 /* ------------------------------------------------------------------ text */
 
 /* The path of a --by file key's file as it is now (renamed, deleted), NULL if unknown. */
@@ -118,9 +133,10 @@ static const char *file_path(const struct lat_view *v, const struct lat_key *k)
 
 static void text_key(const struct lat_view *v, const struct lat_key *k)
 {
-	uint32_t f = v->o->key_fields;
+	uint32_t f = v->o->key_fields, kind = k->kind & LAT_KIND_MASK;
 	uint64_t ips[BLK_OWNER_STACK_DEPTH];
 	char b[128], sym[256];
+	bool have;
 	int i;
 
 	if (f & LAT_K_DISK)
@@ -138,16 +154,17 @@ static void text_key(const struct lat_view *v, const struct lat_key *k)
 			const char *path = file_path(v, k);
 
 			printf("file = %u:%u ino %" PRIu64 " (%s)\n", KDEV_MAJOR(k->fdev),
-			       KDEV_MINOR(k->fdev), (uint64_t)k->ino, blk_owner_kind_name(k->kind));
+			       KDEV_MINOR(k->fdev), (uint64_t)k->ino, blk_owner_kind_name(kind));
 			if (path)
 				printf("path = %s\n", printable(path));
 		} else {
-			printf("file = none (%s)\n", blk_owner_kind_name(k->kind));
+			printf("file = none (%s)\n", blk_owner_kind_name(kind));
 		}
 	}
 	if (f & LAT_K_STACK) {
-		printf("kind = %s\n", blk_owner_kind_name(k->kind));
-		if (!stack_frames(v, k->stack_id, ips)) {
+		have = stack_frames(v, k->stack_id, ips);
+		printf("kind = %s\n", stack_kind(v, k->kind, ips, have));
+		if (!have) {
 			/* -1: none taken (the block layer's flushes); else the map refused it. */
 			printf("    [%s]\n", k->stack_id == -1 ? "no stack" : "stack lost");
 			return;
@@ -220,6 +237,7 @@ static void json_key(const struct lat_view *v, const struct lat_key *k)
 	uint64_t ips[BLK_OWNER_STACK_DEPTH];
 	struct jw *jw = v->jw;
 	char b[128], sym[256];
+	bool have = false;
 	int i;
 
 	if (f & LAT_K_DISK)
@@ -236,8 +254,12 @@ static void json_key(const struct lat_view *v, const struct lat_key *k)
 		jw_kv_uint(jw, "cgroup_id", k->cgid);
 		jw_kv_string(jw, "cgroup", cgroup_label(v, k->cgid));
 	}
-	if (f & (LAT_K_FILE | LAT_K_STACK))
-		jw_kv_string(jw, "kind", blk_owner_kind_name(k->kind));
+	if (f & LAT_K_STACK) {
+		have = stack_frames(v, k->stack_id, ips);
+		jw_kv_string(jw, "kind", stack_kind(v, k->kind, ips, have));
+	} else if (f & LAT_K_FILE) {
+		jw_kv_string(jw, "kind", blk_owner_kind_name(k->kind & LAT_KIND_MASK));
+	}
 	if (f & LAT_K_FILE) {
 		snprintf(b, sizeof(b), "%u:%u", KDEV_MAJOR(k->fdev), KDEV_MINOR(k->fdev));
 		jw_kv_string(jw, "file_dev", b);
@@ -249,7 +271,7 @@ static void json_key(const struct lat_view *v, const struct lat_key *k)
 	}
 	if (f & LAT_K_STACK) {
 		jw_kv_array(jw, "stack");
-		if (stack_frames(v, k->stack_id, ips))
+		if (have)
 			for (i = 0; i < BLK_OWNER_STACK_DEPTH && ips[i]; i++)
 				jw_string(jw, ksyms_format(v->ksyms, ips[i], sym, sizeof(sym)));
 		jw_end_array(jw);
