@@ -199,7 +199,7 @@ static void preinsert_unattributed(struct top_ctx *c)
 {
 	int fd = bpf_map__fd(c->skel->maps.stats);
 	struct top_stat *zero;
-	struct top_key k;
+	struct top_key k = {0}; /* its padding is part of the key */
 	size_t i;
 
 	if (c->o->filter.tf.pid || c->o->filter.have_cgroup)
