@@ -243,6 +243,24 @@ uint64_t now_ns(int clock_id)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+int64_t mono_to_real_ns(void)
+{
+	uint64_t m0, r, m1, width = UINT64_MAX;
+	int64_t best = 0;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		m0 = now_ns(CLOCK_MONOTONIC);
+		r = now_ns(CLOCK_REALTIME);
+		m1 = now_ns(CLOCK_MONOTONIC);
+		if (m1 - m0 < width) {
+			width = m1 - m0;
+			best = (int64_t)(r - (m0 + width / 2));
+		}
+	}
+	return best;
+}
+
 bool sleep_until_ns(uint64_t deadline_ns)
 {
 	struct timespec ts = {

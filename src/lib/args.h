@@ -105,6 +105,13 @@ void install_stop_handlers(void);
 /* Sleeps until CLOCK_MONOTONIC @deadline_ns or a stop request; true if stopped. */
 bool sleep_until_ns(uint64_t deadline_ns);
 uint64_t now_ns(int clock_id);
+/*
+ * CLOCK_REALTIME - CLOCK_MONOTONIC in ns: what turns the kernel's monotonic stamps
+ * (bpf_ktime_get_ns()) into wall-clock times. Its realtime read is taken between two
+ * monotonic ones, and of a few tries the one they bracket most tightly counts: a
+ * preemption between two reads would shift every time shown by its length.
+ */
+int64_t mono_to_real_ns(void);
 
 /* Reports the option getopt_long just refused ('?' or ':') as a usage error. */
 int args_bad_option(const char *cmd, char **argv);

@@ -2,6 +2,7 @@
 /* Strict numbers, durations and the [interval [count]] positionals. */
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 
 /* Before cmocka.h, whose fail() macro would rename our fail(). */
 #include "args.h"
@@ -141,6 +142,26 @@ static void test_interval_count(void **state)
 	assert_int_equal(err_exit_code(-EINVAL), EXIT_USAGE);
 }
 
+/*
+ * The offset lies where one realtime read between two monotonic ones puts it, and two
+ * estimates agree: each is off by half its tightest bracket at most (ns on an idle
+ * machine; 1 ms allowed for a loaded one whose every try was preempted).
+ */
+static void test_mono_to_real(void **state)
+{
+	const int64_t ms = 1000000;
+	int64_t off, again;
+	uint64_t m0, r, m1;
+
+	m0 = now_ns(CLOCK_MONOTONIC);
+	r = now_ns(CLOCK_REALTIME);
+	m1 = now_ns(CLOCK_MONOTONIC);
+	off = mono_to_real_ns();
+	again = mono_to_real_ns();
+	assert_true(off >= (int64_t)(r - m1) - ms && off <= (int64_t)(r - m0) + ms);
+	assert_true(again - off < ms && off - again < ms);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -149,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_interval_count),
 		cmocka_unit_test(test_period_and_threshold),
+		cmocka_unit_test(test_mono_to_real),
 	};
 
 	return cmocka_run_group_tests_name("args", tests, NULL, NULL);

@@ -118,7 +118,7 @@ int snoop_format_new(int paths_fd, bool text, struct cgroup_map *cgmap, struct s
 		return err;
 	}
 	f->cgmap = cgmap;
-	f->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
+	f->mono_to_real = mono_to_real_ns();
 	*out = f;
 	return 0;
 }

@@ -403,7 +403,7 @@ int trace_setup(struct trace_ctx *c)
 	end_io = addrs[0];
 	throtl_fn = addrs[1];
 	wait_end_io = addrs[2];
-	c->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
+	c->mono_to_real = mono_to_real_ns();
 
 	s = BPFCMD_OPEN(&c->cmd, trace);
 	if (!s)

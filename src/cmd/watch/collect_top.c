@@ -232,7 +232,7 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 		t->o.on_slow_rq = on_slow_rq;
 		t->o.slow_rq_arg = t;
 	}
-	t->mono_to_real = (int64_t)(now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
+	t->mono_to_real = mono_to_real_ns();
 	ret = top_collect_open(&t->o, &t->top);
 	if (ret) {
 		top_collect_close(t->top);
