@@ -48,7 +48,8 @@ struct sys_enter_ctx {
 
 struct sys_exit_ctx {
 	__u64 hdr;
-	__s64 nr;
+	__s32 nr;
+	__u32 nr_hi; /* padding on newer kernels: not written */
 	__s64 ret;
 };
 

@@ -126,6 +126,7 @@ struct task_state {
 	struct sched_counts c0; /* at the start of the request */
 	__u64 run_before;	/* CPU time since its last accounting, at the start (see below) */
 	__u64 exit_ts, exit_es, exit_sw; /* at the end of its last request */
+	__u64 io_calls;			 /* task_io_calls() at the entry of its syscall */
 	struct off_event off[TASK_OFF_EVENTS];
 };
 
@@ -759,6 +760,38 @@ static __always_inline void end_fault(struct task_state *t, __u32 tid, __u64 now
 /* ------------------------------------------------------------------ syscalls */
 
 /*
+ * The read- and write-family syscalls @task has made (task_io_accounting's syscr and
+ * syscw, CONFIG_TASK_XACCT): the kernel counts each such call once, in the call, once
+ * it is past its first checks (vfs_read(), vfs_write(), do_readv(), ...). Also counted:
+ * kernel_read() and kernel_write() in the task, which file systems that keep their data
+ * in another file (eCryptfs) call during a read. 0 where the kernel lacks them.
+ */
+static __always_inline __u64 task_io_calls(struct task_struct *task)
+{
+	if (!bpf_core_field_exists(task->ioac.syscr) || !bpf_core_field_exists(task->ioac.syscw))
+		return 0;
+	return task->ioac.syscr + task->ioac.syscw;
+}
+
+/*
+ * Whether the syscall exit of op @op ending the record @r is not the exit of the
+ * syscall that started it: the kernel ran no program at that syscall's exit nor at the
+ * entry of the thread's next traced one (a run skipped because another tracing program
+ * or a bpf() map access was preempted on the CPU, as on PREEMPT_RT: hook_runs_missed),
+ * so the record holds both calls. Told by the op, and by the thread's read and write
+ * calls since the entry (task_io_calls()): one at most for a read or a write, none for
+ * fsync, fdatasync and sync_file_range. Not told: a call of the same op after a sync
+ * one, or after a read or write that failed before the kernel counted it.
+ */
+static __always_inline bool spans_syscalls(struct task_state *t, struct trace_rec *r,
+					   struct task_struct *task, __u32 op)
+{
+	__u64 calls = task_io_calls(task) - t->io_calls;
+
+	return op != r->op || calls > (op <= TRACE_OP_PWRITEV2 ? 1 : 0);
+}
+
+/*
  * A global function: the verifier checks it once, with its arguments unknown, rather
  * than along every path of its callers with each syscall's constants (three times
  * the instructions it checked when inlined).
@@ -820,6 +853,7 @@ __noinline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_
 	if (blkdev)
 		r->flags |= TRACE_F_BLKDEV;
 	thread_begin(t, r, key, task);
+	t->io_calls = task_io_calls(task);
 	t->kind = TK_SYNC;
 	/* It writes back and waits for the file's pages: blk-throttle may hold them. */
 	if (op == TRACE_OP_FSYNC || op == TRACE_OP_FDATASYNC || op == TRACE_OP_SYNC_FILE_RANGE ||
@@ -829,7 +863,7 @@ __noinline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_
 	return 0;
 }
 
-static __always_inline int sys_exit(long ret)
+static __always_inline int sys_exit(__u32 op, long ret)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *t;
@@ -842,6 +876,15 @@ static __always_inline int sys_exit(long ret)
 	if (!r) {
 		count(TRACE_CNT_REQS_FULL); /* evicted while in progress */
 		t->kind = TK_NONE;
+		return 0;
+	}
+	/* Two requests or more, with the bios and times of all: not one request. */
+	if (r->state == TRACE_S_ACTIVE && spans_syscalls(t, r, task, op)) {
+		count(TRACE_CNT_SPANNED);
+		t->kind = TK_NONE;
+		t->off_ts = 0;
+		t->exit_ts = 0; /* no request's end for the next one's run_before */
+		r->state = TRACE_S_IDLE;
 		return 0;
 	}
 	/* Vectored calls do not say how much they asked for: the result does. */
@@ -912,7 +955,11 @@ int trace_sys_enter(struct sys_enter_ctx *ctx)
 SEC("tracepoint")
 int trace_sys_exit(struct sys_exit_ctx *ctx)
 {
-	return sys_exit(ctx->ret);
+	int nr = ctx->nr;
+
+	if (nr < 0 || nr >= SYS_NR_TABLE || !sys_op[nr])
+		return 0;
+	return sys_exit(sys_op[nr] - 1, ctx->ret);
 }
 
 /* ------------------------------------------------------------------ page cache */

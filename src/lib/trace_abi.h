@@ -259,6 +259,7 @@ enum trace_cnt {
 				 */
 	/* writebacks of a file that wrote none of its data pages (not requests, see docs) */
 	TRACE_CNT_WB_NO_DATA,
+	TRACE_CNT_SPANNED, /* records of two syscalls or more (an end and a start skipped) */
 	TRACE_CNT_NR,
 };
 

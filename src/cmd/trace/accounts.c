@@ -25,6 +25,7 @@ const char *const trace_cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_UNSEEN_DONE] = "bio_completions_not_seen",
 	[TRACE_CNT_END_INFERRED] = "async_ends_inferred",
 	[TRACE_CNT_WB_NO_DATA] = "writeback_without_data",
+	[TRACE_CNT_SPANNED] = "syscall_spans",
 };
 
 /* Requests lost: counted in "lost" (the others are informational). */
@@ -32,7 +33,7 @@ bool trace_cnt_is_loss(int i)
 {
 	return i == TRACE_CNT_RINGBUF_FULL || i == TRACE_CNT_REQS_FULL ||
 	       i == TRACE_CNT_ABANDONED || i == TRACE_CNT_ASYNC_COLLIDED ||
-	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT;
+	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT || i == TRACE_CNT_SPANNED;
 }
 
 int trace_read_counters(struct trace_ctx *c, uint64_t *out)
