@@ -532,17 +532,31 @@ def ops(reqs):
     return counts
 
 
-def assert_ops(case, reqs, want, w):
+def counts_skipped_runs(kernel):
+    """Whether @kernel counts the runs of syscall tracepoint programs it skips in their
+    recursion_misses (trace's hook_runs_missed): from 6.7."""
+    major, minor = (int(v) for v in kernel.split(".")[:2])
+    return (major, minor) >= (6, 7)
+
+
+def assert_ops(case, reqs, want, w, uncounted_ok=False):
     """The requests of the workload's pid, by op, are exactly @want. On PREEMPT_RT a
     program preempted in its run makes the kernel skip the run of the same program by
-    the task that preempted it on that CPU (test_top_nothing_lost): a request whose
-    syscall entry was skipped is missing, counted in trace's hook_runs_missed. Only
-    that many may be missing there; none elsewhere."""
+    the task that preempted it on that CPU (test_top_nothing_lost), and a preempted
+    bpf() map access skips the syscall programs of the tasks that run meanwhile: a
+    request whose syscall entry was skipped is missing, as are those of a record that
+    spans two syscalls or more (their end and next start skipped: dropped, counted in
+    syscall_spans); each missing one took a skipped run, counted in trace's
+    hook_runs_missed. Only that many may be missing there; none elsewhere. Kernels
+    before 6.7 count no skipped run of these programs: with @uncounted_ok (a workload
+    made to have runs skipped) any number may be missing on their RT flavour."""
     got = ops(reqs)
     missed = 0
     if "-rt-" in case[0]:
         _, totals = trace_docs(guest(case[0]), case[1])
         missed = totals["counters"]["hook_runs_missed"]
+        if uncounted_ok and not counts_skipped_runs(case[0]):
+            missed = sum(want.values())
     short = sum(want.values()) - sum(got.values())
     ok = set(got) <= set(want) and all(got.get(op, 0) <= n for op, n in want.items())
     assert ok and short <= missed, "%s: requests of %s (pid %d) by op: %s; it made %s%s" % (
@@ -557,11 +571,23 @@ def bio_bytes(r):
 
 @pytest.mark.parametrize("case", FS_CASES, ids=case_id)
 def test_trace_nothing_lost(case):
+    """Every request traced is printed, none lost, none in flight at the end. But on
+    PREEMPT_RT (assert_ops), a request whose syscall end ran no program is lost: as
+    `abandoned` when its thread's next syscall start ran its program, or, that start
+    skipped too, in a record of two syscalls or more, dropped (`syscall_spans`); each
+    took one skipped run or two, which kernels from 6.7 count (hook_runs_missed)."""
     g = guest(case[0])
     reqs, totals = trace_docs(g, case[1])
-    assert totals["lost"] == 0 and totals["in_flight_at_exit"] == 0, (case, totals)
-    assert totals["traced"] == totals["completed"] == totals["printed"] == len(reqs), (
-        case, totals, len(reqs))
+    cnt = totals["counters"]
+    declared = 0
+    if "-rt-" in case[0]:
+        declared = cnt["abandoned"] + cnt["syscall_spans"]
+        if counts_skipped_runs(case[0]):
+            assert cnt["abandoned"] + 2 * cnt["syscall_spans"] <= cnt["hook_runs_missed"], (
+                case, cnt)
+    assert totals["lost"] == declared and totals["in_flight_at_exit"] == 0, (case, totals)
+    assert totals["traced"] == totals["completed"] + declared, (case, totals)
+    assert totals["completed"] == totals["printed"] == len(reqs), (case, totals, len(reqs))
 
 
 @pytest.mark.parametrize("case", FS_CASES, ids=case_id)
@@ -574,6 +600,28 @@ def test_trace_direct_reads_exact_with_bios(case):
         assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
         assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
         assert bio_bytes(r) == w["bs"], (case, r["bios"])
+
+
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_trace_contended_direct_reads_exact(case):
+    """512 direct 4 KiB reads while another process looks up a BPF map in a loop on the
+    guest's one CPU (`iowork bpfmap`). On PREEMPT_RT the lookup is now and then
+    preempted while it holds off the CPU's syscall tracepoint programs, and the reader,
+    running meanwhile, loses the programs at the end of one read and at the start of
+    the next: trace then printed one pread64 with the bios and direct_io events of two
+    reads or more (on 6.12-rt: 15 such records of 2 to 4 reads here; 1 to 5 of 2 to 11
+    reads in each of 6 runs of 256 64 KiB reads). Each request shown must be one read
+    with exactly its bytes; those missing are declared (assert_ops,
+    test_trace_nothing_lost)."""
+    g = guest(case[0])
+    w, reqs = requests_of(g, case[1], "w-dio-read-contended")
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w, uncounted_ok=True)
+    for r in reqs:
+        assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
+        assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
+        assert bio_bytes(r) == w["bs"], (case, r["offset"], r["bios"])
+        dio = [e for e in r["events"] if e["type"] == "direct_io"]
+        assert len(dio) == 1, (case, r["offset"], dio)
 
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)

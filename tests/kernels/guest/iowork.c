@@ -13,6 +13,9 @@
  *                           O_DIRECT, then reads them: once the process has written
  *                           "PID TID" (TID: the second thread's) to FILE and found the
  *                           file GO (so that filters can name it before it does I/O)
+ *   iowork bpfmap PATH [-b BS] [-n COUNT]
+ *                           COUNT lookups of a BS-byte value in a BPF array map (a bpf()
+ *                           caller, as iospan is), or until PATH exists; ops: the lookups
  *
  * pread/pwrite do COUNT calls of BS bytes at offsets i * BS (a permutation of them with
  * --random: every block exactly once); --fsync ends a write with one fsync. Each call must
@@ -25,6 +28,7 @@
 #include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <pthread.h>
+#include <linux/bpf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,10 +66,11 @@ static void die(const char *what, const char *path)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: iowork pread|pwrite|mmap|aio PATH [-b BS] [-n COUNT] [-q QD] "
-			"[--direct] [--random] [--fsync]\n"
-			"       iowork pair PATH PATH2 --comm NAME --ready FILE --go FILE "
-			"[-b BS] [-n COUNT]\n");
+	fprintf(stderr,
+		"usage: iowork pread|pwrite|mmap|aio|bpfmap PATH [-b BS] [-n COUNT] [-q QD] "
+		"[--direct] [--random] [--fsync]\n"
+		"       iowork pair PATH PATH2 --comm NAME --ready FILE --go FILE "
+		"[-b BS] [-n COUNT]\n");
 	exit(2);
 }
 
@@ -335,6 +340,43 @@ static void pair(const struct opts *o)
 	       second.r.bytes);
 }
 
+/*
+ * While a bpf() map lookup copies the value, the kernel keeps the kprobe and classic
+ * tracepoint BPF programs of its CPU from running (bpf_prog_active): where that part
+ * can be preempted (PREEMPT_RT), the tasks that run meanwhile on the CPU have their
+ * programs' runs skipped. Looks up a BS-byte value in a loop, checking for PATH (the
+ * end) every 256 lookups.
+ */
+static void bpf_lookups(const struct opts *o, struct result *r)
+{
+	char *value = io_buffer(o->bs);
+	union bpf_attr attr;
+	uint32_t key = 0;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.map_type = BPF_MAP_TYPE_ARRAY;
+	attr.key_size = sizeof(key);
+	attr.value_size = o->bs;
+	attr.max_entries = 1;
+	fd = syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof(attr));
+	if (fd < 0)
+		die("creating a BPF map for", o->path);
+	for (long i = 0; i < o->count; i++) {
+		memset(&attr, 0, sizeof(attr));
+		attr.map_fd = fd;
+		attr.key = (uintptr_t)&key;
+		attr.value = (uintptr_t)value;
+		if (syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &attr, sizeof(attr)))
+			die("looking up a BPF map for", o->path);
+		r->ops++;
+		if (!(i & 255) && !access(o->path, F_OK))
+			break;
+	}
+	close(fd);
+	free(value);
+}
+
 static void report(const struct opts *o, const struct result *r)
 {
 	printf("{\"tool\":\"iowork\",\"mode\":\"%s\",\"pid\":%d,\"path\":\"%s\",\"bs\":%zu,"
@@ -357,6 +399,8 @@ int main(int argc, char **argv)
 		mmap_read(&o, &r);
 	else if (!strcmp(o.mode, "aio"))
 		aio_read(&o, &r);
+	else if (!strcmp(o.mode, "bpfmap"))
+		bpf_lookups(&o, &r);
 	else if (!strcmp(o.mode, "pair")) {
 		pair(&o);
 		return 0;

@@ -76,6 +76,24 @@ stop_tracer() {
 	[ $rc = 0 ] || log "$dir/$name: exit $rc: $(head -c 300 "$dir/$name.err")"
 }
 
+# contended DIR NAME CMD...: step(), while `iowork bpfmap` looks up a BPF map in a loop
+# on the guest's one CPU (its own line in NAME-bpfmap.out). The lookup's copy holds off
+# syscall tracepoint programs on the CPU; PREEMPT_RT can preempt it, and the task that
+# runs meanwhile then has its programs' runs skipped.
+contended() {
+	local dir=$1 name=$2 pid rc
+	shift 2
+	rm -f /tmp/bpfmap.stop
+	timeout -s KILL $STEP_MAX_S iowork bpfmap /tmp/bpfmap.stop -b 8 -n 1000000000 \
+		>"$dir/$name-bpfmap.out" 2>&1 &
+	pid=$!
+	step "$dir" "$name" "$@"
+	rc=$?
+	touch /tmp/bpfmap.stop
+	wait $pid
+	return $rc
+}
+
 # scenario NAME DISK: a fresh results directory with the disk's name in it.
 scenario() {
 	local dir=$R/$1
@@ -197,11 +215,15 @@ trace_scenario() {
 	if [ -z "$raw" ]; then
 		step "$d" prepare iowork pwrite "$dir/trace-data" -b 65536 -n 32 --fsync
 		step "$d" prepare-mmap iowork pwrite "$dir/trace-mmap" -b 65536 -n 16 --fsync
+		step "$d" prepare-contended iowork pwrite "$dir/trace-contended" -b 65536 -n 32 --fsync
 	fi
 	drop_caches
 	# The file's extent map back in memory (a direct read leaves the page cache cold):
 	# xfs reads it on the first I/O after the drop, in that read, as its own bio.
-	[ -n "$raw" ] || step "$d" warm-extents iowork pread "$dir/trace-data" -b 65536 -n 1 --direct
+	if [ -z "$raw" ]; then
+		step "$d" warm-extents iowork pread "$dir/trace-data" -b 65536 -n 1 --direct
+		step "$d" warm-extents-contended iowork pread "$dir/trace-contended" -b 65536 -n 1 --direct
+	fi
 	snap "$d" before
 	log "$name"
 	start_tracer "$d" trace iospan trace -t 0 --json -i 3600 -d "$disk" || return
@@ -210,6 +232,10 @@ trace_scenario() {
 		step "$d" w-dio-read iowork pread "$raw" -b 65536 -n 16 --direct --random
 	else
 		step "$d" w-dio-read iowork pread "$dir/trace-data" -b 65536 -n 16 --direct --random
+		# Syscall ends and starts the kernel skips (PREEMPT_RT): trace must not merge
+		# two reads into one request.
+		contended "$d" w-dio-read-contended iowork pread "$dir/trace-contended" \
+			-b 4096 -n 512 --direct --random
 		step "$d" w-cold-read iowork pread "$dir/trace-data" -b 65536 -n 32
 		step "$d" w-warm-read iowork pread "$dir/trace-data" -b 65536 -n 32
 		step "$d" w-write-fsync iowork pwrite "$dir/trace-write" -b 65536 -n 16 --fsync
