@@ -15,9 +15,11 @@
  *
  *   bio_q_stamp(bio, now)   at block_bio_queue, @now read first thing in the program
  *   bio_q_split(split)      at block_split: the split was queued with its original
- *   rq_q_take(rq)           at completion: Q of the request's first bio (taken away),
- *                           0 if none is on record (queued before tracing, its slot
- *                           taken by another bio, or its queue ran no program)
+ *   rq_q_take(rq, last)     at completion: Q of the request's first bio, 0 if none is
+ *                           on record (queued before tracing, its slot taken by another
+ *                           bio, or its queue ran no program); taken away if @last, the
+ *                           request's last completion (not a part, nor the data part of
+ *                           a flush sequence, whose end completes the request again)
  */
 #ifndef IOSPAN_BIO_Q_BPF_H
 #define IOSPAN_BIO_Q_BPF_H
@@ -59,7 +61,7 @@ static __always_inline void bio_q_split(struct bio *split)
 		s->q = q;
 }
 
-static __always_inline __u64 rq_q_take(struct request *rq)
+static __always_inline __u64 rq_q_take(struct request *rq, bool last)
 {
 	struct bio *bio = KRP(struct request, rq, bio);
 	struct bio_q_slot *s;
@@ -69,7 +71,8 @@ static __always_inline __u64 rq_q_take(struct request *rq)
 	s = slot_find(&bio_qs, bio, BIO_Q_SLOTS);
 	if (!s)
 		return 0;
-	s->tag = 0;
+	if (last)
+		s->tag = 0;
 	return s->q;
 }
 

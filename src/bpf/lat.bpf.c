@@ -303,7 +303,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		 * starts when it is allocated.
 		 */
 		t0 = !STAGE_FROM_Q		  ? rq->start_time_ns :
-		     KRP(struct request, rq, bio) ? rq_q_take(rq) :
+		     KRP(struct request, rq, bio) ? rq_q_take(rq, true) :
 						    rq->start_time_ns;
 		if (stage != LAT_D2C && (!t0 || t0 > now)) {
 			drop(LAT_DROP_NO_START);

@@ -415,7 +415,7 @@ static __always_inline __u64 first_queued(struct request *rq)
 
 	if (!KRP(struct request, rq, bio))
 		return rq->start_time_ns;
-	q = rq_q_take(rq);
+	q = rq_q_take(rq, true);
 	if (!q)
 		count(SNOOP_CNT_NO_QUEUE);
 	return q;

@@ -1891,8 +1891,13 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		account_dev_flush(rq, t0 && t0 < now ? now - t0 : 0);
 		return 0;
 	}
-	t0 = rq_q_take(rq);
 	w.bio = KRP(struct request, rq, bio);
+	/*
+	 * The request ends here unless this is a part of it, or the data part of a flush
+	 * sequence (a write asking for a preflush or FUA), which ends without bytes later.
+	 */
+	t0 = rq_q_take(rq, !nr_bytes || (nr_bytes >= rq->__data_len && w.bio &&
+					 !(w.bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))));
 	if (t0 && t0 <= now)
 		w.ri.q2c = now - t0;
 	else if (w.counted && w.bio && dev_ok(w.bio->bi_bdev ? w.bio->bi_bdev->bd_dev : 0))

@@ -214,7 +214,8 @@ def nearest_rank(values, pct):
 
 def test_q2c_percentiles():
     """A direct QD1 job of 3000 reads. Ground truth: each request's q2c from the kernel's
-    own block_getrq and block_rq_complete events (tracefs, to the microsecond): lat's p50,
+    own block_bio_queue and block_rq_complete events (tracefs, to the microsecond; Q to
+    C, as btt's Q2C): lat's p50,
     p90, p99 and p99.9 are within 3.2% (+1 us of tracefs rounding) of the exact ones. fio's
     completion latency contains q2c (and the syscall and wake-up around it): lat's p50
     and p99 are at most fio's. (Within 10% of fio's does not hold on these fast loop
@@ -225,7 +226,7 @@ def test_q2c_percentiles():
         name = os.path.basename(dev)
         tl.dd(dev, if_="/dev/urandom", bs="1M", count=64, oflag="direct")
         settle(name)
-        with tl.block_events(tl.devnum_of(name), events=("block_getrq",
+        with tl.block_events(tl.devnum_of(name), events=("block_bio_queue",
                                                          "block_rq_complete")) as ev:
             t = tl.Tracer("lat", "--json", "-d", dev)
             doc = tl.fio(["--name=qd1", "--filename=%s" % dev, "--direct=1",
@@ -236,7 +237,7 @@ def test_q2c_percentiles():
             events = ev.read()
     start, q2c = {}, []
     for evname, ts, sector, n, rwbs in events:
-        if evname == "block_getrq":
+        if evname == "block_bio_queue":
             start[(sector, n)] = ts
         elif (sector, n) in start:
             q2c.append((ts - start.pop((sector, n))) / 1000.0)

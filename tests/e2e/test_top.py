@@ -319,10 +319,12 @@ def test_latency_and_drops(session):
     assert p["requests"] > 0
     # Informational: bios without an owner record, and page cache writes without a
     # dirtier (here the loop devices' writes to their backing files, dirtied by a kernel
-    # thread).
-    info = ("unmatched_bios", "writeback_dirtier_unknown_bytes")
+    # thread), requests whose first bio's queue time is not known (their bytes counted:
+    # a loaded machine skips a queue program now and then, see iospan-top(8)).
+    info = ("unmatched_bios", "writeback_dirtier_unknown_bytes",
+            "requests_without_queue_time")
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
-    assert not lost, lost
+    assert not lost, doc["dropped"]
 
 
 FSTYPES = ["ext4", "xfs", "btrfs"]
@@ -348,7 +350,7 @@ def test_rows_made_without_allocator_memory(monkeypatch):
     doc = writeback_per_page("ext4")
     # Runs the kernel skipped (a program nested on a CPU) are not the allocator's.
     info = ("unmatched_bios", "writeback_dirtier_unknown_bytes", "idle_rows_pruned",
-            "hook_runs_missed")
+            "hook_runs_missed", "requests_without_queue_time")
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
     assert not lost, lost
 
