@@ -126,9 +126,11 @@ def test_plans_are_the_commands_own(doc):
     tracepoint, classic tracepoints for syscalls, and every required hook attachable."""
     plans = doc["plans"]
     assert set(plans) == {"top", "trace", "lat", "snoop"}, plans.keys()
-    # lat's default (q2c, overall) needs the completion alone: no issue, no bio queue.
-    assert set(plans["lat"]) == {"block_rq_complete"}, plans["lat"]
-    assert plans["lat"]["block_rq_complete"]["mode"] == "tp_btf", plans["lat"]
+    # lat's default (q2c, overall): the first bio's queue (and a split's, from its
+    # original) and the completion; no issue.
+    assert set(plans["lat"]) == {"block_bio_queue", "block_split", "block_rq_complete"}, \
+        plans["lat"]
+    assert all(h["mode"] == "tp_btf" for h in plans["lat"].values()), plans["lat"]
     # trace times off-CPU from scheduler counters unless --offcpu-periods: its default
     # plan has no sched_switch.
     assert "sched_switch" not in plans["trace"], plans["trace"].get("sched_switch")

@@ -1077,7 +1077,8 @@ def test_trace_collector_only_when_asked(disk, tmp_path, extra):
 
 def test_schema_1_database_is_migrated(disk, tmp_path):
     """A database of schema 1 (stalls without count, no dropped table): incidents reads
-    it as it is; the next watcher brings it to schema 2 and keeps its incidents."""
+    it as it is; the next watcher brings it to the current schema (3: files with their
+    generation, a threads table) and keeps its incidents."""
     db = str(tmp_path / "old.db")
     p = tl.run_iospan("watch", "--db", db, "-d", disk, "--no-bpf", "--duration", "0.3",
                       "--interval", "0.1")
@@ -1086,6 +1087,8 @@ def test_schema_1_database_is_migrated(disk, tmp_path):
     now = int(time.time())  # an old incident would be pruned by --max-age
     con.executescript("""
         DROP TABLE dropped;
+        DROP TABLE threads;
+        ALTER TABLE files DROP COLUMN generation;
         ALTER TABLE stalls DROP COLUMN count;
         UPDATE meta SET value = '1' WHERE key = 'schema_version';
         INSERT INTO incidents (id, start_time, end_time, disk, dev, rule, value, threshold,
@@ -1099,6 +1102,7 @@ def test_schema_1_database_is_migrated(disk, tmp_path):
     con.close()
     doc = incidents(db, "show", "1")
     assert doc["dropped"] == [] and doc["stalls"][0]["comm"] == "old", doc
+    assert doc["threads"] == [] and doc["busiest_threads"] == [], doc
     assert "count" not in doc["stalls"][0], doc["stalls"]
     text = tl.run_iospan("incidents", "--db", db, "show", "1", check=True).stdout
     assert re.search(r"^\s+150\.00 ms\s+42\s+42 old .*\n\s+stack: io_schedule\+0x1$", text,
@@ -1112,7 +1116,9 @@ def test_schema_1_database_is_migrated(disk, tmp_path):
         assert "count" in cols, cols
         assert con.execute("SELECT count(*) FROM dropped").fetchone() == (0,)
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'"
-                           ).fetchone() == ("2",)
+                           ).fetchone() == ("3",)
+        assert "generation" in [r[1] for r in con.execute("PRAGMA table_info(files)")]
+        assert con.execute("SELECT count(*) FROM threads").fetchone() == (0,)
         assert con.execute("SELECT comm, count FROM stalls").fetchall() == [("old", None)]
     finally:
         con.close()
