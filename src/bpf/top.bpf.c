@@ -170,6 +170,21 @@ struct {
 } stats SEC(".maps");
 
 /*
+ * The unattributed row of each device (TOP_PID_NONE, TOP_INO_UNATTR): bytes whose owner
+ * is unknown, and the bytes of owners the full stats map had no room for. Preallocated,
+ * with a row for every traced device made by user space before tracing starts: the row
+ * that must take the bytes when the stats map is full can neither be one of its rows
+ * nor wait for an allocator, whose per-CPU cache can be empty (-ENOMEM). A device that
+ * appears later gets its row at its first such bytes, from the room user space left.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 256); /* user space: the devices traced, and room for more */
+	__type(key, __u32);
+	__type(value, struct top_stat);
+} unattr SEC(".maps");
+
+/*
  * Rows the allocator of the maps above could not give at that moment (-ENOMEM: its
  * per-CPU cache ran empty, and on PREEMPT_RT it is refilled later from a thread;
  * -EBUSY: the bucket is held on this CPU) go here instead: preallocated, so an insert
@@ -370,6 +385,24 @@ static __always_inline struct top_stat *stat_get(struct top_key *k, bool *create
 	}
 	*created = !err;
 	return bpf_map_lookup_elem(&stats, k);
+}
+
+/* The unattributed row of device @dev (KDEV), made if missing; NULL: bytes lost (counted). */
+static __always_inline struct top_stat *unattr_get(__u32 dev)
+{
+	struct top_stat *s = bpf_map_lookup_elem(&unattr, &dev);
+
+	if (s)
+		return s;
+	/* Under -p/--cgroup no bytes are unattributed: they are someone else's. */
+	if (track_unattributed) {
+		/* Preallocated: fails only when full, or on a bucket held on this CPU. */
+		bpf_map_update_elem(&unattr, &dev, &stat_zero, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&unattr, &dev);
+	}
+	if (!s)
+		drop(TOP_DROP_LOST_BYTES);
+	return s;
 }
 
 /* The row of @k, wherever stat_get() put it. */
@@ -1515,23 +1548,22 @@ __noinline bool account_run(struct run *r, struct rq_info *ri)
 
 	if (!r || !ri || !r->valid)
 		return false;
+	/* Bytes without an owner: the device's row, never one of the stats map's. */
+	if (r->key.pid == TOP_PID_NONE && r->key.ino == TOP_INO(TOP_INO_UNATTR)) {
+		s = unattr_get(r->bdev);
+		if (s)
+			add_bytes(s, r, ri, 0);
+		return false;
+	}
 	/* The key on the stack: 6.1 takes no argument memory as a map key. */
 	k.ua = r->key;
 	s = stat_get(&k.ua, &created);
 	if (!s) {
 		/* No room: keep the bytes on the device's unattributed row (made at start). */
-		k.ua.pid = TOP_PID_NONE;
-		k.ua.dev = r->bdev;
-		k.ua.ino = TOP_INO(TOP_INO_UNATTR);
-		k.ua.gen = 0;
-		k.ua.pad = 0;
-		s = bpf_map_lookup_elem(&stats, &k.ua);
-		if (!s) {
-			drop(TOP_DROP_LOST_BYTES);
-			return false;
-		}
+		s = unattr_get(r->bdev);
 		/* There only: no path, no writeback detail of an owner without a row. */
-		add_bytes(s, r, ri, TOP_F_LOST);
+		if (s)
+			add_bytes(s, r, ri, TOP_F_LOST);
 		return false;
 	}
 	add_bytes(s, r, ri, 0);

@@ -13,6 +13,7 @@ Ground truth helpers read the kernel's own accounts: /proc/diskstats,
 """
 import atexit
 import contextlib
+import fcntl
 import json as _json
 import os
 import re
@@ -429,14 +430,41 @@ def _write_mbr(path, partitions_mb):
         f.write(mbr)
 
 
+def _blkpg_add_partitions(dev, partitions_mb):
+    """Adds partitions of the given sizes (MiB, 1 MiB aligned) to @dev with the BLKPG
+    ioctl, as partx does from a table: no table, so more than MBR's four."""
+    import ctypes
+
+    class Partition(ctypes.Structure):
+        _fields_ = [("start", ctypes.c_longlong), ("length", ctypes.c_longlong),
+                    ("pno", ctypes.c_int), ("devname", ctypes.c_char * 64),
+                    ("volname", ctypes.c_char * 64)]
+
+    class Arg(ctypes.Structure):
+        _fields_ = [("op", ctypes.c_int), ("flags", ctypes.c_int), ("datalen", ctypes.c_int),
+                    ("data", ctypes.c_void_p)]
+
+    blkpg, add = 0x1269, 1
+    start = 1 << 20
+    fd = os.open(dev, os.O_RDONLY)
+    try:
+        for i, size in enumerate(partitions_mb):
+            part = Partition(start, int(size) << 20, i + 1, b"", b"")
+            arg = Arg(add, 0, ctypes.sizeof(part), ctypes.addressof(part))
+            fcntl.ioctl(fd, blkpg, arg)
+            start += int(size) << 20
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def loop_device(size_mb=256, backing_dir=None, direct_io=False, partitions=None,
                 sector_size=None):
     """Yields "/dev/loopN" over a sparse backing file of @size_mb MiB in a new temp dir
     (or in @backing_dir, e.g. a tmpfs() mount). direct_io=True attaches with
-    --direct-io=on. @partitions: list of sizes in MiB -> an MBR table is written and the
-    device is attached with --partscan (partitions appear as /dev/loopNp1...).
-    Detaches and removes the backing file on exit."""
+    --direct-io=on. @partitions: list of sizes in MiB -> the device is attached with
+    --partscan and has them as /dev/loopNp1...: up to four from an MBR table, more added
+    with the BLKPG ioctl (no table). Detaches and removes the backing file on exit."""
     tmpdir = _mkdtemp(backing_dir)
     backing = os.path.join(tmpdir, "backing.img")
     dev = None
@@ -444,7 +472,7 @@ def loop_device(size_mb=256, backing_dir=None, direct_io=False, partitions=None,
     try:
         with open(backing, "wb") as f:
             f.truncate(int(size_mb) * 1024 * 1024)
-        if partitions:
+        if partitions and len(partitions) <= 4:
             _write_mbr(backing, partitions)
         cmd = ["losetup", "--find", "--show"]
         if direct_io:
@@ -462,6 +490,8 @@ def loop_device(size_mb=256, backing_dir=None, direct_io=False, partitions=None,
                         lambda d=dev, b=backing, t=tmpdir, s=sched: (
                             _restore_scheduler(d, s), _loop_detach(d, b),
                             shutil.rmtree(t, ignore_errors=True)))
+        if partitions and len(partitions) > 4:
+            _blkpg_add_partitions(dev, partitions)
         if partitions:
             # Kernels without partition-table parsers (this one: no MSDOS_PARTITION) do
             # not scan: then add them from user space (partx reads the table, BLKPG adds).

@@ -135,23 +135,67 @@ static void fold_stat(void *row, const void *key, const void *vals, int ncpus, v
 	}
 }
 
+/* A device's unattributed row (the unattr map, keyed by device) as a stats row. */
+static void fold_unattr(void *row, const void *key, const void *vals, int ncpus, void *arg)
+{
+	struct top_key k = {
+		.pid = TOP_PID_NONE,
+		.dev = *(const uint32_t *)key,
+		.ino = TOP_INO(TOP_INO_UNATTR),
+	};
+	struct row *r = row;
+
+	fold_stat(row, &k, vals, ncpus, arg);
+	r->bdev = k.dev;
+}
+
 /*
- * All rows of the stats map, summed over CPUs. Maxima are taken from @slot of the
- * CPUs whose generation there is @gen (the interval that just ended).
+ * All rows of the stats map, summed over CPUs, with the devices' unattributed rows.
+ * Maxima are taken from @slot of the CPUs whose generation there is @gen (the interval
+ * that just ended).
  */
 static int read_stats(struct top_ctx *c, uint32_t slot, uint32_t gen, struct row **out, size_t *nr)
 {
 	struct max_slot ms = {.slot = slot, .gen = gen};
-	void *rows;
+	struct row *rows, *un = NULL, *all;
+	size_t nr_un = 0, n, i, j;
 	int err;
 
 	err = bpfmap_collect_percpu_spilled(
 		bpf_map__fd(c->skel->maps.stats), bpf_map__fd(c->skel->maps.stats_spill),
 		sizeof(struct top_key), sizeof(struct top_stat), sizeof(struct row), fold_stat, &ms,
-		top_row_cmp_key, row_merge, &rows, nr);
+		top_row_cmp_key, row_merge, (void **)&rows, nr);
 	if (err)
 		return err;
-	*out = rows;
+	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.unattr), sizeof(uint32_t),
+				    sizeof(struct top_stat), sizeof(struct row), fold_unattr, &ms,
+				    (void **)&un, &nr_un);
+	if (err || !nr_un) {
+		*out = rows;
+		free(un);
+		if (err)
+			free(rows);
+		return err;
+	}
+	all = realloc(rows, (*nr + nr_un) * sizeof(*all));
+	if (!all) {
+		free(rows);
+		free(un);
+		return -ENOMEM;
+	}
+	memcpy(all + *nr, un, nr_un * sizeof(*un));
+	free(un);
+	n = *nr + nr_un;
+	qsort(all, n, sizeof(*all), top_row_cmp_key);
+	/* The stats map makes no unattributed rows; merged all the same if it did. */
+	for (i = 1, j = 0; i < n; i++) {
+		if (!top_row_cmp_key(&all[j], &all[i]))
+			row_merge(&all[j], &all[i]);
+		else
+			all[++j] = all[i];
+	}
+	*nr = j + 1;
+	*out = all;
 	return 0;
 }
 

@@ -191,29 +191,66 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 	return n;
 }
 
+/* Rows of the unattributed map for devices that appear after the start. */
+#define UNATTR_SPARE 64
+
 /*
- * Every device gets its "(unattributed)" row before tracing starts, so the disk bytes
- * of rows the full stats map cannot take still land somewhere (and in coverage).
+ * Whether the device of /proc/diskstats line @e is traced: every device without -d;
+ * with it, the disk and its partitions, or the partition.
  */
-static void preinsert_unattributed(struct top_ctx *c)
+static bool dev_traced(const struct top_opts *o, const struct ds_dev *e)
 {
-	int fd = bpf_map__fd(c->skel->maps.stats);
-	struct top_stat *zero;
-	struct top_key k = {0}; /* its padding is part of the key */
-	size_t i;
+	const struct disk *d = filter_opts_disk(&o->filter);
+	struct disk of;
+
+	if (!d || (e->major == d->major && e->minor == d->minor))
+		return true;
+	return !d->partition && e->partition && !disk_from_devnum(e->major, e->minor, &of) &&
+	       of.disk_major == d->major && of.disk_minor == d->minor;
+}
+
+/* The devices that get an unattributed row at the start (none under -p, --cgroup). */
+static size_t nr_unattr_devs(const struct top_ctx *c)
+{
+	size_t i, n = 0;
 
 	if (c->o->filter.tf.pid || c->o->filter.have_cgroup)
-		return;
+		return 0;
+	for (i = 0; i < c->ds_start.nr; i++)
+		n += dev_traced(c->o, &c->ds_start.devs[i]);
+	return n;
+}
+
+/*
+ * Every traced device gets its "(unattributed)" row before tracing starts, in a
+ * preallocated map of its own: the DISK bytes of owners the full stats map cannot take
+ * land there, whatever the stats map holds and whatever memory the kernel can give
+ * then. A row that cannot be made is an error, not bytes silently lost later.
+ */
+static int make_unattributed_rows(struct top_ctx *c)
+{
+	int fd = bpf_map__fd(c->skel->maps.unattr), err = 0;
+	struct top_stat *zero;
+	uint32_t dev;
+	size_t i;
+
+	if (!nr_unattr_devs(c))
+		return 0;
 	zero = calloc(c->cmd.ncpus, sizeof(*zero));
 	if (!zero)
-		return;
-	for (i = 0; i < c->ds_start.nr; i++) {
-		k.pid = TOP_PID_NONE;
-		k.dev = KDEV(c->ds_start.devs[i].major, c->ds_start.devs[i].minor);
-		k.ino = TOP_INO(TOP_INO_UNATTR);
-		bpf_map_update_elem(fd, &k, zero, BPF_NOEXIST);
+		return fail(-ENOMEM, "out of memory");
+	for (i = 0; !err && i < c->ds_start.nr; i++) {
+		const struct ds_dev *e = &c->ds_start.devs[i];
+
+		if (!dev_traced(c->o, e))
+			continue;
+		dev = KDEV(e->major, e->minor);
+		if (bpf_map_update_elem(fd, &dev, zero, BPF_NOEXIST) && errno != EEXIST)
+			err = fail(-errno, "cannot make the unattributed row of %s: %s", e->name,
+				   strerror(errno));
 	}
 	free(zero);
+	return err;
 }
 
 /*
@@ -274,6 +311,7 @@ int top_setup(struct top_ctx *c)
 	s->rodata->self_tgid = getpid();
 	fill_sys_ops(s);
 	bpf_map__set_max_entries(s->maps.stats, o->max_entries);
+	bpf_map__set_max_entries(s->maps.unattr, nr_unattr_devs(c) + UNATTR_SPARE);
 	bpf_map__set_max_entries(s->maps.wb, o->max_entries / 4 > 1024 ? o->max_entries / 4 : 1024);
 	bpf_map__set_max_entries(s->maps.procs,
 				 o->max_entries / 2 > 1024 ? o->max_entries / 2 : 1024);
@@ -306,7 +344,9 @@ int top_setup(struct top_ctx *c)
 			  sizeof(struct top_stat), true);
 	bpfmap_warm_alloc(bpf_map__fd(s->maps.wb), sizeof(struct top_wb_key),
 			  sizeof(struct top_wb_val), true);
-	preinsert_unattributed(c);
+	err = make_unattributed_rows(c);
+	if (err)
+		return err;
 	s->bss->path_epoch = 1;
 	if (o->stall_ns || o->slow_rq_ns) {
 		err = bpfcmd_ringbuf(&c->cmd, bpf_map__fd(s->maps.stall_events),
