@@ -182,6 +182,15 @@ enum top_drop {
 	 * counted, their q2c is not.
 	 */
 	TOP_DROP_NO_QUEUE_TIME,
+	/*
+	 * Requests that completed without top's completion program running, found when the
+	 * request was issued again: the kernel does not always run it, nor always count
+	 * that in the program's recursion_misses. Their bytes are on the device's
+	 * unattributed row (their owner and latency are lost), a flush is counted untimed.
+	 */
+	TOP_DROP_RQ_UNSEEN,
+	TOP_DROP_RQ_UNSEEN_BYTES, /* informational: the bytes of those requests */
+	TOP_DROP_FLUSH_LOST,	  /* a disk's flush not counted: no row for the disk */
 	TOP_DROP_NR,
 };
 
@@ -189,6 +198,33 @@ enum top_drop {
 struct top_dev_flush {
 	__u64 nr;
 	__u64 ns; /* summed from each flush request's start to its completion */
+	/*
+	 * Of nr, the flushes whose completion was not seen (TOP_DROP_RQ_UNSEEN): not in
+	 * ns; untimed_ns is the most they can have taken, from each one's start to the next
+	 * issue of its request.
+	 */
+	__u64 untimed;
+	__u64 untimed_ns;
+};
+
+/*
+ * A request from its issue to its completion: a slot of the rq_issues table,
+ * direct-mapped by request address (top.bpf.c); user space reads the table (mmap) for
+ * the requests still open when it reads /proc/diskstats.
+ */
+struct top_rq_slot {
+	__u64 tag;  /* pv(rq) */
+	__u64 d;    /* issue time (CLOCK_MONOTONIC ns); a flush request's start, as diskstats */
+	__u32 dev;  /* KDEV where its bytes go: its first bio's device (a partition), or the disk */
+	__u32 left; /* bytes not completed yet */
+	__u32 state; /* enum top_rq_state while open; 0 once completed or requeued */
+	__u32 pad;
+};
+
+enum top_rq_state {
+	TOP_RQ_OPEN = 1,
+	TOP_RQ_WRITE = 2, /* its bytes are written */
+	TOP_RQ_FLUSH = 4, /* a cache flush of the disk (REQ_OP_FLUSH) */
 };
 
 #endif

@@ -348,9 +348,11 @@ def test_rows_made_without_allocator_memory(monkeypatch):
     tl.require_root("creates loop devices and file systems")
     monkeypatch.setenv("IOSPAN_FAULT", "map_nomem")
     doc = writeback_per_page("ext4")
-    # Runs the kernel skipped (a program nested on a CPU) are not the allocator's.
+    # Runs the kernel skipped (a program nested on a CPU, or not run at all: found when
+    # the request is issued again) are not the allocator's.
     info = ("unmatched_bios", "writeback_dirtier_unknown_bytes", "idle_rows_pruned",
-            "hook_runs_missed", "requests_without_queue_time")
+            "hook_runs_missed", "requests_without_queue_time", "completions_unseen",
+            "completion_unseen_bytes")
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
     assert not lost, lost
 
@@ -373,8 +375,12 @@ def writeback_per_page(fstype):
         with open("/sys/block/%s/queue/max_sectors_kb" % os.path.basename(fs.dev)) as f:
             max_request = int(f.read()) * 1024
     # Exact, unless top says the kernel skipped runs of its programs (one nested in an
-    # interrupt on the CPU where it ran: counted, and each loses one request at most).
-    missed = doc["dropped"]["hook_runs_missed"]
+    # interrupt on the CPU where it ran, or a completion it did not run the program for,
+    # found when the request was issued again or still unresolved at the end: each loses
+    # one request of the owner's at most, credited as unattributed or not at all).
+    dev = [d for d in doc["devices"] if d["disk"] == fs.name][0]
+    missed = doc["dropped"]["hook_runs_missed"] + doc["dropped"]["completions_unseen"] + \
+        dev["unresolved"]["requests"]
     for pid, size in ((dd.pid, 48 * MiB), (pw.pid, MiB)):
         row = the_file(process(doc, pid), path)
         assert row["fs_write_bytes"] == size, (pid, row)
@@ -385,6 +391,18 @@ def writeback_per_page(fstype):
         assert short == 0 or 0 < short <= missed * max_request, (pid, doc["writeback"], missed)
     assert doc["dropped"]["dirtier_map_full"] == 0
     return doc
+
+
+def assert_every_byte_once(doc, fs, dev):
+    """The processes' rows and the unattributed ones of @fs's device add up to what top
+    says the device wrote, and that is what /proc/diskstats counted, but for requests top
+    declares it has not seen complete (none unless the kernel skipped its program)."""
+    listed = sum(on_device(p, fs, "disk_write_bytes") for p in doc["processes"]) + \
+        sum(u["disk_write_bytes"] for u in doc["unattributed"] if u["disk"] == fs.name)
+    assert listed == dev["disk_write_bytes"], (listed, dev)
+    unseen = dev["unresolved"]["write_bytes"]
+    assert dev["diskstats_write_bytes"] - unseen <= dev["disk_write_bytes"] <= \
+        dev["diskstats_write_bytes"], (dev, doc["dropped"])
 
 
 def test_full_stats_map_counts_each_byte_once(scratch_ext4):
@@ -409,10 +427,7 @@ def test_full_stats_map_counts_each_byte_once(scratch_ext4):
         assert wb <= p["disk_write_bytes"], (pid, wb, p["disk_write_bytes"])
     dev = [d for d in doc["devices"] if d["disk"] == fs.name]
     assert len(dev) == 1, doc["devices"]
-    listed = sum(on_device(p, fs, "disk_write_bytes") for p in doc["processes"]) + \
-        sum(u["disk_write_bytes"] for u in doc["unattributed"] if u["disk"] == fs.name)
-    assert listed == dev[0]["disk_write_bytes"] == dev[0]["diskstats_write_bytes"], \
-        (listed, dev[0])
+    assert_every_byte_once(doc, fs, dev[0])
 
 
 def test_full_stats_map_keeps_bytes_of_a_device_among_many():
@@ -440,10 +455,7 @@ def test_full_stats_map_keeps_bytes_of_a_device_among_many():
     assert doc["dropped"]["lost_bytes_events"] == 0, doc["dropped"]
     dev = [d for d in doc["devices"] if d["disk"] == fs.name]
     assert len(dev) == 1, doc["devices"]
-    listed = sum(on_device(p, fs, "disk_write_bytes") for p in doc["processes"]) + \
-        sum(u["disk_write_bytes"] for u in doc["unattributed"] if u["disk"] == fs.name)
-    assert listed == dev[0]["disk_write_bytes"] == dev[0]["diskstats_write_bytes"], \
-        (listed, dev[0])
+    assert_every_byte_once(doc, fs, dev[0])
 
 
 FSYNCS = r"""
@@ -453,6 +465,22 @@ for i in range(int(sys.argv[2])):
     os.pwrite(fd, b"f" * 4096, i * 4096)
     os.fdatasync(fd)
 """
+
+
+def assert_flushes_as_diskstats(doc, d):
+    """Device @d's cache flushes as /proc/diskstats counts and times them (fields 19-20).
+    A flush whose completion top's program did not run for (the kernel does not always
+    run it, nor always count that: 399 of 400 once in CI with hook_runs_missed 0) is
+    counted when its request is issued again, untimed, with the most time it can have
+    taken; one not issued again is declared unresolved, with the same bound."""
+    ds, unres = d["diskstats_flush_requests"], d["unresolved"]
+    assert ds - unres["flushes"] <= d["flush_requests"] <= ds, (d, doc["dropped"])
+    assert d["flush_requests_untimed"] <= doc["dropped"]["completions_unseen"], \
+        (d, doc["dropped"])
+    # diskstats sums nanoseconds and prints milliseconds, timed a little later.
+    tol = max(2, 0.02 * d["flush_time_ms"])
+    most = d["flush_time_ms"] + d["flush_untimed_ms_max"] + unres["flush_ms_max"]
+    assert d["flush_time_ms"] - tol <= d["diskstats_flush_ms"] <= most + tol, d
 
 
 @pytest.mark.parametrize("fstype", FSTYPES)
@@ -477,15 +505,7 @@ def test_flushes_match_diskstats(fstype):
     assert len(dev) == 1, doc["devices"]
     d = dev[0]
     assert d["diskstats_flush_requests"] >= n, d
-    # Every flush, but for one whose completion program the kernel skipped (the loop
-    # worker ends requests in task context, where a completion interrupt for another
-    # disk can nest the same program on its CPU): counted, never silent. 399 of 400
-    # once in CI.
-    missed = doc["dropped"]["hook_runs_missed"]
-    assert d["diskstats_flush_requests"] - missed <= d["flush_requests"] <= \
-        d["diskstats_flush_requests"], (d, doc["dropped"])
-    # diskstats sums nanoseconds and prints milliseconds, timed a little later.
-    assert abs(d["flush_time_ms"] - d["diskstats_flush_ms"]) <= max(2, 0.02 * d["flush_time_ms"]), d
+    assert_flushes_as_diskstats(doc, d)
     asked = [(p["pid"], p["comm"], f) for p in doc["processes"] for f in p["flushes"]
              if f["disk"] == fs.name]
     assert sum(f["requests"] for _, _, f in asked) >= n, asked
@@ -493,6 +513,34 @@ def test_flushes_match_diskstats(fstype):
     # The writer, or the journal thread it waits for on ext4.
     assert any(pid == w.pid or comm.startswith("jbd2/") for pid, comm, _ in asked), asked
     assert not any(u["kind"] == "flush" for u in doc["unattributed"]), doc["unattributed"]
+
+
+def test_skipped_completions_are_counted(monkeypatch):
+    """The kernel does not always run top's completion program, nor always count that
+    in its recursion_misses: on this 6.18 every BPF program on block_rq_complete (tp_btf
+    and perf alike) missed the completions of a softirq pass ftrace saw, when it ran in
+    the interrupt of one task (399 of 400 flushes once in CI, hook_runs_missed 0). Here
+    IOSPAN_FAULT makes the program skip one run in five: each such request is found when
+    it is issued again (a flush counted untimed, bytes on the unattributed row), those
+    still open at the end are declared, and flushes and bytes match /proc/diskstats
+    within what top declares."""
+    tl.require_root("creates loop devices and file systems")
+    monkeypatch.setenv("IOSPAN_FAULT", "skip_complete")
+    with tl.scratch_fs("xfs", 320) as fs:
+        top = start_top("-d", fs.dev, "--duration", "120", "-n", "1000", "--max-files",
+                        "1000")
+        try:
+            w = subprocess.Popen([PYTHON, "-B", "-c", FSYNCS, os.path.join(fs.mnt, "f.dat"),
+                                  "200"])
+            assert w.wait(timeout=120) == 0
+            tl.dd(os.path.join(fs.mnt, "g.dat"), bs="64K", count=64, conv="fsync")
+        finally:
+            doc = stop_top(top)
+    d = [d for d in doc["devices"] if d["disk"] == fs.name][0]
+    assert doc["dropped"]["completions_unseen"] > 0, doc["dropped"]
+    assert d["flush_requests_untimed"] > 0, d
+    assert_flushes_as_diskstats(doc, d)
+    assert_every_byte_once(doc, fs, d)
 
 
 WRITER = r"""

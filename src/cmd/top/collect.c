@@ -251,6 +251,8 @@ static void fold_dev_flush(void *row, const void *key, const void *vals, int ncp
 	for (cpu = 0; cpu < ncpus; cpu++) {
 		r->nr += v[cpu].nr;
 		r->ns += v[cpu].ns;
+		r->untimed += v[cpu].untimed;
+		r->untimed_ns += v[cpu].untimed_ns;
 	}
 }
 
@@ -279,8 +281,58 @@ static int read_dev_flushes(struct top_ctx *c, struct dev_flush_row **cum, size_
 			if (c->prev_fl[j].dev == d[i].dev) {
 				d[i].nr = top_sub0(d[i].nr, c->prev_fl[j].nr);
 				d[i].ns = top_sub0(d[i].ns, c->prev_fl[j].ns);
+				d[i].untimed = top_sub0(d[i].untimed, c->prev_fl[j].untimed);
+				d[i].untimed_ns =
+					top_sub0(d[i].untimed_ns, c->prev_fl[j].untimed_ns);
 			}
 	*out = d;
+	return 0;
+}
+
+/*
+ * The requests issued before @before (CLOCK_MONOTONIC, just after /proc/diskstats was
+ * read) whose completion top has not seen, per device: the open slots of the requests table.
+ * A slot holds the last request issued at its index, so a request whose slot another
+ * took is not among them (it counts when it completes, if it is seen).
+ */
+static int read_open(struct top_ctx *c, uint64_t before, struct rq_open **out, size_t *nr)
+{
+	struct rq_open *v = NULL, *grown, *o;
+	size_t i, j, n = 0;
+
+	*out = NULL;
+	*nr = 0;
+	for (i = 0; i < c->nr_rq_slots; i++) {
+		/* Copied once: the kernel writes the slot meanwhile. */
+		struct top_rq_slot sl = c->rq_slots[i];
+
+		if (!sl.state || sl.d > before)
+			continue;
+		for (j = 0; j < n && v[j].dev != sl.dev; j++)
+			;
+		if (j == n) {
+			grown = realloc(v, (n + 1) * sizeof(*v));
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
+			memset(&v[n], 0, sizeof(v[n]));
+			v[n++].dev = sl.dev;
+		}
+		o = &v[j];
+		o->requests++;
+		if (sl.state & TOP_RQ_FLUSH) {
+			o->flushes++;
+			o->flush_ns += before - sl.d;
+		} else if (sl.state & TOP_RQ_WRITE) {
+			o->write_bytes += sl.left;
+		} else {
+			o->read_bytes += sl.left;
+		}
+	}
+	*out = v;
+	*nr = n;
 	return 0;
 }
 
@@ -539,6 +591,8 @@ int top_collect_read(struct top_ctx *c, struct top_snapshot *snap)
 	err = ds_read("/proc/diskstats", &c->ds_end);
 	if (err)
 		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
+	/* Requests issued before this may be in its numbers (read_open()). */
+	c->ds_end_ns = now_ns(CLOCK_MONOTONIC);
 	/*
 	 * The window ends here, whenever the previous report finished printing (output
 	 * to a pipe nobody reads can block it for long): the numbers cover this span.
@@ -558,6 +612,8 @@ int top_collect_read(struct top_ctx *c, struct top_snapshot *snap)
 		err = read_dev_flushes(c, &fl_cum, &nr_fl, &snap->flushes);
 	if (!err)
 		err = read_drops(c, snap->drops);
+	if (!err)
+		err = read_open(c, c->ds_end_ns, &snap->open, &snap->nr_open);
 	if (err) {
 		err = fail(err, "cannot read the BPF maps: %s", strerror(-err));
 		goto cleanup;
@@ -622,6 +678,7 @@ void top_snapshot_free(struct top_snapshot *snap)
 	free(snap->rows);
 	free(snap->wb);
 	free(snap->flushes);
+	free(snap->open);
 	memset(snap, 0, sizeof(*snap));
 }
 

@@ -34,13 +34,16 @@ const char *const top_drop_names[TOP_DROP_NR] = {
 	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed",
 	[TOP_DROP_MAP_NOMEM] = "map_alloc_failed",
 	[TOP_DROP_NO_QUEUE_TIME] = "requests_without_queue_time",
+	[TOP_DROP_RQ_UNSEEN] = "completions_unseen",
+	[TOP_DROP_RQ_UNSEEN_BYTES] = "completion_unseen_bytes",
+	[TOP_DROP_FLUSH_LOST] = "flushes_not_counted",
 };
 
 /* Informational counters: they do not mean anything was lost. */
 bool top_drop_is_info(int i)
 {
 	return i == TOP_DROP_UNMATCHED || i == TOP_DROP_WB_UNKNOWN_BYTES ||
-	       i == TOP_DROP_NO_QUEUE_TIME;
+	       i == TOP_DROP_NO_QUEUE_TIME || i == TOP_DROP_RQ_UNSEEN_BYTES;
 }
 
 const char *const top_by_names[] = {"process", "file", "dir"};
@@ -330,6 +333,27 @@ int top_compute_coverage(struct top_ctx *c, struct report *rep)
 			return -ENOMEM;
 		d->flushes = f->nr;
 		d->flush_ns = f->ns;
+		d->flushes_untimed = f->untimed;
+		d->flush_untimed_ns = f->untimed_ns;
+	}
+	/* Requests not seen complete, on their coverage line (a flush on its disk's). */
+	for (i = 0; i < rep->nr_open; i++) {
+		const struct rq_open *q = &rep->open[i];
+		struct rq_open *u;
+
+		cov_target(o, KDEV_MAJOR(q->dev), KDEV_MINOR(q->dev), &tmaj, &tmin);
+		if (!cov_selected(o, tmaj, tmin))
+			continue;
+		d = cov_get(rep, tmaj, tmin);
+		if (!d)
+			return -ENOMEM;
+		u = &d->unresolved;
+		u->dev = KDEV(tmaj, tmin);
+		u->requests += q->requests;
+		u->read_bytes += q->read_bytes;
+		u->write_bytes += q->write_bytes;
+		u->flushes += q->flushes;
+		u->flush_ns += q->flush_ns;
 	}
 	for (i = 0; i < c->ds_end.nr; i++) {
 		const struct ds_dev *e = &c->ds_end.devs[i], *s;

@@ -338,6 +338,8 @@ void top_render_json(struct top_ctx *c, struct report *rep)
 		}
 		jw_kv_uint(jw, "flush_requests", d->flushes);
 		jw_kv_float(jw, "flush_time_ms", d->flush_ns / 1e6, 3);
+		jw_kv_uint(jw, "flush_requests_untimed", d->flushes_untimed);
+		jw_kv_float(jw, "flush_untimed_ms_max", d->flush_untimed_ns / 1e6, 3);
 		if (d->ds_known && d->ds_flush_known) {
 			jw_kv_uint(jw, "diskstats_flush_requests", d->ds_flushes);
 			jw_kv_uint(jw, "diskstats_flush_ms", d->ds_flush_ms);
@@ -352,6 +354,13 @@ void top_render_json(struct top_ctx *c, struct report *rep)
 			jw_kv_null(jw, "coverage_pct");
 			jw_kv_null(jw, "attributed_pct");
 		}
+		jw_kv_object(jw, "unresolved");
+		jw_kv_uint(jw, "requests", d->unresolved.requests);
+		jw_kv_uint(jw, "read_bytes", d->unresolved.read_bytes);
+		jw_kv_uint(jw, "write_bytes", d->unresolved.write_bytes);
+		jw_kv_uint(jw, "flushes", d->unresolved.flushes);
+		jw_kv_float(jw, "flush_ms_max", d->unresolved.flush_ns / 1e6, 3);
+		jw_end_object(jw);
 		jw_end_object(jw);
 	}
 	jw_end_array(jw);

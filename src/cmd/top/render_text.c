@@ -339,6 +339,29 @@ static void render_stalls(struct top_ctx *c)
 		printf("... %zu more\n", c->nr_stalls - (size_t)c->o->max_procs);
 }
 
+/*
+ * What a disk's line above does not include: flushes counted without their time, and
+ * requests issued before /proc/diskstats was read that top has not seen complete.
+ */
+static void render_unresolved(const struct dev_cov *d)
+{
+	const struct rq_open *u = &d->unresolved;
+	char b[3][UNITS_BUF];
+
+	if (d->flushes_untimed)
+		printf("%s: %" PRIu64 " of its flushes untimed (completion not seen, request "
+		       "issued again), at most %s\n",
+		       printable(d->name), d->flushes_untimed,
+		       fmt_ns(d->flush_untimed_ns, b[0], sizeof(b[0])));
+	if (u->requests)
+		printf("%s: %" PRIu64 " requests (%s read, %s written, %" PRIu64 " flushes) not "
+		       "seen complete:\n  in flight, or completed without top's program "
+		       "running; in /proc/diskstats' numbers or not\n",
+		       printable(d->name), u->requests,
+		       fmt_bytes(u->read_bytes, b[1], sizeof(b[1])),
+		       fmt_bytes(u->write_bytes, b[2], sizeof(b[2])), u->flushes);
+}
+
 static void render_coverage(struct top_ctx *c, const struct report *rep)
 {
 	char b[4][UNITS_BUF];
@@ -382,6 +405,8 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 		       bytes_cell(rep, d->seen_write, b[3], UNITS_BUF), cov, att,
 		       count_cell(rep, d->flushes, fl, sizeof(fl)), flms);
 	}
+	for (i = 0; i < rep->nr_devs; i++)
+		render_unresolved(&rep->devs[i]);
 }
 
 static void render_drops(struct top_ctx *c, const struct report *rep)
@@ -402,6 +427,15 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 	}
 	printf("%s\n", any ? "" : " nothing");
 	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, NULL, NULL, stdout, "");
+	if (rep->drops[TOP_DROP_RQ_UNSEEN]) {
+		char b[UNITS_BUF];
+
+		printf("(requests that completed without top's program running: %" PRIu64
+		       ", found when issued again;\n their %s on the unattributed rows, "
+		       "flushes untimed)\n",
+		       rep->drops[TOP_DROP_RQ_UNSEEN],
+		       fmt_bytes(rep->drops[TOP_DROP_RQ_UNSEEN_BYTES], b, sizeof(b)));
+	}
 	if (rep->drops[TOP_DROP_UNMATCHED])
 		printf("(bios completed without an owner record: %" PRIu64
 		       ", counted as unattributed)\n",

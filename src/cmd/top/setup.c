@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -80,6 +81,17 @@ static void fill_sys_ops(struct top_bpf *s)
 			s->rodata->sys_op[resize[i]] = SYS_RESIZE;
 }
 
+/* Whether the hook named @name is in the plan of @c. */
+static bool hook_chosen(const struct top_ctx *c, const char *name)
+{
+	int i;
+
+	for (i = 0; i < c->cmd.nr_hooks; i++)
+		if (!strcmp(c->cmd.hooks[i].name, name))
+			return c->cmd.hooks[i].chosen >= 0;
+	return false;
+}
+
 /*
  * Whether async direct I/O's FS bytes can wait for its completion: a kprobe on
  * iomap_dio_complete() is skipped when the completion interrupts another kprobe or
@@ -109,6 +121,8 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 		TP_BTF_HOOK(s, "block_rq_complete", top_rq_complete, false, NULL),
 		TP_BTF_HOOK(s, "block_rq_issue", top_rq_issue, true,
 			    "d2c from the issue (else from io_start_time_ns)"),
+		TP_BTF_HOOK(s, "block_rq_requeue", top_rq_requeue, true,
+			    "completions the kernel did not run top's program for"),
 		{.name = "writeback_dirty_folio",
 		 .optional = true,
 		 .figure = "writeback credit to dirtiers, FS bytes of mmap writes",
@@ -254,6 +268,28 @@ static int make_unattributed_rows(struct top_ctx *c)
 }
 
 /*
+ * The requests table (rq_issues), read-only, for the requests still open at a report
+ * (top_collect_read()). Without it the report cannot say which requests it has not
+ * seen complete: an error.
+ */
+static int map_rq_slots(struct top_ctx *c)
+{
+	const struct bpf_map *m = c->skel->maps.rq_issues;
+	size_t len = (size_t)bpf_map__max_entries(m) * sizeof(struct top_rq_slot);
+	void *p;
+
+	_Static_assert(sizeof(struct top_rq_slot) % 8 == 0, "rq_issues value stride");
+	if (!c->skel->rodata->track_unseen)
+		return 0;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
+	if (p == MAP_FAILED)
+		return fail(-errno, "cannot map the requests table: %s", strerror(errno));
+	c->rq_slots = p;
+	c->nr_rq_slots = bpf_map__max_entries(m);
+	return 0;
+}
+
+/*
  * Sets up and attaches the BPF side of collector @c for its options (c->o): the steps
  * of src/lib/bpfcmd.h, with top's globals, map sizes and hooks between them.
  */
@@ -336,6 +372,13 @@ int top_setup(struct top_ctx *c)
 		bpf_program__set_autoattach(s->progs.top_sched_switch, false);
 	s->rodata->dio_fs_at_complete = dio_complete_is_reliable(c);
 	s->rodata->fault_map_nomem = fault_injected("map_nomem");
+	s->rodata->fault_skip_complete = fault_injected("skip_complete");
+	/*
+	 * A request issued again while still open completed unseen; one requeued is not
+	 * completed: both hooks, or no such count (it would take requeues for completions).
+	 */
+	s->rodata->track_unseen =
+		hook_chosen(c, "block_rq_issue") && hook_chosen(c, "block_rq_requeue");
 	err = bpfcmd_load_filter(&c->cmd, &o->filter);
 	if (err)
 		return err;
@@ -345,6 +388,9 @@ int top_setup(struct top_ctx *c)
 	bpfmap_warm_alloc(bpf_map__fd(s->maps.wb), sizeof(struct top_wb_key),
 			  sizeof(struct top_wb_val), true);
 	err = make_unattributed_rows(c);
+	if (err)
+		return err;
+	err = map_rq_slots(c);
 	if (err)
 		return err;
 	s->bss->path_epoch = 1;
@@ -361,6 +407,9 @@ int top_setup(struct top_ctx *c)
 /* Frees what top_setup() set up, whatever step it reached. */
 void top_teardown(struct top_ctx *c)
 {
+	if (c->rq_slots)
+		munmap((void *)c->rq_slots, c->nr_rq_slots * sizeof(*c->rq_slots));
+	c->rq_slots = NULL;
 	bpfcmd_close(&c->cmd);
 	c->skel = NULL;
 	fspath_cache_free(c->fspaths);

@@ -254,6 +254,8 @@ static int top_report(void *arg, const struct bpfcmd_tick *t)
 	rep.nr_wb = snap.nr_wb;
 	rep.flushes = snap.flushes;
 	rep.nr_flushes = snap.nr_flushes;
+	rep.open = snap.open;
+	rep.nr_open = snap.nr_open;
 	memcpy(rep.drops, snap.drops, sizeof(rep.drops));
 	err = top_group_procs(c, &rep);
 	if (!err && c->o->by != BY_PROCESS)

@@ -107,14 +107,29 @@ struct stall_agg {
 	uint64_t ips[TOP_STACK_DEPTH];
 };
 
+/*
+ * Requests of one device issued before /proc/diskstats was read whose completion top
+ * has not seen: in flight, or completed without its program running (found when the
+ * request is issued again). /proc/diskstats may count these beyond top's numbers.
+ */
+struct rq_open {
+	uint32_t dev; /* KDEV: the bios' device (a partition), or the disk (flushes) */
+	uint64_t requests;
+	uint64_t read_bytes, write_bytes;
+	uint64_t flushes, flush_ns; /* flushes, and the most they can have taken */
+};
+
 struct dev_cov {
 	unsigned int major, minor;
 	char name[DISK_NAME_LEN];
 	uint64_t ds_read, ds_write;	/* /proc/diskstats sectors * 512 in the window */
 	uint64_t seen_read, seen_write; /* completed bytes iospan accounted */
 	uint64_t unattr_read, unattr_write;
-	uint64_t flushes, flush_ns;	  /* cache flushes the disk completed, their time */
+	uint64_t flushes, flush_ns; /* cache flushes the disk completed, their time */
+	/* Of flushes, those not timed (completion unseen), and the most they took. */
+	uint64_t flushes_untimed, flush_untimed_ns;
 	uint64_t ds_flushes, ds_flush_ms; /* /proc/diskstats' flush fields in the window */
+	struct rq_open unresolved;	  /* issued before ds_end, completion not seen */
 	bool traced; /* request-based (blk-mq): bio-based devices are not counted */
 	bool ds_known;
 	bool ds_flush_known; /* the kernel prints flush fields (5.5+) */
@@ -124,6 +139,7 @@ struct dev_cov {
 struct dev_flush_row {
 	uint32_t dev;
 	uint64_t nr, ns;
+	uint64_t untimed, untimed_ns; /* struct top_dev_flush */
 };
 
 /*
@@ -157,7 +173,10 @@ struct top_ctx {
 	uint64_t pruned;
 	/* CLOCK_MONOTONIC of the last map read: where the next report's window starts. */
 	uint64_t window_start_ns;
-	uint64_t next_housekeep_ns; /* top_collect_poll() */
+	uint64_t next_housekeep_ns;	    /* top_collect_poll() */
+	uint64_t ds_end_ns;		    /* CLOCK_MONOTONIC just after the last read of ds_end */
+	const struct top_rq_slot *rq_slots; /* the rq_issues table, mapped; NULL: none */
+	size_t nr_rq_slots;
 	struct bpf_link *stall_link; /* stalls_on_demand: attached while asked */
 };
 
@@ -177,6 +196,8 @@ struct top_snapshot {
 	size_t nr_wb;
 	struct dev_flush_row *flushes; /* per disk, in the window */
 	size_t nr_flushes;
+	struct rq_open *open; /* per device: issued before ds_end, completion not seen */
+	size_t nr_open;
 	uint64_t drops[TOP_DROP_NR];
 	struct stall_agg *stalls;
 	size_t nr_stalls;
@@ -199,6 +220,8 @@ struct report {
 	size_t nr_devs;
 	struct dev_flush_row *flushes; /* per disk, in the window */
 	size_t nr_flushes;
+	struct rq_open *open; /* per device: issued before ds_end, completion not seen */
+	size_t nr_open;
 	struct by_group *groups; /* --by file / dir: the rows of the main table */
 	size_t nr_groups;
 	uint64_t drops[TOP_DROP_NR];
