@@ -239,7 +239,9 @@ void top_render_json(struct top_ctx *c, struct report *rep)
 	}
 	jw_end_array(jw);
 
-	qsort(rep->wb, rep->nr_wb, sizeof(*rep->wb), top_wb_bytes_cmp);
+	/* No writeback rows: no array at all (qsort() takes none, even of 0 rows). */
+	if (rep->nr_wb)
+		qsort(rep->wb, rep->nr_wb, sizeof(*rep->wb), top_wb_bytes_cmp);
 	jw_kv_array(jw, "writeback");
 	for (i = 0; i < rep->nr_wb; i++) {
 		const struct wbrow *w = &rep->wb[i];
