@@ -12,10 +12,10 @@ I/O stall with blk-throttle (cgroup v1 blkio) and expects it with a kernel stack
 import fcntl
 import json
 import os
+import re
 import select
 import signal
 import subprocess
-import re
 import time
 
 import pytest
