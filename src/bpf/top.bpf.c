@@ -992,7 +992,7 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 
 	bytes = folio_bytes(folio, page_size);
 	nr = bytes / page_size;
-	dirtier_mark(k.dev, k.gen, k.ino, folio->index, nr, k.pid);
+	dirtier_mark(folio, k.dev, k.gen, k.ino, folio->index, nr, k.pid);
 
 	if (t && (t->op == SYS_WRITE || t->resizing))
 		return 0;
@@ -1179,11 +1179,10 @@ struct page_walk {
 	/* Queue time: the first page's dirtier (0: unknown), and whether others differ. */
 	__u32 owner;
 	__u32 mixed;
-	/* Completion: the request's walk, the bio's record, its bio and device. */
+	/* Completion: the request's walk, the bio's submitter's run, the bio. */
 	struct walk *w;
-	struct bio_slot *slot;
+	struct run *sub;
 	struct bio *bio;
-	__u32 bdev;
 };
 
 static __always_inline void page_walk_init(struct page_walk *pw, struct bio *bio, __u32 bytes,
@@ -1598,7 +1597,9 @@ struct walk {
 	struct rq_info ri;
 	struct run r;
 	struct bio *run_bio; /* first bio of the run: its pages name the file */
-	struct run first;    /* the request's first run: its owner, for a slow request */
+	/* The owner of the request's first run, for a slow request (first_valid). */
+	struct top_key first;
+	__u32 first_flags, first_valid;
 	__u32 left;	     /* completed bytes not yet given to a bio */
 	bool counted;
 };
@@ -1643,30 +1644,23 @@ __noinline int run_extend(struct run *r, struct run *next)
  * @bytes of @bio for @key: extends the current run, or accounts it (capturing paths if
  * @named) and starts anew.
  */
-static __always_inline void run_add(struct walk *w, struct top_key *key, __u32 flags, __u32 flusher,
-				    __u32 bdev, __u32 bytes, struct bio *bio, bool named)
+static __always_inline void run_push(struct walk *w, struct run *next, struct bio *bio, bool named)
 {
-	struct run next = {
-		.key = *key,
-		.bytes = bytes,
-		.flags = flags,
-		.flusher = flusher,
-		.bdev = bdev,
-		.valid = 1,
-	};
-
-	if (slow_rq_ns && !w->first.valid)
-		w->first = next;
+	if (slow_rq_ns && !w->first_valid) {
+		w->first = next->key;
+		w->first_flags = next->flags;
+		w->first_valid = 1;
+	}
 	/* The first run of a request (most have one bio): nothing to extend or account. */
 	if (w->r.valid) {
-		if (run_extend(&w->r, &next))
+		if (run_extend(&w->r, next))
 			return;
 		if (named)
 			account_run_named(w);
 		else
 			account_run(&w->r, &w->ri);
 	}
-	w->r = next;
+	w->r = *next;
 	w->run_bio = bio;
 }
 
@@ -1676,59 +1670,62 @@ static __always_inline void run_add(struct walk *w, struct top_key *key, __u32 f
  */
 static __always_inline void split_segment(struct page_walk *pw, __u32 dirtier, __u32 bytes)
 {
-	struct bio_slot *o;
-	struct top_key key;
-	__u32 flags, flusher = 0;
+	/* The run itself, not a key then a run: this is the deepest frame of the walk. */
+	struct run next = {.bytes = bytes, .valid = 1};
+	struct run *sub;
 
-	if (!pw || !pw->w || !pw->slot)
+	if (!pw || !pw->w || !pw->sub)
 		return;
-	o = pw->slot;
-	key = o->key; /* the submitter */
-	flags = o->flags & ~SLOT_INTERNAL;
+	sub = pw->sub;
+	next.key = sub->key;
+	next.flags = sub->flags;
+	next.bdev = sub->bdev;
 	if (!dirtier) {
 		drop_add(TOP_DROP_WB_UNKNOWN_BYTES, bytes);
-	} else if (dirtier != key.pid) {
-		key.pid = dirtier;
-		flags |= TOP_F_WRITEBACK;
-		flusher = o->flusher;
+	} else if (dirtier != next.key.pid) {
+		next.key.pid = dirtier;
+		next.flags |= TOP_F_WRITEBACK;
+		next.flusher = sub->flusher;
 	}
-	if (key.pid == PID_FILTERED)
+	if (next.key.pid == PID_FILTERED)
 		return;
-	run_add(pw->w, &key, flags, flusher, pw->bdev, bytes, pw->bio, false);
+	run_push(pw->w, &next, pw->bio, false);
 }
 
 /*
- * The @bytes of @bio (record @o) completing now, the first ones left in it, split by
- * the pages' dirtiers.
+ * The bytes of @bio (its submitter's run @sub) completing now, the first ones left in
+ * it, split by the pages' dirtiers.
  */
-static __always_inline void split_mixed_bio(struct walk *w, struct bio *bio, __u32 bytes,
-					    struct bio_slot *o, __u32 bdev)
+static __always_inline void split_mixed_bio(struct walk *w, struct bio *bio, struct run *sub)
 {
 	struct page_walk pw = {};
-	struct top_key key;
 
-	if (!w || !bio || !o)
+	if (!w || !bio || !sub)
 		return;
-	page_walk_init(&pw, bio, bytes, &o->key);
+	page_walk_init(&pw, bio, sub->bytes, &sub->key);
 	pw.w = w;
-	pw.slot = o;
+	pw.sub = sub;
 	pw.bio = bio;
-	pw.bdev = bdev;
 	bpf_loop(MAX_SEGMENTS, page_walk_step, &pw, 0);
-	/* Past the walk's bound: the submitter's, marked approximate. */
-	if (pw.pos.left && o->key.pid != PID_FILTERED) {
-		key = o->key;
-		run_add(w, &key, (o->flags & ~SLOT_INTERNAL) | TOP_F_APPROX, 0, bdev, pw.pos.left, bio,
-			true);
+	/* Past the walk's bound: the submitter's, marked approximate (in its run, no copy). */
+	if (pw.pos.left && sub->key.pid != PID_FILTERED) {
+		sub->bytes = pw.pos.left;
+		sub->flags |= TOP_F_APPROX;
+		sub->flusher = 0;
+		run_push(w, sub, bio, true);
 	}
 }
 
-/* One bio of the chain: find its owner, extend or flush the run. */
+/*
+ * One bio of the chain: find its owner, extend or flush the run. The owner's record is
+ * read once, into the run: another bio can take the slot meanwhile.
+ */
 static int walk_bio(__u32 i, void *ctx)
 {
 	struct walk *w = ctx;
 	struct bio *bio = w->bio;
-	struct bio_slot *s, cur;
+	struct run next = {.valid = 1};
+	struct bio_slot *s;
 	__u32 sz, bdev;
 
 	if (!bio)
@@ -1749,35 +1746,36 @@ static int walk_bio(__u32 i, void *ctx)
 
 	if (filter_dev && !dev_ok(bdev))
 		return 0;
+	next.bytes = sz;
+	next.bdev = bdev;
 	s = find_slot(bio);
 	if (s) {
-		cur = *s;
-		if (cur.flags & SLOT_MIXED) {
+		next.key = s->key;
+		next.flags = s->flags;
+		next.flusher = s->flusher;
+		if (next.flags & SLOT_MIXED) {
+			next.flags &= ~SLOT_INTERNAL;
 			if (w->counted)
-				split_mixed_bio(w, bio, sz, &cur, bdev);
+				split_mixed_bio(w, bio, &next);
 			return 0;
 		}
-		if (cur.key.pid == PID_FILTERED)
+		if (next.key.pid == PID_FILTERED)
 			return 0;
-		if ((cur.flags & SLOT_NO_DIRTIER) && w->counted)
+		if ((next.flags & SLOT_NO_DIRTIER) && w->counted)
 			drop_add(TOP_DROP_WB_UNKNOWN_BYTES, sz);
-		cur.flags &= ~SLOT_INTERNAL;
+		next.flags &= ~SLOT_INTERNAL;
 	} else {
 		/* Queued before tracing started, or its record was overwritten. */
 		if (!track_unattributed)
 			return 0;
 		drop(TOP_DROP_UNMATCHED);
-		cur.key.pid = TOP_PID_NONE;
-		cur.key.dev = bdev;
-		cur.key.ino = TOP_INO(TOP_INO_UNATTR);
-		cur.key.gen = 0;
-		cur.key.pad = 0;
-		cur.flags = 0;
-		cur.flusher = 0;
+		next.key.pid = TOP_PID_NONE;
+		next.key.dev = bdev;
+		next.key.ino = TOP_INO(TOP_INO_UNATTR);
 	}
 	if (!w->counted)
 		return 0;
-	run_add(w, &cur.key, cur.flags, cur.flusher, bdev, sz, bio, true);
+	run_push(w, &next, bio, true);
 	return 0;
 }
 
@@ -1884,12 +1882,12 @@ static __noinline void send_slow_rq(struct request *rq, struct walk *w, __u32 nr
 	e->bdev = bdev;
 	e->bytes = nr_bytes;
 	e->cmd_flags = KR(struct request, rq, cmd_flags);
-	if (w->first.valid) {
-		e->pid = w->first.key.pid;
-		e->dev = w->first.key.dev;
-		e->ino = w->first.key.ino;
-		e->gen = w->first.key.gen;
-		e->flags = w->first.flags;
+	if (w->first_valid) {
+		e->pid = w->first.pid;
+		e->dev = w->first.dev;
+		e->ino = w->first.ino;
+		e->gen = w->first.gen;
+		e->flags = w->first_flags;
 	} else {
 		e->pid = TOP_PID_NONE;
 		e->dev = bdev;

@@ -101,17 +101,22 @@ void skel_detach(struct bpf_object_skeleton *s, struct attach_hook *hooks, int n
 #define VERIFIER_LOG_STATS 4
 #define VERIFIER_LOG_SIZE  1024
 
-/* "verification time 812 usec ... processed 396 insns (limit ...) ... total_states 27" */
+/*
+ * "verification time 812 usec\nstack depth 48+112+56+32\nprocessed 396 insns (limit
+ * ...) ... total_states 27": the frames' stack depths, as old verifiers add them up
+ * against their 512 bytes.
+ */
 static void verifier_stats_print(const char *prog, const char *log)
 {
 	const char *t = strstr(log, "verification time "), *p = strstr(log, "processed ");
-	const char *st = strstr(log, "total_states ");
+	const char *st = strstr(log, "total_states "), *sd = strstr(log, "stack depth ");
+	int depth_len = sd ? (int)strcspn(sd + 12, "\n") : 1;
 	unsigned long usec = t ? strtoul(t + 18, NULL, 10) : 0;
 	unsigned long insns = p ? strtoul(p + 10, NULL, 10) : 0;
 	unsigned long states = st ? strtoul(st + 13, NULL, 10) : 0;
 
-	fprintf(stderr, "iospan: verifier: %-24s %8lu insns %6lu states %8lu us\n", prog, insns,
-		states, usec);
+	fprintf(stderr, "iospan: verifier: %-24s %8lu insns %6lu states %8lu us stack %.*s\n", prog,
+		insns, states, usec, depth_len, sd ? sd + 12 : "?");
 }
 
 int skel_load(struct bpf_object_skeleton *s)
