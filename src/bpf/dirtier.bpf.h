@@ -18,6 +18,12 @@
  * the cost per chunk, not per page: dirtying consecutive pages finds the record made
  * for the first, and a writeback bio's pages are resolved with one lookup per chunk.
  * LRU: the records of files deleted or truncated while dirty would otherwise stay.
+ *
+ * A page dirtied again while it is being written back (another thread appending to a
+ * shared log) has two dirtiers at once: the one whose data the write in flight carries
+ * and the new one. The first is kept in a small map of its own (rare: no cost to the
+ * records or their lookups), and a completion that finds the page dirty again under
+ * writeback credits it, not the new one (whose own write comes later).
  */
 #define DIRTY_CHUNK_SHIFT 4
 #define DIRTY_CHUNK_PAGES (1U << DIRTY_CHUNK_SHIFT)
@@ -33,6 +39,17 @@ struct dirty_chunk {
 	__u32 owner[DIRTY_CHUNK_PAGES];
 };
 
+/* The first word of a folio (or page), its flags: see folio_bytes(). */
+static __always_inline unsigned long folio_flags_word(const void *folio)
+{
+	unsigned long fl = 0;
+
+	bpf_probe_read_kernel(&fl, sizeof(fl), folio);
+	return fl;
+}
+
+#define FOLIO_FLAG(fl, bit) ((fl) & (1UL << bpf_core_enum_value(enum pageflags, bit)))
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536); /* from --max-entries */
@@ -40,14 +57,22 @@ struct {
 	__type(value, struct dirty_chunk);
 } dirtiers SEC(".maps");
 
+/* The dirtiers whose data writes in flight carry, of pages dirtied again meanwhile. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct dirty_key);
+	__type(value, struct dirty_chunk);
+} redirtied SEC(".maps");
+
 /*
- * Pages @first..@end - 1 of the chunk @dk->chunk were dirtied by @owner. A global
- * function: verified once, not at each call site and loop state. Map keys are copied
- * to its stack: 6.1 takes no argument memory as a key.
+ * Pages @first..@end - 1 of the chunk @dk->chunk were dirtied by @owner, while under
+ * writeback if @wb. A global function: verified once, not at each call site and loop
+ * state. Map keys are copied to its stack: 6.1 takes no argument memory as a key.
  */
-__noinline int mark_chunk(struct dirty_key *dk, __u64 first, __u64 end, __u32 owner)
+__noinline int mark_chunk(struct dirty_key *dk, __u64 first, __u64 end, __u32 owner, __u32 wb)
 {
-	struct dirty_chunk *c, zero = {};
+	struct dirty_chunk *c, *p = NULL, zero = {};
 	struct dirty_key key, *k = &key;
 	__u64 base;
 	__u32 i, lo, hi;
@@ -65,13 +90,26 @@ __noinline int mark_chunk(struct dirty_key *dk, __u64 first, __u64 end, __u32 ow
 			return 0;
 		}
 	}
+	/* Without room, the new dirtier is credited: what it was before this map. */
+	if (wb) {
+		p = bpf_map_lookup_elem(&redirtied, k);
+		if (!p) {
+			bpf_map_update_elem(&redirtied, k, &zero, BPF_NOEXIST);
+			p = bpf_map_lookup_elem(&redirtied, k);
+		}
+	}
 	base = k->chunk << DIRTY_CHUNK_SHIFT;
 	lo = first > base ? first - base : 0;
 	hi = end - base < DIRTY_CHUNK_PAGES ? end - base : DIRTY_CHUNK_PAGES;
 #pragma unroll
 	for (i = 0; i < DIRTY_CHUNK_PAGES; i++) {
+		if (i < lo || i >= hi)
+			continue;
+		/* The write in flight carries the last dirtier's data (same or not). */
+		if (p)
+			p->owner[i] = c->owner[i];
 		/* Stores only when it changes: the line stays shared with readers. */
-		if (i >= lo && i < hi && c->owner[i] != owner)
+		if (c->owner[i] != owner)
 			c->owner[i] = owner;
 	}
 	return 0;
@@ -80,27 +118,28 @@ __noinline int mark_chunk(struct dirty_key *dk, __u64 first, __u64 end, __u32 ow
 struct mark_folio {
 	struct dirty_key k;
 	__u64 first, end;
-	__u32 owner;
+	__u32 owner, wb;
 };
 
 static int mark_chunk_cb(__u32 i, void *ctx)
 {
 	struct mark_folio *m = ctx;
 
-	mark_chunk(&m->k, m->first, m->end, m->owner);
+	mark_chunk(&m->k, m->first, m->end, m->owner, m->wb);
 	m->k.chunk++;
 	return 0;
 }
 
 /*
- * Pages @first..@first + @nr - 1 of file (@dev, @gen, @ino) were dirtied by @owner (a
- * folio going from clean to dirty, in the dirtying task).
+ * Folio @folio of file (@dev, @gen, @ino) was dirtied by @owner (it went from clean to
+ * dirty, in the dirtying task): its @nr pages from @first.
  */
-static __always_inline void dirtier_mark(__u32 dev, __u32 gen, __u64 ino, __u64 first, __u64 nr,
-					 __u32 owner)
+static __always_inline void dirtier_mark(struct folio *folio, __u32 dev, __u32 gen, __u64 ino,
+					 __u64 first, __u64 nr, __u32 owner)
 {
 	struct mark_folio m = {};
 
+	m.wb = !!FOLIO_FLAG(folio_flags_word(folio), PG_writeback);
 	m.k.dev = dev;
 	m.k.gen = gen;
 	m.k.ino = ino;
@@ -109,7 +148,7 @@ static __always_inline void dirtier_mark(__u32 dev, __u32 gen, __u64 ino, __u64 
 	m.owner = owner;
 	m.k.chunk = m.first >> DIRTY_CHUNK_SHIFT;
 	if (((m.end - 1) >> DIRTY_CHUNK_SHIFT) == m.k.chunk)
-		mark_chunk(&m.k, m.first, m.end, m.owner);
+		mark_chunk(&m.k, m.first, m.end, m.owner, m.wb);
 	else
 		bpf_loop(((m.end - 1) >> DIRTY_CHUNK_SHIFT) - m.k.chunk + 1, mark_chunk_cb, &m, 0);
 }
@@ -149,17 +188,25 @@ static __always_inline void page_pos_init(struct page_pos *pp, struct bio *bio, 
 }
 
 /*
- * The dirtier of page @index of the walk's file, 0 if unknown. One lookup per folio:
- * remembering a chunk across steps makes the loop's states too many to verify.
+ * The dirtier of page @index of the walk's file whose data the write in flight
+ * carries, 0 if unknown: its previous one if the folio (flags @fl) is dirty again
+ * under writeback. One lookup per folio: remembering a chunk across steps makes the
+ * loop's states too many to verify.
  */
-static __always_inline __u32 page_dirtier(struct page_pos *pp, __u64 index)
+static __always_inline __u32 page_dirtier(struct page_pos *pp, __u64 index, unsigned long fl)
 {
 	struct dirty_key k = pp->dk; /* on the stack: 6.1 takes no argument memory as key */
 	struct dirty_chunk *c;
+	__u32 i = index & (DIRTY_CHUNK_PAGES - 1);
 
 	k.chunk = index >> DIRTY_CHUNK_SHIFT;
+	if (FOLIO_FLAG(fl, PG_dirty) && FOLIO_FLAG(fl, PG_writeback)) {
+		c = bpf_map_lookup_elem(&redirtied, &k);
+		if (c && c->owner[i])
+			return c->owner[i];
+	}
 	c = bpf_map_lookup_elem(&dirtiers, &k);
-	return c ? c->owner[index & (DIRTY_CHUNK_PAGES - 1)] : 0;
+	return c ? c->owner[i] : 0;
 }
 
 /* The folio of the page struct at @page (an address), and the page's place in it. */
@@ -208,7 +255,7 @@ __noinline int page_walk_next(struct page_pos *pp)
 	n = pp->vec_left < pp->left ? pp->vec_left : pp->left;
 	if (room < n)
 		n = room;
-	pp->dirtier = page_dirtier(pp, index);
+	pp->dirtier = page_dirtier(pp, index, folio_flags_word(folio));
 	pp->bytes = n;
 	pp->off += n;
 	pp->vec_left -= n;

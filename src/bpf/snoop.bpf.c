@@ -189,7 +189,7 @@ int BPF_PROG(snoop_dirty_folio, struct folio *folio, struct address_space *mappi
 	host = mapping->host;
 	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
 		return 0;
-	dirtier_mark(host->i_sb->s_dev, host->i_generation, host->i_ino, folio->index,
+	dirtier_mark(folio, host->i_sb->s_dev, host->i_generation, host->i_ino, folio->index,
 		     folio_bytes(folio, page_size) / page_size, tgid);
 	/* Written only when the thread or its cgroup changes. */
 	cgid = bpf_get_current_cgroup_id();
