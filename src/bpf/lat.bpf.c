@@ -146,6 +146,27 @@ struct {
 	__type(value, struct rq_issue);
 } rq_issues SEC(".maps");
 
+/*
+ * --size: the bytes a request ended before its end, by request address (same slots):
+ * the data part of a write in a flush sequence, and partial completions. The request
+ * ends later with what is left (none, after a flush sequence), and /proc/diskstats
+ * counts the sectors when they end, the request when it ends. Tagged also with the
+ * request's allocation time: a request whose end ran no program leaves a record that
+ * the next use of its address must not take.
+ */
+struct rq_part {
+	__u64 tag;
+	__u64 alloc_ns;
+	__u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_RQ_SLOTS); /* 1 without --size */
+	__type(key, __u32);
+	__type(value, struct rq_part);
+} rq_parts SEC(".maps");
+
 static const struct lat_hist hist_zero;
 
 /* Paths of the files of --by file (one entry otherwise: user space sizes it). */
@@ -251,6 +272,33 @@ static __noinline void capture_path(struct request *rq, struct blk_owner *o)
 		vfs_path_capture(o->dev, o->ino, (__u64)inode, VFS_FROM_INODE, &id);
 }
 
+/* --size: @rq ended @nr_bytes of its data, not all of it (rq_parts). */
+static __always_inline void part_bytes_add(struct request *rq, __u32 nr_bytes)
+{
+	struct rq_part *p = slot_at(&rq_parts, rq, NR_RQ_SLOTS);
+	__u64 alloc_ns = rq->start_time_ns;
+
+	if (!p)
+		return;
+	if (p->tag != pv(rq) || p->alloc_ns != alloc_ns) {
+		p->tag = pv(rq);
+		p->alloc_ns = alloc_ns;
+		p->bytes = 0;
+	}
+	p->bytes += nr_bytes;
+}
+
+/* --size: the bytes @rq ended before its end, taken once. */
+static __always_inline __u64 part_bytes_take(struct request *rq)
+{
+	struct rq_part *p = slot_find(&rq_parts, rq, NR_RQ_SLOTS);
+
+	if (!p || p->alloc_ns != rq->start_time_ns)
+		return 0;
+	p->tag = 0;
+	return p->bytes;
+}
+
 static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes)
 {
 	struct lat_key k = {};
@@ -266,8 +314,11 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	/* As /proc/diskstats: no passthrough; a request once, when it ends. */
 	if (op == REQ_OP_DRV_IN || op == REQ_OP_DRV_OUT)
 		return 0;
-	if (op != REQ_OP_FLUSH && (nr_bytes < rq->__data_len || flush_seq_data_end(rq, nr_bytes)))
+	if (op != REQ_OP_FLUSH && (nr_bytes < rq->__data_len || flush_seq_data_end(rq, nr_bytes))) {
+		if (stage == LAT_SIZE)
+			part_bytes_add(rq, nr_bytes);
 		return 0;
+	}
 	disk = KRP(struct request, rq, q)->disk;
 	if (!disk)
 		return 0;
@@ -296,7 +347,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	}
 
 	if (stage == LAT_SIZE) {
-		v = rq->__data_len ? rq->__data_len : nr_bytes;
+		v = (rq->__data_len ? rq->__data_len : nr_bytes) + part_bytes_take(rq);
 	} else {
 		/*
 		 * Q of the first bio; the block layer's own flush request has no bio, and

@@ -146,6 +146,34 @@ def test_count_matches_diskstats(fs, keys):
     assert drops["map_full"] == 0 and drops["no_start"] == 0, drops
 
 
+def sector_bytes(ds):
+    return (ds["rd_sectors"] + ds["wr_sectors"] + ds["dc_sectors"]) * 512
+
+
+def test_size_sums_to_diskstats_bytes(fs):
+    """--size: the bytes of every request, as /proc/diskstats counts its sectors, also of
+    a write whose data ended before its request did (a journal commit's flush sequence:
+    the data part ends first, the request after the post-flush, with no bytes left)."""
+    early = settle(fs.name)
+    t = tl.Tracer("lat", "--json", "--size", "-d", fs.dev)
+    before = settle(fs.name)
+    mixed_workload(fs)
+    after = settle(fs.name)
+    rep = t.json_lines()[0]
+    late = tl.read_diskstats()[fs.name]
+    got = sum(round(h["cumulative"]["sum"] * 1024) for h in rep["histograms"] if h["count"])
+    low, high = sector_bytes(after) - sector_bytes(before), sector_bytes(late) - sector_bytes(early)
+    assert after["fl_ios"] > before["fl_ios"], "the workload made no flush"
+    # A request whose end ran no program is declared (test_count_matches_diskstats);
+    # each is at most the queue's largest request, a discard's or a read's or write's.
+    queue = "/sys/block/%s/queue/" % fs.name
+    with open(queue + "max_sectors_kb") as f, open(queue + "discard_max_bytes") as g:
+        largest = max(int(f.read()) * 1024, int(g.read()))
+    drops = rep["drops"]
+    declared = drops["programs_skipped"] + drops["requests_not_seen"]
+    assert low - declared * largest <= got <= high, (got, low, high, drops)
+
+
 BIOLAT_ROW = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s*\|")
 
 

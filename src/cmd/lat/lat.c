@@ -334,6 +334,8 @@ static int lat_setup(struct lat_ctx *c)
 		bpf_map__set_max_entries(s->maps.blk_owner_slots, 1);
 	if (!needs_issue(o))
 		bpf_map__set_max_entries(s->maps.rq_issues, 1);
+	if (o->stage != LAT_SIZE)
+		bpf_map__set_max_entries(s->maps.rq_parts, 1);
 	if (!needs_queue(o))
 		bpf_map__set_max_entries(s->maps.bio_qs, 1);
 	if (!(o->key_fields & LAT_K_FILE))
