@@ -543,7 +543,7 @@ def counts_skipped_runs(kernel):
     return (major, minor) >= (6, 7)
 
 
-def assert_ops(case, reqs, want, w, uncounted_ok=False):
+def assert_ops(case, reqs, want, w):
     """The requests of the workload's pid, by op, are exactly @want. On PREEMPT_RT a
     program preempted in its run makes the kernel skip the run of the same program by
     the task that preempted it on that CPU (test_top_nothing_lost), and a preempted
@@ -552,14 +552,16 @@ def assert_ops(case, reqs, want, w, uncounted_ok=False):
     spans two syscalls or more (their end and next start skipped: dropped, counted in
     syscall_spans); each missing one took a skipped run, counted in trace's
     hook_runs_missed. Only that many may be missing there; none elsewhere. Kernels
-    before 6.7 count no skipped run of these programs: with @uncounted_ok (a workload
-    made to have runs skipped) any number may be missing on their RT flavour."""
+    before 6.7 count no skipped run of these programs, and trace's own reads of its
+    maps for each request it prints are such accesses (on 6.1-rt: 3 of 16 direct reads
+    missing in one matrix run, none in the run before): any number may be missing on
+    their RT flavour, as iospan-trace(8) says under hook_runs_missed."""
     got = ops(reqs)
     missed = 0
     if "-rt-" in case[0]:
         _, totals = trace_docs(guest(case[0]), case[1])
         missed = totals["counters"]["hook_runs_missed"]
-        if uncounted_ok and not counts_skipped_runs(case[0]):
+        if not counts_skipped_runs(case[0]):
             missed = sum(want.values())
     short = sum(want.values()) - sum(got.values())
     ok = set(got) <= set(want) and all(got.get(op, 0) <= n for op, n in want.items())
@@ -578,19 +580,22 @@ def test_trace_nothing_lost(case):
     """Every request traced is printed, none lost, none in flight at the end. But on
     PREEMPT_RT (assert_ops), a request whose syscall end ran no program is lost: as
     `abandoned` when its thread's next syscall start ran its program, or, that start
-    skipped too, in a record of two syscalls or more, dropped (`syscall_spans`); each
-    took one skipped run or two, which kernels from 6.7 count (hook_runs_missed)."""
+    skipped too, in a record of two syscalls or more, dropped (`syscall_spans`), or
+    still open at the end (`in_flight_at_exit`: its thread made no traced syscall
+    after it, or that one's start was skipped too); each took one skipped run or two,
+    which kernels from 6.7 count (hook_runs_missed)."""
     g = guest(case[0])
     reqs, totals = trace_docs(g, case[1])
     cnt = totals["counters"]
-    declared = 0
+    lost = open_at_exit = 0
     if "-rt-" in case[0]:
-        declared = cnt["abandoned"] + cnt["syscall_spans"]
+        lost = cnt["abandoned"] + cnt["syscall_spans"]
+        open_at_exit = totals["in_flight_at_exit"]
         if counts_skipped_runs(case[0]):
-            assert cnt["abandoned"] + 2 * cnt["syscall_spans"] <= cnt["hook_runs_missed"], (
-                case, cnt)
-    assert totals["lost"] == declared and totals["in_flight_at_exit"] == 0, (case, totals)
-    assert totals["traced"] == totals["completed"] + declared, (case, totals)
+            assert cnt["abandoned"] + 2 * cnt["syscall_spans"] + open_at_exit <= \
+                cnt["hook_runs_missed"], (case, cnt, open_at_exit)
+    assert totals["lost"] == lost and totals["in_flight_at_exit"] == open_at_exit, (case, totals)
+    assert totals["traced"] == totals["completed"] + lost + open_at_exit, (case, totals)
     assert totals["completed"] == totals["printed"] == len(reqs), (case, totals, len(reqs))
 
 
@@ -619,7 +624,7 @@ def test_trace_contended_direct_reads_exact(case):
     test_trace_nothing_lost)."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-dio-read-contended")
-    assert_ops(case, reqs, {"pread64": w["ops"]}, w, uncounted_ok=True)
+    assert_ops(case, reqs, {"pread64": w["ops"]}, w)
     for r in reqs:
         assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
         assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
@@ -907,6 +912,8 @@ def test_filter_keeps_exactly_its_target(case):
             foreign = [q for q in foreign if q["pid"] in r.workers]
         assert not foreign, (r.kernel, r.filter, foreign[:3])
         missed = totals["counters"]["hook_runs_missed"] if "-rt-" in r.kernel else 0
+        if "-rt-" in r.kernel and not counts_skipped_runs(r.kernel):
+            missed = len(kept_tids) * 16  # uncounted there (assert_ops): any of them
         for tid in kept_tids:
             ops = {}
             for q in reqs:
@@ -942,12 +949,27 @@ def test_filter_keeps_exactly_its_target(case):
         if r.filter != "disk":
             assert set(procs) == kept_pids, (r.kernel, r.filter, sorted(procs))
         for pid in kept_pids:
-            want = sum(n for t, n in want_bytes.items() if r.pid_of(t) == pid)
+            want = {path: n // 2 for t, path, n in r.kept if r.pid_of(t) == pid}
             p = procs[pid]
+            files = {f["path"]: f for f in p["files"]}
+            assert set(want) <= set(files), (r.kernel, r.filter, pid, sorted(files))
+            # Its own files exactly; its other rows (the pages of its executable it
+            # faults in, mmap reads) only file system reads of no disk.
+            for path, f in files.items():
+                for key in ("fs_write_bytes", "fs_read_bytes", "disk_write_bytes",
+                            "disk_read_bytes"):
+                    if path in want:
+                        assert f[key] == want[path], (r.kernel, r.filter, path, key, f)
+                    elif key != "fs_read_bytes":
+                        assert f[key] == 0, (r.kernel, r.filter, path, key, f)
             for key in ("fs_write_bytes", "fs_read_bytes", "disk_write_bytes",
                         "disk_read_bytes"):
-                assert p[key] == want, (r.kernel, r.filter, pid, key, p[key], want)
-        assert {d["disk"] for d in doc["devices"]} <= {r.disk}, (r.kernel, doc["devices"])
+                assert p[key] == sum(f[key] for f in files.values()), (
+                    r.kernel, r.filter, pid, key, p)
+        # The requests kept are of the workload's disk; -d lists no other.
+        busy = {d["disk"] for d in doc["devices"]
+                if r.filter == "disk" or d["disk_read_bytes"] or d["disk_write_bytes"]}
+        assert busy <= {r.disk}, (r.kernel, r.filter, doc["devices"])
     else:  # lat --size: the bytes of the requests kept
         doc = r.docs()[-1]
         got = sum(round(h["cumulative"]["sum"] * 1024) for h in doc["histograms"]
@@ -964,5 +986,9 @@ def test_filter_keeps_exactly_its_target(case):
             assert low - declared * 65536 <= got <= high, (
                 r.kernel, r.filter, got, low, high, doc["drops"])
         else:
+            # On PREEMPT_RT a queuing whose program the kernel skipped leaves its request
+            # without an owner to match: declared (no_owner), and only there.
             want = sum(2 * n for n in want_bytes.values())
-            assert got == want, (r.kernel, r.filter, got, want, doc["drops"])
+            declared = doc["drops"]["no_owner"] if "-rt-" in r.kernel else 0
+            assert want - declared * 65536 <= got <= want, (r.kernel, r.filter, got, want,
+                                                            doc["drops"])

@@ -320,6 +320,14 @@ static void pair(const struct opts *o)
 	if (pthread_create(&th, NULL, pair_second, &second))
 		die("starting a thread for", o->path2);
 	pthread_barrier_wait(&ready);
+	/* Both files exist when it says ready: a filter by file names them before the go. */
+	for (int i = 0; i < 2; i++) {
+		const char *path = i ? o->path2 : o->path;
+		int fd = open(path, O_WRONLY | O_CREAT, 0644);
+
+		if (fd < 0 || close(fd))
+			die("creating", path);
+	}
 	f = fopen(o->ready, "w");
 	if (!f || fprintf(f, "%d %d\n", getpid(), second.tid) < 0 || fclose(f))
 		die("writing", o->ready);

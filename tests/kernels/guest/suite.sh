@@ -317,12 +317,16 @@ filters_of() {
 
 # pair_start D NAME DIR CGROUP: process NAME (threads NAME and NAME-t, files
 # DIR/NAME-1 and DIR/NAME-2) in cgroup CGROUP, waiting for /tmp/go-NAME; its pid and
-# second thread's tid in D/NAME.ids.
+# second thread's tid in D/NAME.ids. It reports through a pipe: a write to a file would
+# be a request of its own, which its filters keep.
 pair_start() {
 	local d=$1 name=$2 dir=$3 cg=$4 pid i=0
-	rm -f /tmp/go-$name /tmp/ready-$name
+	rm -f /tmp/go-$name /tmp/ready-$name /tmp/out-$name
+	mkfifo /tmp/out-$name
+	cat /tmp/out-$name >"$d/w-$name.out" &
+	echo $! >/tmp/cat-$name
 	iowork pair $dir/$name-1 $dir/$name-2 --comm $name --ready /tmp/ready-$name \
-		--go /tmp/go-$name -b 65536 -n 8 >"$d/w-$name.out" 2>"$d/w-$name.err" &
+		--go /tmp/go-$name -b 65536 -n 8 >/tmp/out-$name 2>"$d/w-$name.err" &
 	pid=$!
 	echo $pid >/sys/fs/cgroup/$cg/cgroup.procs
 	while [ ! -s /tmp/ready-$name ] && [ $i -lt 600 ]; do
@@ -330,6 +334,25 @@ pair_start() {
 		i=$((i + 1))
 	done
 	cp /tmp/ready-$name "$d/$name.ids"
+}
+
+# pair_wait D NAME...: waits for each pair_start process NAME, its exit code in
+# D/w-NAME.rc (as step's).
+pair_wait() {
+	local d=$1 name pid rc
+	shift
+	for name; do
+		pid=$(cut -d' ' -f1 "$d/$name.ids" 2>/dev/null)
+		if [ -n "$pid" ]; then
+			wait "$pid"
+			rc=$?
+		else
+			rc=1 # it never said it was ready
+		fi
+		wait "$(cat /tmp/cat-$name)" # its report, whole
+		echo $rc >"$d/w-$name.rc"
+		[ $rc = 0 ] || log "$d/w-$name: exit $rc: $(head -c 300 "$d/w-$name.err")"
+	done
 }
 
 # filters_scenario FS DISK DIR: every command with every target filter it takes, alone,
@@ -368,15 +391,16 @@ filters_scenario() {
 			if start_tracer "$d" "$cmd" "$@"; then
 				snap_settled "$d" before
 				touch /tmp/go-iowa /tmp/go-iowb
-				wait $pid $(cut -d' ' -f1 "$d/iowb.ids")
+				pair_wait "$d" iowa iowb
 				sync
 				snap_settled "$d" after
 				[ -n "$RAW_DEV" ] && step "$d" w-raw iowork pwrite "$RAW_DEV" -b 65536 -n 4 --direct
 				stop_tracer "$d" "$cmd"
 				snap "$d" late
+			else
+				touch /tmp/go-iowa /tmp/go-iowb
+				pair_wait "$d" iowa iowb
 			fi
-			touch /tmp/go-iowa /tmp/go-iowb
-			wait $pid $(cut -d' ' -f1 "$d/iowb.ids")
 		done
 	done
 }
