@@ -234,6 +234,12 @@ def test_d2c_agrees_with_biolatency():
         assert abs(b["count"] - below) <= max(2, tot // 100), (b, below, theirs)
 
 
+def interrupts():
+    """Hardware interrupts served since boot, all CPUs (/proc/stat intr)."""
+    with open("/proc/stat") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("intr "))
+
+
 def nearest_rank(values, pct):
     values = sorted(values)
     # The rank-th smallest (1-based); 99.9% of 3000 is 2997, not 2997.0000000000005.
@@ -244,7 +250,8 @@ def test_q2c_percentiles():
     """A direct QD1 job of 3000 reads. Ground truth: each request's q2c from the kernel's
     own block_bio_queue and block_rq_complete events (tracefs, to the microsecond; Q to
     C, as btt's Q2C): lat's p50,
-    p90, p99 and p99.9 are within 3.2% (+1 us of tracefs rounding) of the exact ones. fio's
+    p90, p99 and p99.9 are within 3.2% (+1 us of tracefs rounding) of the exact ones (of
+    a rank or a few away: see below). fio's
     completion latency contains q2c (and the syscall and wake-up around it): lat's p50
     and p99 are at most fio's. (Within 10% of fio's does not hold on these fast loop
     devices: fio's p50 is 7-25 us above q2c, its p99 up to ms of its own scheduling
@@ -257,9 +264,11 @@ def test_q2c_percentiles():
         with tl.block_events(tl.devnum_of(name), events=("block_bio_queue",
                                                          "block_rq_complete")) as ev:
             t = tl.Tracer("lat", "--json", "-d", dev)
+            irqs0, t0 = interrupts(), time.monotonic()
             doc = tl.fio(["--name=qd1", "--filename=%s" % dev, "--direct=1",
                           "--ioengine=psync", "--rw=randread", "--bs=4k", "--size=64m",
                           "--number_ios=3000", "--percentile_list=50:99"])
+            irqs, secs = interrupts() - irqs0, time.monotonic() - t0
             settle(name)
             reports = t.json_lines()
             events = ev.read()
@@ -276,9 +285,19 @@ def test_q2c_percentiles():
     declared = drops["programs_skipped"] + drops["requests_not_seen"]
     assert len(q2c) == 3000 and h["count"] <= 3000 <= h["count"] + declared, (h["count"], drops)
     assert declared <= 2, drops
+    # lat and tracefs stamp Q and C in the same tracepoint calls, one probe after the
+    # other, about 1 us apart; an interrupt landing between the two moves one
+    # request's q2c in one of them by its length. At the tail, where ranks are sparse,
+    # that moves a percentile: lat's is the truth of a rank at most @moved away. Those
+    # interrupts: each of the run's lands in one of its 6000 1-us gaps with odds
+    # 6000 us / the run's length; three times that many, at least 3.
+    moved = max(3, math.ceil(3 * irqs * 6000e-6 / secs))
+    ranked = sorted(q2c)
     for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9)):
-        truth = nearest_rank(q2c, p)
-        assert abs(h[key] - truth) <= 0.032 * truth + 1.0, (key, h[key], truth)
+        k = ranked.index(nearest_rank(q2c, p))
+        low, high = ranked[max(0, k - moved)], ranked[min(len(ranked) - 1, k + moved)]
+        assert low * (1 - 0.032) - 1.0 <= h[key] <= high * (1 + 0.032) + 1.0, (
+            key, h[key], ranked[k], low, high, moved)
     fio_pct = doc["jobs"][0]["read"]["clat_ns"]["percentile"]
     assert h["p50"] <= fio_pct["50.000000"] / 1000.0 * 1.05, (h["p50"], fio_pct)
     assert h["p99"] <= fio_pct["99.000000"] / 1000.0 * 1.05, (h["p99"], fio_pct)

@@ -521,8 +521,14 @@ def test_threads_sharing_a_record_slot(iospan):
 
 def test_offcpu_counters_agree_with_sched_switch(iospan):
     """Default off-CPU accounts (scheduler counters) against sched_switch on the same
-    direct reads: the same switches; off-CPU never more (beyond a few us of the
-    unaccounted running stretches), less by the wake-up latency of each sleep."""
+    direct reads: the same switches; off-CPU in all never more than by the requests'
+    last running stretches, which the scheduler has not accounted yet when a request
+    ends (from the thread's last switch-in, as the sched_switch tracer's off-CPU
+    periods time it, to the counters tracer's end). One request's can be more: what
+    the scheduler accounts at a switch or tick is split between requests by estimate
+    (iospan-trace(8), OFF-CPU): up to 42 us beyond its stretch, in 10 to 13 of 400
+    requests per run here, while in all the counters read 1.5 ms less than
+    sched_switch over about 2.8 ms of stretches."""
     tl.require_root("creates a loop device and runs fio")
     with tl.loop_device(256, direct_io=True) as dev, tl.filesystem(dev, "ext4") as mnt:
         name = os.path.basename(dev)
@@ -546,7 +552,7 @@ def test_offcpu_counters_agree_with_sched_switch(iospan):
     assert len(cnt) == len(swr) == n, (len(cnt), len(swr), n)
     # One synchronous thread: both tracers saw the same reads in the same order.
     assert [r["offset"] for r in cnt] == [r["offset"] for r in swr]
-    over, diffs = [], []
+    tails, diffs = [], []
     for r, e in zip(cnt, swr):
         assert r["offcpu_from"] in ("counters", "counters_delayacct"), r
         assert e["offcpu_from"] == "sched_switch", e
@@ -557,15 +563,19 @@ def test_offcpu_counters_agree_with_sched_switch(iospan):
             continue
         d = r["stages"]["offcpu"] - e["stages"]["offcpu"]
         diffs.append(d)
-        # More only by the jitter between two requests' unaccounted running tails.
-        if d > 5 + 0.1 * e["stages"]["offcpu"]:
-            over.append((d, r["stages"], e["stages"]))
+        periods = [ev for ev in e["events"] if ev["type"] == "offcpu"]
+        assert e["events_not_recorded"] == 0 and len(periods) == e["switches"], e
+        last_in_ns = e["start_mono_ns"] + max(p["t_us"] * 1000 + p["arg"] for p in periods)
+        tail_us = (r["start_mono_ns"] + r["total_us"] * 1000 - last_in_ns) / 1000
+        tails.append(tail_us)
     assert len(diffs) >= 0.9 * n, len(diffs)  # direct reads sleep for their bio
     q = statistics.quantiles(diffs, n=20)
     print("counters minus sched_switch off-CPU, us: median %.1f, p5 %.1f, p95 %.1f, "
-          "min %.1f, max %.1f; %d over" % (statistics.median(diffs), q[0], q[-1], min(diffs),
-                                            max(diffs), len(over)))
-    assert len(over) <= 0.05 * n, over[:3]
+          "min %.1f, max %.1f; in all %.1f, unaccounted stretches %.1f" % (
+              statistics.median(diffs), q[0], q[-1], min(diffs), max(diffs), sum(diffs),
+              sum(tails)))
+    # Times printed to the ns: a few ns of rounding each.
+    assert sum(diffs) <= sum(tails) + 0.01 * len(diffs), (sum(diffs), sum(tails))
     assert statistics.median([r["stages"]["offcpu"] for r in cnt]) > 0
 
 

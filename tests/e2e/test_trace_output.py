@@ -47,14 +47,21 @@ class Tracer:
 
     def __init__(self, *args, read=True):
         self.p = tl.start_tracing("trace", *args)
-        self.lines = []
+        self.chunks = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         if read:
             self.reader.start()
 
     def _read(self):
-        for line in self.p.stdout:
-            self.lines.append(line)
+        # Whole pipefuls, not lines: after a stop, trace waits at most 0.5 s in all for
+        # its reader (iospan-trace(8)), and Python splitting 24 MB of backlog into lines
+        # as it reads took longer than that on a loaded CI host.
+        fd = self.p.stdout.fileno()
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            self.chunks.append(chunk)
 
     def stop(self, timeout=300):
         self.p.send_signal(signal.SIGINT)
@@ -64,7 +71,7 @@ class Tracer:
         self.reader.join(timeout=60)
         err = self.p.stderr.read()
         assert self.p.returncode == 0, err
-        return self.lines, err
+        return b"".join(self.chunks).decode().splitlines(keepends=True), err
 
 
 def reader(dev, n, rate=None):
