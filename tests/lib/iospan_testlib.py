@@ -133,12 +133,13 @@ def popen_together(cmds, **kwargs):
     return procs
 
 
-def start_tracing(*args, timeout=30):
+def start_tracing(*args, timeout=30, **popen_args):
     """Starts a BPF command (`iospan ARGS`) and returns its Popen once it says on stderr
-    that it is tracing (its hooks are attached). Raises AssertionError if it never does."""
+    that it is tracing (its hooks are attached). Raises AssertionError if it never does.
+    @popen_args go to popen_iospan() (stdout=FILE)."""
     import select
 
-    proc = popen_iospan(*args)
+    proc = popen_iospan(*args, **popen_args)
     deadline = time.time() + timeout
     seen = ""
     while time.time() < deadline:
