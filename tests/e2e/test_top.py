@@ -321,9 +321,12 @@ def test_latency_and_drops(session):
     # Informational: bios without an owner record, and page cache writes without a
     # dirtier (here the loop devices' writes to their backing files, dirtied by a kernel
     # thread), requests whose first bio's queue time is not known (their bytes counted:
-    # a loaded machine skips a queue program now and then, see iospan-top(8)).
+    # a loaded machine skips a queue program now and then, see iospan-top(8)), and the
+    # completions the kernel ran no program for, which top finds and declares (the
+    # kernel's gap, iospan-top(8) *Completions not seen*: one flush in a clean-clone CI
+    # run here; their bytes are in test_coverage's 99%).
     info = ("unmatched_bios", "writeback_dirtier_unknown_bytes",
-            "requests_without_queue_time")
+            "requests_without_queue_time", "completions_unseen", "completion_unseen_bytes")
     lost = {k: v for k, v in doc["dropped"].items() if v and k not in info}
     assert not lost, doc["dropped"]
 
