@@ -32,6 +32,17 @@
 #endif
 
 /*
+ * Zero that the verifier does not know (a writable global, read at run time). Before 6.7
+ * (commit ab5cfac139ab, "bpf: verify callbacks as if they are called unknown number of
+ * times") the verifier walks a bpf_loop() callback once, from the state at the call:
+ * a field of the loop's context that is a known 0 there but set by an earlier step (a
+ * "have one" flag) makes every branch that needs it set look dead, and the verifier
+ * removes that code. Storing loop_opaque_zero in such a field before the loop keeps
+ * both branches. One definition per .bpf.c (each is its own object).
+ */
+__u32 loop_opaque_zero;
+
+/*
  * The context of a program on a syscall tracepoint, as the kernel builds it for BPF
  * (perf_call_bpf_enter/exit): 8 bytes, the syscall number, then the arguments or the
  * return value. Fixed offsets, not struct syscall_trace_enter/exit: those start with a

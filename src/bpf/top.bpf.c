@@ -2068,12 +2068,18 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	w.left = nr_bytes;
 	/*
 	 * The common single-bio request without a loop; chains of hundreds of merged bios
-	 * through bpf_loop, without unrolling.
+	 * through bpf_loop, without unrolling. What a step sets and the next reads is
+	 * unknown to the verifier (loop_opaque_zero): 6.1's had removed the code that
+	 * accounts a run when the next bio's owner differs, so of a request of several
+	 * bios only the last one's bytes were counted, and no loss was.
 	 */
-	if (w.bio && !w.bio->bi_next)
+	if (w.bio && !w.bio->bi_next) {
 		walk_bio(0, &w);
-	else
+	} else {
+		w.r.valid = loop_opaque_zero;
+		w.first_valid = loop_opaque_zero;
 		bpf_loop(MAX_CHAIN, walk_bio, &w, 0);
+	}
 	if (!w.counted)
 		return 0;
 	if (w.left) {

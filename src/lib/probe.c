@@ -213,10 +213,15 @@ static int probe_program(const struct probe_def *def, struct probe_result *res)
 	for (p = bpf_object__next_program(skel->obj, NULL); p;
 	     p = bpf_object__next_program(skel->obj, p))
 		bpf_program__set_autoload(p, p == prog);
-	/* Maps the probe does not use are not created, so they cannot fail it. */
+	/*
+	 * Maps the probe does not use are not created, so they cannot fail it; but the
+	 * skeleton maps its global data (.bss, .rodata) after loading: those always are.
+	 */
 	for (map = bpf_object__next_map(skel->obj, NULL); map;
 	     map = bpf_object__next_map(skel->obj, map))
-		bpf_map__set_autocreate(map, def->map && !strcmp(bpf_map__name(map), def->map));
+		bpf_map__set_autocreate(
+			map, bpf_map__is_internal(map) ||
+				     (def->map && !strcmp(bpf_map__name(map), def->map)));
 	/* A ring buffer must be a power-of-two number of pages: one page is enough. */
 	bpf_map__set_max_entries(skel->maps.probe_ringbuf, sysconf(_SC_PAGESIZE));
 

@@ -6,7 +6,9 @@
  *   iowork pread|pwrite PATH [-b BS] [-n COUNT] [--direct] [--random] [--fsync]
  *   iowork mmap PATH        touches one byte of every page of PATH through a shared mapping
  *   iowork aio PATH [-b BS] [-n COUNT] [-q QD]
- *                           O_DIRECT reads through io_setup/io_submit/io_getevents, QD in flight
+ *                           O_DIRECT reads through io_setup/io_submit/io_getevents, QD in
+ *                           flight; the first QD in one io_submit, which plugs (from 3):
+ *                           contiguous reads merge there into one request of several bios
  *   iowork pair PATH PATH2 --comm NAME --ready FILE --go FILE [-b BS] [-n COUNT]
  *                           two threads, the process's own named NAME and a second one
  *                           named NAME-t, each writes COUNT blocks of its file with
@@ -224,14 +226,14 @@ static void aio_read(const struct opts *o, struct result *r)
 {
 	int fd = open(o->path, O_RDONLY | O_DIRECT);
 	aio_context_t ctx = 0;
-	struct iocb *cbs = calloc(o->qd, sizeof(*cbs));
+	struct iocb *cbs = calloc(o->qd, sizeof(*cbs)), **first = calloc(o->qd, sizeof(*first));
 	char *bufs = io_buffer(o->bs * o->qd);
 	struct io_event ev[64];
 	long next = 0, inflight = 0;
 
 	if (fd < 0)
 		die("opening", o->path);
-	if (!cbs || sys_io_setup(o->qd, &ctx))
+	if (!cbs || !first || sys_io_setup(o->qd, &ctx))
 		die("io_setup", o->path);
 	for (int s = 0; s < o->qd && next < o->count; s++, next++, inflight++) {
 		struct iocb *cb = &cbs[s];
@@ -239,9 +241,11 @@ static void aio_read(const struct opts *o, struct result *r)
 		*cb = (struct iocb){ .aio_lio_opcode = IOCB_CMD_PREAD, .aio_fildes = fd,
 				     .aio_buf = (uintptr_t)(bufs + s * o->bs), .aio_nbytes = o->bs,
 				     .aio_offset = (long long)next * o->bs, .aio_data = s };
-		if (sys_io_submit(ctx, 1, &cb) != 1)
-			die("io_submit", o->path);
+		first[s] = cb;
 	}
+	if (inflight && sys_io_submit(ctx, inflight, first) != inflight)
+		die("io_submit", o->path);
+	free(first);
 	while (inflight) {
 		long n = sys_io_getevents(ctx, 1, inflight < 64 ? inflight : 64, ev);
 
