@@ -360,9 +360,14 @@ pair_wait() {
 # and -2; cgroup fa) and process iowb (DIR/fb, cgroup fb) on DISK, direct writes then
 # reads of 8 x 64 KiB per thread, and one direct write to the raw disk (what -d leaves
 # out). Each filter names part of iowa: the host checks that exactly that part was kept.
+# DISK merges no bios meanwhile (nomerges=2): snoop and lat credit a request to its first
+# bio's submitter, and two threads' writes to adjacent blocks merged into one request
+# would move a call's bytes from one to the other (snoop on 6.12-rt, once).
 filters_scenario() {
 	local fs=$1 disk=$2 dir=$3 cmd f d pid tid arg
+	local nomerges=/sys/block/$disk/queue/nomerges
 	mkdir -p $dir/fa $dir/fb /sys/fs/cgroup/fa /sys/fs/cgroup/fb
+	echo 2 >$nomerges
 	for cmd in trace snoop top lat; do
 		for f in $(filters_of $cmd); do
 			d=$(scenario "filter-$cmd-$f-$fs" "$disk")
@@ -386,7 +391,7 @@ filters_scenario() {
 			trace) set -- iospan trace -t 0 --json -i 3600 $arg ;;
 			snoop) set -- iospan snoop --json --duration $TRACER_MAX_S $arg ;;
 			top) set -- iospan top --json --duration $TRACER_MAX_S $arg ;;
-			lat) set -- iospan lat --json --size $arg ;;
+			lat) set -- iospan lat --json --size --by file $arg ;;
 			esac
 			if start_tracer "$d" "$cmd" "$@"; then
 				snap_settled "$d" before
@@ -403,6 +408,7 @@ filters_scenario() {
 			fi
 		done
 	done
+	echo 0 >$nomerges
 }
 
 disk_of() { awk -v m="$1" '$2 == m { sub("/dev/", "", $1); print $1 }' /proc/mounts; }
