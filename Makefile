@@ -72,6 +72,9 @@ $(OUT)/bpf/%.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# trace counts a writeback request's holds with atomic fetch-and-add (BPF v3, Linux 5.12).
+$(OUT)/bpf/trace.bpf.o $(OUT)/bpf/trace_compat.bpf.o: BPF_CFLAGS += -mcpu=v3
+
 $(OUT)/bpf/%_compat.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/*.h src/lib/*.h) | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)

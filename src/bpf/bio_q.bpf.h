@@ -46,16 +46,11 @@ struct {
 /* The slot of the bio tagged @tag: its own if either holds it, else the older one. */
 static __noinline struct bio_q_slot *bio_q_claim(__u64 tag)
 {
-	__u32 i = slot_index(tag, BIO_Q_SLOTS), j = slot_index_alt(tag, BIO_Q_SLOTS);
-	struct bio_q_slot *a = bpf_map_lookup_elem(&bio_qs, &i);
-	struct bio_q_slot *b = bpf_map_lookup_elem(&bio_qs, &j);
+	struct bio_q_slot *s = slot_pick2(&bio_qs, struct bio_q_slot, tag, BIO_Q_SLOTS, q);
 
-	if (!a || !b)
-		return NULL;
-	if (a->tag != tag && (b->tag == tag || b->q < a->q))
-		a = b;
-	a->tag = tag;
-	return a;
+	if (s)
+		s->tag = tag;
+	return s;
 }
 
 /* The slot that holds the stamp of the bio tagged @tag, or NULL. */

@@ -88,6 +88,32 @@ static __always_inline void *slot_find(void *map, const void *ptr, __u32 nr)
 	return slot_find_tag(map, pv(ptr), nr);
 }
 
+/* slot_find_tag2() of @ptr, without the index. */
+static __always_inline void *slot_find2(void *map, const void *ptr, __u32 nr)
+{
+	__u32 idx;
+
+	return slot_find_tag2(map, pv(ptr), nr, &idx);
+}
+
+/*
+ * Of the two slots of the object tagged @tag in @map (slots of @type, whose first
+ * member is the tag and which are zeroed when their object ends): its own if either
+ * holds it, else an empty one, else the one whose @age member is older; NULL if the
+ * map has no such slots. The caller sees what the slot held before it writes @tag.
+ */
+#define slot_pick2(map, type, tag, nr, age)                                                \
+	({                                                                                 \
+		__u32 i__ = slot_index(tag, nr), j__ = slot_index_alt(tag, nr);             \
+		type *a__ = bpf_map_lookup_elem(map, &i__);                                \
+		type *b__ = bpf_map_lookup_elem(map, &j__);                                \
+                                                                                           \
+		if (a__ && b__ && a__->tag != (tag) &&                                     \
+		    (b__->tag == (tag) || (a__->tag && (!b__->tag || b__->age < a__->age)))) \
+			a__ = b__;                                                         \
+		b__ ? a__ : NULL;                                                          \
+	})
+
 #define REQ_OP_MASK	    0xff
 #define REQ_OP_FLUSH	    2
 #define REQ_OP_DISCARD	    3
@@ -180,6 +206,15 @@ static __always_inline void *slot_find_split_parent(void *map, struct bio *split
 	__u64 parent = bio_split_parent(split);
 
 	return parent ? slot_find_tag(map, parent, nr) : NULL;
+}
+
+/* slot_find_split_parent() in a two-way table. */
+static __always_inline void *slot_find_split_parent2(void *map, struct bio *split, __u32 nr)
+{
+	__u64 parent = bio_split_parent(split);
+	__u32 idx;
+
+	return parent ? slot_find_tag2(map, parent, nr, &idx) : NULL;
 }
 
 /* The file inode whose page cache pages a bio carries, or NULL (uses vfs.bpf.h). */

@@ -38,7 +38,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Request keys: the kind in the top bits, an id below. */
 #define KEY_SYNC    (1ULL << 60) /* | tid: syscall or fault of that thread, in reqs */
-#define KEY_WB	    (2ULL << 60) /* | inode address / 16: writeback of that inode */
+#define KEY_WB	    (2ULL << 60) /* | a number of its own: a writeback request (wb_current) */
 #define KEY_ASYNC   (3ULL << 60) /* | async slot index */
 #define KEY_THREAD  (4ULL << 60) /* | thread_recs index: syscall or fault of a thread */
 #define KEY_KIND(k) ((k) >> 60)
@@ -192,6 +192,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct trace_rec);
 } rec_zero SEC(".maps");
+
+/*
+ * The writeback request of each inode (by pv() of the inode): its key in reqs. Each
+ * request has a key of its own (wb_next), never reused: a request that ends while the
+ * next pass of its inode starts on another CPU deletes its own element, not the next
+ * one's, and a late bio finds no request rather than the next one.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 2048);
+	__type(key, __u64);
+	__type(value, __u64);
+} wb_current SEC(".maps");
+
+__u64 wb_next = 0;
 
 /* The owner of one bio in flight: which request, and when it was queued. */
 struct bio_slot {
@@ -401,6 +416,9 @@ static __always_inline struct trace_rec *thread_rec_start(__u32 tid, __u64 *key)
 	r = bpf_map_lookup_elem(&reqs, key);
 	if (!r)
 		count(TRACE_CNT_REQS_FULL);
+	else if (!r->seq)
+		/* Evicted and back: its seqs must not restart where a late bio has one. */
+		r->seq = bpf_get_prandom_u32();
 	return r;
 }
 
@@ -1403,15 +1421,28 @@ int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mappi
 	return 0;
 }
 
-/* The key of the writeback request of the inode whose pv() is @tag. */
-static __always_inline __u64 wb_key_of(__u64 tag)
+/* The writeback request in progress of the inode whose pv() is @tag, its key in *@key. */
+static __always_inline struct trace_rec *wb_rec_of(__u64 tag, __u64 *key)
 {
-	return KEY_WB | ((tag >> 4) & ((1ULL << 56) - 1));
+	__u64 *k = bpf_map_lookup_elem(&wb_current, &tag);
+
+	if (!k)
+		return NULL;
+	*key = *k;
+	return bpf_map_lookup_elem(&reqs, key);
 }
 
-static __always_inline __u64 wb_key(struct inode *inode)
+/*
+ * Drops one hold on writeback request @r (a pass in progress, or a bio in flight);
+ * the last one ends it. Passes end and bios complete on different CPUs at once: the
+ * holds are counted atomically, and exactly one of them sees the count reach zero.
+ */
+static __always_inline void wb_release(struct trace_rec *r, __u64 key, __u64 now)
 {
-	return wb_key_of(pv(inode));
+	if (__sync_fetch_and_add(&r->wb_holds, -1) != 1)
+		return;
+	finish(r, now, 0);
+	bpf_map_delete_elem(&reqs, &key);
 }
 
 /* Whether the (absent or known) dirtier passes the process filters. */
@@ -1431,7 +1462,7 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	struct task_state *t;
 	struct trace_rec *r;
 	struct dirtier *d;
-	__u64 key, now;
+	__u64 key, now, tag;
 	__u32 zero = 0;
 
 	inode = KVIEW(struct inode, inode);
@@ -1449,34 +1480,42 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 		return 0;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!t)
+	if (!t) {
+		count(TRACE_CNT_WB_UNFOLLOWED);
 		return 0;
-	key = wb_key(inode);
-	r = bpf_map_lookup_elem(&reqs, &key);
-	if (r && r->state != TRACE_S_IDLE) {
-		/*
-		 * An earlier pass still has bios in flight: the flusher writes a big file
-		 * in chunks, pass after pass, without waiting. This pass goes on with the
-		 * same request, which ends with the last bio of the last pass.
-		 */
+	}
+	tag = pv(inode);
+	r = wb_rec_of(tag, &key);
+	/*
+	 * An earlier pass still has bios in flight: the flusher writes a big file in
+	 * chunks, pass after pass, without waiting. This pass goes on with the same
+	 * request, which ends with the last bio of the last pass; unless that bio has
+	 * just ended it (no hold left), then this pass starts the next one.
+	 */
+	if (r && __sync_fetch_and_add(&r->wb_holds, 1) > 0) {
 		r->state = TRACE_S_ACTIVE;
 		r->flusher = task->pid;
 		t->wb_key = key;
 		return 0;
 	}
+	r = bpf_map_lookup_elem(&rec_zero, &zero);
+	if (!r)
+		return 0;
+	key = KEY_WB | (__sync_fetch_and_add(&wb_next, 1) & ((1ULL << 56) - 1));
+	bpf_map_update_elem(&reqs, &key, r, BPF_NOEXIST);
+	r = bpf_map_lookup_elem(&reqs, &key);
 	if (!r) {
-		r = bpf_map_lookup_elem(&rec_zero, &zero);
-		if (!r)
-			return 0;
-		bpf_map_update_elem(&reqs, &key, r, BPF_NOEXIST);
-		r = bpf_map_lookup_elem(&reqs, &key);
-		if (!r) {
-			count(TRACE_CNT_REQS_FULL);
-			return 0;
-		}
+		count(TRACE_CNT_REQS_FULL);
+		return 0;
+	}
+	if (bpf_map_update_elem(&wb_current, &tag, &key, BPF_ANY)) {
+		bpf_map_delete_elem(&reqs, &key);
+		count(TRACE_CNT_REQS_FULL);
+		return 0;
 	}
 	now = bpf_ktime_get_ns();
 	rec_reset(r, TRACE_OP_WRITEBACK, now);
+	r->wb_holds = 1;
 	if (d) {
 		r->pid = d->pid;
 		r->tid = d->tid;
@@ -1519,7 +1558,8 @@ int BPF_PROG(trace_wb_end, struct inode *inode, struct writeback_control *wbc,
 	r->bytes += wrote * page_size; /* over all its passes */
 	/*
 	 * No data page of the file written in any pass (the inode's own metadata: its
-	 * times, its size): not a data writeback, left out (counted).
+	 * times, its size): not a data writeback, left out (counted). No bio of it is in
+	 * flight, no other pass holds it (passes of an inode do not overlap).
 	 */
 	if (!r->bytes && !r->nr_queued) {
 		r->state = TRACE_S_IDLE;
@@ -1529,11 +1569,8 @@ int BPF_PROG(trace_wb_end, struct inode *inode, struct writeback_control *wbc,
 	}
 	ev_add(r, TRACE_EV_WB_DONE, now, wrote, 0);
 	r->state = TRACE_S_SUBMITTED;
-	/* Ends with its last bio; at once if it wrote nothing or all is done already. */
-	if (r->nr_done >= r->nr_queued) {
-		finish(r, now, 0);
-		bpf_map_delete_elem(&reqs, &key);
-	}
+	/* Ends with its last bio; at once if all are done already. */
+	wb_release(r, key, now);
 	return 0;
 }
 
@@ -1584,8 +1621,7 @@ static __noinline struct trace_rec *throttled_owner(struct bio *bio, __u64 *key)
 			return r;
 		}
 	}
-	*key = wb_key_of(pv_addr(ino)); /* (a number without bpf_rdonly_cast) */
-	r = bpf_map_lookup_elem(&reqs, key);
+	r = wb_rec_of(pv_addr(ino), key); /* (a number without bpf_rdonly_cast) */
 	return r && r->state == TRACE_S_ACTIVE ? r : NULL;
 }
 
@@ -1606,6 +1642,33 @@ static __always_inline __u64 hold_start(struct trace_rec *r)
 			h = ts;
 	}
 	return r->last_c > h ? r->last_c : h;
+}
+
+/*
+ * The slot for @bio (two-way, bio_slot.bpf.h), its tag written. A bio still in flight
+ * there (both slots taken) loses its slot: counted if its request is still in
+ * progress, and a writeback request no longer waits for it. Without that, its
+ * completion found no slot and its request never ended (2 writebacks of 128 MiB in 24
+ * with another disk's writeback in flight, one slot per bio then).
+ */
+static __noinline struct bio_slot *bio_slot_claim(struct bio *bio, __u64 now)
+{
+	__u64 tag = pv(bio);
+	struct bio_slot *s = slot_pick2(&bio_slots, struct bio_slot, tag, NR_BIO_SLOTS, q);
+	struct trace_rec *r;
+
+	if (!s)
+		return NULL;
+	if (s->tag) {
+		r = rec_of(s->key);
+		if (r && r->seq == s->seq && r->state != TRACE_S_IDLE) {
+			count(TRACE_CNT_BIO_UNMATCHED);
+			if (KEY_KIND(s->key) == (KEY_WB >> 60))
+				wb_release(r, s->key, now);
+		}
+	}
+	s->tag = tag;
+	return s;
 }
 
 static __always_inline int queue_bio(struct bio *bio)
@@ -1700,7 +1763,9 @@ owned:
 	if (!r)
 		return 0;
 	seq = r->seq;
-	r->nr_queued++;
+	if (KEY_KIND(key) == (KEY_WB >> 60))
+		__sync_fetch_and_add(&r->wb_holds, 1); /* released by its completion */
+	__sync_fetch_and_add(&r->nr_queued, 1);
 	if (!r->first_q)
 		r->first_q = now;
 	if (flags & TRACE_BIO_THROTTLED) {
@@ -1716,7 +1781,7 @@ claim:
 		flags |= TRACE_BIO_WRITE;
 	if (op == REQ_OP_FLUSH || !bio->bi_iter.bi_size)
 		flags |= TRACE_BIO_FLUSH;
-	s = slot_claim(&bio_slots, bio, NR_BIO_SLOTS);
+	s = bio_slot_claim(bio, now);
 	if (!s)
 		return 0;
 	s->key = key;
@@ -1736,16 +1801,18 @@ static __always_inline int split_bio(struct bio *split)
 	struct bio_slot *s, *n, o;
 	struct trace_rec *r;
 
-	s = slot_find_split_parent(&bio_slots, split, NR_BIO_SLOTS);
+	s = slot_find_split_parent2(&bio_slots, split, NR_BIO_SLOTS);
 	if (!s)
 		return 0;
 	o = *s;
 	r = rec_of(o.key);
 	if (!r || r->seq != o.seq || r->state == TRACE_S_IDLE)
 		return 0;
-	r->nr_queued++;
+	if (KEY_KIND(o.key) == (KEY_WB >> 60))
+		__sync_fetch_and_add(&r->wb_holds, 1); /* its original holds it meanwhile */
+	__sync_fetch_and_add(&r->nr_queued, 1);
 	s->flags |= TRACE_BIO_SPLIT;
-	n = slot_claim(&bio_slots, split, NR_BIO_SLOTS);
+	n = bio_slot_claim(split, o.q);
 	if (!n)
 		return 0;
 	n->key = o.key;
@@ -1767,7 +1834,7 @@ TP_PROGS(block_split, trace_split, split_bio, TP_PTR(struct bio, 0))
 static __always_inline int getrq_bio(struct bio *bio)
 {
 	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
-	struct bio_slot *s = slot_find(&bio_slots, bio, NR_BIO_SLOTS);
+	struct bio_slot *s = slot_find2(&bio_slots, bio, NR_BIO_SLOTS);
 
 	if (s)
 		s->g = now;
@@ -1778,7 +1845,7 @@ TP_PROGS(block_getrq, trace_getrq, getrq_bio, TP_PTR(struct bio, 0))
 
 static __always_inline int merge_bio(struct bio *bio)
 {
-	struct bio_slot *s = slot_find(&bio_slots, bio, NR_BIO_SLOTS);
+	struct bio_slot *s = slot_find2(&bio_slots, bio, NR_BIO_SLOTS);
 
 	if (s)
 		s->flags |= TRACE_BIO_MERGED;
@@ -1862,7 +1929,7 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 	d = dn->d > i ? dn->d : i;
 	if (d > dn->now)
 		d = dn->now;
-	r->nr_done++;
+	__sync_fetch_and_add(&r->nr_done, 1); /* completions run on several CPUs at once */
 	if (dn->now >= r->last_c) {
 		r->last_c = dn->now;
 		r->crit_q = o.q;
@@ -1890,11 +1957,8 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 		b->requeues = dn->requeues;
 		r->nr_bios = n + 1;
 	}
-	if (KEY_KIND(o.key) == (KEY_WB >> 60) && r->state == TRACE_S_SUBMITTED &&
-	    r->nr_done >= r->nr_queued) {
-		finish(r, dn->now, 0);
-		bpf_map_delete_elem(&reqs, &o.key);
-	}
+	if (KEY_KIND(o.key) == (KEY_WB >> 60))
+		wb_release(r, o.key, dn->now);
 	return 0;
 }
 
@@ -1919,7 +1983,7 @@ static int walk_bio(__u32 idx, void *ctx)
 
 	if (!bio)
 		return 1;
-	return give_bio(dn, bio, slot_find(&bio_slots, bio, NR_BIO_SLOTS));
+	return give_bio(dn, bio, slot_find2(&bio_slots, bio, NR_BIO_SLOTS));
 }
 
 static __always_inline int complete_rq(struct request *rq, int error, unsigned int nr_bytes)
@@ -1934,14 +1998,14 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		return 0;
 	/* Most requests carry one bio that no traced request owns: done at once. */
 	if (!KRP(struct request, rq, bio)->bi_next) {
-		only = slot_find(&bio_slots, KRP(struct request, rq, bio), NR_BIO_SLOTS);
+		only = slot_find2(&bio_slots, KRP(struct request, rq, bio), NR_BIO_SLOTS);
 		if (!only)
 			return 0;
 	}
 	dn.now = now;
 	start = rq->start_time_ns;
 	/* G: stamped for the request's first bio where block_getrq ran for it. */
-	first = only ?: slot_find(&bio_slots, KRP(struct request, rq, bio), NR_BIO_SLOTS);
+	first = only ?: slot_find2(&bio_slots, KRP(struct request, rq, bio), NR_BIO_SLOTS);
 	dn.g = first && first->g >= first->q ? first->g : start;
 	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
 	if (s) {

@@ -192,6 +192,9 @@ struct trace_rec {
 	__u32 pc_lookups;  /* mm_filemap_get_pages calls */
 	__u32 pc_added;	   /* pages added to the page cache (misses) */
 	__u32 ra_sync, ra_async;
+	/* Writeback: its passes in progress plus its bios in flight; 0 once ended. */
+	__u32 wb_holds;
+	__u32 pad;
 	__u64 pc_lookup_pages;
 	/*
 	 * struct file * (sync) or inode * for the path capture; in an emitted record, the
@@ -260,6 +263,8 @@ enum trace_cnt {
 	/* writebacks of a file that wrote none of its data pages (not requests, see docs) */
 	TRACE_CNT_WB_NO_DATA,
 	TRACE_CNT_SPANNED, /* records of two syscalls or more (an end and a start skipped) */
+	/* writeback passes not followed: no task storage for the flusher (lost) */
+	TRACE_CNT_WB_UNFOLLOWED,
 	TRACE_CNT_NR,
 };
 

@@ -26,6 +26,7 @@ const char *const trace_cnt_names[TRACE_CNT_NR] = {
 	[TRACE_CNT_END_INFERRED] = "async_ends_inferred",
 	[TRACE_CNT_WB_NO_DATA] = "writeback_without_data",
 	[TRACE_CNT_SPANNED] = "syscall_spans",
+	[TRACE_CNT_WB_UNFOLLOWED] = "writeback_passes_unfollowed",
 };
 
 /* Requests lost: counted in "lost" (the others are informational). */
@@ -33,7 +34,8 @@ bool trace_cnt_is_loss(int i)
 {
 	return i == TRACE_CNT_RINGBUF_FULL || i == TRACE_CNT_REQS_FULL ||
 	       i == TRACE_CNT_ABANDONED || i == TRACE_CNT_ASYNC_COLLIDED ||
-	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT || i == TRACE_CNT_SPANNED;
+	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT || i == TRACE_CNT_SPANNED ||
+	       i == TRACE_CNT_WB_UNFOLLOWED;
 }
 
 int trace_read_counters(struct trace_ctx *c, uint64_t *out)
