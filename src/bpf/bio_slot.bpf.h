@@ -97,19 +97,20 @@ static __always_inline void *slot_find2(void *map, const void *ptr, __u32 nr)
 }
 
 /*
- * Of the two slots of the object tagged @tag in @map (slots of @type, whose first
+ * Of the two slots of the object tagged @tag_ in @map (slots of @type, whose first
  * member is the tag and which are zeroed when their object ends): its own if either
  * holds it, else an empty one, else the one whose @age member is older; NULL if the
  * map has no such slots. The caller sees what the slot held before it writes @tag.
  */
-#define slot_pick2(map, type, tag, nr, age)                                                \
+#define slot_pick2(map, type, tag_, nr, age)                                               \
 	({                                                                                 \
-		__u32 i__ = slot_index(tag, nr), j__ = slot_index_alt(tag, nr);             \
+		__u64 t__ = (tag_);                                                        \
+		__u32 i__ = slot_index(t__, nr), j__ = slot_index_alt(t__, nr);             \
 		type *a__ = bpf_map_lookup_elem(map, &i__);                                \
 		type *b__ = bpf_map_lookup_elem(map, &j__);                                \
                                                                                            \
-		if (a__ && b__ && a__->tag != (tag) &&                                     \
-		    (b__->tag == (tag) || (a__->tag && (!b__->tag || b__->age < a__->age)))) \
+		if (a__ && b__ && a__->tag != t__ &&                                       \
+		    (b__->tag == t__ || (a__->tag && (!b__->tag || b__->age < a__->age))))  \
 			a__ = b__;                                                         \
 		b__ ? a__ : NULL;                                                          \
 	})

@@ -220,6 +220,9 @@ struct bio_slot {
 	__u16 pad;
 };
 
+/* The slots used: all of them; 16 with IOSPAN_FAULT=bio_slots_contended (tests). */
+const volatile __u32 bio_slots_nr = NR_BIO_SLOTS;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NR_BIO_SLOTS);
@@ -1645,21 +1648,36 @@ static __always_inline __u64 hold_start(struct trace_rec *r)
 }
 
 /*
- * The slot for @bio (two-way, bio_slot.bpf.h), its tag written. A bio still in flight
- * there (both slots taken) loses its slot: counted if its request is still in
- * progress, and a writeback request no longer waits for it. Without that, its
- * completion found no slot and its request never ended (2 writebacks of 128 MiB in 24
- * with another disk's writeback in flight, one slot per bio then).
+ * Bio slots change hands between CPUs: a bio queued on one may take the slot of a bio
+ * completing on another. Whoever exchanges the tag away owns what the slot held: the
+ * completion (compare-and-exchange with 0) or the bio that takes it (exchange with
+ * SLOT_BUSY while it writes its owner, then its tag). So a bio in flight is released
+ * once, by its completion or by the bio that took its slot, never by both nor neither.
  */
-static __noinline struct bio_slot *bio_slot_claim(struct bio *bio, __u64 now)
+#define SLOT_BUSY 1ULL /* never a pv() */
+
+/*
+ * The slot for @bio (two-way, bio_slot.bpf.h), held SLOT_BUSY until bio_slot_publish().
+ * A bio still in flight there (both slots taken) loses its slot: counted if its
+ * request is still in progress, and a writeback request no longer waits for it.
+ * Without that, its completion found no slot and its request never ended (2
+ * writebacks of 128 MiB in 24 with another disk's writeback in flight, one slot per
+ * bio then). NULL if another CPU is writing the slot: the bio is not followed.
+ */
+static __noinline struct bio_slot *bio_slot_take(struct bio *bio, __u64 now)
 {
-	__u64 tag = pv(bio);
-	struct bio_slot *s = slot_pick2(&bio_slots, struct bio_slot, tag, NR_BIO_SLOTS, q);
+	struct bio_slot *s = slot_pick2(&bio_slots, struct bio_slot, pv(bio), bio_slots_nr, q);
 	struct trace_rec *r;
+	__u64 old;
 
 	if (!s)
 		return NULL;
-	if (s->tag) {
+	old = __sync_lock_test_and_set(&s->tag, SLOT_BUSY);
+	if (old == SLOT_BUSY) {
+		count(TRACE_CNT_BIO_UNMATCHED);
+		return NULL;
+	}
+	if (old) {
 		r = rec_of(s->key);
 		if (r && r->seq == s->seq && r->state != TRACE_S_IDLE) {
 			count(TRACE_CNT_BIO_UNMATCHED);
@@ -1667,8 +1685,13 @@ static __noinline struct bio_slot *bio_slot_claim(struct bio *bio, __u64 now)
 				wb_release(r, s->key, now);
 		}
 	}
-	s->tag = tag;
 	return s;
+}
+
+/* Makes slot @s, its owner written, @bio's: its completion may take it from now on. */
+static __always_inline void bio_slot_publish(struct bio_slot *s, struct bio *bio)
+{
+	__sync_lock_test_and_set(&s->tag, pv(bio));
 }
 
 static __always_inline int queue_bio(struct bio *bio)
@@ -1745,6 +1768,9 @@ static __always_inline int queue_bio(struct bio *bio)
 			/* The thread's own request: counted in its storage, no record lookup. */
 			key = t->rec_key;
 			seq = t->seq;
+			s = bio_slot_take(bio, now);
+			if (!s)
+				return 0;
 			t->nr_queued++;
 			if (!t->first_q)
 				t->first_q = now;
@@ -1763,6 +1789,9 @@ owned:
 	if (!r)
 		return 0;
 	seq = r->seq;
+	s = bio_slot_take(bio, now);
+	if (!s)
+		return 0;
 	if (KEY_KIND(key) == (KEY_WB >> 60))
 		__sync_fetch_and_add(&r->wb_holds, 1); /* released by its completion */
 	__sync_fetch_and_add(&r->nr_queued, 1);
@@ -1781,15 +1810,13 @@ claim:
 		flags |= TRACE_BIO_WRITE;
 	if (op == REQ_OP_FLUSH || !bio->bi_iter.bi_size)
 		flags |= TRACE_BIO_FLUSH;
-	s = bio_slot_claim(bio, now);
-	if (!s)
-		return 0;
 	s->key = key;
 	s->seq = seq;
 	s->q = now;
 	s->h = held;
 	s->g = 0;
 	s->flags = flags;
+	bio_slot_publish(s, bio);
 	return 0;
 }
 
@@ -1801,26 +1828,27 @@ static __always_inline int split_bio(struct bio *split)
 	struct bio_slot *s, *n, o;
 	struct trace_rec *r;
 
-	s = slot_find_split_parent2(&bio_slots, split, NR_BIO_SLOTS);
+	s = slot_find_split_parent2(&bio_slots, split, bio_slots_nr);
 	if (!s)
 		return 0;
 	o = *s;
 	r = rec_of(o.key);
 	if (!r || r->seq != o.seq || r->state == TRACE_S_IDLE)
 		return 0;
+	s->flags |= TRACE_BIO_SPLIT;
+	n = bio_slot_take(split, o.q);
+	if (!n)
+		return 0;
 	if (KEY_KIND(o.key) == (KEY_WB >> 60))
 		__sync_fetch_and_add(&r->wb_holds, 1); /* its original holds it meanwhile */
 	__sync_fetch_and_add(&r->nr_queued, 1);
-	s->flags |= TRACE_BIO_SPLIT;
-	n = bio_slot_claim(split, o.q);
-	if (!n)
-		return 0;
 	n->key = o.key;
 	n->seq = o.seq;
 	n->q = o.q;
 	n->h = o.h;
 	n->g = 0;
 	n->flags = o.flags | TRACE_BIO_SPLIT;
+	bio_slot_publish(n, split);
 	return 0;
 }
 
@@ -1834,7 +1862,7 @@ TP_PROGS(block_split, trace_split, split_bio, TP_PTR(struct bio, 0))
 static __always_inline int getrq_bio(struct bio *bio)
 {
 	__u64 now = bpf_ktime_get_ns(); /* first: the slot's line may be on another CPU */
-	struct bio_slot *s = slot_find2(&bio_slots, bio, NR_BIO_SLOTS);
+	struct bio_slot *s = slot_find2(&bio_slots, bio, bio_slots_nr);
 
 	if (s)
 		s->g = now;
@@ -1845,7 +1873,7 @@ TP_PROGS(block_getrq, trace_getrq, getrq_bio, TP_PTR(struct bio, 0))
 
 static __always_inline int merge_bio(struct bio *bio)
 {
-	struct bio_slot *s = slot_find2(&bio_slots, bio, NR_BIO_SLOTS);
+	struct bio_slot *s = slot_find2(&bio_slots, bio, bio_slots_nr);
 
 	if (s)
 		s->flags |= TRACE_BIO_MERGED;
@@ -1913,7 +1941,9 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 	if (!bio || !s)
 		return 0;
 	o = *s;
-	s->tag = 0; /* completed: a second completion of this address is not ours */
+	/* Completed: ours unless a bio queued meanwhile took the slot (and released it). */
+	if (__sync_val_compare_and_swap(&s->tag, pv(bio), 0) != pv(bio))
+		return 0;
 	r = rec_of(o.key);
 	if (!r) {
 		count(TRACE_CNT_BIO_UNMATCHED);
@@ -1983,7 +2013,7 @@ static int walk_bio(__u32 idx, void *ctx)
 
 	if (!bio)
 		return 1;
-	return give_bio(dn, bio, slot_find2(&bio_slots, bio, NR_BIO_SLOTS));
+	return give_bio(dn, bio, slot_find2(&bio_slots, bio, bio_slots_nr));
 }
 
 static __always_inline int complete_rq(struct request *rq, int error, unsigned int nr_bytes)
@@ -1998,14 +2028,14 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		return 0;
 	/* Most requests carry one bio that no traced request owns: done at once. */
 	if (!KRP(struct request, rq, bio)->bi_next) {
-		only = slot_find2(&bio_slots, KRP(struct request, rq, bio), NR_BIO_SLOTS);
+		only = slot_find2(&bio_slots, KRP(struct request, rq, bio), bio_slots_nr);
 		if (!only)
 			return 0;
 	}
 	dn.now = now;
 	start = rq->start_time_ns;
 	/* G: stamped for the request's first bio where block_getrq ran for it. */
-	first = only ?: slot_find2(&bio_slots, KRP(struct request, rq, bio), NR_BIO_SLOTS);
+	first = only ?: slot_find2(&bio_slots, KRP(struct request, rq, bio), bio_slots_nr);
 	dn.g = first && first->g >= first->q ? first->g : start;
 	s = slot_find(&rq_slots, rq, NR_RQ_SLOTS);
 	if (s) {

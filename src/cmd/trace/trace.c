@@ -240,6 +240,7 @@ static bool need_insert_hook(const struct trace_opts *o)
 #define TRACE_MAX_HOOKS 64
 
 /* The hooks a run with options @o needs, with their variants, into @out: how many. */
+
 static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct attach_hook *out)
 {
 	struct attach_hook hooks[] = {
@@ -420,6 +421,9 @@ int trace_setup(struct trace_ctx *c)
 	s->rodata->throtl_dispatch_fn = throtl_fn;
 	s->rodata->submit_bio_wait_end_io = wait_end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
+	/* IOSPAN_FAULT=bio_slots_contended (tests): bios take each other's slots. */
+	if (fault_injected("bio_slots_contended"))
+		s->rodata->bio_slots_nr = 16;
 	/* The syscall programs' table (trace.bpf.c): the op of each syscall. */
 	for (i = 0; i <= TRACE_OP_SYNC_FILE_RANGE; i++)
 		if ((nr = syscall_nr(trace_op_name(i))) >= 0)
