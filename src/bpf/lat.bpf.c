@@ -54,6 +54,7 @@ static __always_inline bool ra_async_of(const struct blk_owner *o)
 #define BLK_OWNER_RA_ASYNC(o) ra_async_of(o)
 #include "blk_owner.bpf.h"
 #include "bio_q.bpf.h"
+#include "filter.bpf.h"
 #include "hist.bpf.h"
 #include "fallback.bpf.h"
 
@@ -97,10 +98,7 @@ FILEMAP_FAULT_PROGS(lat_ra_fault, ra_fault)
 const volatile __u32 stage = LAT_Q2C;
 const volatile __u32 key_fields = 0;
 const volatile __u64 unit = 1000; /* ns per display unit (1024 bytes for --size) */
-const volatile __u32 filter_pid = 0;
-const volatile bool filter_cgroup = false;
-const volatile bool filter_dev = false;
-/* The queue and split programs record the submitter (--by, -p, --cgroup). */
+/* The queue and split programs record the submitter (--by, the target filters). */
 const volatile bool want_owner = false;
 
 struct {
@@ -116,20 +114,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u8);
-} filter_cgroups SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, __u8);
-} filter_devs SEC(".maps");
 
 /* Issue times, direct-mapped by request address (see bio_slot.bpf.h). */
 #define NR_RQ_SLOTS (1U << 14)
@@ -323,26 +307,31 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	if (!disk)
 		return 0;
 	k.disk = ((__u32)disk->major << 20) | disk->first_minor;
-	if (filter_dev) {
+	if (tfilter.devs) {
 		struct block_device *bdev = KRP(struct request, rq, part);
 
 		part = bdev ? bdev->bd_dev : k.disk;
-		if (!bpf_map_lookup_elem(&filter_devs, &part) &&
-		    !bpf_map_lookup_elem(&filter_devs, &k.disk))
+		if (!tfilter_dev_ok(part) && !tfilter_dev_ok(k.disk))
 			return 0;
 	}
-	if ((key_fields & LAT_K_OWNER) || filter_pid || filter_cgroup) {
+	if ((key_fields & LAT_K_OWNER) || tfilter_proc_on() || tfilter_file_on()) {
 		o = blk_owner_of_rq(rq);
 		/* The flush the block layer sends for the writes waiting on it: no bio. */
-		if (!o && op == REQ_OP_FLUSH && !filter_pid && !filter_cgroup)
+		if (!o && op == REQ_OP_FLUSH && !tfilter_proc_on() && !tfilter_file_on())
 			o = (struct blk_owner *)&flush_owner;
 		if (!o) {
 			drop(LAT_DROP_NO_OWNER);
 			return 0;
 		}
-		if (filter_pid && o->pid != filter_pid)
+		if (tfilter_proc_on() && !tfilter_proc_ok(o->pid, o->tid, o->comm, o->cgid))
 			return 0;
-		if (filter_cgroup && !bpf_map_lookup_elem(&filter_cgroups, &o->cgid))
+		/* --dir needs a dentry of the file, from the request's pages or its dio. */
+		if (tfilter_file_on() &&
+		    (!o->ino ||
+		     !tfilter_file_ok(o->dev, o->gen, o->ino,
+				      tfilter.dir_dev ? vfs_dentry((__u64)blk_owner_rq_inode(rq, o),
+								   VFS_FROM_INODE) :
+							NULL)))
 			return 0;
 	}
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cgroups.h"
+#include "mounts.h"
 
 static size_t hex_run(const char *s, size_t len)
 {
@@ -99,35 +100,7 @@ bool cgroup_container(const char *path, struct container *c)
 
 int cgroup_v1_mount(const char *controller, char *buf, size_t len)
 {
-	char *line = NULL, *sep, *opts, *tok, *save, mnt[PATH_MAX];
-	size_t cap = 0;
-	int err = -ENOENT;
-	FILE *f;
-
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -errno;
-	/* "... MOUNT_POINT OPTIONS ... - cgroup SOURCE SUPER_OPTIONS": controllers in the last. */
-	while (err && getline(&line, &cap, f) > 0) {
-		sep = strstr(line, " - ");
-		if (!sep || strncmp(sep + 3, "cgroup ", 7) ||
-		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		opts = strrchr(sep, ' ');
-		if (!opts)
-			continue;
-		opts[strcspn(opts, "\n")] = '\0';
-		for (tok = strtok_r(opts + 1, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (!strcmp(tok, controller) && strlen(mnt) < len) {
-				strcpy(buf, mnt); /* cgroup mount points need no unescaping */
-				err = 0;
-				break;
-			}
-		}
-	}
-	free(line);
-	fclose(f);
-	return err;
+	return mounts_find_fs(NULL, "cgroup", controller, buf, len);
 }
 
 int cgroup_id_of_dir(const char *dir, uint64_t *id)

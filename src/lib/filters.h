@@ -87,6 +87,17 @@ static inline const char *filter_opts_cgroup_dir(const struct filter_opts *f)
 	return f->have_cgroup ? f->cgroup_dir : NULL;
 }
 
+/*
+ * Whether a filter names whose or which file's I/O (-p, --tid, --comm, --cgroup, --file,
+ * --dir): a request is then kept by its submitter's record, and a disk-wide figure
+ * (every request of the disk) no longer applies.
+ */
+static inline bool filter_opts_target(const struct filter_opts *f)
+{
+	return f->have_pid || f->have_tid || f->tf.comm_on || f->have_cgroup || f->have_file ||
+	       f->have_dir;
+}
+
 /* filter_maps_fill() from the options. */
 int filter_maps_fill_opts(int devs_fd, int cgroups_fd, const struct filter_opts *f);
 

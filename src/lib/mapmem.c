@@ -17,6 +17,7 @@
 
 #include "err.h"
 #include "mapmem.h"
+#include "mounts.h"
 #include "probe.h"
 #include "units.h"
 
@@ -201,26 +202,8 @@ static bool memcg_dir(bool v2, char mnt[PATH_MAX], char dir[PATH_MAX])
 	fclose(f);
 	if (!cg[0])
 		return false;
-	if (v2) {
-		if (probe_cgroup2_mount(mnt, PATH_MAX))
-			return false;
-	} else {
-		f = fopen("/proc/self/mountinfo", "re");
-		if (!f)
-			return false;
-		while (fgets(line, sizeof(line), f)) {
-			sep = strstr(line, " - cgroup ");
-			/* Super options are the last field: "rw,memory". */
-			opts = sep ? strrchr(sep, ' ') : NULL;
-			if (opts && strstr(opts, "memory") &&
-			    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1)
-				break;
-			mnt[0] = '\0';
-		}
-		fclose(f);
-		if (!mnt[0])
-			return false;
-	}
+	if (mounts_find_fs(NULL, v2 ? "cgroup2" : "cgroup", v2 ? NULL : "memory", mnt, PATH_MAX))
+		return false;
 	return snprintf(dir, PATH_MAX, "%s%s", mnt, strcmp(cg, "/") ? cg : "") < PATH_MAX;
 }
 

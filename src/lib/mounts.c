@@ -38,6 +38,7 @@ void mounts_free(struct mounts *m)
 		free(m->v[i].mnt);
 		free(m->v[i].fstype);
 		free(m->v[i].source);
+		free(m->v[i].super_opts);
 	}
 	free(m->v);
 	m->v = NULL;
@@ -89,8 +90,10 @@ int mounts_load(const char *path, struct mounts *m)
 		e->fstype = strdup(tok ? tok : "");
 		tok = tok ? strtok_r(NULL, " ", &save) : NULL;
 		e->source = strdup(tok ? tok : "");
+		tok = tok ? strtok_r(NULL, " ", &save) : NULL;
+		e->super_opts = strdup(tok ? tok : "");
 		m->nr++;
-		if (!e->root || !e->mnt || !e->fstype || !e->source) {
+		if (!e->root || !e->mnt || !e->fstype || !e->source || !e->super_opts) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
@@ -103,6 +106,45 @@ cleanup:
 	fclose(f);
 	if (err)
 		mounts_free(m);
+	return err;
+}
+
+/* Whether comma-separated @opts has the option @opt. */
+static bool has_opt(const char *opts, const char *opt)
+{
+	size_t n = strlen(opt);
+	const char *p = opts;
+
+	while (p && *p) {
+		if (!strncmp(p, opt, n) && (p[n] == ',' || !p[n]))
+			return true;
+		p = strchr(p, ',');
+		p = p ? p + 1 : NULL;
+	}
+	return false;
+}
+
+int mounts_find_fs(const char *mountinfo, const char *fstype, const char *super_opt, char *buf,
+		   size_t len)
+{
+	struct mounts m;
+	int err;
+	size_t i;
+
+	err = mounts_load(mountinfo, &m);
+	if (err)
+		return err;
+	err = -ENOENT;
+	for (i = 0; i < m.nr; i++) {
+		if (strcmp(m.v[i].fstype, fstype) ||
+		    (super_opt && !has_opt(m.v[i].super_opts, super_opt)))
+			continue;
+		err = strlen(m.v[i].mnt) < len ? 0 : -ENAMETOOLONG;
+		if (!err)
+			strcpy(buf, m.v[i].mnt);
+		break;
+	}
+	mounts_free(&m);
 	return err;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Mounts from /proc/self/mountinfo, to turn a path inside a file system (what the
- * kernel's dentries give) into the path a user types: mount point + the part of the
- * path below the mount's root.
+ * Mounts from /proc/self/mountinfo, its one reader: to turn a path inside a file
+ * system (what the kernel's dentries give) into the path a user types (mount point +
+ * the part of the path below the mount's root), and to find where a file system type
+ * is mounted (cgroup hierarchies).
  */
 #ifndef IOSPAN_MOUNTS_H
 #define IOSPAN_MOUNTS_H
@@ -17,6 +18,7 @@ struct mount_entry {
 	char *mnt;  /* mount point */
 	char *fstype;
 	char *source; /* "/dev/loop0", or whatever the fs was mounted from */
+	char *super_opts; /* the super block's options: "rw,blkio" for a cgroup v1 hierarchy */
 };
 
 struct mounts {
@@ -27,6 +29,15 @@ struct mounts {
 /* Loads @path (NULL: /proc/self/mountinfo). */
 int mounts_load(const char *path, struct mounts *m);
 void mounts_free(struct mounts *m);
+
+/*
+ * The mount point of the first mount of @fstype in @mountinfo (NULL:
+ * /proc/self/mountinfo) whose super options include @super_opt (NULL: any), into
+ * @buf: a cgroup v2 hierarchy ("cgroup2", NULL), a cgroup v1 controller's ("cgroup",
+ * "blkio"). -ENOENT if there is none, -ENAMETOOLONG if @len is too short.
+ */
+int mounts_find_fs(const char *mountinfo, const char *fstype, const char *super_opt, char *buf,
+		   size_t len);
 
 /*
  * The user-visible path of @fs_path (absolute, inside the fs on MAJ:MIN): through the

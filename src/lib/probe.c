@@ -631,35 +631,7 @@ bool tracepoint_in_tracefs(const char *category, const char *name)
 
 int probe_cgroup2_mount(char *buf, size_t len)
 {
-	char mnt[PATH_MAX], *line = NULL;
-	size_t cap = 0;
-	int err = -ENOENT;
-	FILE *f;
-
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		/* Optional fields end at " - ", followed by the file-system type. */
-		char *sep = strstr(line, " - ");
-
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
-			continue;
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		mounts_unescape(mnt);
-		if (strlen(mnt) >= len) {
-			err = -ENAMETOOLONG;
-			goto cleanup;
-		}
-		strcpy(buf, mnt);
-		err = 0;
-		goto cleanup;
-	}
-cleanup:
-	free(line);
-	fclose(f);
-	return err;
+	return mounts_find_fs(NULL, "cgroup2", NULL, buf, len);
 }
 
 int read_int_file(const char *path)

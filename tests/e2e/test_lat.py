@@ -509,6 +509,126 @@ def test_by_cgroup_separates_cgroups():
     assert len(filtered) == 1 and 250 - flost <= filtered[0]["count"] <= 250, frep
 
 
+# A process named NAME: its main thread writes W, a second thread reads R (O_DIRECT, 1
+# MiB calls); both wait for a line on stdin after printing {"pid", "tid"} (the reader's).
+PAIR = r"""
+import ctypes, json, mmap, os, sys, threading
+name, size, wpath, rpath = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: threads inherit it
+CHUNK = 1 << 20
+go, ready, tid = threading.Event(), threading.Event(), []
+
+def read():
+    tid.append(threading.get_native_id())
+    ready.set()
+    buf = mmap.mmap(-1, CHUNK)
+    go.wait()
+    fd = os.open(rpath, os.O_RDONLY | os.O_DIRECT)
+    for off in range(0, size, CHUNK):
+        assert os.preadv(fd, [buf], off) == CHUNK
+    os.close(fd)
+
+t = threading.Thread(target=read)
+t.start()
+ready.wait()
+print(json.dumps({"pid": os.getpid(), "tid": tid[0]}), flush=True)
+sys.stdin.readline()
+go.set()
+buf = mmap.mmap(-1, CHUNK)
+buf.write(b"w" * CHUNK)
+fd = os.open(wpath, os.O_WRONLY | os.O_DIRECT)
+for off in range(0, size, CHUNK):
+    assert os.pwritev(fd, [buf], off) == CHUNK
+os.close(fd)
+t.join()
+"""
+
+
+# btrfs re-initializes the bios iomap gives it for direct I/O with its own end_io
+# (btrfs_bio_init()), so the block-attribution core does not find their file: of a
+# cold 4 MiB direct read, 2 MiB are shown without it, and --file/--dir miss them (snoop
+# too). Top finds it from the direct I/O's start (iomap_dio_rw_begin).
+BTRFS_DIO_FILE = pytest.mark.xfail(
+    strict=True, reason="btrfs direct I/O bios lose their file in blk_owner.bpf.h")
+
+
+@pytest.mark.parametrize("fstype", ["ext4", "xfs", pytest.param("btrfs", marks=BTRFS_DIO_FILE)])
+def test_target_filters_keep_exactly_their_bytes(fstype):
+    """Every target filter, alone, side by side over one workload: processes lat-a and
+    lat-b, each in its own cgroup and directory, write 4 MiB to one file from their main
+    thread and read 4 MiB of another from a second thread (O_DIRECT, cold caches). lat
+    --size --by file -F under each filter: the bytes of each file the filter names,
+    per op, exactly the workload's own counts, and of no other file. Process filters
+    may also keep the target's own metadata reads (btrfs reads checksum tree blocks for
+    a cold direct read), file filters nothing without a file."""
+    tl.require_root("creates loop devices, file systems and cgroups, loads BPF")
+    size = 4 * MiB
+    with tl.scratch_fs(fstype, 320) as fs, tl.cgroup2("lat-a") as cg_a, \
+            tl.cgroup2("lat-b") as cg_b:
+        procs, files = {}, {}
+        for name, cg in (("lat-a", cg_a), ("lat-b", cg_b)):
+            d = os.path.join(fs.mnt, name)
+            os.mkdir(d)
+            files[name] = (os.path.join(d, "w"), os.path.join(d, "r"))
+            for path in files[name]:  # allocated: the writes overwrite, --file finds it
+                tl.dd(path, bs="1M", count=size // MiB, conv="fsync")
+        # Cold: a direct read of a page in the cache can be served from it (btrfs).
+        tl.drop_caches()
+        for name, cg in (("lat-a", cg_a), ("lat-b", cg_b)):
+            p = subprocess.Popen(["/usr/bin/python3", "-B", "-c", PAIR, name, str(size)] +
+                                 list(files[name]), stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True,
+                                 preexec_fn=lambda cg=cg: tl.move_to_cgroup(cg))
+            procs[name] = (p, json.loads(p.stdout.readline()))
+        a, b = procs["lat-a"][1], procs["lat-b"][1]
+        (aw, ar), (bw, br) = files["lat-a"], files["lat-b"]
+        # Each filter: its arguments, what it names ({path: (op, bytes)}), and whether
+        # it names a process (which may have metadata requests of its own).
+        runs = {
+            "pid": (["-p", a["pid"]], {aw: ("Write", size), ar: ("Read", size)}, True),
+            "tid": (["--tid", b["tid"]], {br: ("Read", size)}, True),
+            "comm": (["--comm", "lat-b"], {bw: ("Write", size), br: ("Read", size)}, True),
+            "cgroup": (["--cgroup", cg_a], {aw: ("Write", size), ar: ("Read", size)}, True),
+            "file": (["--file", bw], {bw: ("Write", size)}, False),
+            "dir": (["--dir", os.path.dirname(aw)], {aw: ("Write", size),
+                                                     ar: ("Read", size)}, False),
+        }
+        tracers = {k: tl.Tracer("lat", "--json", "--size", "--by", "file", "-F", *args)
+                   for k, (args, _, _) in runs.items()}
+        try:
+            for p, _ in procs.values():
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            for p, _ in procs.values():
+                assert p.wait(timeout=120) == 0
+            settle(fs.name)
+        finally:
+            for p, _ in procs.values():
+                if p.poll() is None:
+                    p.kill()
+            reps = {k: t.json_lines()[0] for k, t in tracers.items()}
+    for k, (_, want, proc) in runs.items():
+        rep = reps[k]
+        got, other = {}, []
+        for h in rep["histograms"]:
+            op = "Write" if h["flags"].endswith("Write") else "Read" if \
+                h["flags"].endswith("Read") else h["flags"]
+            n = round(h["cumulative"]["sum"] * 1024)
+            if h["path"] in files["lat-a"] + files["lat-b"]:
+                got[(h["path"], op)] = got.get((h["path"], op), 0) + n
+            else:
+                other.append(h)
+        # A request whose owner record is missing (its queue program skipped) is
+        # declared (no_owner), at most one 1 MiB call's bytes each.
+        lost = rep["drops"]["no_owner"] + rep["drops"]["programs_skipped"]
+        assert set(got) <= {(path, op) for path, (op, _) in want.items()}, (fstype, k, got)
+        for path, (op, n) in want.items():
+            assert n - lost * MiB <= got.get((path, op), 0) <= n, (
+                fstype, k, path, got, rep["drops"])
+        assert all(proc and h["kind"] == "meta" and h["flags"].endswith("Read")
+                   for h in other), (fstype, k, other)
+
+
 def test_by_file_names_the_file():
     """--by file: the direct I/O of a file under its inode and fs, kind direct."""
     tl.require_root("creates loop devices and file systems, loads BPF")

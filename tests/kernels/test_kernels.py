@@ -852,7 +852,7 @@ def test_snoop_writeback_credited_to_writer(case):
 CMD_FILTERS = {"trace": ("pid", "tid", "comm", "cgroup", "file", "dir", "disk"),
                "snoop": ("pid", "tid", "comm", "cgroup", "file", "dir", "disk"),
                "top": ("pid", "cgroup", "disk"),
-               "lat": ("pid", "cgroup", "disk")}
+               "lat": ("pid", "tid", "comm", "cgroup", "file", "dir", "disk")}
 FILTER_CASES = [(k, cmd, f) for k in KERNEL_IDS for cmd, fs in CMD_FILTERS.items() for f in fs]
 
 

@@ -19,7 +19,12 @@ static const char mountinfo[] =
 	"42 22 7:4 / /mnt/opt rw master:5 unbindable - ext4 /dev/loop4 rw\n"
 	/* btrfs: an anonymous s_dev, a subvolume mounted by its path in the fs. */
 	"50 22 0:39 /vol /mnt/vol rw - btrfs /dev/loop5 rw,subvol=/vol\n"
-	"51 22 0:40 / /mnt/null rw - btrfs /dev/null rw\n";
+	"51 22 0:40 / /mnt/null rw - btrfs /dev/null rw\n"
+	/* cgroup hierarchies: v1 controllers are super options; the v2 one has none. */
+	"60 22 0:50 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+	"61 22 0:51 / /sys/fs/cgroup/blkio rw - cgroup cgroup rw,blkio\n"
+	"62 22 0:52 / /sys/fs/cgroup/net_cls,net_prio rw - cgroup cgroup rw,net_cls,net_prio\n"
+	"63 22 0:53 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw,nsdelegate\n";
 
 static void test_join(void **state)
 {
@@ -35,7 +40,8 @@ static void test_join(void **state)
 	fclose(f);
 	assert_int_equal(mounts_load(path, &m), 0);
 	unlink(path);
-	assert_int_equal(m.nr, 7);
+	assert_int_equal(m.nr, 11);
+	assert_string_equal(m.v[5].super_opts, "rw,subvol=/vol");
 	assert_string_equal(m.v[3].mnt, "/srv/my web");
 	assert_string_equal(m.v[4].fstype, "ext4");
 	assert_int_equal(m.v[4].id, 42);
@@ -61,6 +67,33 @@ static void test_join(void **state)
 	assert_int_equal(mounts_join(&m, 7, 3, "/a/b.dat", out, 8), -ENAMETOOLONG);
 	mounts_free(&m);
 	assert_int_equal(mounts_load("/nonexistent/mountinfo", &m), -ENOENT);
+}
+
+/* Where a file system type is mounted: cgroup hierarchies by type and controller. */
+static void test_find_fs(void **state)
+{
+	char file[] = "/tmp/iospan-mountinfo-XXXXXX", out[64];
+	int fd = mkstemp(file);
+	FILE *f;
+
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs(mountinfo, f);
+	fclose(f);
+	assert_int_equal(mounts_find_fs(file, "cgroup2", NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "/sys/fs/cgroup/unified");
+	assert_int_equal(mounts_find_fs(file, "cgroup", "blkio", out, sizeof(out)), 0);
+	assert_string_equal(out, "/sys/fs/cgroup/blkio");
+	assert_int_equal(mounts_find_fs(file, "cgroup", "net_prio", out, sizeof(out)), 0);
+	assert_string_equal(out, "/sys/fs/cgroup/net_cls,net_prio");
+	/* A whole option, not a part of one ("net" is neither net_cls nor net_prio). */
+	assert_int_equal(mounts_find_fs(file, "cgroup", "net", out, sizeof(out)), -ENOENT);
+	assert_int_equal(mounts_find_fs(file, "cgroup", "io", out, sizeof(out)), -ENOENT);
+	assert_int_equal(mounts_find_fs(file, "cgroup", "memory", out, 8), -ENAMETOOLONG);
+	assert_int_equal(mounts_find_fs(file, "xfs", NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "/mnt/data");
+	unlink(file);
+	assert_int_equal(mounts_find_fs(file, "xfs", NULL, out, sizeof(out)), -ENOENT);
 }
 
 /* Backing devices only for anonymous devs mounted from a block device. */
@@ -91,6 +124,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_find_fs),
 		cmocka_unit_test(test_backing),
 		cmocka_unit_test(test_unescape),
 	};

@@ -57,7 +57,11 @@ static const char lat_usage[] =
 	"                    readahead(2), fadvise, madvise)\n"
 	"  -d, --disk DISK   only this disk or partition (sda, /dev/loop0, 8:0)\n"
 	"  -p, --pid PID     only requests this process submitted\n"
-	"  --cgroup PATH     only requests submitted from this cgroup v2 (and below)\n"
+	"      --tid TID     only requests this thread submitted\n"
+	"      --comm NAME   only requests threads of this name submitted\n"
+	"      --cgroup PATH only requests submitted from this cgroup v2 (and below)\n"
+	"      --file PATH   only requests on this file\n"
+	"      --dir PATH    only requests on files below this directory (same fs)\n"
 	"  -T, --timestamp   a time above each report\n"
 	"  --max-entries N   histograms kept in the kernel (default 2048, 5 KiB each)\n"
 	"  --json            one JSON object per report: bucket bounds, counts, percentiles\n"
@@ -100,9 +104,7 @@ static int lat_parse(int argc, char **argv, struct lat_opts *o)
 		{"disks", no_argument, NULL, 'D'},
 		{"flags", no_argument, NULL, 'F'},
 		{"by", required_argument, NULL, OPT_BY},
-		FILTER_LONG_DISK,
-		FILTER_LONG_PID,
-		FILTER_LONG_CGROUP,
+		FILTER_LONG_OPTS,
 		{"timestamp", no_argument, NULL, 'T'},
 		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
 		COMMON_LONG_OPTS,
@@ -241,7 +243,7 @@ static void check_diskstats(struct lat_ctx *c, struct lat_report *r, int64_t ds_
 
 static bool needs_owner(const struct lat_opts *o)
 {
-	return (o->key_fields & LAT_K_OWNER) || o->filter.tf.pid || o->filter.have_cgroup;
+	return (o->key_fields & LAT_K_OWNER) || filter_opts_target(&o->filter);
 }
 
 static bool needs_issue(const struct lat_opts *o)
@@ -319,9 +321,7 @@ static int lat_setup(struct lat_ctx *c)
 	s->rodata->stage = o->stage;
 	s->rodata->key_fields = o->key_fields;
 	s->rodata->unit = o->stage == LAT_SIZE ? 1024 : o->millis ? 1000000 : 1000;
-	s->rodata->filter_pid = o->filter.tf.pid;
-	s->rodata->filter_cgroup = o->filter.tf.cgroups;
-	s->rodata->filter_dev = o->filter.tf.devs;
+	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
 	s->rodata->want_owner = needs_owner(o);
 	s->rodata->blk_owner_want_stack = o->key_fields & LAT_K_STACK;
 	s->rodata->follow_ra = o->key_fields & LAT_K_STACK;
@@ -351,8 +351,7 @@ static int lat_setup(struct lat_ctx *c)
 	 * Every request of one whole disk is counted or declared: /proc/diskstats, read
 	 * once the programs run, can tell whether the kernel skipped any silently.
 	 */
-	if (o->filter.have_disk && !o->filter.disk.partition && !o->filter.tf.pid &&
-	    !o->filter.have_cgroup) {
+	if (o->filter.have_disk && !o->filter.disk.partition && !filter_opts_target(&o->filter)) {
 		int64_t n = disk_requests(&o->filter.disk);
 
 		c->ds_check = n >= 0;

@@ -27,7 +27,7 @@ struct lat_opts {
 	bool millis;		   /* -m */
 	bool timestamps;	   /* -T */
 	bool size;		   /* --size */
-	struct filter_opts filter; /* -d, -p, --cgroup */
+	struct filter_opts filter; /* -d and the target filters */
 	uint64_t interval_ns, count;
 	uint64_t max_entries;
 };

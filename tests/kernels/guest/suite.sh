@@ -310,7 +310,7 @@ snoop_scenario() {
 # The target filters each command takes (the others it refuses as bad usage).
 filters_of() {
 	case $1 in
-	trace | snoop) echo "pid tid comm cgroup file dir disk" ;;
+	trace | snoop | lat) echo "pid tid comm cgroup file dir disk" ;;
 	*) echo "pid cgroup disk" ;;
 	esac
 }
