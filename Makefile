@@ -90,10 +90,19 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/%.o: src/%.c $(wildcard src/*.h src/lib/*.h src/cmd/*/*.h) $(SKELS) | $(OUT)
+# Each object depends on the headers it includes (-MMD: its .d file), skeletons among
+# them, so a change to one BPF program rebuilds only the objects of that command. The
+# skeletons are made first (order-only), as a first build's objects need them before
+# any .d file exists; an object without its .d file (built before) is built again.
+APP_DEPS := $(APP_OBJS:.o=.d)
+$(OUT)/%.o: src/%.c $(OUT)/%.d | $(SKELS) $(OUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -MF $(@:.o=.Td) -c $< -o $@
+	$(Q)mv -f $(@:.o=.Td) $(@:.o=.d) && touch $@
+
+$(APP_DEPS): ;
+include $(wildcard $(APP_DEPS))
 
 $(OUT)/iospan: $(APP_OBJS)
 	$(call msg,LINK,$@)

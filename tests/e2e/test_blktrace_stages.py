@@ -129,12 +129,27 @@ def test_snoop(disk):
     assert abs(total) <= 1 and abs(queue) <= 1 and abs(device) <= 1, (total, queue, device)
 
 
+def trace_counters(docs):
+    totals = [d for d in docs if d.get("type") == "totals"]
+    assert totals, "trace printed no totals"
+    return totals[-1]["counters"]
+
+
 def test_trace(disk):
-    """trace: each bio's q2g, g2i, i2d, d2c and q2c."""
-    docs, lives = run(disk, "trace", "--json", "-t", "0", "-i", "600", "-d", disk)
-    bios = [b for d in docs if d.get("type") == "request" for b in d["bios"]]
+    """trace: each bio's q2g, g2i, i2d, d2c and q2c. Every request's bio is shown but
+    those whose completion ran none of trace's programs (the kernel gap of
+    iospan-trace(8), STAGES), which trace counts: 250 of 2,992 in a loaded CI run."""
+    docs, lives = run(disk, "trace", "--json", "-t", "0", "-i", "600", "-d", disk,
+                      complete=lambda docs, lives:
+                      not trace_counters(docs)["bio_completions_not_seen"])
+    reqs = [d for d in docs if d.get("type") == "request"]
+    bios = [b for d in reqs for b in d["bios"]]
     pairs = match(bios, lives, lambda b: b["sector"])
-    assert len(pairs) >= 0.95 * len(lives), (len(pairs), len(lives))
+    cnt = trace_counters(docs)
+    print("%d requests, %d bios, %d paired of %d; %s" % (
+        len(reqs), len(bios), len(pairs), len(lives), {k: v for k, v in cnt.items() if v}))
+    assert len(pairs) >= len(lives) - cnt["bio_completions_not_seen"], \
+        (len(pairs), len(lives), cnt)
     got = {
         "q2g": median_diff((b["q2g_us"], us(r["Q"], r["G"])) for b, r in pairs),
         "g2i": median_diff((b["g2i_us"], us(r["G"], r["I"])) for b, r in pairs
