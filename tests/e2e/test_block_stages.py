@@ -115,7 +115,11 @@ def test_i2d_and_d2c_match_block_tracepoints(iospan, sched):
     print("%s: tracepoints i2d %.2f us d2c %.2f us g2d %.2f us; trace i2d %.2f us "
           "(%d of %d zero) d2c %.2f us" % (sched, t_i2d, t_d2c, t_g2d, i2d, zero,
                                              len(bios), d2c))
-    assert rel_err(i2d, t_i2d) <= 0.10, (i2d, t_i2d)
+    # Within 10%, or 0.25 us where that is more: i2d is under a microsecond here, and
+    # each side's stamp comes after the tracefs event's own work at that hook, whose
+    # cost differs between the two hooks under load (0.12 us in a loaded CI run:
+    # 0.71 us against 0.83).
+    assert abs(i2d - t_i2d) <= max(0.10 * t_i2d, 0.25), (i2d, t_i2d)
     assert rel_err(d2c, t_d2c) <= 0.10, (d2c, t_d2c)
 
     # top: the same reads, one process row; d2c from the issue, q2c from the queue.
