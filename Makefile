@@ -34,21 +34,23 @@ ASAN_OUT ?= $(OUT)-asan
 CFLAGS += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
-	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/lib -Isrc/cmd -I$(OUT)
+	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/abi -Isrc/lib/util -Isrc/lib/sys -Isrc/lib/bpf -I$(OUT)
 LDLIBS += -lbpf -lelf -lz -lm -lsqlite3
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wno-unused-function \
-	      -I$(OUT) -Isrc/bpf -Isrc
+	      -I$(OUT) -Isrc/bpf -Isrc/abi
 
-LIB_SRCS := $(wildcard src/lib/*.c)
-CMD_SRCS := $(wildcard src/cmd/*.c src/cmd/*/*.c)
+LIB_SRCS := $(wildcard src/lib/*/*.c)
+# The layers (README, "Layout"): lib/ below collect/ and incident/, commands on top.
+COLLECT_SRCS := $(wildcard src/collect/*.c src/collect/*/*.c src/incident/*.c)
+CMD_SRCS := $(wildcard src/cmd/*/*.c)
 BPF_SRCS := $(wildcard src/bpf/*.bpf.c)
 # Command objects are also built for kernels without the kfunc bpf_rdonly_cast
-# (src/bpf/kptr.bpf.h): <cmd>_compat.skel.h, opened by src/lib/skel.h where needed.
+# (src/bpf/kptr.bpf.h): <cmd>_compat.skel.h, opened by src/lib/bpf/skel.h where needed.
 COMPAT_BPF := top trace lat snoop
 SKELS := $(patsubst src/bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS)) \
 	 $(patsubst %,$(OUT)/%_compat.skel.h,$(COMPAT_BPF))
 LIB_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(LIB_SRCS))
-APP_OBJS := $(patsubst src/%.c,$(OUT)/%.o,src/main.c $(CMD_SRCS)) $(LIB_OBJS)
+APP_OBJS := $(patsubst src/%.c,$(OUT)/%.o,src/main.c $(CMD_SRCS) $(COLLECT_SRCS)) $(LIB_OBJS)
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
@@ -60,14 +62,16 @@ MAN_PAGES := $(patsubst docs/%.md,$(OUT)/man/%.8,$(MAN_SRCS))
 .PHONY: all clean test unit unit-bins e2e demo deps format bench test-kernels man install uninstall asan \
 	fuzz
 # Keep skeletons and BPF objects: they are intermediates make would otherwise delete.
-.SECONDARY:
+# Named, not all targets: a target with no file is remade (an object whose source moved
+# would otherwise be taken as up to date, and the binary not linked again).
+.SECONDARY: $(SKELS) $(patsubst %.skel.h,%.bpf.o,$(subst $(OUT)/,$(OUT)/bpf/,$(SKELS)))
 all: $(OUT)/iospan
 
 $(OUT)/vmlinux.h: | $(OUT)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
-$(OUT)/bpf/%.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/*.h src/lib/*.h) | $(OUT)
+$(OUT)/bpf/%.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/abi/*.h) | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -75,7 +79,7 @@ $(OUT)/bpf/%.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/
 # trace counts a writeback request's holds with atomic fetch-and-add (BPF v3, Linux 5.12).
 $(OUT)/bpf/trace.bpf.o $(OUT)/bpf/trace_compat.bpf.o: BPF_CFLAGS += -mcpu=v3
 
-$(OUT)/bpf/%_compat.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/*.h src/lib/*.h) | $(OUT)
+$(OUT)/bpf/%_compat.bpf.o: src/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/abi/*.h) | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -DIOSPAN_NO_KPTR_CAST -c $< -o $@
@@ -116,15 +120,15 @@ $(OUT)/iowork: tests/kernels/guest/iowork.c | $(OUT)
 $(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) $(filter $(OUT)/cmd/%.o,$^) -o $@ \
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) $(filter $(OUT)/cmd/%.o $(OUT)/collect/%.o $(OUT)/incident/%.o,$^) -o $@ \
 		$(LDLIBS) -lcmocka
 
 # Unit tests of a command's pure parts link those objects too.
-$(OUT)/tests/test_watch_trigger: $(OUT)/cmd/watch/trigger.o
-$(OUT)/tests/test_lat_kind: $(OUT)/cmd/lat/kind.o
-$(OUT)/tests/test_snoop_render: $(OUT)/cmd/snoop/render.o $(OUT)/cmd/snoop/format.o
-$(OUT)/tests/test_trace_perfetto: $(OUT)/cmd/trace/perfetto.o $(OUT)/cmd/trace/record.o \
-	$(OUT)/cmd/trace/render_json.o $(OUT)/cmd/trace/accounts.o
+$(OUT)/tests/test_watch_trigger: $(OUT)/incident/rules.o
+$(OUT)/tests/test_lat_kind: $(OUT)/collect/lat/kind.o
+$(OUT)/tests/test_top_model: $(OUT)/collect/top/model.o
+$(OUT)/tests/test_snoop_render: $(OUT)/cmd/snoop/render.o $(OUT)/collect/snoop/format.o
+$(OUT)/tests/test_trace_perfetto: $(OUT)/cmd/trace/perfetto.o $(OUT)/collect/trace/record.o
 
 $(OUT):
 	$(Q)mkdir -p $(OUT)
@@ -238,7 +242,8 @@ bench: $(OUT)/iospan $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost $(OUT)/benc
 	$(Q)$(PYTHON) bench/overhead.py $(BENCH_ARGS)
 
 format:
-	$(Q)clang-format -i src/*.c src/*.h src/*/*.c src/*/*.h tests/unit/*.c bench/*.c
+	$(Q)clang-format -i src/*.c src/*.h src/*/*.c src/*/*.h src/*/*/*.c src/*/*/*.h tests/unit/*.c \
+		bench/*.c
 
 clean:
 	$(Q)rm -rf $(OUT)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Checks that two skeleton headers of one BPF source (the default build and its
 # IOSPAN_NO_KPTR_CAST build, src/bpf/kptr.bpf.h) lay out their global data the same
-# way: src/lib/skel.h opens either ELF through the default build's skeleton struct.
+# way: src/lib/bpf/skel.h opens either ELF through the default build's skeleton struct.
 #   skel-layout.sh NAME HEADER COMPAT_NAME COMPAT_HEADER
 set -euo pipefail
 globals() { # NAME HEADER: the global data structs, with NAME replaced

@@ -4,16 +4,7 @@
 
 #include <stdio.h>
 
-struct attach_hook;
-
-/*
- * Receives a BPF command's default attach plan. @load_err NULL: the command's own
- * programs were loaded and attached here with these hooks (their chosen variants are
- * the ones in use). Otherwise why that failed, and the hooks are not chosen yet. The
- * hooks are valid only during the call (they point into the command's skeleton).
- */
-typedef void (*plan_show_fn)(const char *cmd, struct attach_hook *hooks, int n,
-			     const char *load_err, void *arg);
+#include "probe.h" /* plan_show_fn */
 
 /* A subcommand: argv[0] is its name; returns 0 or a negative errno. */
 struct cmd {

@@ -7,7 +7,7 @@
  *   blk_bio_src(bio, dio_end_io, &inode)  where its data is (enum blk_src), its file
  *   blk_bio_submitter(task, dio, &waiter) the task it is credited to
  *
- * The owner records (struct blk_owner, src/lib/blk_owner_abi.h) of lat and snoop,
+ * The owner records (struct blk_owner, src/abi/blk_owner_abi.h) of lat and snoop,
  * recorded at block_bio_queue in the submitter's context and found at completion from
  * the request's first bio; left out where BLK_OWNER_NO_RECORD is defined (top keeps
  * its own, smaller records keyed as its rows are, from the same blk_bio_src()):
@@ -42,7 +42,7 @@
 #ifndef IOSPAN_BLK_OWNER_BPF_H
 #define IOSPAN_BLK_OWNER_BPF_H
 
-#include "lib/blk_owner_abi.h"
+#include "blk_owner_abi.h"
 
 #define BLK_REQ_FLAG(bit) ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, bit))
 

@@ -4,7 +4,7 @@
  * (tp_btf), then fentry, then a kprobe on the kernel function it stands in, all calling
  * one handler of the includer's; and the tp_btf/raw_tp pairs of the tracepoints all
  * kernels have (TP_PROGS). Names: <name>, <name>_fentry, <name>_kprobe, as
- * FALLBACK_HOOK() in src/lib/probe.h expects. A kprobe's arguments are numbers: they are
+ * FALLBACK_HOOK() in src/lib/bpf/probe.h expects. A kprobe's arguments are numbers: they are
  * given their type with KPTR_AS() (kptr.bpf.h) before the handler reads them with KR().
  */
 #ifndef IOSPAN_FALLBACK_BPF_H
@@ -16,7 +16,7 @@
  * TP_PTR(type, i) and TP_ARG(type, i), the tracepoint's i-th argument: a pointer, typed
  * in both (a raw_tp's are numbers, given their type with KPTR_AS()), or a value;
  * TP_VIEW(type, i), a pointer read through an untrusted view in both (cheaper to verify). User
- * space lists the pair with TP_BTF_HOOK() (src/lib/probe.h).
+ * space lists the pair with TP_BTF_HOOK() (src/lib/bpf/probe.h).
  */
 #define TP_PROGS(tp, name, handler, ...)                           \
 	SEC("tp_btf/" #tp)                                         \

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The target filter (-p, --tid, --comm, --cgroup, -d, --file, --dir), checked in the
- * kernel from one read-only struct (src/lib/filter_abi.h) and the two set maps that
- * src/lib/filters.c fills. Include once per .bpf.c (it defines them). Needs
+ * kernel from one read-only struct (src/abi/filter_abi.h) and the two set maps that
+ * src/lib/bpf/filters.c fills. Include once per .bpf.c (it defines them). Needs
  * vfs.bpf.h for --dir.
  */
 #ifndef IOSPAN_FILTER_BPF_H
 #define IOSPAN_FILTER_BPF_H
 
-#include "lib/filter_abi.h"
+#include "filter_abi.h"
 
 /* How far up --dir looks for the directory (deeper files do not match). */
 #define FILTER_DIR_DEPTH 32

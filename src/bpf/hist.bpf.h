@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * hist_put(): the BPF side of the histograms of src/lib/hist.h, for every program that
- * fills one. User space reads them with the functions of src/lib/hist.c.
+ * hist_put(): the BPF side of the histograms of src/lib/util/hist.h, for every program that
+ * fills one. User space reads them with the functions of src/lib/util/hist.c.
  */
 #ifndef IOSPAN_HIST_BPF_H
 #define IOSPAN_HIST_BPF_H
 
-#include "lib/hist.h"
+#include "hist_abi.h"
 
 /*
  * The head's part of hist_put_of(): counts @v in @h and returns its slot among @nr

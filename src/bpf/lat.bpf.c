@@ -11,8 +11,8 @@
  * core (blk_owner.bpf.h), recorded by the same queue and split programs.
  */
 #include "iospan.bpf.h"
-#include "lib/common_abi.h"
-#include "lib/lat_abi.h"
+#include "common_abi.h"
+#include "lat_abi.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
 #include "bio_slot.bpf.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Feature probes: one tiny program per program kind or map type. src/lib/probe.c loads
+ * Feature probes: one tiny program per program kind or map type. src/lib/bpf/probe.c loads
  * exactly one of them per attempt (plus the one map it needs), so a failure names the
  * feature that is missing and nothing else.
  */

@@ -2,14 +2,14 @@
 /*
  * Ring buffers that count what they lose: DEFINE_RBUF(name, bytes) makes the buffer
  * `name` and its per-CPU counters `name_counts` (enum rb_count), which user space
- * (src/lib/rbuf.h) sums to show the records lost and to know when it has read every
+ * (src/lib/bpf/rbuf.h) sums to show the records lost and to know when it has read every
  * record sent, and `name_woken_ns` (see rbuf_submit_batched()). Records start with
- * struct rb_hdr (src/lib/rbuf_abi.h).
+ * struct rb_hdr (src/abi/rbuf_abi.h).
  */
 #ifndef IOSPAN_RBUF_BPF_H
 #define IOSPAN_RBUF_BPF_H
 
-#include "lib/rbuf_abi.h"
+#include "rbuf_abi.h"
 
 #define DEFINE_RBUF(name, bytes)                                   \
 	struct {                                                   \

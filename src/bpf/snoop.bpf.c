@@ -10,8 +10,8 @@
  * is reserved.
  */
 #include "iospan.bpf.h"
-#include "lib/common_abi.h"
-#include "lib/snoop_abi.h"
+#include "common_abi.h"
+#include "snoop_abi.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
 #include "bio_slot.bpf.h"

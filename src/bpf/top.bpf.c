@@ -12,7 +12,7 @@
  * through a ring buffer.
  */
 #include "iospan.bpf.h"
-#include "lib/top_abi.h"
+#include "top_abi.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
 #include "proc.bpf.h"

@@ -14,7 +14,7 @@
  * request over the threshold travels to user space, through a ring buffer.
  */
 #include "iospan.bpf.h"
-#include "lib/trace_abi.h"
+#include "trace_abi.h"
 #include "kptr.bpf.h"
 #include "vfs.bpf.h"
 #include "proc.bpf.h"

@@ -182,22 +182,40 @@ def test_lat(disk, stage, start, end):
     assert abs(h[0]["avg"] - want) <= 1, (h[0]["avg"], want)
 
 
+def mean_bounds(values, k):
+    """The least and the most the mean of @values can be with @k of them left out."""
+    v = sorted(values)
+    n = len(v) - k
+    return statistics.mean(v[:n]), statistics.mean(v[k:])
+
+
 def test_top(disk):
-    """top: fio's row, q2c from Q and d2c from D, as means."""
+    """top: fio's row, q2c from Q and d2c from D, as means. A request whose completion
+    ran no program (the kernel gap of iospan-top(8), *Completions not seen*) is declared
+    (completions_unseen: its bytes on the disk's unattributed row, untimed): tried again
+    while there are any; if some stay, fio's row holds exactly the others' bytes and its
+    means lie within those of any subset of the requests without that many."""
     def complete(docs, lives):
         dev = [d for d in docs[-1]["devices"] if d["disk"] == os.path.basename(disk)]
+        dropped = docs[-1]["dropped"]
         return dev and dev[0]["disk_read_bytes"] == dev[0]["diskstats_read_bytes"] and \
-            not docs[-1]["dropped"]["requests_without_queue_time"]
+            not dropped["requests_without_queue_time"] and not dropped["completions_unseen"]
 
     docs, lives = run(disk, "top", "--json", "-d", disk, "--duration", "600",
                       complete=complete)
-    assert complete(docs, lives), (docs[-1]["devices"], docs[-1]["dropped"])
+    dev = [d for d in docs[-1]["devices"] if d["disk"] == os.path.basename(disk)]
+    dropped = docs[-1]["dropped"]
+    assert dev and dev[0]["disk_read_bytes"] == dev[0]["diskstats_read_bytes"] and \
+        not dropped["requests_without_queue_time"], (docs[-1]["devices"], dropped)
     rows = [p for p in docs[-1]["processes"] if p["comm"] == "fio"]
     assert len(rows) == 1, docs[-1]["processes"]
     p = rows[0]
-    assert p["disk_read_bytes"] == 4096 * len(lives), (p, len(lives))
-    q2c = statistics.mean(us(r["Q"], r["C"]) for r in lives)
-    d2c = statistics.mean(us(r["D"], r["C"]) for r in lives)
-    print("top q2c %.2f d2c %.2f us, tracepoints %.2f %.2f" % (
-        p["q2c_avg_us"], p["d2c_avg_us"], q2c, d2c))
-    assert abs(p["q2c_avg_us"] - q2c) <= 1 and abs(p["d2c_avg_us"] - d2c) <= 1, (p, q2c, d2c)
+    unseen = dropped["completions_unseen"]
+    assert dropped["completion_unseen_bytes"] == 4096 * unseen, dropped
+    assert p["disk_read_bytes"] == 4096 * (len(lives) - unseen), (p, len(lives), dropped)
+    q2c = mean_bounds([us(r["Q"], r["C"]) for r in lives], unseen)
+    d2c = mean_bounds([us(r["D"], r["C"]) for r in lives], unseen)
+    print("top q2c %.2f d2c %.2f us, tracepoints %s %s, %d completions unseen" % (
+        p["q2c_avg_us"], p["d2c_avg_us"], q2c, d2c, unseen))
+    assert q2c[0] - 1 <= p["q2c_avg_us"] <= q2c[1] + 1 and \
+        d2c[0] - 1 <= p["d2c_avg_us"] <= d2c[1] + 1, (p, q2c, d2c)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """`iospan stat` writes, byte for byte, what it wrote before its output went through the
-shared renderer (src/lib/render.c).
+shared renderer (src/lib/util/render.c).
 
 tests/fixtures/stat-golden/NAME.out holds the text and JSON that the binary of commit
 9acbfce (the last with stat's own printers) wrote when replaying tests/fixtures/NAME.rec

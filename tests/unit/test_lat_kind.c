@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* iospan lat --by stack: a request's kind from the functions of its queuing stack. */
-#include "cmd/lat/lat.h" /* before cmocka: its fail() macro */
+#include "collect/lat.h" /* before cmocka: its fail() macro */
 #include "testutil.h"
 
 #define KIND(kind, ...)                                               \

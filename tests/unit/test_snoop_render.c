@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "cmd/snoop/snoop.h" /* before cmocka: its fail() macro */
-#include "lib/common_abi.h"
+#include "common_abi.h"
 #include "units.h"
 #include "testutil.h"
 

@@ -13,17 +13,17 @@
 static char *export_one(const struct trace_rec *r)
 {
 	char path[] = "/tmp/iospan-trace-perfetto-XXXXXX";
-	struct trace_ctx c = {0};
+	struct trace_cmd t = {0};
 	char *buf = calloc(1, 65536);
 	int fd = mkstemp(path);
 	FILE *f;
 
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(perfetto_open(&c.pf, path), 0);
-	trace_perfetto_write(&c, r);
-	trace_perfetto_free_lanes(&c);
-	assert_int_equal(perfetto_close(c.pf), 0);
+	assert_int_equal(perfetto_open(&t.pf, path), 0);
+	trace_perfetto_write(&t, r);
+	trace_perfetto_free_lanes(&t);
+	assert_int_equal(perfetto_close(t.pf), 0);
 	f = fopen(path, "r");
 	assert_non_null(f);
 	assert_true(fread(buf, 1, 65535, f) > 0);

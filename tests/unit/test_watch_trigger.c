@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "cmd/watch/watch.h"
+#include "incident/rules.h"
 
 /* One sample's values with only @m set to @v (others NaN: they never count). */
 static void one_value(double v[WT_NR_METRICS], enum wt_metric m, double value)

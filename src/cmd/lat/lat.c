@@ -27,13 +27,9 @@
 #include "ksyms.h"
 #include "probe.h"
 #include "lat.h"
-#include "lat.skel.h"
-#include "lat_compat.skel.h"
-#include "skel.h"
 
 #define LAT_MAX_ENTRIES	    65536
 #define LAT_DEFAULT_ENTRIES 2048
-#define LAT_STACK_ENTRIES   16384
 
 static const char lat_usage[] =
 	"Usage: iospan lat [OPTIONS] [interval [count]]\n"
@@ -95,7 +91,7 @@ static int parse_by(const char *arg, uint32_t *fields)
 	return fail_usage("invalid --by '%s': use pid, comm, cgroup, file or stack", arg);
 }
 
-static int lat_parse(int argc, char **argv, struct lat_opts *o)
+static int lat_parse(int argc, char **argv, struct lat_cmd *l)
 {
 	static const struct option long_opts[] = {
 		{"stage", required_argument, NULL, OPT_STAGE},
@@ -110,6 +106,7 @@ static int lat_parse(int argc, char **argv, struct lat_opts *o)
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
+	struct lat_opts *o = &l->o;
 	bool have_by = false, have_stage = false;
 	int opt, err;
 
@@ -176,298 +173,84 @@ static int lat_parse(int argc, char **argv, struct lat_opts *o)
 		return fail_usage("-m is for latencies: --size is in KiB");
 	if (o->size)
 		o->stage = LAT_SIZE;
-	return parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &o->count);
-}
-
-struct lat_ctx {
-	const struct lat_opts *o;
-	struct bpfcmd cmd;
-	struct lat_bpf *skel; /* cmd's */
-	struct lat_state state;
-	struct lat_stacks stacks;
-	struct lat_view view;
-	uint64_t skipped; /* the programs' recursion misses so far */
-	/* The cross-check with /proc/diskstats (see struct lat_report's not_seen). */
-	bool ds_check;
-	uint64_t ds_start; /* the disk's completed requests when tracing began */
-	uint64_t seen;	   /* requests counted or declared so far */
-	uint64_t not_seen; /* the largest shortfall so far */
-};
-
-/*
- * Requests @d completed on the disk of -d (all kinds, as lat counts them), or -1 if
- * /proc/diskstats cannot say.
- */
-static int64_t disk_requests(const struct disk *d)
-{
-	struct ds_snapshot snap;
-	const struct ds_dev *dev;
-	int64_t n = -1;
-
-	ds_snapshot_init(&snap);
-	if (!ds_read("/proc/diskstats", &snap)) {
-		dev = ds_snapshot_find(&snap, d->major, d->minor, d->name);
-		if (dev)
-			n = dev->f[DS_RD_IOS] + dev->f[DS_WR_IOS] + dev->f[DS_DC_IOS] +
-			    dev->f[DS_FL_IOS];
-	}
-	ds_snapshot_free(&snap);
-	return n;
-}
-
-/*
- * Fills @r's not_seen: what /proc/diskstats completed since tracing began, less what
- * the programs counted or declared. Read before the maps, so it can only fall short of
- * the programs' window, never past it: a shortfall is a request no program ran for.
- */
-static void check_diskstats(struct lat_ctx *c, struct lat_report *r, int64_t ds_now)
-{
-	uint64_t seen = r->skipped, done;
-	size_t i;
-	int d;
-
-	for (i = 0; i < r->nr; i++)
-		seen += r->rows[i].h.count;
-	for (d = 0; d < LAT_DROP_NR; d++)
-		seen += r->drops[d];
-	c->seen += seen;
-	if (!c->ds_check || ds_now < 0)
-		return;
-	r->not_seen_known = true;
-	done = ds_now - c->ds_start;
-	if (done > c->seen && done - c->seen > c->not_seen) {
-		r->not_seen = done - c->seen - c->not_seen;
-		c->not_seen = done - c->seen;
-	}
-}
-
-static bool needs_owner(const struct lat_opts *o)
-{
-	return (o->key_fields & LAT_K_OWNER) || filter_opts_target(&o->filter);
-}
-
-static bool needs_issue(const struct lat_opts *o)
-{
-	return o->stage == LAT_D2C || o->stage == LAT_Q2D;
-}
-
-/* The stage starts at the first bio's queue time (block_bio_queue). */
-static bool needs_queue(const struct lat_opts *o)
-{
-	return o->stage == LAT_Q2C || o->stage == LAT_Q2D;
-}
-
-#define RA_FIGURE "--by stack: a read's own misses told from the async readahead it sets off"
-
-/* The hooks the options need, with their variants, into @c's plan. */
-static int plan_hooks(struct lat_ctx *c)
-{
-	struct lat_bpf *s = c->skel;
-	struct attach_hook hooks[] = {
-		TP_BTF_HOOK(s, "block_rq_complete", lat_rq_complete, false, NULL),
-		TP_BTF_HOOK(s, "block_rq_issue", lat_rq_issue, false, NULL),
-		TP_BTF_HOOK(s, "block_bio_queue", lat_bio_queue, false, NULL),
-		TP_BTF_HOOK(s, "block_split", lat_bio_split, false, NULL),
-		/* --by stack: which readahead a read's requests come from (lat.bpf.c). */
-		FALLBACK_HOOK(s, "page_cache_sync_ra", lat_ra_sync, RA_FIGURE),
-		FALLBACK_HOOK(s, "page_cache_async_ra", lat_ra_async, RA_FIGURE),
-		FALLBACK_HOOK(s, "mm_filemap_fault", lat_ra_fault, RA_FIGURE),
-	};
-	bool stacks = c->o->key_fields & LAT_K_STACK;
-	int n = 0, i, j;
-
-	/* Hooks the options do not need are neither planned nor loaded. */
-	for (i = 0; i < (int)(sizeof(hooks) / sizeof(hooks[0])); i++) {
-		bool ra = hooks[i].v[0].prog == s->progs.lat_ra_sync ||
-			  hooks[i].v[0].prog == s->progs.lat_ra_async ||
-			  hooks[i].v[0].prog == s->progs.lat_ra_fault;
-		bool off = (!needs_issue(c->o) && !strcmp(hooks[i].name, "block_rq_issue")) ||
-			   (!needs_owner(c->o) && !needs_queue(c->o) &&
-			    strncmp(hooks[i].name, "block_rq_", 9)) ||
-			   (ra && !stacks);
-
-		if (off)
-			for (j = 0; j < ATTACH_MAX_VARIANTS && hooks[i].v[j].prog; j++)
-				bpf_program__set_autoload(hooks[i].v[j].prog, false);
-		else
-			hooks[n++] = hooks[i];
-	}
-	return bpfcmd_plan(&c->cmd, hooks, n, "give a smaller --max-entries");
-}
-
-static int lat_setup(struct lat_ctx *c)
-{
-	static const char *const syms[] = {"iomap_dio_bio_end_io"};
-	const struct lat_opts *o = c->o;
-	struct lat_bpf *s;
-	uint64_t addr = 0;
-	int err;
-
-	/* Read while the probes and the kernel's BTF are parsed (bpfcmd_prepare()). */
-	if (needs_owner(o))
-		bpfcmd_kernel_addrs_start(&c->cmd, syms, 1);
-	err = bpfcmd_prepare(&c->cmd, "lat",
-			     o->key_fields & LAT_K_CGROUP ? BPFCMD_CGROUP_NAMES : 0);
-	if (err)
-		return err;
-	c->view.cgmap = c->cmd.cgmap;
-	if (needs_owner(o))
-		bpfcmd_kernel_addrs(&c->cmd, syms, &addr, 1,
-				    "direct I/O is told by its pages, without its file");
-	s = BPFCMD_OPEN(&c->cmd, lat);
-	if (!s)
-		return -errno;
-	c->skel = s;
-	s->rodata->stage = o->stage;
-	s->rodata->key_fields = o->key_fields;
-	s->rodata->unit = o->stage == LAT_SIZE ? 1024 : o->millis ? 1000000 : 1000;
-	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
-	s->rodata->want_owner = needs_owner(o);
-	s->rodata->blk_owner_want_stack = o->key_fields & LAT_K_STACK;
-	s->rodata->follow_ra = o->key_fields & LAT_K_STACK;
-	s->rodata->blk_owner_dio_end_io = addr;
-	bpf_map__set_max_entries(s->maps.hists, o->max_entries);
-	bpf_map__set_max_entries(s->maps.blk_owner_stack_ids,
-				 o->key_fields & LAT_K_STACK ? LAT_STACK_ENTRIES : 1);
-	s->rodata->blk_owner_nr_cpus = c->cmd.ncpus;
-	if (!needs_owner(o))
-		bpf_map__set_max_entries(s->maps.blk_owner_slots, 1);
-	if (!needs_issue(o))
-		bpf_map__set_max_entries(s->maps.rq_issues, 1);
-	if (o->stage != LAT_SIZE)
-		bpf_map__set_max_entries(s->maps.rq_parts, 1);
-	if (!needs_queue(o))
-		bpf_map__set_max_entries(s->maps.bio_qs, 1);
-	if (!(o->key_fields & LAT_K_FILE))
-		bpf_map__set_max_entries(s->maps.paths, 1);
-	err = plan_hooks(c) ?: bpfcmd_load_filter(&c->cmd, &o->filter) ?: bpfcmd_attach(&c->cmd);
-	if (err)
-		return err;
-	if ((o->key_fields & LAT_K_FILE) &&
-	    fspath_cache_new(fspath_lookup_bpf_map, FSPATH_MAP_ARG(bpf_map__fd(s->maps.paths)),
-			     &c->view.paths))
-		return fail(-ENOMEM, "out of memory");
-	/*
-	 * Every request of one whole disk is counted or declared: /proc/diskstats, read
-	 * once the programs run, can tell whether the kernel skipped any silently.
-	 */
-	if (o->filter.have_disk && !o->filter.disk.partition && !filter_opts_target(&o->filter)) {
-		int64_t n = disk_requests(&o->filter.disk);
-
-		c->ds_check = n >= 0;
-		c->ds_start = n;
-	}
-	c->view.o = o;
-	c->stacks.fd = o->key_fields & LAT_K_STACK ? bpf_map__fd(s->maps.blk_owner_stack_ids) : -1;
-	c->view.stacks = &c->stacks;
-	return 0;
+	return parse_interval_count(argc - optind, argv + optind, &l->interval_ns, &l->count);
 }
 
 /* A report of the window that ends now (a tick of the main loop). */
 static int lat_report(void *arg, const struct bpfcmd_tick *t)
 {
-	struct lat_ctx *c = arg;
-	/* Before the maps: see check_diskstats(). */
-	int64_t ds_now = c->ds_check ? disk_requests(&c->o->filter.disk) : -1;
+	struct lat_cmd *l = arg;
 	struct lat_report r;
-	uint64_t skipped;
 	int err;
 
-	err = lat_report_read(&c->state, bpf_map__fd(c->skel->maps.hists),
-			      bpf_map__fd(c->skel->maps.drops), c->cmd.ncpus, &r);
+	err = lat_collect_read(l->c, t->seconds, &r);
 	if (err)
 		return err;
-	r.seconds = t->seconds;
-	skipped = bpfcmd_missed_runs(&c->cmd);
-	r.skipped = skipped - c->skipped;
-	c->skipped = skipped;
-	check_diskstats(c, &r, ds_now);
-	err = lat_render(&c->view, &r);
+	err = lat_render(&l->view, &r);
 	lat_report_free(&r);
 	return err;
 }
 
-static int lat_run(struct lat_ctx *c)
+static int lat_run(struct lat_cmd *l)
 {
-	const struct lat_opts *o = c->o;
+	const struct lat_opts *o = &l->o;
 	const struct bpfcmd_loop loop = {
-		.interval_ns = o->interval_ns,
-		.count = o->count,
+		.interval_ns = l->interval_ns,
+		.count = l->count,
 		.tick_at_end = true,
 		.tick = lat_report,
-		.arg = c,
+		.arg = l,
 	};
+	struct bpfcmd *cmd = lat_collect_cmd(l->c);
 
-	c->cmd.want_ksyms = o->key_fields & LAT_K_STACK;
-	if (o->interval_ns)
-		bpfcmd_start(&c->cmd, "tracing %s, a report every %.1f s; Ctrl-C to stop",
-			     lat_stage_name(o->stage), o->interval_ns / 1e9);
+	cmd->want_ksyms = o->key_fields & LAT_K_STACK;
+	if (l->interval_ns)
+		bpfcmd_start(cmd, "tracing %s, a report every %.1f s; Ctrl-C to stop",
+			     lat_stage_name(o->stage), l->interval_ns / 1e9);
 	else
-		bpfcmd_start(&c->cmd, "tracing %s; Ctrl-C to report", lat_stage_name(o->stage));
-	c->view.ksyms = c->cmd.ksyms;
-	return bpfcmd_run(&c->cmd, &loop);
-}
-
-static void lat_cleanup(struct lat_ctx *c)
-{
-	bpfcmd_close(&c->cmd);
-	fspath_cache_free(c->view.paths);
-	lat_stacks_free(&c->stacks);
-	lat_state_free(&c->state);
-	jw_free(c->view.jw);
-	probe_cleanup();
+		bpfcmd_start(cmd, "tracing %s; Ctrl-C to report", lat_stage_name(o->stage));
+	lat_collect_view(l->c, &l->view);
+	l->view.ksyms = cmd->ksyms;
+	return bpfcmd_run(cmd, &loop);
 }
 
 int lat_plan(plan_show_fn show, void *arg)
 {
-	static struct lat_opts opts;
-	static struct lat_ctx c;
+	static struct lat_cmd l;
 	char *argv[] = {"lat", NULL};
-	char why[256];
 	int err;
 
-	memset(&opts, 0, sizeof(opts));
+	memset(&l, 0, sizeof(l));
 	cmd_reset_getopt();
-	err = lat_parse(1, argv, &opts);
+	err = lat_parse(1, argv, &l);
 	if (err)
 		return err < 0 ? err : -EINVAL;
-	memset(&c, 0, sizeof(c));
-	c.o = &opts;
-	err_capture(why, sizeof(why));
-	err = lat_setup(&c);
-	err_capture(NULL, 0);
-	if (!err)
-		show("lat", c.cmd.hooks, c.cmd.nr_hooks, NULL, arg);
-	else
-		show("lat", c.cmd.hooks, c.cmd.nr_hooks, why[0] ? why : strerror(-err), arg);
-	lat_cleanup(&c);
-	return 0;
+	return lat_collect_plan(&l.o, show, arg);
 }
 
 int cmd_lat(int argc, char **argv)
 {
-	static struct lat_opts opts;
-	static struct lat_ctx ctx;
+	static struct lat_cmd l;
 	int err;
 
-	memset(&opts, 0, sizeof(opts));
-	memset(&ctx, 0, sizeof(ctx));
-	err = lat_parse(argc, argv, &opts);
+	memset(&l, 0, sizeof(l));
+	err = lat_parse(argc, argv, &l);
 	if (err)
 		return err > 0 ? 0 : err;
-	ctx.o = &opts;
 	if (gopts.json) {
-		ctx.view.jw = jw_new(stdout);
-		if (!ctx.view.jw) {
+		l.view.jw = jw_new(stdout);
+		if (!l.view.jw) {
 			err = fail(-ENOMEM, "out of memory");
 			goto cleanup;
 		}
 	}
-	err = lat_setup(&ctx);
+	err = lat_collect_open(&l.o, &l.c);
 	if (err)
 		goto cleanup;
-	err = lat_run(&ctx);
+	err = lat_run(&l);
 cleanup:
-	lat_cleanup(&ctx);
+	lat_collect_close(l.c);
+	jw_free(l.view.jw);
+	probe_cleanup();
 	return err;
 }

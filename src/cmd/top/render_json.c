@@ -170,10 +170,10 @@ static void json_by(struct top_ctx *c, struct jw *jw, const struct report *rep)
 	jw_end_array(jw);
 }
 
-void top_render_json(struct top_ctx *c, struct report *rep)
+void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 {
 	const struct top_opts *o = c->o;
-	struct jw *jw = c->jw;
+
 	struct top_proc info, fl;
 	char dname[DISK_NAME_LEN], sym[256];
 	uint64_t j;

@@ -21,8 +21,6 @@
 #include "json.h"
 #include "probe.h"
 #include "top.h"
-#include "top.skel.h"
-#include "top_compat.skel.h"
 #include "skel.h"
 
 /*
@@ -103,16 +101,6 @@ enum {
 	OPT_BY,
 };
 
-void top_opts_default(struct top_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->duration_ns = 8 * NSEC_PER_SEC;
-	o->max_procs = 10;
-	o->max_files = 5;
-	o->max_entries = 16384;
-	o->stall_ns = 100 * 1000000ULL;
-}
-
 /* --by process|file|dir DEPTH: DEPTH is the word after "dir". */
 static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
 {
@@ -135,7 +123,7 @@ static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
 	return 0;
 }
 
-static int top_parse(int argc, char **argv, struct top_opts *o)
+static int top_parse(int argc, char **argv, struct top_cmd *t)
 {
 	static const struct option long_opts[] = {
 		FILTER_LONG_DISK,
@@ -153,10 +141,13 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
+	struct top_opts *o = &t->o;
 	int opt, err;
 	size_t i;
 
+	memset(t, 0, sizeof(*t));
 	top_opts_default(o);
+	t->duration_ns = 8 * NSEC_PER_SEC;
 	while ((opt = getopt_long(argc, argv, FILTER_SHORT_OPTS "n:" COMMON_SHORT_OPTS, long_opts,
 				  NULL)) != -1) {
 		err = filter_parse_opt("top", opt, optarg, &o->filter);
@@ -207,10 +198,10 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 				return err;
 			break;
 		case OPT_DURATION:
-			err = args_period("--duration", optarg, &o->duration_ns);
+			err = args_period("--duration", optarg, &t->duration_ns);
 			if (err)
 				return err;
-			o->duration_set = true;
+			t->duration_set = true;
 			break;
 		case OPT_MAX_ENTRIES:
 			if (parse_u64_range(optarg, 64, TOP_MAX_ENTRIES, &o->max_entries))
@@ -222,10 +213,10 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 			return args_bad_option("top", argv);
 		}
 	}
-	err = parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &o->count);
+	err = parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &t->count);
 	if (err)
 		return err;
-	if (o->interval_ns && o->duration_set)
+	if (o->interval_ns && t->duration_set)
 		return fail_usage("--duration is for the one-shot report: give either --duration "
 				  "or an interval");
 	return 0;
@@ -234,42 +225,23 @@ static int top_parse(int argc, char **argv, struct top_opts *o)
 /* ------------------------------------------------------------------ reports */
 
 /* A report of the window that ends now: a tick of the main loop. */
-static int top_report(void *arg, const struct bpfcmd_tick *t)
+static int top_report(void *arg, const struct bpfcmd_tick *tick)
 {
-	struct top_ctx *c = arg;
+	struct top_cmd *t = arg;
 	struct top_snapshot snap;
 	struct report rep = {};
 	int err;
 
-	err = top_collect_read(c, &snap);
+	err = top_collect_read(t->c, &snap);
 	if (err)
 		return err;
-	rep.seconds = snap.seconds;
-	rep.timestamp = snap.timestamp;
-	rep.rates = snap.deltas;
-	rep.stopped = t->stopped;
-	rep.rows = snap.rows;
-	rep.nr_rows = snap.nr_rows;
-	rep.wb = snap.wb;
-	rep.nr_wb = snap.nr_wb;
-	rep.flushes = snap.flushes;
-	rep.nr_flushes = snap.nr_flushes;
-	rep.open = snap.open;
-	rep.nr_open = snap.nr_open;
-	memcpy(rep.drops, snap.drops, sizeof(rep.drops));
-	err = top_group_procs(c, &rep);
-	if (!err && c->o->by != BY_PROCESS)
-		err = top_group_by(c, &rep);
-	if (!err)
-		err = top_compute_coverage(c, &rep);
-	if (err) {
-		err = fail(err, "cannot build the report: %s", strerror(-err));
+	err = top_collect_report(t->c, &snap, tick->stopped, &rep);
+	if (err)
 		goto cleanup;
-	}
-	if (gopts.json)
-		top_render_json(c, &rep);
+	if (t->jw)
+		top_render_json(t->c, t->jw, &rep);
 	else
-		top_render_text(c, &rep);
+		top_render_text(t->c, &rep);
 cleanup:
 	top_report_free(&rep);
 	top_snapshot_free(&snap);
@@ -278,111 +250,83 @@ cleanup:
 
 int top_plan(plan_show_fn show, void *arg)
 {
-	struct attach_hook hooks[TOP_MAX_HOOKS];
 	char *argv[] = {"top", NULL};
-	struct top_opts *opts;
-	struct top_ctx *c;
-	struct top_bpf *s;
-	char why[256];
+	struct top_cmd *t;
 	int err;
 
-	opts = calloc(1, sizeof(*opts));
-	c = calloc(1, sizeof(*c));
-	if (!opts || !c) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
 	cmd_reset_getopt();
-	err = top_parse(1, argv, opts);
-	if (err) {
+	err = top_parse(1, argv, t);
+	if (err)
 		err = err < 0 ? err : -EINVAL;
-		goto cleanup;
-	}
-	/* Set up as the command would run: a plan that cannot load or attach is no plan. */
-	c->o = opts;
-	ds_snapshot_init(&c->ds_start);
-	ds_snapshot_init(&c->ds_end);
-	err_capture(why, sizeof(why));
-	err = top_setup(c);
-	err_capture(NULL, 0);
-	if (!err)
-		show("top", c->cmd.hooks, c->cmd.nr_hooks, NULL, arg);
-	top_teardown(c);
-	if (!err)
-		goto cleanup;
-	if (!why[0])
-		snprintf(why, sizeof(why), "%s", strerror(-err));
-	/* Then what it would try, evaluated without loading. */
-	s = SKEL_OPEN(top);
-	if (!s) {
-		err = -errno;
-		goto cleanup;
-	}
-	show("top", hooks, top_hooks(s, opts, hooks), why, arg);
-	top_bpf__destroy(s);
-	err = 0;
-cleanup:
-	free(c);
-	free(opts);
+	else
+		err = top_collect_plan(&t->o, show, arg);
+	free(t);
 	probe_cleanup();
 	return err;
 }
 
-static int top_run(struct top_ctx *c)
+static void top_housekeep(void *arg)
 {
-	const struct top_opts *o = c->o;
+	struct top_cmd *t = arg;
+
+	top_collect_housekeep(t->c);
+}
+
+static int top_run(struct top_cmd *t)
+{
+	const struct top_opts *o = &t->o;
 	const struct bpfcmd_loop loop = {
 		.interval_ns = o->interval_ns,
-		.duration_ns = o->interval_ns ? 0 : o->duration_ns,
-		.count = o->count,
+		.duration_ns = o->interval_ns ? 0 : t->duration_ns,
+		.count = t->count,
 		.tick_at_end = true,
 		.max_wait_ms = 200,
 		.tick = top_report,
 		.housekeeping_ns = NSEC_PER_SEC,
-		.housekeep = top_collect_housekeep,
-		.arg = c,
+		.housekeep = top_housekeep,
+		.arg = t,
 	};
 
 	if (o->interval_ns)
-		bpfcmd_start(&c->cmd, "tracing, a report every %.1f s; Ctrl-C to stop",
+		bpfcmd_start(&t->c->cmd, "tracing, a report every %.1f s; Ctrl-C to stop",
 			     o->interval_ns / 1e9);
 	else
-		bpfcmd_start(&c->cmd, "tracing for %.1f s; Ctrl-C to report early",
-			     o->duration_ns / 1e9);
-	return bpfcmd_run(&c->cmd, &loop);
+		bpfcmd_start(&t->c->cmd, "tracing for %.1f s; Ctrl-C to report early",
+			     t->duration_ns / 1e9);
+	return bpfcmd_run(&t->c->cmd, &loop);
 }
 
 int cmd_top(int argc, char **argv)
 {
-	struct top_ctx *c = NULL;
-	struct top_opts *opts;
-	struct jw *jw = NULL;
+	struct top_cmd *t;
 	int err;
 
-	opts = calloc(1, sizeof(*opts));
-	if (!opts)
+	t = calloc(1, sizeof(*t));
+	if (!t)
 		return fail(-ENOMEM, "out of memory");
-	err = top_parse(argc, argv, opts);
+	err = top_parse(argc, argv, t);
 	if (err) {
 		err = err > 0 ? 0 : err;
 		goto cleanup;
 	}
 	if (gopts.json) {
-		jw = jw_new(stdout);
-		if (!jw) {
+		t->jw = jw_new(stdout);
+		if (!t->jw) {
 			err = fail(-ENOMEM, "out of memory");
 			goto cleanup;
 		}
 	}
-	err = top_collect_open(opts, &c);
+	err = top_collect_open(&t->o, NULL, &t->c);
 	if (err)
 		goto cleanup;
-	c->jw = jw;
-	err = top_run(c);
+	err = top_run(t);
 cleanup:
-	top_collect_close(c);
-	jw_free(jw);
-	free(opts);
+	top_collect_close(t->c);
+	jw_free(t->jw);
+	free(t);
 	probe_cleanup();
 	return err;
 }

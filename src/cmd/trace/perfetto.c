@@ -18,12 +18,12 @@ struct lanes {
 };
 
 /* A track of @pid (lanes of @base) free from @start on; -1 if all are busy. */
-static int lane_get(struct trace_ctx *c, uint32_t pid, uint32_t base, uint64_t start, uint64_t end)
+static int lane_get(struct trace_cmd *t, uint32_t pid, uint32_t base, uint64_t start, uint64_t end)
 {
 	struct lanes *l;
 	int i;
 
-	for (l = c->lanes; l; l = l->next)
+	for (l = t->lanes; l; l = l->next)
 		if (l->pid == pid && l->base == base)
 			break;
 	if (!l) {
@@ -32,8 +32,8 @@ static int lane_get(struct trace_ctx *c, uint32_t pid, uint32_t base, uint64_t s
 			return -1;
 		l->pid = pid;
 		l->base = base;
-		l->next = c->lanes;
-		c->lanes = l;
+		l->next = t->lanes;
+		t->lanes = l;
 	}
 	/* Every span already on the lane ends before this one starts: nothing overlaps. */
 	for (i = 0; i < l->nr; i++) {
@@ -43,42 +43,42 @@ static int lane_get(struct trace_ctx *c, uint32_t pid, uint32_t base, uint64_t s
 		}
 	}
 	if (l->nr == MAX_LANES) {
-		c->lanes_full++;
+		t->lanes_full++;
 		return -1;
 	}
 	l->end[l->nr] = end;
 	return l->nr++;
 }
 
-static void perfetto_bio(struct trace_ctx *c, const struct trace_rec *r, uint32_t pid,
+static void perfetto_bio(struct trace_cmd *t, const struct trace_rec *r, uint32_t pid,
 			 const struct trace_bio *b, unsigned int idx)
 {
 	char name[64], tname[64], dn[DISK_NAME_LEN], sz[UNITS_BUF];
 	struct jw *jw;
 	int lane;
 
-	lane = lane_get(c, pid, LANE_BIOS, b->q, b->c);
+	lane = lane_get(t, pid, LANE_BIOS, b->q, b->c);
 	if (lane < 0)
 		return;
 	snprintf(tname, sizeof(tname), "bios %d", lane);
-	perfetto_thread(c->pf, pid, LANE_BIOS + lane, tname);
+	perfetto_thread(t->pf, pid, LANE_BIOS + lane, tname);
 	snprintf(name, sizeof(name), "bio %s %c %s", trace_dev_name(b->dev, dn, sizeof(dn)),
 		 trace_bio_dir(b), fmt_bytes(b->bytes, sz, sizeof(sz)));
-	jw = perfetto_span(c->pf, name, "bio", pid, LANE_BIOS + lane, b->q, b->c - b->q);
+	jw = perfetto_span(t->pf, name, "bio", pid, LANE_BIOS + lane, b->q, b->c - b->q);
 	jw_kv_string(jw, "request", trace_op_name(r->op));
 	jw_kv_uint(jw, "tid", r->tid);
 	jw_kv_uint(jw, "bio", idx);
 	jw_kv_uint(jw, "sector", b->sector);
 	jw_kv_uint(jw, "bytes", b->bytes);
 	trace_json_flags(jw, "flags", b->flags, true);
-	perfetto_end(c->pf);
-	perfetto_slice(c->pf, "q2g", "bio", pid, LANE_BIOS + lane, b->q, b->g);
-	perfetto_slice(c->pf, "g2i", "bio", pid, LANE_BIOS + lane, b->g, b->i);
-	perfetto_slice(c->pf, "i2d", "bio", pid, LANE_BIOS + lane, b->i, b->d);
-	perfetto_slice(c->pf, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
+	perfetto_end(t->pf);
+	perfetto_slice(t->pf, "q2g", "bio", pid, LANE_BIOS + lane, b->q, b->g);
+	perfetto_slice(t->pf, "g2i", "bio", pid, LANE_BIOS + lane, b->g, b->i);
+	perfetto_slice(t->pf, "i2d", "bio", pid, LANE_BIOS + lane, b->i, b->d);
+	perfetto_slice(t->pf, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
 }
 
-void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r)
+void trace_perfetto_write(struct trace_cmd *t, const struct trace_rec *r)
 {
 	char name[64], pbuf[PATH_MAX], cgbuf[PATH_MAX];
 	const char *path, *pname = "(unknown dirtier)", *cgroup;
@@ -89,48 +89,48 @@ void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r)
 	int lane = 0;
 
 	if (pid)
-		trace_rec_ident(c, r, &id, &pname, &cgroup, cgbuf, sizeof(cgbuf));
-	perfetto_process(c->pf, pid, pname);
+		trace_rec_ident(&t->c, r, &id, &pname, &cgroup, cgbuf, sizeof(cgbuf));
+	perfetto_process(t->pf, pid, pname);
 	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
 	    r->op == TRACE_OP_AIO_WRITE) {
 		/* Several may be in flight at once: each on a lane of its own. */
 		uint32_t base = r->op == TRACE_OP_WRITEBACK ? LANE_WB : LANE_AIO;
 
-		lane = lane_get(c, pid, base, r->start, r->end);
+		lane = lane_get(t, pid, base, r->start, r->end);
 		if (lane < 0)
 			return;
 		tid = base + lane;
 		snprintf(name, sizeof(name), "%s %d", base == LANE_WB ? "writeback" : "async I/O",
 			 lane);
-		perfetto_thread(c->pf, pid, tid, name);
+		perfetto_thread(t->pf, pid, tid, name);
 	} else {
 		snprintf(name, sizeof(name), "%s %u", r->comm, tid);
-		perfetto_thread(c->pf, pid, tid, name);
+		perfetto_thread(t->pf, pid, tid, name);
 	}
-	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
-	jw = perfetto_span(c->pf, trace_op_name(r->op), "request", pid, tid, r->start,
+	path = trace_rec_path(&t->c, r, pbuf, sizeof(pbuf));
+	jw = perfetto_span(t->pf, trace_op_name(r->op), "request", pid, tid, r->start,
 			   r->end - r->start);
 	jw_kv_string(jw, "path", path ? path : "?");
 	jw_kv_int(jw, "offset", r->offset);
 	jw_kv_uint(jw, "bytes", r->bytes);
 	jw_kv_int(jw, "ret", r->ret);
 	jw_kv_uint(jw, "bios", r->nr_done);
-	perfetto_end(c->pf);
+	perfetto_end(t->pf);
 	if (trace_rec_has_block_stages(r)) {
 		/* Children in time order; the block span holds the critical bio's stages. */
 		uint64_t thr_first = r->held_q && r->held_q == r->first_q ? r->held_h : 0;
 
-		perfetto_slice(c->pf, "pre_block", "stage", pid, tid, r->start,
+		perfetto_slice(t->pf, "pre_block", "stage", pid, tid, r->start,
 			       thr_first ?: r->first_q);
 		if (thr_first)
-			perfetto_slice(c->pf, "throttle", "stage", pid, tid, thr_first, r->first_q);
-		perfetto_slice(c->pf, "block (q2c)", "stage", pid, tid, r->first_q, r->last_c);
-		perfetto_slice(c->pf, "q2q", "stage", pid, tid, r->first_q, r->crit_q);
-		perfetto_slice(c->pf, "q2g", "stage", pid, tid, r->crit_q, r->crit_g);
-		perfetto_slice(c->pf, "g2i", "stage", pid, tid, r->crit_g, r->crit_i);
-		perfetto_slice(c->pf, "i2d", "stage", pid, tid, r->crit_i, r->crit_d);
-		perfetto_slice(c->pf, "d2c", "stage", pid, tid, r->crit_d, r->last_c);
-		perfetto_slice(c->pf, "post_block", "stage", pid, tid, r->last_c, r->end);
+			perfetto_slice(t->pf, "throttle", "stage", pid, tid, thr_first, r->first_q);
+		perfetto_slice(t->pf, "block (q2c)", "stage", pid, tid, r->first_q, r->last_c);
+		perfetto_slice(t->pf, "q2q", "stage", pid, tid, r->first_q, r->crit_q);
+		perfetto_slice(t->pf, "q2g", "stage", pid, tid, r->crit_q, r->crit_g);
+		perfetto_slice(t->pf, "g2i", "stage", pid, tid, r->crit_g, r->crit_i);
+		perfetto_slice(t->pf, "i2d", "stage", pid, tid, r->crit_i, r->crit_d);
+		perfetto_slice(t->pf, "d2c", "stage", pid, tid, r->crit_d, r->last_c);
+		perfetto_slice(t->pf, "post_block", "stage", pid, tid, r->last_c, r->end);
 	}
 	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {
 		const struct trace_evt *e = &r->events[i];
@@ -138,30 +138,30 @@ void trace_perfetto_write(struct trace_ctx *c, const struct trace_rec *r)
 		if (e->type == TRACE_EV_OFFCPU) {
 			/* Off-CPU periods cross stage boundaries: a track of their own. */
 			snprintf(name, sizeof(name), "%s %u off-CPU", r->comm, r->tid);
-			perfetto_thread(c->pf, pid, LANE_OFFCPU | r->tid, name);
-			jw = perfetto_span(c->pf, e->arg2 ? "iowait" : "off-CPU", "sched", pid,
+			perfetto_thread(t->pf, pid, LANE_OFFCPU | r->tid, name);
+			jw = perfetto_span(t->pf, e->arg2 ? "iowait" : "off-CPU", "sched", pid,
 					   LANE_OFFCPU | r->tid, e->ts, e->arg);
-			perfetto_end(c->pf);
+			perfetto_end(t->pf);
 			continue;
 		}
 		if (e->ts < r->start || e->ts > r->end)
 			continue;
-		jw = perfetto_instant(c->pf, trace_ev_name(e->type), "event", pid, tid, e->ts);
+		jw = perfetto_instant(t->pf, trace_ev_name(e->type), "event", pid, tid, e->ts);
 		jw_kv_uint(jw, "arg", e->arg);
 		jw_kv_uint(jw, "arg2", e->arg2);
-		perfetto_end(c->pf);
+		perfetto_end(t->pf);
 	}
 	for (i = 0; i < r->nr_bios && i < TRACE_MAX_BIOS; i++)
-		perfetto_bio(c, r, pid, &r->bios[i], i);
+		perfetto_bio(t, r, pid, &r->bios[i], i);
 }
 
-void trace_perfetto_free_lanes(struct trace_ctx *c)
+void trace_perfetto_free_lanes(struct trace_cmd *t)
 {
 	struct lanes *l, *next;
 
-	for (l = c->lanes; l; l = next) {
+	for (l = t->lanes; l; l = next) {
 		next = l->next;
 		free(l);
 	}
-	c->lanes = NULL;
+	t->lanes = NULL;
 }

@@ -2,23 +2,6 @@
 /* Slow requests as JSON Lines. */
 #include "trace.h"
 
-void trace_json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio)
-{
-	unsigned int i;
-
-	jw_kv_array(jw, key);
-	if (bio) {
-		for (i = 0; trace_bio_flag_names[i].name; i++)
-			if (flags & trace_bio_flag_names[i].bit)
-				jw_string(jw, trace_bio_flag_names[i].name);
-	} else {
-		for (i = 0; trace_rec_flag_names[i].name; i++)
-			if (flags & trace_rec_flag_names[i].bit)
-				jw_string(jw, trace_rec_flag_names[i].name);
-	}
-	jw_end_array(jw);
-}
-
 static void json_devnum(struct jw *jw, const char *key, uint32_t dev)
 {
 	char buf[32];
@@ -33,17 +16,17 @@ static double rel_us(const struct trace_rec *r, uint64_t ts)
 	return ts >= r->start ? trace_us(ts - r->start) : 0;
 }
 
-static void print_json(struct trace_ctx *c, const struct trace_rec *r)
+static void print_json(struct trace_cmd *t, const struct trace_rec *r)
 {
 	char pbuf[PATH_MAX], dn[DISK_NAME_LEN], dirs[2] = {0};
-	struct jw *jw = c->jw;
+	struct jw *jw = t->jw;
 	struct proc_ident id;
 	const char *path;
 	unsigned int i;
 
 	jw_start_object(jw);
 	jw_kv_string(jw, "type", "request");
-	jw_kv_uint(jw, "time_ns", r->start + c->mono_to_real);
+	jw_kv_uint(jw, "time_ns", r->start + t->c.mono_to_real);
 	jw_kv_uint(jw, "start_mono_ns", r->start);
 	jw_kv_string(jw, "op", trace_op_name(r->op));
 	if (r->op == TRACE_OP_WRITEBACK && !r->pid) {
@@ -60,8 +43,8 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		jw_kv_uint(jw, "tid", r->tid);
 		jw_kv_string(jw, "comm", r->comm);
 		jw_kv_uint(jw, "cgroup_id", r->cgid);
-		jw_kv_string(jw, "cgroup", trace_cgroup_name(c, r->cgid));
-		procinfo_get(c->procinfo, r->pid, r->comm, &id);
+		jw_kv_string(jw, "cgroup", trace_cgroup_name(&t->c, r->cgid));
+		procinfo_get(t->c.procinfo, r->pid, r->comm, &id);
 		if (id.cmdline)
 			jw_kv_string(jw, "cmdline", id.cmdline);
 		else
@@ -75,7 +58,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 		jw_kv_uint(jw, "flusher_tid", r->flusher);
 	json_devnum(jw, "dev", r->dev);
 	jw_kv_uint(jw, "inode", r->ino);
-	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
+	path = trace_rec_path(&t->c, r, pbuf, sizeof(pbuf));
 	if (path)
 		jw_kv_string(jw, "path", path);
 	else
@@ -92,7 +75,7 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 	jw_kv_bool(jw, "has_block_io", r->nr_done > 0);
 	jw_kv_uint(jw, "switches", r->nr_switches);
 	jw_kv_float(jw, "runq_us", trace_us(r->runq_ns), 3);
-	jw_kv_string(jw, "offcpu_from", trace_offcpu_source(c, r));
+	jw_kv_string(jw, "offcpu_from", trace_offcpu_source(&t->c, r));
 	jw_kv_object(jw, "page_cache");
 	jw_kv_uint(jw, "lookups", r->pc_lookups);
 	jw_kv_uint(jw, "lookup_pages", r->pc_lookup_pages);
@@ -147,9 +130,9 @@ static void print_json(struct trace_ctx *c, const struct trace_rec *r)
 	jw_end_object(jw);
 }
 
-static void print_summary(struct trace_ctx *c, const struct trace_summary *sum)
+static void print_summary(struct trace_cmd *t, const struct trace_summary *sum)
 {
-	struct jw *jw = c->jw;
+	struct jw *jw = t->jw;
 	unsigned int op, s;
 
 	jw_start_object(jw);
@@ -188,27 +171,27 @@ static void print_summary(struct trace_ctx *c, const struct trace_summary *sum)
 	jw_end_object(jw);
 }
 
-static void print_totals(struct trace_ctx *c, const struct trace_totals *t)
+static void print_totals(struct trace_cmd *t, const struct trace_totals *tot)
 {
-	struct jw *jw = c->jw;
+	struct jw *jw = t->jw;
 	int i;
 
 	jw_start_object(jw);
 	jw_kv_string(jw, "type", "totals");
-	jw_kv_uint(jw, "traced", t->traced);
-	jw_kv_uint(jw, "completed", t->cnt[TRACE_CNT_DONE]);
-	jw_kv_uint(jw, "emitted", t->cnt[TRACE_CNT_EMITTED]);
-	jw_kv_uint(jw, "printed", t->printed);
-	jw_kv_uint(jw, "in_flight_at_exit", t->in_flight);
-	jw_kv_uint(jw, "lost", t->lost);
+	jw_kv_uint(jw, "traced", tot->traced);
+	jw_kv_uint(jw, "completed", tot->cnt[TRACE_CNT_DONE]);
+	jw_kv_uint(jw, "emitted", tot->cnt[TRACE_CNT_EMITTED]);
+	jw_kv_uint(jw, "printed", tot->printed);
+	jw_kv_uint(jw, "in_flight_at_exit", tot->in_flight);
+	jw_kv_uint(jw, "lost", tot->lost);
 	jw_kv_object(jw, "counters");
 	for (i = 0; i < TRACE_CNT_NR; i++)
-		jw_kv_uint(jw, trace_cnt_names[i], t->cnt[i]);
+		jw_kv_uint(jw, trace_cnt_names[i], tot->cnt[i]);
 	jw_kv_uint(jw, "perfetto_lanes_full", t->lanes_full);
-	jw_kv_uint(jw, "records_malformed", t->malformed);
-	jw_kv_uint(jw, "records_not_arrived", t->not_arrived);
+	jw_kv_uint(jw, "records_malformed", tot->malformed);
+	jw_kv_uint(jw, "records_not_arrived", tot->not_arrived);
 	jw_end_object(jw);
-	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, jw, "unavailable", NULL, NULL);
+	attach_plan_unavailable(t->c.cmd.hooks, t->c.cmd.nr_hooks, jw, "unavailable", NULL, NULL);
 	jw_end_object(jw);
 }
 

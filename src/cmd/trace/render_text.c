@@ -2,7 +2,7 @@
 /* Slow requests as text. */
 #include "trace.h"
 
-static void print_text(struct trace_ctx *c, const struct trace_rec *r)
+static void print_text(struct trace_cmd *t, const struct trace_rec *r)
 {
 	char b[8][UNITS_BUF], tbuf[32], pbuf[PATH_MAX], dn[DISK_NAME_LEN], cgbuf[PATH_MAX];
 	static struct tl_item tl[TL_MAX];
@@ -15,7 +15,7 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 	unsigned int i;
 	int n;
 
-	real = r->start + c->mono_to_real;
+	real = r->start + t->c.mono_to_real;
 	secs = real / NSEC_PER_SEC;
 	localtime_r(&secs, &tm);
 	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
@@ -24,13 +24,13 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
 		/* The pages were dirtied before tracing started: nobody to credit. */
 		printf("(dirtier unknown: pages dirtied before tracing began)");
 	else {
-		trace_rec_ident(c, r, &id, &name, &cgroup, cgbuf, sizeof(cgbuf));
+		trace_rec_ident(&t->c, r, &id, &name, &cgroup, cgbuf, sizeof(cgbuf));
 		printf("%s pid %u tid %u cgroup %s", printable(name), r->pid, r->tid,
 		       printable(cgroup));
 	}
 	printf(" total %s ret %" PRId64 "\n", trace_fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])),
 	       (int64_t)r->ret);
-	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
+	path = trace_rec_path(&t->c, r, pbuf, sizeof(pbuf));
 	printf("  file %s (%u:%u ino %" PRIu64 ")", path ? printable(path) : "?",
 	       KDEV_MAJOR(r->dev), KDEV_MINOR(r->dev), (uint64_t)r->ino);
 	if (r->offset >= 0)
@@ -109,14 +109,14 @@ static void print_text(struct trace_ctx *c, const struct trace_rec *r)
  * output kept up with (it was busy all along: the buffer filled) and the rate they
  * came at.
  */
-static void print_drops(struct trace_ctx *c, const struct trace_summary *sum)
+static void print_drops(struct trace_cmd *t, const struct trace_summary *sum)
 {
 	double seconds = sum->seconds;
 	char size[UNITS_BUF];
 
 	if (!sum->dropped)
 		return;
-	fmt_bytes(c->o->rb_bytes, size, sizeof(size));
+	fmt_bytes(t->c.o->rb_bytes, size, sizeof(size));
 	printf("!! %" PRIu64 " slow requests dropped: the output printed %.0f/s, they came at "
 	       "%.0f/s and the %s ring buffer filled (raise -t, filter, write to a file, or "
 	       "use --buffer-size)\n",
@@ -127,7 +127,7 @@ static void print_drops(struct trace_ctx *c, const struct trace_summary *sum)
 	     (sum->emitted + sum->dropped) / seconds, size);
 }
 
-static void print_summary(struct trace_ctx *c, const struct trace_summary *sum)
+static void print_summary(struct trace_cmd *t, const struct trace_summary *sum)
 {
 	char b[3][UNITS_BUF];
 	bool header = false;
@@ -167,18 +167,18 @@ static void print_summary(struct trace_ctx *c, const struct trace_summary *sum)
 		printf("--- summary over %.1f s: no requests ---\n", sum->seconds);
 	else
 		printf("\n");
-	print_drops(c, sum);
+	print_drops(t, sum);
 }
 
-static void print_totals(struct trace_ctx *c, const struct trace_totals *t)
+static void print_totals(struct trace_cmd *t, const struct trace_totals *tot)
 {
-	const uint64_t *cnt = t->cnt;
+	const uint64_t *cnt = tot->cnt;
 	int i;
 
 	printf("iospan trace: %" PRIu64 " requests traced, %" PRIu64 " completed, %" PRIu64
 	       " emitted, %" PRIu64 " printed, %" PRIu64 " in flight, %" PRIu64 " lost\n",
-	       t->traced, cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], t->printed, t->in_flight,
-	       t->lost);
+	       tot->traced, cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], tot->printed, tot->in_flight,
+	       tot->lost);
 	for (i = 0; i < TRACE_CNT_NR; i++) {
 		if (i <= TRACE_CNT_EMITTED || !cnt[i])
 			continue;
@@ -190,11 +190,11 @@ static void print_totals(struct trace_ctx *c, const struct trace_totals *t)
 	}
 	if (t->lanes_full)
 		printf("  %-24s %" PRIu64 "\n", "perfetto_spans_dropped", t->lanes_full);
-	if (t->malformed)
-		printf("  %-24s %" PRIu64 " (lost)\n", "records_malformed", t->malformed);
-	if (t->not_arrived)
-		printf("  %-24s %" PRIu64 " (lost)\n", "records_not_arrived", t->not_arrived);
-	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, NULL, NULL, stdout, "  ");
+	if (tot->malformed)
+		printf("  %-24s %" PRIu64 " (lost)\n", "records_malformed", tot->malformed);
+	if (tot->not_arrived)
+		printf("  %-24s %" PRIu64 " (lost)\n", "records_not_arrived", tot->not_arrived);
+	attach_plan_unavailable(t->c.cmd.hooks, t->c.cmd.nr_hooks, NULL, NULL, stdout, "  ");
 }
 
 const struct trace_renderer trace_text_renderer = {

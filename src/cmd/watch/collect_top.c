@@ -30,7 +30,7 @@
 #include "procinfo.h"
 #include "rbuf.h"
 #include "watch.h"
-#include "../top/top.h"
+#include "collect/top.h"
 
 #define TOPC_MAX_ROWS 20
 
@@ -89,7 +89,7 @@ struct topc {
 	struct coll_ring ring; /* of struct topc_sample */
 	/* Slow requests (block detail): those read since the last sample. */
 	struct coll_slow_sample pending;
-	struct watch_sample *cur; /* the sample being observed */
+	struct io_sample *cur; /* the sample being observed */
 	double slowest_ns[WATCH_MAX_DISKS];
 	bool capturing; /* an incident is open: the larger cap */
 	int64_t mono_to_real;
@@ -214,6 +214,7 @@ static void name_slow_files(struct topc *t, const struct top_snapshot *snap)
 static int topc_open(const struct watch_opts *wo, void **priv)
 {
 	struct topc *t = calloc(1, sizeof(*t));
+	struct top_sink sink = {};
 	int ret;
 
 	*priv = t;
@@ -229,11 +230,11 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	t->o.stalls_on_demand = !wo->stalls_always;
 	if (!wo->full_detail) {
 		t->o.slow_rq_ns = watch_slow_keep_ns(wo);
-		t->o.on_slow_rq = on_slow_rq;
-		t->o.slow_rq_arg = t;
+		sink.slow_rq = on_slow_rq;
+		sink.arg = t;
 	}
 	t->mono_to_real = mono_to_real_ns();
-	ret = top_collect_open(&t->o, &t->top);
+	ret = top_collect_open(&t->o, &sink, &t->top);
 	if (ret) {
 		top_collect_close(t->top);
 		free(t);
@@ -367,7 +368,7 @@ static void fill_proc_info(struct proc_agg *p, const struct report *threads)
 }
 
 /* The busiest processes, threads and files of @snap on the watched disks into @out. */
-static int take_sample(struct topc *t, const struct watch_sample *ws,
+static int take_sample(struct topc *t, const struct io_sample *ws,
 		       const struct top_snapshot *snap, struct topc_sample *out)
 {
 	struct top_ctx *c = t->top;
@@ -393,11 +394,11 @@ static int take_sample(struct topc *t, const struct watch_sample *ws,
 	for (i = 0; i < snap->nr_wb; i++)
 		if (coll_devs_disk(&t->devs, row_bdev(c, snap->wb[i].key.dev, 0)) >= 0)
 			threads.wb[threads.nr_wb++] = snap->wb[i];
-	ret = top_group_procs(c, &threads);
+	ret = top_group_procs(c->o, &c->names, &threads);
 	if (ret)
 		goto cleanup;
 	take_threads(c, &threads, out);
-	ret = rows_by_process(c, &threads, &rep) ?: top_group_procs(c, &rep);
+	ret = rows_by_process(c, &threads, &rep) ?: top_group_procs(c->o, &c->names, &rep);
 	if (ret)
 		goto cleanup;
 	for (i = 0; i < rep.nr_procs && out->nr_procs < TOPC_MAX_ROWS; i++) {
@@ -681,7 +682,7 @@ cleanup:
 }
 
 /* Before the rules: the slow requests sent since the last sample, the slowest per disk. */
-static void topc_observe(void *priv, struct watch_sample *s)
+static void topc_observe(void *priv, struct io_sample *s)
 {
 	struct topc *t = priv;
 	int i;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * iospan watch's second BPF collector, for --detail full: trace's slow requests
- * (src/cmd/trace, its BPF object and ring-buffer consumer). Before the rules are
+ * (src/collect/trace.h: its BPF object and ring-buffer consumer). Before the rules are
  * checked, every sample reads the requests trace sent since the previous one; the
  * slowest on each watched disk is the slow-request rule's value. Requests over
  * --capture-threshold (or over --slow-request if lower) are kept with their stages
@@ -10,13 +10,23 @@
  * The last --pre seconds are kept in memory and written into slow_requests while an
  * incident is open.
  */
+#include <limits.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
+#include "args.h"
+#include "collect/trace.h"
 #include "collector.h"
+#include "fspath.h"
+#include "json.h"
+#include "ops.h"
+#include "rbuf.h"
+#include "units.h"
 #include "watch.h"
-#include "../trace/trace.h"
 
 /* Trace's ring buffer: a second of slow requests while watch samples. */
 #define SLOWC_RB_BYTES (4ULL << 20)
@@ -24,11 +34,11 @@
 #define SLOWC_SWEEP_NS (5 * NSEC_PER_SEC)
 
 struct slowc {
-	struct trace_ctx c; /* first: the renderer's request() finds the collector */
+	struct trace_ctx c;
 	struct trace_opts o;
 	uint64_t keep_ns; /* requests kept: this slow or slower */
 	struct coll_devs devs;
-	struct watch_sample *cur; /* the sample being observed */
+	struct io_sample *cur; /* the sample being observed */
 	double slowest_ns[WATCH_MAX_DISKS];
 	struct coll_slow_sample pending; /* read since the last sample */
 	bool capturing;			 /* an incident is open: the larger cap */
@@ -63,10 +73,11 @@ static uint32_t req_bdev(struct slowc *t, const struct trace_rec *r)
 	return fs_disk ? fs_disk : r->dev;
 }
 
-/* trace's consumer hands each slow request here (the renderer's request()). */
-static void on_request(struct trace_ctx *c, const struct trace_rec *r)
+/* trace's collector hands each slow request here (its sink). */
+static void on_request(void *arg, const struct trace_rec *r)
 {
-	struct slowc *t = (struct slowc *)c;
+	struct slowc *t = arg;
+	struct trace_ctx *c = &t->c;
 	uint64_t total = r->stages[TRACE_ST_TOTAL];
 	char pbuf[PATH_MAX];
 	struct coll_slow_req *q;
@@ -101,10 +112,9 @@ static void on_request(struct trace_ctx *c, const struct trace_rec *r)
 	q->stages = coll_json(fill_stages, r);
 }
 
-static const struct trace_renderer slowc_renderer = {.request = on_request};
-
 static int slowc_open(const struct watch_opts *wo, void **priv)
 {
+	struct trace_sink sink;
 	struct slowc *t;
 	int ret;
 
@@ -117,15 +127,14 @@ static int slowc_open(const struct watch_opts *wo, void **priv)
 	coll_ring_init(&t->ring, sizeof(struct coll_slow_sample), coll_slow_clear);
 	t->keep_ns = watch_slow_keep_ns(wo);
 	t->o.threshold_ns = t->keep_ns;
-	t->o.interval_ns = NSEC_PER_SEC;
 	t->o.ops = TRACE_OPS_ALL;
 	t->o.delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
 	t->o.rb_bytes = SLOWC_RB_BYTES;
-	t->c.o = &t->o;
-	t->c.render = &slowc_renderer;
-	ret = trace_setup(&t->c);
+	sink.request = on_request;
+	sink.arg = t;
+	ret = trace_collect_open(&t->c, &t->o, &sink);
 	if (ret) {
-		trace_cleanup(&t->c);
+		trace_collect_close(&t->c);
 		free(t);
 		return ret;
 	}
@@ -133,7 +142,7 @@ static int slowc_open(const struct watch_opts *wo, void **priv)
 	return 0;
 }
 
-static void slowc_observe(void *priv, struct watch_sample *s)
+static void slowc_observe(void *priv, struct io_sample *s)
 {
 	struct slowc *t = priv;
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -186,7 +195,7 @@ static void slowc_close(void *priv)
 		return;
 	coll_ring_free(&t->ring);
 	coll_slow_clear(&t->pending);
-	trace_cleanup(&t->c);
+	trace_collect_close(&t->c);
 	free(t);
 }
 

@@ -86,7 +86,7 @@ int coll_ring_write(const struct coll_ring *r, const struct watch_tick *tick,
 	return ret;
 }
 
-void coll_devs_reset(struct coll_devs *d, const struct watch_sample *ws)
+void coll_devs_reset(struct coll_devs *d, const struct io_sample *ws)
 {
 	d->ws = ws;
 	d->nr = 0;
@@ -95,7 +95,7 @@ void coll_devs_reset(struct coll_devs *d, const struct watch_sample *ws)
 int coll_devs_disk(struct coll_devs *d, uint32_t dev)
 {
 	unsigned int maj = KDEV_MAJOR(dev), min = KDEV_MINOR(dev), i;
-	const struct watch_sample *ws = d->ws;
+	const struct io_sample *ws = d->ws;
 	struct disk dk;
 	int k, disk = -1;
 

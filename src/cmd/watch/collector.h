@@ -26,11 +26,11 @@ struct jw;
 struct sqlite3;
 struct sqlite3_stmt;
 struct watch_opts;
-struct watch_sample;
+struct io_sample;
 
 /* What a collector learns each sample. */
 struct watch_tick {
-	const struct watch_sample *sample; /* the iostat sample just taken */
+	const struct io_sample *sample; /* the iostat sample just taken */
 	double pre_s;			   /* the pre-trigger window to keep, seconds */
 	int64_t incident_id;		   /* the open incident, 0 if none */
 	/*
@@ -54,7 +54,7 @@ struct watch_collector_ops {
 	 * Optional: called with each sample before the rules are checked, to put in it
 	 * what a rule needs from this collector (the slowest request of each disk).
 	 */
-	void (*observe)(void *priv, struct watch_sample *s);
+	void (*observe)(void *priv, struct io_sample *s);
 	/*
 	 * Read the kernel's maps, keep the window, write rows when an incident is open.
 	 * A negative errno is logged and the sample stays stored without this collector's
@@ -103,7 +103,7 @@ int coll_ring_write(const struct coll_ring *r, const struct watch_tick *tick,
  */
 #define COLL_DEV_CACHE 64
 struct coll_devs {
-	const struct watch_sample *ws;
+	const struct io_sample *ws;
 	struct {
 		uint32_t dev;
 		int disk;
@@ -111,7 +111,7 @@ struct coll_devs {
 	unsigned int nr;
 };
 
-void coll_devs_reset(struct coll_devs *d, const struct watch_sample *ws);
+void coll_devs_reset(struct coll_devs *d, const struct io_sample *ws);
 /* The index of @dev's disk in the sample's disks, or -1 if it is not watched. */
 int coll_devs_disk(struct coll_devs *d, uint32_t dev);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * iospan watch's options. The config file (default /etc/iospan/watch.conf, if present)
- * holds "key = value" lines whose keys are the long options' names; the command line
- * is read after it and wins (its first -d replaces the file's disks).
+ * iospan watch's options. The config file (default /etc/iospan/watch.conf, if present;
+ * src/incident/conf.h) holds "key = value" lines whose keys are the long options'
+ * names; the command line is read after it and wins (its first -d replaces the file's
+ * disks).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -15,61 +16,6 @@
 #include "err.h"
 #include "units.h"
 #include "watch.h"
-
-enum {
-	OPT_FOR = 0x2000,
-	OPT_INTERVAL,
-	OPT_PRE,
-	OPT_CAPTURE,
-	OPT_COOLDOWN,
-	OPT_MAX_PER_HOUR,
-	OPT_DB,
-	OPT_CONFIG,
-	OPT_KEEP,
-	OPT_MAX_AGE,
-	OPT_MAX_DB_SIZE,
-	OPT_DURATION,
-	OPT_BPF,
-	OPT_NO_BPF,
-	OPT_CAPTURE_THRESHOLD,
-	OPT_STALL_THRESHOLD,
-	OPT_DETAIL,
-	OPT_STALLS,
-	OPT_RULE, /* + enum wt_metric */
-};
-
-static const struct option watch_long_opts[] = {
-	{ "disk", required_argument, NULL, 'd' },
-	{ "util", required_argument, NULL, OPT_RULE + WT_UTIL },
-	{ "await", required_argument, NULL, OPT_RULE + WT_AWAIT },
-	{ "read-mbps", required_argument, NULL, OPT_RULE + WT_READ_MBPS },
-	{ "write-mbps", required_argument, NULL, OPT_RULE + WT_WRITE_MBPS },
-	{ "iops", required_argument, NULL, OPT_RULE + WT_IOPS },
-	{ "aqu", required_argument, NULL, OPT_RULE + WT_AQU },
-	{ "psi-some", required_argument, NULL, OPT_RULE + WT_PSI_SOME },
-	{ "psi-full", required_argument, NULL, OPT_RULE + WT_PSI_FULL },
-	{ "slow-request", required_argument, NULL, OPT_RULE + WT_SLOW_REQUEST },
-	{ "for", required_argument, NULL, OPT_FOR },
-	{ "interval", required_argument, NULL, OPT_INTERVAL },
-	{ "pre", required_argument, NULL, OPT_PRE },
-	{ "capture", required_argument, NULL, OPT_CAPTURE },
-	{ "cooldown", required_argument, NULL, OPT_COOLDOWN },
-	{ "max-per-hour", required_argument, NULL, OPT_MAX_PER_HOUR },
-	{ "db", required_argument, NULL, OPT_DB },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "keep", required_argument, NULL, OPT_KEEP },
-	{ "max-age", required_argument, NULL, OPT_MAX_AGE },
-	{ "max-db-size", required_argument, NULL, OPT_MAX_DB_SIZE },
-	{ "duration", required_argument, NULL, OPT_DURATION },
-	{ "bpf", required_argument, NULL, OPT_BPF },
-	{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
-	{ "capture-threshold", required_argument, NULL, OPT_CAPTURE_THRESHOLD },
-	{ "stall-threshold", required_argument, NULL, OPT_STALL_THRESHOLD },
-	{ "detail", required_argument, NULL, OPT_DETAIL },
-	{ "stalls", required_argument, NULL, OPT_STALLS },
-	COMMON_LONG_OPTS,
-	{ 0 },
-};
 
 static const char watch_usage[] =
 	"Usage: iospan watch [OPTIONS]\n"
@@ -176,49 +122,6 @@ static int parse_rule(enum wt_metric m, const char *where, const char *arg, doub
 	return 0;
 }
 
-/* A duration in seconds; @zero_ok: 0 is allowed. A "d" suffix counts days. */
-static int parse_seconds_opt(const char *where, const char *opt, const char *arg, bool zero_ok,
-			     double *out)
-{
-	size_t len = strlen(arg);
-	uint64_t ns;
-	double days;
-
-	if (len > 1 && arg[len - 1] == 'd' && isdigit((unsigned char)arg[len - 2])) {
-		if (scan_decimal(arg, &days) == len - 1 && days <= 365 * 100) {
-			*out = days * 86400;
-			return 0;
-		}
-	} else if (!parse_duration_ns(arg, 1000000000ULL, &ns) &&
-		   (ns >= ARGS_MIN_PERIOD_NS || (zero_ok && ns == 0))) {
-		*out = ns / 1e9;
-		return 0;
-	}
-	return fail_usage("%sinvalid --%s '%s': give a duration%s (a bare number is seconds: "
-			  "60, 1.5m, 2h%s)",
-			  where, opt, arg, zero_ok ? ", 0 or more" : " of at least 1ms",
-			  strcmp(opt, "max-age") ? "" : ", 30d");
-}
-
-int watch_parse_retention(const char *where, const char *opt, const char *arg,
-			  struct store_retention *r)
-{
-	if (!strcmp(opt, "keep")) {
-		if (parse_u64_range(arg, 0, 1000000000, &r->keep))
-			return fail_usage("%sinvalid --keep '%s': give a number of incidents, 0 "
-					  "for any number",
-					  where, arg);
-		return 0;
-	}
-	if (!strcmp(opt, "max-age"))
-		return parse_seconds_opt(where, opt, arg, true, &r->max_age_s);
-	if (parse_size_bytes(arg, 1, &r->max_db_size))
-		return fail_usage("%sinvalid --max-db-size '%s': give a size such as 512M or 2G "
-				  "(0: no limit)",
-				  where, arg);
-	return 0;
-}
-
 /* Applies one option from the command line (@where "") or the config file. */
 static int watch_apply(struct watch_opts *o, int opt, const char *name, const char *arg,
 		       const char *where, bool cmdline)
@@ -226,8 +129,8 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 	uint64_t v;
 	int ret;
 
-	if (opt >= OPT_RULE && opt < OPT_RULE + WT_NR_METRICS)
-		return parse_rule(opt - OPT_RULE, where, arg, &o->rules.threshold[opt - OPT_RULE]);
+	if (opt >= WATCH_OPT_RULE && opt < WATCH_OPT_RULE + WT_NR_METRICS)
+		return parse_rule(opt - WATCH_OPT_RULE, where, arg, &o->rules.threshold[opt - WATCH_OPT_RULE]);
 	switch (opt) {
 	case 'd':
 		if (cmdline && !o->disks_from_cmdline) {
@@ -245,7 +148,7 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 					  where, arg);
 		o->disk_text[o->nr_disks++] = arg;
 		return 0;
-	case OPT_FOR:
+	case WATCH_OPT_FOR:
 		if (parse_u64_range(arg, 1, 3600, &v))
 			return fail_usage(
 				"%sinvalid --for '%s': give a number of samples from 1 to "
@@ -253,7 +156,7 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 				where, arg);
 		o->rules.hold = v;
 		return 0;
-	case OPT_INTERVAL:
+	case WATCH_OPT_INTERVAL:
 		if (parse_duration_ns(arg, 1000000000ULL, &v) || v < 10 * ARGS_MIN_PERIOD_NS ||
 		    v > 3600000000000ULL)
 			return fail_usage("%sinvalid --interval '%s': give a duration from 10ms to "
@@ -261,151 +164,68 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 					  where, arg);
 		o->interval_ns = v;
 		return 0;
-	case OPT_PRE:
-		return parse_seconds_opt(where, name, arg, true, &o->pre_s);
-	case OPT_CAPTURE:
-		return parse_seconds_opt(where, name, arg, false, &o->capture_s);
-	case OPT_COOLDOWN:
-		return parse_seconds_opt(where, name, arg, true, &o->cooldown_s);
-	case OPT_DURATION:
+	case WATCH_OPT_PRE:
+		return conf_parse_seconds(where, name, arg, true, &o->pre_s);
+	case WATCH_OPT_CAPTURE:
+		return conf_parse_seconds(where, name, arg, false, &o->capture_s);
+	case WATCH_OPT_COOLDOWN:
+		return conf_parse_seconds(where, name, arg, true, &o->cooldown_s);
+	case WATCH_OPT_DURATION:
 		if (parse_duration_ns(arg, 1000000000ULL, &v) || v < ARGS_MIN_PERIOD_NS)
 			return fail_usage("%sinvalid --duration '%s': give a duration of at least "
 					  "1ms",
 					  where, arg);
 		o->duration_ns = v;
 		return 0;
-	case OPT_BPF:
+	case WATCH_OPT_BPF:
 		if (strcmp(arg, "on") && strcmp(arg, "off"))
 			return fail_usage("%sinvalid --bpf '%s': give on or off", where, arg);
 		o->no_bpf = !strcmp(arg, "off");
 		return 0;
-	case OPT_NO_BPF:
+	case WATCH_OPT_NO_BPF:
 		o->no_bpf = true;
 		return 0;
-	case OPT_CAPTURE_THRESHOLD:
+	case WATCH_OPT_CAPTURE_THRESHOLD:
 		return parse_request_ns(where, name, arg, &o->capture_threshold_ns);
-	case OPT_STALL_THRESHOLD:
+	case WATCH_OPT_STALL_THRESHOLD:
 		return parse_request_ns(where, name, arg, &o->stall_threshold_ns);
-	case OPT_DETAIL:
+	case WATCH_OPT_DETAIL:
 		if (strcmp(arg, "block") && strcmp(arg, "full"))
 			return fail_usage("%sinvalid --detail '%s': give block or full", where, arg);
 		o->full_detail = !strcmp(arg, "full");
 		return 0;
-	case OPT_STALLS:
+	case WATCH_OPT_STALLS:
 		if (strcmp(arg, "capture") && strcmp(arg, "always"))
 			return fail_usage("%sinvalid --stalls '%s': give capture or always", where,
 					  arg);
 		o->stalls_always = !strcmp(arg, "always");
 		return 0;
-	case OPT_MAX_PER_HOUR:
+	case WATCH_OPT_MAX_PER_HOUR:
 		if (parse_u64_range(arg, 0, WT_MAX_PER_HOUR, &v))
 			return fail_usage("%sinvalid --max-per-hour '%s': give a number from 0 (no "
 					  "cap) to %d",
 					  where, arg, WT_MAX_PER_HOUR);
 		o->max_per_hour = v;
 		return 0;
-	case OPT_DB:
+	case WATCH_OPT_DB:
 		if (!*arg)
 			return fail_usage("%sinvalid --db '': give a file path", where);
 		o->db_path = arg;
 		return 0;
-	case OPT_KEEP:
-	case OPT_MAX_AGE:
-	case OPT_MAX_DB_SIZE:
-		return watch_parse_retention(where, name, arg, &o->retention);
+	case WATCH_OPT_KEEP:
+	case WATCH_OPT_MAX_AGE:
+	case WATCH_OPT_MAX_DB_SIZE:
+		return conf_parse_retention(where, name, arg, &o->retention);
 	default:
 		return fail_usage("%sunknown option '%s'", where, name);
 	}
 }
 
-static const struct option *find_long(const char *name)
+/* A line of the config file: applied as its option, the command line coming after. */
+static int apply_conf_line(void *arg, int opt, const char *key, const char *value,
+			   const char *where)
 {
-	const struct option *opt;
-
-	for (opt = watch_long_opts; opt->name; opt++)
-		if (!strcmp(opt->name, name))
-			return opt;
-	return NULL;
-}
-
-static char *trim(char *s)
-{
-	char *end;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	end = s + strlen(s);
-	while (end > s && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	return s;
-}
-
-/*
- * Reads the config file into o->config_text and applies each "key = value" line, or
- * only @only_key's (for incidents, which wants the database): the others are checked as
- * keys, their values left to watch.
- */
-static int watch_read_config(struct watch_opts *o, const char *path, bool given,
-			     const char *only_key)
-{
-	const struct option *opt;
-	char where[PATH_MAX + 32], *line, *next, *key, *value, *eq;
-	unsigned int line_no = 0;
-	struct stat sb;
-	size_t n;
-	FILE *f;
-	int ret;
-
-	f = fopen(path, "r");
-	if (!f) {
-		if (!given && errno == ENOENT)
-			return 0; /* the default file is optional */
-		return fail_usage("cannot read config file '%s': %s", path, strerror(errno));
-	}
-	if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode) || sb.st_size > 1 << 20) {
-		fclose(f);
-		return fail_usage("config file '%s' is not a regular file under 1 MiB", path);
-	}
-	o->config_text = calloc(1, sb.st_size + 1);
-	if (!o->config_text) {
-		fclose(f);
-		return fail(-ENOMEM, "out of memory");
-	}
-	n = fread(o->config_text, 1, sb.st_size, f);
-	fclose(f);
-	o->config_text[n] = '\0';
-	if (memchr(o->config_text, '\0', n))
-		return fail_usage("config file '%s' holds binary data", path);
-	for (line = o->config_text; line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		line_no++;
-		snprintf(where, sizeof(where), "%s line %u: ", path, line_no);
-		line = trim(line);
-		if (!*line || *line == '#')
-			continue;
-		eq = strchr(line, '=');
-		if (!eq)
-			return fail_usage(
-				"%sexpected 'key = value' (keys are watch's long options, "
-				"such as util, db, disk)",
-				where);
-		*eq = '\0';
-		key = trim(line);
-		value = trim(eq + 1);
-		opt = find_long(key);
-		if (!opt || opt->has_arg != required_argument || !strcmp(key, "config"))
-			return fail_usage("%sunknown key '%s' (keys are watch's long options, such "
-					  "as util, db, disk)",
-					  where, key);
-		if (only_key && strcmp(key, only_key))
-			continue;
-		ret = watch_apply(o, opt->val, key, value, where, false);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return watch_apply(arg, opt, key, value, where, false);
 }
 
 /* --config must be known before anything else is read: the file comes first. */
@@ -465,13 +285,13 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 		}
 	}
 	o->config_path = find_config_arg(argc, argv, &given);
-	ret = watch_read_config(o, o->config_path, given, NULL);
+	ret = conf_read(o->config_path, given, &o->config_text, apply_conf_line, o);
 	if (ret)
 		return ret;
 	if (!o->config_text)
 		o->config_path = NULL;
 
-	while ((opt = getopt_long(argc, argv, ":d:" COMMON_SHORT_OPTS, watch_long_opts, &idx)) !=
+	while ((opt = getopt_long(argc, argv, ":d:" COMMON_SHORT_OPTS, watch_conf_opts, &idx)) !=
 	       -1) {
 		if (args_common_opt(opt))
 			continue;
@@ -481,9 +301,9 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 			fputs(watch_usage, stdout);
 			return 1;
 		}
-		if (opt == OPT_CONFIG)
+		if (opt == WATCH_OPT_CONFIG)
 			continue; /* read above */
-		name = opt == 'd' ? "disk" : watch_long_opts[idx].name;
+		name = opt == 'd' ? "disk" : watch_conf_opts[idx].name;
 		ret = watch_apply(o, opt, name, optarg, "", true);
 		if (ret)
 			return ret;
@@ -514,25 +334,6 @@ uint64_t watch_slow_keep_ns(const struct watch_opts *o)
 	if (rule_ms > 0 && (!keep || rule_ms * 1e6 < keep))
 		keep = rule_ms * 1e6;
 	return keep;
-}
-
-int watch_config_db(const char *path, char **db_path)
-{
-	struct watch_opts *o = calloc(1, sizeof(*o));
-	int ret;
-
-	*db_path = NULL;
-	if (!o)
-		return fail(-ENOMEM, "out of memory");
-	ret = watch_read_config(o, path ?: WATCH_DEFAULT_CONFIG, path != NULL, "db");
-	if (!ret && o->db_path) {
-		*db_path = strdup(o->db_path);
-		if (!*db_path)
-			ret = fail(-ENOMEM, "out of memory");
-	}
-	watch_opts_free(o);
-	free(o);
-	return ret;
 }
 
 void watch_opts_free(struct watch_opts *o)

@@ -36,7 +36,7 @@ struct disk_counter {
 
 struct watch_ctx {
 	struct watch_opts *o;
-	struct watch_sampler sampler;
+	struct io_sampler sampler;
 	struct watch_window window;
 	struct watch_store *store;
 	struct wt_gate gate;
@@ -125,7 +125,7 @@ static struct wt_counter *counter_of(struct watch_ctx *ctx, struct disk_counter 
 }
 
 /* The values the rules check on disk @d: its iostat metrics and its slowest request. */
-static void disk_values(const struct watch_disk_sample *d, double v[WT_NR_METRICS])
+static void disk_values(const struct io_disk_sample *d, double v[WT_NR_METRICS])
 {
 	wt_values(&d->m, NULL, v);
 	v[WT_SLOW_REQUEST] = d->slowest_ms;
@@ -136,7 +136,7 @@ static unsigned int held_values(const struct watch_ctx *ctx, int disk_idx, const
 				enum wt_metric rule, double *out, unsigned int n)
 {
 	const struct watch_window *w = &ctx->window;
-	const struct watch_sample *s;
+	const struct io_sample *s;
 	double v[WT_NR_METRICS];
 	unsigned int got = 0, i, start;
 	int j;
@@ -164,7 +164,7 @@ static unsigned int held_values(const struct watch_ctx *ctx, int disk_idx, const
  * just come to hold, else one that still holds; the pressure rules after the disks'.
  * Fills @t (strings point into @s) and @fresh.
  */
-static bool check_rules(struct watch_ctx *ctx, const struct watch_sample *s,
+static bool check_rules(struct watch_ctx *ctx, const struct io_sample *s,
 			struct store_trigger *t, bool *fresh, char *dev, size_t dev_len)
 {
 	struct disk_counter next[WATCH_MAX_DISKS];
@@ -231,7 +231,7 @@ static void format_trigger(const struct watch_ctx *ctx, const struct store_trigg
 }
 
 /* Collectors see every sample; with an incident open, inside its transaction. */
-static void run_collectors(struct watch_ctx *ctx, const struct watch_sample *s, bool opened,
+static void run_collectors(struct watch_ctx *ctx, const struct io_sample *s, bool opened,
 			   bool closing)
 {
 	struct watch_tick tick = {
@@ -278,7 +278,7 @@ static void store_succeeded(struct watch_ctx *ctx)
 }
 
 /* A new incident: its row, the pre-trigger window and this sample, in one transaction. */
-static void incident_open(struct watch_ctx *ctx, const struct watch_sample *s,
+static void incident_open(struct watch_ctx *ctx, const struct io_sample *s,
 			  struct store_trigger *t)
 {
 	const struct watch_window *w = &ctx->window;
@@ -315,7 +315,7 @@ static void incident_open(struct watch_ctx *ctx, const struct watch_sample *s,
 }
 
 /* One more sample of the open incident (and a trigger that extended it), on its own. */
-static void incident_sample(struct watch_ctx *ctx, const struct watch_sample *s,
+static void incident_sample(struct watch_ctx *ctx, const struct io_sample *s,
 			    const struct store_trigger *extend, bool closing)
 {
 	int ret;
@@ -383,7 +383,7 @@ static void incident_close(struct watch_ctx *ctx, double end_epoch_s, const char
 	apply_retention(ctx);
 }
 
-static void handle_sample(struct watch_ctx *ctx, const struct watch_sample *s)
+static void handle_sample(struct watch_ctx *ctx, const struct io_sample *s)
 {
 	struct store_trigger t;
 	double held[64];
@@ -471,7 +471,7 @@ static int check_disks(const struct watch_opts *o, const struct ds_snapshot *sna
 	return 0;
 }
 
-static void log_start(struct watch_ctx *ctx, const struct watch_sample *s)
+static void log_start(struct watch_ctx *ctx, const struct io_sample *s)
 {
 	const struct watch_opts *o = ctx->o;
 	char disks[256] = "", rules[256] = "";
@@ -536,7 +536,7 @@ static void collectors_open(struct watch_ctx *ctx)
 }
 
 /* What the rules need from the collectors goes into the sample before they are checked. */
-static void collectors_observe(struct watch_ctx *ctx, struct watch_sample *s)
+static void collectors_observe(struct watch_ctx *ctx, struct io_sample *s)
 {
 	int i;
 
@@ -558,7 +558,7 @@ static void collectors_close(struct watch_ctx *ctx)
  * The per-hour cap counts the incidents of the last hour that are stored, also those a
  * watcher before this one opened: a restart does not reset it.
  */
-static void seed_hourly_cap(struct watch_ctx *ctx, const struct watch_sample *s)
+static void seed_hourly_cap(struct watch_ctx *ctx, const struct io_sample *s)
 {
 	static double starts[WT_MAX_PER_HOUR];
 	int i, nr;
@@ -573,7 +573,7 @@ static void seed_hourly_cap(struct watch_ctx *ctx, const struct watch_sample *s)
 static int watch_run(struct watch_ctx *ctx)
 {
 	const struct watch_opts *o = ctx->o;
-	struct watch_sample *s;
+	struct io_sample *s;
 	uint64_t start, k, end = 0;
 	bool stopped = false;
 	int ret;
@@ -583,7 +583,7 @@ static int watch_run(struct watch_ctx *ctx)
 		return fail(-ENOMEM, "out of memory");
 	/* Before the start line: a stop from then on is a clean one. */
 	install_stop_handlers();
-	ret = watch_sampler_read(&ctx->sampler, s);
+	ret = io_sampler_read(&ctx->sampler, s);
 	if (ret) {
 		ret = fail(ret, "cannot read /proc/diskstats: %s", strerror(-ret));
 		goto cleanup;
@@ -617,7 +617,7 @@ static int watch_run(struct watch_ctx *ctx)
 		stopped = sleep_until_ns(start + k * o->interval_ns);
 		if (stopped)
 			break;
-		ret = watch_sampler_read(&ctx->sampler, s);
+		ret = io_sampler_read(&ctx->sampler, s);
 		if (ret) {
 			watch_event("error", "cannot read /proc/diskstats: %s; sampling goes on",
 				    strerror(-ret));
@@ -657,9 +657,9 @@ int cmd_watch(int argc, char **argv)
 	/* The database, its -wal and -shm: readable by root only (paths, command lines). */
 	umask(077);
 	wt_gate_init(&ctx.gate, opts.capture_s, opts.cooldown_s, opts.max_per_hour);
-	watch_sampler_init(&ctx.sampler, opts.disks, opts.nr_disks);
+	io_sampler_init(&ctx.sampler, opts.disks, opts.nr_disks);
 	ret = watch_run(&ctx);
-	watch_sampler_free(&ctx.sampler);
+	io_sampler_free(&ctx.sampler);
 	watch_window_free(&ctx.window);
 	store_close(ctx.store);
 cleanup:

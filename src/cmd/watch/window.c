@@ -25,7 +25,7 @@ void watch_window_free(struct watch_window *w)
 	w->cap = w->nr = w->head = 0;
 }
 
-void watch_window_push(struct watch_window *w, const struct watch_sample *s)
+void watch_window_push(struct watch_window *w, const struct io_sample *s)
 {
 	if (w->nr < w->cap) {
 		w->slots[(w->head + w->nr++) % w->cap] = *s;
@@ -36,7 +36,7 @@ void watch_window_push(struct watch_window *w, const struct watch_sample *s)
 	w->head = (w->head + 1) % w->cap;
 }
 
-const struct watch_sample *watch_window_at(const struct watch_window *w, unsigned int i)
+const struct io_sample *watch_window_at(const struct watch_window *w, unsigned int i)
 {
 	return &w->slots[(w->head + i) % w->cap];
 }

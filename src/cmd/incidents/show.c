@@ -1,0 +1,730 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iospan incidents list and show: the incidents of the store as lines, one as its
+ * trigger, onset, samples and what the collectors recorded (text or JSON).
+ */
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "err.h"
+#include "json.h"
+#include "outfile.h"
+#include "perfetto.h"
+#include "printable.h"
+#include "units.h"
+#include "incidents.h"
+
+/* "15:40:01.3": the time of day with tenths, for samples. */
+static void format_tenths(double epoch_s, char *buf, size_t len)
+{
+	char hms[16];
+
+	fmt_local_time(epoch_s, false, hms, sizeof(hms));
+	snprintf(buf, len, "%s.%01d", hms, (int)(fmod(epoch_s, 1) * 10) % 10);
+}
+
+/* One incident row, as list and show read it. */
+
+static void copy_text(char *dst, size_t len, sqlite3_stmt *s, int col)
+{
+	const char *v = (const char *)sqlite3_column_text(s, col);
+
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+#define INCIDENT_COLUMNS                                                                   \
+	"id, start_time, end_time, disk, dev, rule, value, threshold, held_values, state," \
+	" end_reason, pre_s, capture_s, triggers,"                                         \
+	" (SELECT comm || ' (' || pid || ')' FROM processes p WHERE p.incident_id = i.id"  \
+	"  AND phase = 'capture' GROUP BY pid, comm ORDER BY"                              \
+	"  sum(disk_read_bytes + disk_write_bytes) DESC,"                                  \
+	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1),"                             \
+	" (SELECT max(path) FROM files f WHERE f.incident_id = i.id AND phase = 'capture'" \
+	"  GROUP BY dev, inode, generation"                                                \
+	"  ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"                         \
+	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1)"
+
+static void read_incident(sqlite3_stmt *s, bool watcher_running, struct incident_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = sqlite3_column_int64(s, 0);
+	r->start = sqlite3_column_double(s, 1);
+	r->end = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+	copy_text(r->disk, sizeof(r->disk), s, 3);
+	copy_text(r->dev, sizeof(r->dev), s, 4);
+	copy_text(r->rule, sizeof(r->rule), s, 5);
+	r->value = sqlite3_column_double(s, 6);
+	r->threshold = sqlite3_column_double(s, 7);
+	copy_text(r->held, sizeof(r->held), s, 8);
+	copy_text(r->state, sizeof(r->state), s, 9);
+	copy_text(r->end_reason, sizeof(r->end_reason), s, 10);
+	r->pre_s = sqlite3_column_double(s, 11);
+	r->capture_s = sqlite3_column_double(s, 12);
+	r->triggers = sqlite3_column_int64(s, 13);
+	copy_text(r->top_process, sizeof(r->top_process), s, 14);
+	copy_text(r->top_file, sizeof(r->top_file), s, 15);
+	/*
+	 * "open" with no watcher holding the database: the watcher died during the
+	 * capture, and the next one will mark it so.
+	 */
+	if (!strcmp(r->state, "open") && !watcher_running) {
+		snprintf(r->state, sizeof(r->state), "incomplete");
+		snprintf(r->end_reason, sizeof(r->end_reason),
+			 "the watcher stopped during the capture (killed or crashed)");
+	}
+}
+
+/* Seconds an incident covers: to its end, or to its last sample while open. */
+static double incident_duration(sqlite3 *db, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	double last = r->start;
+
+	if (!isnan(r->end))
+		return r->end - r->start;
+	if (sqlite3_prepare_v2(db, "SELECT max(time) FROM samples WHERE incident_id = ?", -1, &s,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(s, 1, r->id);
+		if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+			last = sqlite3_column_double(s, 0);
+	}
+	sqlite3_finalize(s);
+	return last - r->start;
+}
+
+/* The values of the samples a rule held for (stored as a JSON array of numbers). */
+static int parse_held(const struct incident_row *r, double *out, int max)
+{
+	const char *p = r->held[0] == '[' ? r->held + 1 : r->held;
+	char *end;
+	int n = 0;
+
+	while (*p && *p != ']' && n < max) {
+		out[n] = strtod(p, &end);
+		if (end == p)
+			break;
+		n++;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+static void json_incident(struct jw *jw, sqlite3 *db, const struct incident_row *r)
+{
+	double held[64];
+	int i, n;
+
+	jw_kv_int(jw, "id", r->id);
+	jw_kv_float(jw, "start", r->start, 3);
+	if (isnan(r->end))
+		jw_kv_null(jw, "end");
+	else
+		jw_kv_float(jw, "end", r->end, 3);
+	jw_kv_float(jw, "duration_s", incident_duration(db, r), 3);
+	if (r->disk[0]) {
+		jw_kv_string(jw, "disk", r->disk);
+		jw_kv_string(jw, "dev", r->dev);
+	} else {
+		jw_kv_null(jw, "disk");
+		jw_kv_null(jw, "dev");
+	}
+	jw_kv_string(jw, "rule", r->rule);
+	jw_kv_float(jw, "value", r->value, 3);
+	jw_kv_float(jw, "threshold", r->threshold, 3);
+	jw_name(jw, "held_values");
+	jw_start_array(jw);
+	n = parse_held(r, held, sizeof(held) / sizeof(held[0]));
+	for (i = 0; i < n; i++)
+		jw_float(jw, held[i], 3);
+	jw_end_array(jw);
+	jw_kv_string(jw, "state", r->state);
+	if (r->end_reason[0])
+		jw_kv_string(jw, "end_reason", r->end_reason);
+	else
+		jw_kv_null(jw, "end_reason");
+	jw_kv_int(jw, "triggers", r->triggers);
+	jw_kv_float(jw, "pre_s", r->pre_s, 3);
+	jw_kv_float(jw, "capture_s", r->capture_s, 3);
+	if (r->top_process[0])
+		jw_kv_string(jw, "top_process", r->top_process);
+	else
+		jw_kv_null(jw, "top_process");
+	if (r->top_file[0])
+		jw_kv_string(jw, "top_file", r->top_file);
+	else
+		jw_kv_null(jw, "top_file");
+}
+
+int query_fail(struct watch_store *st, const char *what)
+{
+	return fail(-EIO, "cannot read %s: %s", what, store_errmsg(st));
+}
+
+int incidents_list(struct watch_store *st, struct jw *jw)
+{
+	sqlite3 *db = store_db(st);
+	bool running = store_watcher_running(st);
+	struct incident_row r;
+	sqlite3_stmt *s = NULL;
+	char when[32], trig[64], dur[24];
+	int rc, ret = 0, n = 0;
+
+	rc = sqlite3_prepare_v2(db, "SELECT " INCIDENT_COLUMNS " FROM incidents i ORDER BY id", -1,
+				&s, NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "incidents");
+	if (jw) {
+		jw_start_object(jw);
+		jw_kv_array(jw, "incidents");
+	} else {
+		printf("%-5s %-19s %-10s %-24s %8s %-10s %-20s %s\n", "ID", "START", "DISK",
+		       "TRIGGER", "DURATION", "STATE", "TOP PROCESS", "TOP FILE");
+	}
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		read_incident(s, running, &r);
+		n++;
+		if (jw) {
+			jw_start_object(jw);
+			json_incident(jw, db, &r);
+			jw_end_object(jw);
+			continue;
+		}
+		fmt_local_time(r.start, true, when, sizeof(when));
+		snprintf(trig, sizeof(trig), "%s %.2f%s", r.rule, r.value,
+			 wt_metric_unit(wt_metric_from_name(r.rule)));
+		snprintf(dur, sizeof(dur), "%.1fs", incident_duration(db, &r));
+		printf("%-5lld %-19s %-10s %-24s %8s %-10s %-20s %s\n", (long long)r.id, when,
+		       r.disk[0] ? printable(r.disk) : "system", trig, dur, r.state,
+		       r.top_process[0] ? printable(r.top_process) : "-",
+		       r.top_file[0] ? printable(r.top_file) : "-");
+	}
+	if (rc != SQLITE_DONE)
+		ret = query_fail(st, "incidents");
+	if (jw) {
+		jw_end_array(jw);
+		jw_end_object(jw);
+	} else if (!n && !ret) {
+		printf("(no incident stored)\n");
+	}
+	sqlite3_finalize(s);
+	return ret;
+}
+
+int find_incident(struct watch_store *st, const char *path, int64_t id, struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(store_db(st),
+				"SELECT " INCIDENT_COLUMNS " FROM incidents i WHERE id = ?", -1, &s,
+				NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "incidents");
+	sqlite3_bind_int64(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		read_incident(s, store_watcher_running(st), r);
+	sqlite3_finalize(s);
+	if (rc == SQLITE_DONE)
+		return fail_usage("no incident %lld in '%s' (see 'iospan incidents list')",
+				  (long long)id, path);
+	return rc == SQLITE_ROW ? 0 : query_fail(st, "incidents");
+}
+
+static void read_sample_metrics(sqlite3_stmt *s, struct ds_metrics *m, struct psi_io *psi,
+				bool *have)
+{
+	double *f[] = {
+		&m->r_s,      &m->w_s,	    &m->d_s,	 &m->f_s,     &m->rkB_s,    &m->wkB_s,
+		&m->dkB_s,    &m->rrqm_s,   &m->wrqm_s,	 &m->drqm_s,  &m->rrqm_pct, &m->wrqm_pct,
+		&m->drqm_pct, &m->r_await,  &m->w_await, &m->d_await, &m->f_await,  &m->rareq_sz,
+		&m->wareq_sz, &m->dareq_sz, &m->aqu_sz,	 &m->util,
+	};
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	*have = sqlite3_column_type(s, SC_R_S) != SQLITE_NULL;
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		*f[i] = sqlite3_column_double(s, SC_R_S + i);
+	m->in_flight = sqlite3_column_int64(s, SC_IN_FLIGHT);
+	memset(psi, 0, sizeof(*psi));
+	psi->valid = sqlite3_column_type(s, SC_PSI_SOME) != SQLITE_NULL;
+	psi->some_avg10 = sqlite3_column_double(s, SC_PSI_SOME);
+	psi->full_avg10 = sqlite3_column_double(s, SC_PSI_FULL);
+}
+
+/* Every column of every row of @s as a JSON object: the store's tables, generically. */
+static int json_rows(struct jw *jw, sqlite3_stmt *s)
+{
+	int rc;
+
+	jw_start_array(jw);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		jw_start_object(jw);
+		store_json_fields(jw, s);
+		jw_end_object(jw);
+	}
+	jw_end_array(jw);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int json_table(struct watch_store *st, struct jw *jw, const char *name, const char *sql,
+		      int64_t id)
+{
+	sqlite3_stmt *s = NULL;
+	int ret;
+
+	if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, name);
+	sqlite3_bind_int64(s, 1, id);
+	jw_name(jw, name);
+	ret = json_rows(jw, s);
+	sqlite3_finalize(s);
+	return ret ? query_fail(st, name) : 0;
+}
+
+struct onset {
+	bool found, have_before;
+	double time, value, trigger_time;
+	double before; /* the last quiet sample's value */
+};
+
+/*
+ * The onset: where the trigger's metric began to rise on its disk, in the samples up to
+ * the trigger (the pre-trigger window and the trigger's sample).
+ */
+static int find_onset(struct watch_store *st, const struct incident_row *r, struct onset *o)
+{
+	sqlite3_stmt *s = NULL;
+	double *vals = NULL, *times = NULL, v[WT_NR_METRICS];
+	int rule = wt_metric_from_name(r->rule), n = 0, cap = 0, rc, idx, ret = 0;
+	struct ds_metrics m;
+	struct psi_io psi;
+	bool have;
+
+	memset(o, 0, sizeof(*o));
+	if (rule < 0)
+		return 0;
+	rc = sqlite3_prepare_v2(store_db(st),
+				"SELECT * FROM samples WHERE incident_id = ?1 AND time <= ?2"
+				" AND (?3 IS NULL OR disk = ?3) ORDER BY time, rowid",
+				-1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "samples");
+	sqlite3_bind_int64(s, 1, r->id);
+	sqlite3_bind_double(s, 2, r->start);
+	if (r->disk[0])
+		sqlite3_bind_text(s, 3, r->disk, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		read_sample_metrics(s, &m, &psi, &have);
+		wt_values(have ? &m : NULL, &psi, v);
+		if (isnan(v[rule]))
+			continue;
+		if (n == cap) {
+			double *nv, *nt;
+
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(vals, cap * sizeof(*vals));
+			if (nv)
+				vals = nv;
+			nt = realloc(times, cap * sizeof(*times));
+			if (nt)
+				times = nt;
+			if (!nv || !nt) {
+				ret = fail(-ENOMEM, "out of memory");
+				goto cleanup;
+			}
+		}
+		vals[n] = v[rule];
+		times[n++] = sqlite3_column_double(s, SC_TIME);
+	}
+	idx = wt_onset(vals, n, r->threshold);
+	if (idx >= 0) {
+		o->found = true;
+		o->time = times[idx];
+		o->value = vals[idx];
+		o->trigger_time = times[n - 1];
+		o->have_before = idx > 0;
+		o->before = idx > 0 ? vals[idx - 1] : 0;
+	}
+cleanup:
+	sqlite3_finalize(s);
+	free(vals);
+	free(times);
+	return ret;
+}
+
+/*
+ * The busiest processes and files of the capture (its samples summed), as list ranks
+ * them: DISK bytes (a process's include the writeback of the pages it dirtied, which
+ * writeback_bytes counts apart), then FS bytes. A
+ * process's first_pre_time is its first row in the pre-trigger window: the onset.
+ */
+static const char busiest_procs_sql[] =
+	"SELECT pid, comm, max(cmdline) AS cmdline, max(cgroup) AS cgroup,"
+	" max(container) AS container, max(disk) AS disk,"
+	" sum(disk_read_bytes) AS disk_read_bytes, sum(disk_write_bytes) AS disk_write_bytes,"
+	" sum(writeback_bytes) AS writeback_bytes, sum(fs_read_bytes) AS fs_read_bytes,"
+	" sum(fs_write_bytes) AS fs_write_bytes,"
+	" (SELECT min(q.time) FROM processes q WHERE q.incident_id = ?1 AND q.phase = 'pre'"
+	"  AND q.pid = p.pid) AS first_pre_time"
+	" FROM processes p WHERE incident_id = ?1 AND phase = 'capture' GROUP BY pid, comm"
+	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
+	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
+/* The busiest threads of the capture, as the processes (threads came with schema 3). */
+static const char busiest_threads_sql[] =
+	"SELECT pid, tid, comm, max(disk) AS disk,"
+	" sum(disk_read_bytes) AS disk_read_bytes, sum(disk_write_bytes) AS disk_write_bytes,"
+	" sum(writeback_bytes) AS writeback_bytes, sum(fs_read_bytes) AS fs_read_bytes,"
+	" sum(fs_write_bytes) AS fs_write_bytes"
+	" FROM threads WHERE incident_id = ?1 AND phase = 'capture' GROUP BY pid, tid, comm"
+	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
+	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
+static const char busiest_files_sql[] =
+	"SELECT max(path) AS path, max(disk) AS disk, dev, inode,"
+	" group_concat(DISTINCT pid) AS pids,"
+	" sum(disk_read_bytes) AS disk_read_bytes, sum(disk_write_bytes) AS disk_write_bytes,"
+	" sum(fs_read_bytes) AS fs_read_bytes, sum(fs_write_bytes) AS fs_write_bytes,"
+	" max(direct) AS direct, max(writeback) AS writeback, generation"
+	" FROM files WHERE incident_id = ?1 AND phase = 'capture'"
+	" GROUP BY dev, inode, generation"
+	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
+	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
+
+int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r)
+{
+	static const char *const collector_tables[] = {"processes",	"threads", "files",
+						       "slow_requests", "stalls",  "dropped"};
+	struct onset on;
+	char sql[128];
+	size_t i;
+	int ret;
+
+	ret = find_onset(st, r, &on);
+	if (ret)
+		return ret;
+	jw_start_object(jw);
+	json_incident(jw, store_db(st), r);
+	jw_kv_object(jw, "onset");
+	if (on.found) {
+		jw_kv_float(jw, "time", on.time, 3);
+		jw_kv_float(jw, "value", on.value, 3);
+		jw_kv_float(jw, "before_trigger_s", on.trigger_time - on.time, 3);
+		if (on.have_before)
+			jw_kv_float(jw, "quiet_value", on.before, 3);
+		else
+			jw_kv_null(jw, "quiet_value");
+	}
+	jw_end_object(jw);
+	ret = json_table(st, jw, "triggers",
+			 "SELECT * FROM triggers WHERE incident_id = ? ORDER BY time, rowid",
+			 r->id);
+	if (!ret)
+		ret = json_table(st, jw, "busiest_processes", busiest_procs_sql, r->id);
+	if (!ret && store_has_table(st, "threads"))
+		ret = json_table(st, jw, "busiest_threads", busiest_threads_sql, r->id);
+	else if (!ret) {
+		jw_kv_array(jw, "busiest_threads");
+		jw_end_array(jw);
+	}
+	if (!ret)
+		ret = json_table(st, jw, "busiest_files", busiest_files_sql, r->id);
+	if (!ret)
+		ret = json_table(st, jw, "samples", STORE_SAMPLES_SQL, r->id);
+	/* Filled by BPF collectors when they run (collector.h): empty until then. */
+	for (i = 0; !ret && i < sizeof(collector_tables) / sizeof(collector_tables[0]); i++) {
+		/* A database no watcher of schema 2 opened yet: nothing was dropped. */
+		if (!store_has_table(st, collector_tables[i])) {
+			jw_kv_array(jw, collector_tables[i]);
+			jw_end_array(jw);
+			continue;
+		}
+		snprintf(sql, sizeof(sql), "SELECT * FROM %s WHERE incident_id = ? ORDER BY time",
+			 collector_tables[i]);
+		ret = json_table(st, jw, collector_tables[i], sql, r->id);
+	}
+	jw_end_object(jw);
+	return ret;
+}
+
+static void print_sample_header(void)
+{
+	printf("%-12s %-7s %-10s %8s %8s %8s %8s %8s %8s %7s %6s %6s\n", "TIME", "PHASE", "DISK",
+	       "r/s", "rMB/s", "w/s", "wMB/s", "r_await", "w_await", "aqu-sz", "%util", "psi");
+}
+
+static const char *col_text(sqlite3_stmt *s, int col)
+{
+	const char *v = (const char *)sqlite3_column_text(s, col);
+
+	return v ? printable(v) : "-";
+}
+
+/* The busiest processes (with the onset: each one's first row before the trigger), files. */
+static int print_busiest(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	char tm[32];
+	int rc, n = 0;
+
+	if (sqlite3_prepare_v2(store_db(st), busiest_procs_sql, -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, "processes");
+	sqlite3_bind_int64(s, 1, r->id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!n++)
+			printf("\nbusiest processes of the capture (DISK bytes, with the writeback "
+			       "of the pages they dirtied: WB_MB):\n"
+			       "%8s %-16s %10s %10s %10s %10s %10s  %s\n",
+			       "PID", "COMM", "DISK_MB_R", "DISK_MB_W", "WB_MB", "FS_MB_R",
+			       "FS_MB_W", "FIRST SEEN BEFORE THE TRIGGER");
+		printf("%8lld %-16s %10.2f %10.2f %10.2f %10.2f %10.2f  ",
+		       (long long)sqlite3_column_int64(s, 0), col_text(s, 1),
+		       sqlite3_column_double(s, 6) / 1048576, sqlite3_column_double(s, 7) / 1048576,
+		       sqlite3_column_double(s, 8) / 1048576, sqlite3_column_double(s, 9) / 1048576,
+		       sqlite3_column_double(s, 10) / 1048576);
+		if (sqlite3_column_type(s, 11) == SQLITE_NULL) {
+			printf("-\n");
+		} else {
+			format_tenths(sqlite3_column_double(s, 11), tm, sizeof(tm));
+			printf("%s (%.1f s before)\n", tm, r->start - sqlite3_column_double(s, 11));
+		}
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return query_fail(st, "processes");
+	if (!n) {
+		printf("top processes and files: - (no collector ran: iostat and pressure "
+		       "only)\n");
+		return 0;
+	}
+	if (store_has_table(st, "threads")) {
+		if (sqlite3_prepare_v2(store_db(st), busiest_threads_sql, -1, &s, NULL) !=
+		    SQLITE_OK)
+			return query_fail(st, "threads");
+		sqlite3_bind_int64(s, 1, r->id);
+		n = 0;
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			if (!n++)
+				printf("\nbusiest threads of the capture:\n"
+				       "%8s %8s %-16s %10s %10s %10s %10s %10s\n",
+				       "PID", "TID", "COMM", "DISK_MB_R", "DISK_MB_W", "WB_MB",
+				       "FS_MB_R", "FS_MB_W");
+			printf("%8lld %8lld %-16s %10.2f %10.2f %10.2f %10.2f %10.2f\n",
+			       (long long)sqlite3_column_int64(s, 0),
+			       (long long)sqlite3_column_int64(s, 1), col_text(s, 2),
+			       sqlite3_column_double(s, 4) / 1048576,
+			       sqlite3_column_double(s, 5) / 1048576,
+			       sqlite3_column_double(s, 6) / 1048576,
+			       sqlite3_column_double(s, 7) / 1048576,
+			       sqlite3_column_double(s, 8) / 1048576);
+		}
+		sqlite3_finalize(s);
+		if (rc != SQLITE_DONE)
+			return query_fail(st, "threads");
+	}
+	if (sqlite3_prepare_v2(store_db(st), busiest_files_sql, -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, "files");
+	sqlite3_bind_int64(s, 1, r->id);
+	n = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!n++)
+			printf("\nbusiest files of the capture:\n%10s %10s %10s %10s %-12s  %s\n",
+			       "DISK_MB_R", "DISK_MB_W", "FS_MB_R", "FS_MB_W", "PIDS", "PATH");
+		printf("%10.2f %10.2f %10.2f %10.2f %-12s  %s\n",
+		       sqlite3_column_double(s, 5) / 1048576, sqlite3_column_double(s, 6) / 1048576,
+		       sqlite3_column_double(s, 7) / 1048576, sqlite3_column_double(s, 8) / 1048576,
+		       col_text(s, 4), col_text(s, 0));
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return query_fail(st, "files");
+	return 0;
+}
+
+/* @sql with the incident's id as ?1 into *@s; 0 or the query's failure, said. */
+static int prepare_for(struct watch_store *st, const char *what, const char *sql, int64_t id,
+		       sqlite3_stmt **s)
+{
+	if (sqlite3_prepare_v2(store_db(st), sql, -1, s, NULL) != SQLITE_OK)
+		return query_fail(st, what);
+	sqlite3_bind_int64(*s, 1, id);
+	return 0;
+}
+
+/* The stages of a slow request (its JSON object) that took time, on one line. */
+static int print_stages(struct watch_store *st, const char *stages, double total_us)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, n = 0;
+
+	/* total and q2c sum others; offcpu and iowait overlap them: said apart. */
+	if (sqlite3_prepare_v2(store_db(st),
+			       "SELECT key, value FROM json_each(?1) WHERE type IN ('real', "
+			       "'integer') AND key NOT IN ('total', 'q2c', 'bios', 'switches',"
+			       " 'pagecache_added_pages') AND value >= ?2",
+			       -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, "slow_requests");
+	sqlite3_bind_text(s, 1, stages, -1, SQLITE_STATIC);
+	sqlite3_bind_double(s, 2, total_us / 100); /* what takes 1% or more */
+	printf("%16s", "stages:");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		printf("%s %s %.2f ms", n++ ? "," : "", col_text(s, 0),
+		       sqlite3_column_double(s, 1) / 1e3);
+	printf("%s\n", n ? "" : " -");
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : query_fail(st, "slow_requests");
+}
+
+/* The slowest requests of the incident (window and capture), with their stages. */
+static int print_slow_requests(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret = 0, n = 0;
+
+	ret = prepare_for(st, "slow_requests",
+			  "SELECT total_us, op, pid, comm, disk, phase, path, stages, time"
+			  " FROM slow_requests WHERE incident_id = ?1 ORDER BY total_us DESC"
+			  " LIMIT 10",
+			  r->id, &s);
+	if (ret)
+		return ret;
+	while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!n++)
+			printf("\nslowest requests (window and capture):\n%13s %-10s %8s %-16s "
+			       "%-10s %-7s %8s  %s\n",
+			       "TOTAL", "OP", "PID", "COMM", "DISK", "PHASE", "AT", "PATH");
+		printf("%10.2f ms %-10s %8s %-16s %-10s %-7s %+7.1fs  %s\n",
+		       sqlite3_column_double(s, 0) / 1e3, col_text(s, 1), col_text(s, 2),
+		       col_text(s, 3), col_text(s, 4), col_text(s, 5),
+		       sqlite3_column_double(s, 8) - r->start, col_text(s, 6));
+		if (sqlite3_column_text(s, 7))
+			ret = print_stages(st, (const char *)sqlite3_column_text(s, 7),
+					   sqlite3_column_double(s, 0));
+	}
+	sqlite3_finalize(s);
+	if (ret)
+		return ret;
+	if (rc != SQLITE_DONE)
+		return query_fail(st, "slow_requests");
+	return 0;
+}
+
+/* The longest stalls: threads blocked on I/O, with the kernel stack they slept in. */
+static int print_stalls(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, n = 0;
+
+	rc = prepare_for(st, "stalls",
+			 "SELECT wait_us, pid, tid, comm, phase, time,"
+			 " (SELECT group_concat(value, ' <- ') FROM json_each(stack))"
+			 " FROM stalls WHERE incident_id = ?1 ORDER BY wait_us DESC LIMIT 10",
+			 r->id, &s);
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!n++)
+			printf("\nlongest stalls (blocked on I/O; kernel stack, innermost "
+			       "first):\n%13s %8s %8s %-16s %-7s %8s\n",
+			       "WAIT", "PID", "TID", "COMM", "PHASE", "AT");
+		printf("%10.2f ms %8s %8s %-16s %-7s %+7.1fs\n%16s %s\n",
+		       sqlite3_column_double(s, 0) / 1e3, col_text(s, 1), col_text(s, 2),
+		       col_text(s, 3), col_text(s, 4), sqlite3_column_double(s, 5) - r->start,
+		       "stack:", col_text(s, 6));
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : query_fail(st, "stalls");
+}
+
+int incident_text(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	char a[32], b[32], tm[32];
+	struct ds_metrics m;
+	struct psi_io psi;
+	struct onset on;
+	double t;
+	bool have;
+	int rc, ret, rows = 0, pre = 0, i, nr_held;
+	const char *unit = wt_metric_unit(wt_metric_from_name(r->rule));
+	double held[64];
+
+	ret = find_onset(st, r, &on);
+	if (ret)
+		return ret;
+	nr_held = parse_held(r, held, sizeof(held) / sizeof(held[0]));
+	fmt_local_time(r->start, true, a, sizeof(a));
+	fmt_local_time(r->start + incident_duration(store_db(st), r), false, b, sizeof(b));
+	printf("incident %lld  %s - %s (%.1f s), %s%s%s%s\n", (long long)r->id, a, b,
+	       incident_duration(store_db(st), r), r->state, r->end_reason[0] ? " (" : "",
+	       r->end_reason[0] ? r->end_reason : "", r->end_reason[0] ? ")" : "");
+	printf("trigger: %s %s %.2f%s >= %.2f%s, held for %d sample%s:",
+	       r->disk[0] ? printable(r->disk) : "system", r->rule, r->value, unit, r->threshold,
+	       unit, nr_held, nr_held == 1 ? "" : "s");
+	for (i = 0; i < nr_held; i++)
+		printf("%s %.2f", i ? "," : "", held[i]);
+	putchar('\n');
+	if (r->triggers > 1)
+		printf("triggers: %lld in all (each extended the capture)\n",
+		       (long long)r->triggers);
+	if (on.found && !on.have_before) {
+		printf("onset: before the window: %s was already high in its first sample\n",
+		       r->rule);
+	} else if (on.found && on.trigger_time - on.time > 0) {
+		format_tenths(on.time, a, sizeof(a));
+		printf("onset: %s began to rise at %s (%.2f%s, after %.2f%s), %.1f s before the "
+		       "trigger\n",
+		       r->rule, a, on.value, unit, on.before, unit, on.trigger_time - on.time);
+	} else if (on.found) {
+		printf("onset: %s rose within the trigger's sample\n", r->rule);
+	}
+	ret = print_busiest(st, r);
+	if (!ret)
+		ret = print_slow_requests(st, r);
+	if (!ret)
+		ret = print_stalls(st, r);
+	if (ret)
+		return ret;
+	printf("\nsamples%s%s (pre: before the trigger; capture: from it on):\n",
+	       r->disk[0] ? " of " : "", r->disk[0] ? printable(r->disk) : "");
+	print_sample_header();
+	rc = sqlite3_prepare_v2(store_db(st),
+				"SELECT * FROM samples WHERE incident_id = ?1 AND (?2 IS NULL OR"
+				" disk = ?2) ORDER BY time, rowid",
+				-1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return query_fail(st, "samples");
+	sqlite3_bind_int64(s, 1, r->id);
+	if (r->disk[0])
+		sqlite3_bind_text(s, 2, r->disk, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		read_sample_metrics(s, &m, &psi, &have);
+		t = sqlite3_column_double(s, SC_TIME);
+		format_tenths(t, tm, sizeof(tm));
+		rows++;
+		pre += !strcmp((const char *)sqlite3_column_text(s, SC_PHASE), "pre");
+		printf("%-12s %-7s %-10s ", tm, sqlite3_column_text(s, SC_PHASE),
+		       printable((const char *)sqlite3_column_text(s, SC_DISK)));
+		if (have)
+			printf("%8.1f %8.2f %8.1f %8.2f %8.2f %8.2f %7.2f %6.1f", m.r_s,
+			       m.rkB_s / 1024, m.w_s, m.wkB_s / 1024, m.r_await, m.w_await,
+			       m.aqu_sz, m.util);
+		else
+			printf("%8s %8s %8s %8s %8s %8s %7s %6s", "-", "-", "-", "-", "-", "-", "-",
+			       "-");
+		if (psi.valid)
+			printf(" %6.2f\n", psi.some_avg10);
+		else
+			printf(" %6s\n", "-");
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return query_fail(st, "samples");
+	printf("(%d samples: %d before the trigger)\n", rows, pre);
+	return 0;
+}

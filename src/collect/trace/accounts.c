@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The counters, the requests still in flight, and the accounts at exit. */
+#include "priv.h"
+
+/* Writeback requests older than this with bios still missing are given up. */
+#define WB_SWEEP_NS (60 * NSEC_PER_SEC)
+
+const char *const trace_cnt_names[TRACE_CNT_NR] = {
+	[TRACE_CNT_STARTED] = "started",
+	[TRACE_CNT_DONE] = "completed",
+	[TRACE_CNT_EMITTED] = "emitted",
+	[TRACE_CNT_RINGBUF_FULL] = "ringbuf_full",
+	[TRACE_CNT_REQS_FULL] = "request_map_full",
+	[TRACE_CNT_ABANDONED] = "abandoned",
+	[TRACE_CNT_ASYNC_COLLIDED] = "async_slot_collisions",
+	[TRACE_CNT_BIO_UNMATCHED] = "bios_unmatched",
+	[TRACE_CNT_BIO_LATE] = "bios_after_request_end",
+	[TRACE_CNT_BIOS_TRUNC] = "bios_not_recorded",
+	[TRACE_CNT_EVENTS_TRUNC] = "events_not_recorded",
+	[TRACE_CNT_CHAIN_TRUNC] = "truncated_bio_chains",
+	[TRACE_CNT_FAULTS_CACHED] = "faults_without_io",
+	[TRACE_CNT_WB_SWEPT] = "writeback_given_up",
+	[TRACE_CNT_PATHS_FULL] = "paths_map_full",
+	[TRACE_CNT_HOOK_MISSED] = "hook_runs_missed",
+	[TRACE_CNT_UNSEEN_DONE] = "bio_completions_not_seen",
+	[TRACE_CNT_END_INFERRED] = "async_ends_inferred",
+	[TRACE_CNT_WB_NO_DATA] = "writeback_without_data",
+	[TRACE_CNT_SPANNED] = "syscall_spans",
+	[TRACE_CNT_WB_UNFOLLOWED] = "writeback_passes_unfollowed",
+};
+
+/* Requests lost: counted in "lost" (the others are informational). */
+bool trace_cnt_is_loss(int i)
+{
+	return i == TRACE_CNT_RINGBUF_FULL || i == TRACE_CNT_REQS_FULL ||
+	       i == TRACE_CNT_ABANDONED || i == TRACE_CNT_ASYNC_COLLIDED ||
+	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT || i == TRACE_CNT_SPANNED ||
+	       i == TRACE_CNT_WB_UNFOLLOWED;
+}
+
+int trace_read_counters(struct trace_ctx *c, uint64_t *out)
+{
+	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
+	struct rbuf_stats st;
+
+	out[TRACE_CNT_HOOK_MISSED] = bpfcmd_missed_runs(&c->cmd);
+	if (!err)
+		err = rbuf_stats(c->cmd.rb, &st);
+	out[TRACE_CNT_EMITTED] = err ? 0 : st.sent;
+	out[TRACE_CNT_RINGBUF_FULL] = err ? 0 : st.lost;
+	return err;
+}
+
+/* Records lost on the way: malformed (by rbuf or by their layout) and never read. */
+static uint64_t records_malformed(struct trace_ctx *c)
+{
+	struct rbuf_stats st;
+
+	return c->malformed + (rbuf_stats(c->cmd.rb, &st) ? 0 : st.malformed);
+}
+
+/* What a sweep of the requests map needs per entry. */
+struct sweep {
+	struct trace_ctx *c;
+	int fd;
+	uint64_t now;
+	bool at_exit;
+};
+
+static int sweep_req(const void *key, const void *val, void *arg)
+{
+	const struct trace_rec *r = val;
+	struct sweep *sw = arg;
+	uint64_t k;
+
+	if (r->state == TRACE_S_IDLE)
+		return 0;
+	memcpy(&k, key, sizeof(k));
+	if ((k >> 60) == 2 && !sw->at_exit && sw->now - r->start > WB_SWEEP_NS) {
+		if (!bpf_map_delete_elem(sw->fd, &k))
+			sw->c->wb_swept++;
+		return 0;
+	}
+	sw->c->in_flight++;
+	return 0;
+}
+
+/*
+ * Writeback requests whose bios never all completed would stay in the map until LRU
+ * evicts them, silently: old ones are given up here and counted. At exit, also counts
+ * the requests still in flight.
+ */
+void trace_sweep_writeback(struct trace_ctx *c, bool at_exit)
+{
+	struct sweep sw = {
+		.c = c,
+		.fd = bpf_map__fd(c->skel->maps.reqs),
+		.now = now_ns(CLOCK_MONOTONIC),
+		.at_exit = at_exit,
+	};
+	static struct trace_rec r;
+	static struct trace_async_slot as;
+	uint32_t idx;
+	int fd;
+
+	c->in_flight = 0;
+	/* Read in batches; a failed read leaves the count as far as it got. */
+	bpfmap_walk(sw.fd, sizeof(uint64_t), sizeof(struct trace_rec), false, sweep_req, &sw);
+	if (!at_exit)
+		return;
+	/* Syscalls and faults still in progress (a thread blocked in one, say). */
+	fd = bpf_map__fd(c->skel->maps.thread_recs);
+	for (idx = 0; idx < bpf_map__max_entries(c->skel->maps.thread_recs); idx++) {
+		if (!bpf_map_lookup_elem(fd, &idx, &r) && r.state == TRACE_S_ACTIVE)
+			c->in_flight++;
+	}
+	if (!c->skel->rodata->trace_aio)
+		return;
+	/* Async direct I/O still in flight (or whose completion was never seen). */
+	fd = bpf_map__fd(c->skel->maps.async_slots);
+	for (idx = 0; idx < bpf_map__max_entries(c->skel->maps.async_slots); idx++) {
+		if (!bpf_map_lookup_elem(fd, &idx, &as) && as.rec.state == TRACE_S_ACTIVE)
+			c->in_flight++;
+	}
+}
+
+void trace_collect_totals(struct trace_ctx *c, struct trace_totals *t)
+{
+	uint64_t *cnt = t->cnt;
+	int i;
+
+	memset(t, 0, sizeof(*t));
+	if (trace_read_counters(c, cnt))
+		memset(t->cnt, 0, sizeof(t->cnt));
+	trace_sweep_writeback(c, true);
+	cnt[TRACE_CNT_WB_SWEPT] += c->wb_swept;
+	for (i = 0; i < TRACE_CNT_NR; i++)
+		if (trace_cnt_is_loss(i))
+			t->lost += cnt[i];
+	/* A fault served from the page cache, an inode-only writeback: not requests. */
+	t->traced =
+		cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED] - cnt[TRACE_CNT_WB_NO_DATA];
+	t->malformed = records_malformed(c);
+	t->not_arrived = c->cmd.not_arrived;
+	t->lost += t->malformed + t->not_arrived;
+	t->printed = c->delivered;
+	t->in_flight = c->in_flight;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Argument parsing shared by every command: strict numbers, durations, the
+ * `[interval [count]]` positionals, and the options every command accepts.
+ * Parsers return 0 or -EINVAL and print nothing: callers report through fail_usage().
+ */
+#ifndef IOSPAN_ARGS_H
+#define IOSPAN_ARGS_H
+
+#include <getopt.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Options every command takes, in its getopt_long table. */
+enum common_opt {
+	OPT_JSON = 0x1000,
+	OPT_HELP = 'h',
+	OPT_VERBOSE = 'v',
+};
+#define COMMON_LONG_OPTS                                                                           \
+	{ "json", no_argument, NULL, OPT_JSON }, { "help", no_argument, NULL, OPT_HELP },          \
+	{                                                                                          \
+		"verbose", no_argument, NULL, OPT_VERBOSE                                          \
+	}
+#define COMMON_SHORT_OPTS "hv"
+
+struct global_opts {
+	bool json;
+	bool verbose;
+};
+extern struct global_opts gopts;
+
+/* Handles a common option; returns true if @opt was one. */
+bool args_common_opt(int opt);
+
+/*
+ * Numbers are decimal, as in sysstat's tools: no sign, hex or exponent ("0x10" and
+ * "1e-9" are refused, not read as 16 and 0).
+ */
+/* Decimal unsigned integer, whole string, no overflow. */
+int parse_u64(const char *s, uint64_t *out);
+/* Like parse_u64, within [min, max]. */
+int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/*
+ * Duration: a decimal number with an optional unit (ns, us, ms, s, m, h); a bare
+ * number is in @bare_unit_ns (1e9 for seconds, 1e6 for milliseconds).
+ */
+int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns);
+/*
+ * Size: an integer with an optional unit (K, M, G or KiB, MiB, GiB: powers of 1024); a
+ * bare number is in @bare_unit bytes.
+ */
+int parse_size_bytes(const char *s, uint64_t bare_unit, uint64_t *bytes);
+
+/*
+ * Shortest interval or duration of a report: the clocks are precise to a microsecond,
+ * but a window shorter than a millisecond measures only the cost of reporting.
+ */
+#define ARGS_MIN_PERIOD_NS 1000000ULL
+
+/*
+ * The options below report their own usage error, naming @opt, and return -EINVAL.
+ * An interval or duration (bare number: seconds), at least ARGS_MIN_PERIOD_NS.
+ */
+int args_period(const char *opt, const char *arg, uint64_t *ns);
+/* A latency threshold (bare number: milliseconds); 0 is allowed. */
+int args_threshold(const char *opt, const char *arg, uint64_t *ns);
+
+/*
+ * `[interval [count]]`: interval as args_period(), count a positive integer. Missing
+ * values leave the outputs untouched.
+ */
+int parse_interval_count(int argc, char **argv, uint64_t *interval_ns, uint64_t *count);
+
+struct disk;
+/* A filter option given a second time: refused, as the filter holds one value. */
+int args_once(const char *opt, bool *seen);
+
+/* SIGINT/SIGTERM set stop_requested; periodic commands finish their report and exit. */
+extern volatile sig_atomic_t stop_requested;
+void install_stop_handlers(void);
+/* Sleeps until CLOCK_MONOTONIC @deadline_ns or a stop request; true if stopped. */
+bool sleep_until_ns(uint64_t deadline_ns);
+uint64_t now_ns(int clock_id);
+/*
+ * CLOCK_REALTIME - CLOCK_MONOTONIC in ns: what turns the kernel's monotonic stamps
+ * (bpf_ktime_get_ns()) into wall-clock times. Its realtime read is taken between two
+ * monotonic ones, and of a few tries the one they bracket most tightly counts: a
+ * preemption between two reads would shift every time shown by its length.
+ */
+int64_t mono_to_real_ns(void);
+
+/* Reports the option getopt_long just refused ('?' or ':') as a usage error. */
+int args_bad_option(const char *cmd, char **argv);
+#endif
