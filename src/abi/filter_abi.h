@@ -31,6 +31,14 @@ struct target_filter {
 	__u8 file_gen_on;
 	__u32 file_gen;
 	char comm[FILTER_COMM_LEN];
+	/*
+	 * Set with the fields they sum up (filters.c), so that a program with no filter
+	 * pays one test for each kind: a process filter (pid, tid, comm, cgroups) is set;
+	 * a file filter (--file, --dir) is set.
+	 */
+	__u8 proc_on;
+	__u8 file_on;
+	__u8 pad[6];
 };
 
 #endif

@@ -31,7 +31,7 @@ struct {
 } filter_devs SEC(".maps");
 
 /* Whether any process filter is set (pid, tid, comm, cgroup). */
-#define tfilter_proc_on() (tfilter.pid || tfilter.tid || tfilter.comm_on || tfilter.cgroups)
+#define tfilter_proc_on() (tfilter.proc_on)
 
 /* --comm for a thread named @comm. */
 static __always_inline bool tfilter_comm_ok(const char *comm)
@@ -50,6 +50,8 @@ static __always_inline bool tfilter_comm_ok(const char *comm)
 /* The process filters for a known owner: thread @tid of @pid, named @comm, in @cgid. */
 static __always_inline bool tfilter_proc_ok(__u32 pid, __u32 tid, const char *comm, __u64 cgid)
 {
+	if (!tfilter_proc_on())
+		return true;
 	if (tfilter.pid && pid != tfilter.pid)
 		return false;
 	if (tfilter.tid && tid != tfilter.tid)
@@ -69,6 +71,9 @@ static __always_inline bool tfilter_current_ok(__u32 pid, __u32 tid, __u64 *cgid
 {
 	char comm[FILTER_COMM_LEN];
 
+	*cgid = 0;
+	if (!tfilter_proc_on())
+		return true;
 	if (tfilter.pid && pid != tfilter.pid)
 		return false;
 	if (tfilter.tid && tid != tfilter.tid)
@@ -78,7 +83,6 @@ static __always_inline bool tfilter_current_ok(__u32 pid, __u32 tid, __u64 *cgid
 		if (!tfilter_comm_ok(comm))
 			return false;
 	}
-	*cgid = 0;
 	if (tfilter.cgroups) {
 		*cgid = bpf_get_current_cgroup_id();
 		if (!bpf_map_lookup_elem(&filter_cgroups, cgid))
@@ -93,7 +97,7 @@ static __always_inline bool tfilter_dev_ok(__u32 dev)
 }
 
 /* Whether a file filter (--file, --dir) is set: I/O of no file then never passes. */
-#define tfilter_file_on() (tfilter.file_dev || tfilter.dir_dev)
+#define tfilter_file_on() (tfilter.file_on)
 
 /*
  * --file and --dir for file (@dev, @gen, @ino), @d one of its dentries (NULL if

@@ -24,6 +24,7 @@
 #define BLK_OWNER_NO_RECORD
 #include "blk_owner.bpf.h"
 #include "rbuf.bpf.h"
+#include "filter.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -44,7 +45,7 @@ char LICENSE[] SEC("license") = "GPL";
  * rest goes to the last owner (counted as approximate).
  */
 #define MAX_CHAIN 4096
-/* Owner of bios that the filters (-p, --cgroup) exclude: their completion is skipped. */
+/* Owner of bios that the target filter excludes: their completion is skipped. */
 #define PID_FILTERED 0xffffffffU
 
 /* Request flags, by bit numbers that differ between kernels. */
@@ -52,9 +53,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define REQ_FUA	     ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA))
 
 /* Load-time configuration: features that are off cost nothing. */
-const volatile __u32 filter_pid = 0;
-const volatile bool filter_cgroup = false;
-const volatile bool filter_dev = false;
 const volatile bool per_thread = false;
 const volatile bool track_unattributed = true;
 const volatile __u64 stall_ns = 0;
@@ -245,20 +243,6 @@ struct {
 
 DEFINE_RBUF(stall_events, 256 * 1024);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u8);
-} filter_cgroups SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, __u8);
-} filter_devs SEC(".maps");
-
 /* iowait start of threads that have no task storage yet (never created in sched_switch). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -291,14 +275,59 @@ static __always_inline void drop_insert(long err, __u32 full)
 	drop(err == -EBUSY ? TOP_DROP_MAP_BUSY : err == -ENOMEM ? TOP_DROP_MAP_NOMEM : full);
 }
 
+/* The target filter (filter.bpf.h): -d ... */
 static __always_inline bool dev_ok(__u32 dev)
 {
-	return !filter_dev || bpf_map_lookup_elem(&filter_devs, &dev);
+	return tfilter_dev_ok(dev);
 }
 
+/* ... --cgroup, for a cgroup id the caller has ... */
 static __always_inline bool cgroup_ok(__u64 cgid)
 {
-	return !filter_cgroup || bpf_map_lookup_elem(&filter_cgroups, &cgid);
+	return !tfilter.cgroups || bpf_map_lookup_elem(&filter_cgroups, &cgid);
+}
+
+/* ... -p, --tid, --comm and --cgroup for the current task @task, never iospan itself ... */
+static __always_inline bool current_ok(struct task_struct *task)
+{
+	__u64 cgid;
+
+	return task->tgid != self_tgid && tfilter_current_ok(task->tgid, task->pid, &cgid);
+}
+
+/* ... -p, --tid and --comm for another task (its cgroup the caller checks) ... */
+static __always_inline bool task_ok(struct task_struct *task)
+{
+	char comm[FILTER_COMM_LEN];
+
+	if (!tfilter_proc_on())
+		return true;
+	if (tfilter.pid && KR(struct task_struct, task, tgid) != tfilter.pid)
+		return false;
+	if (tfilter.tid && KR(struct task_struct, task, pid) != tfilter.tid)
+		return false;
+	if (tfilter.comm_on &&
+	    (bpf_core_read_str(comm, sizeof(comm), &task->comm) < 0 || !tfilter_comm_ok(comm)))
+		return false;
+	return true;
+}
+
+/*
+ * ... and --file, --dir for the I/O of file @inode (NULL: of no file, which never
+ * passes). A function of its own: its walk up the directories is verified only where
+ * a file filter is set, not inlined into every caller.
+ */
+static __noinline bool file_ok(struct inode *inode, __u32 dev, __u32 gen, __u64 ino)
+{
+	struct dentry *d = NULL;
+
+	if (!tfilter_file_on())
+		return true;
+	if (!inode)
+		return false;
+	if (tfilter.dir_dev)
+		d = vfs_dentry((__u64)inode, VFS_FROM_INODE);
+	return tfilter_file_ok(dev, gen, ino, d);
 }
 
 /*
@@ -457,7 +486,7 @@ static __always_inline int sys_enter(long fd, __u8 op)
 	__u64 cgid;
 	bool blk;
 
-	if ((filter_pid && task->tgid != filter_pid) || task->tgid == self_tgid)
+	if (!current_ok(task))
 		return 0;
 	file = fd_file(task, fd);
 	if (!file)
@@ -472,9 +501,11 @@ static __always_inline int sys_enter(long fd, __u8 op)
 	dev = blk ? KR(struct inode, inode, i_rdev) : KR(struct super_block, INODE_SB(inode), s_dev);
 	if (!dev_ok(dev))
 		return 0;
-	cgid = bpf_get_current_cgroup_id();
-	if (!cgroup_ok(cgid))
+	/* The file's identity is read only if filtered by. */
+	if (tfilter_file_on() &&
+	    !file_ok(inode, dev, INODE_GEN(inode), KR(struct inode, inode, i_ino)))
 		return 0;
+	cgid = bpf_get_current_cgroup_id();
 	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return 0;
@@ -515,7 +546,9 @@ static __always_inline int rw_exit(struct task_struct *task, struct top_task *t,
  * still flushed by the process that synced.
  */
 struct syncer {
-	__u32 owner, tgid, tid, pad;
+	__u32 owner, tgid, tid;
+	/* It failed the process filters (-p, --tid, --comm, --cgroup) when recorded. */
+	__u32 filtered;
 };
 
 struct {
@@ -554,6 +587,7 @@ static __always_inline int readahead_note(struct inode *inode)
 	rd.owner = owner_of(task);
 	rd.tgid = task->tgid;
 	rd.tid = task->pid;
+	rd.filtered = !current_ok(task);
 	bpf_map_update_elem(&readers, &fk, &rd, BPF_ANY);
 	return 0;
 }
@@ -593,6 +627,7 @@ static __always_inline int sync_enter(long fd)
 	sy.owner = owner_of(task);
 	sy.tgid = task->tgid;
 	sy.tid = task->pid;
+	sy.filtered = !current_ok(task);
 	t->dev = fk.dev;
 	t->ino = fk.ino;
 	t->gen = fk.gen;
@@ -630,7 +665,7 @@ static __always_inline int resize_enter(void)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct top_task *t;
 
-	if ((filter_pid && task->tgid != filter_pid) || task->tgid == self_tgid)
+	if (!current_ok(task))
 		return 0;
 	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (t)
@@ -677,21 +712,18 @@ int top_sys_exit(struct sys_exit_ctx *ctx)
 /* ------------------------------------------------------ FS: mmap, dirtying, async DIO */
 
 /*
- * Filters and identity for an FS event of the current task: false if filtered out.
- * *tp is the task's storage (NULL if it could not be created).
+ * Filters and identity for an FS event of the current task on file @inode (key @k):
+ * false if filtered out. *tp is the task's storage (NULL if it could not be created).
  */
-static __always_inline bool fs_event_ok(struct task_struct *task, __u32 dev, struct top_task **tp)
+static __always_inline bool fs_event_ok(struct task_struct *task, struct inode *inode,
+					const struct top_key *k, struct top_task **tp)
 {
 	struct top_task *t;
 	__u64 cgid;
 
-	if ((filter_pid && task->tgid != filter_pid) || task->tgid == self_tgid)
-		return false;
-	if (!dev_ok(dev))
+	if (!current_ok(task) || !dev_ok(k->dev) || !file_ok(inode, k->dev, k->gen, k->ino))
 		return false;
 	cgid = bpf_get_current_cgroup_id();
-	if (!cgroup_ok(cgid))
-		return false;
 	t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	note_proc(task, t, owner_of(task), cgid);
 	*tp = t;
@@ -800,7 +832,7 @@ static __always_inline int mmap_read(struct address_space *mapping, __u64 first,
 	eof = (size - 1) / page_size;
 	if (first > eof)
 		return 0;
-	if (!fs_event_ok(task, k.dev, &t))
+	if (!fs_event_ok(task, host, &k, &t))
 		return 0;
 	if (around) {
 		if (cache_folio_span(mapping, first, &f_first, &f_last) && f_first < first)
@@ -907,7 +939,7 @@ static __always_inline int get_pages(struct address_space *mapping, __u64 index,
 	host = mapping_file(mapping, &k);
 	if (!host || last < index)
 		return 0;
-	if (!fs_event_ok(task, k.dev, &t) || !t)
+	if (!fs_event_ok(task, host, &k, &t) || !t)
 		return 0;
 	if (t->rd_ino == k.ino && t->rd_last == last && index > t->rd_index &&
 	    index <= t->rd_last) {
@@ -986,7 +1018,7 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 	k.ino = host->i_ino;
 	k.gen = host->i_generation;
 	k.pad = 0;
-	if (!fs_event_ok(task, k.dev, &t))
+	if (!fs_event_ok(task, host, &k, &t))
 		return 0;
 	k.pid = owner_of(task);
 
@@ -1028,7 +1060,7 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	k.ino = KR(struct inode, inode, i_ino);
 	k.gen = INODE_GEN(inode);
 	k.pad = 0;
-	if (!fs_event_ok(task, k.dev, &t))
+	if (!fs_event_ok(task, inode, &k, &t))
 		return 0;
 	k.pid = owner_of(task);
 	tag = pv_addr((__u64)iocb);
@@ -1235,7 +1267,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	struct block_device *bdev;
 	struct inode *inode;
 	struct top_task *t = NULL;
-	__u32 dev, kind = TOP_INO_NOPAGE, tgid, src;
+	__u32 dev, kind = TOP_INO_NOPAGE, src;
 	__u64 cgid = 0, now = bpf_ktime_get_ns(); /* Q: first, before any lookup */
 	bool kthread, write, waiter;
 
@@ -1317,13 +1349,15 @@ static __always_inline int queue_bio(struct bio *bio)
 		o.key.dev = dev;
 		o.key.ino = TOP_INO(kind);
 	}
+	/* --file, --dir: the bio's file (a bio of no file never passes them). */
+	if (tfilter_file_on() && !file_ok(inode, o.key.dev, o.key.gen, o.key.ino))
+		goto filtered;
 
 	/* A page cache write: credit each page to the process that dirtied it. */
 	if (inode && write && !(o.flags & TOP_F_DIRECT)) {
 		__u32 self = owner_of(task), flusher = task->pid, mixed = 0, dirtier;
 		bool worker = kthread && throttle_worker(task, throtl_dispatch_fn);
 		struct syncer *sy = NULL;
-		struct top_proc *p;
 
 		dirtier = bio_dirtier(bio, &o.key, &mixed);
 		if (worker) {
@@ -1366,10 +1400,7 @@ static __always_inline int queue_bio(struct bio *bio)
 		if (sy) {
 			/* The syncer's bytes, or the pages without a dirtier on record. */
 			o.key.pid = sy->owner;
-			if (filter_pid && sy->tgid != filter_pid)
-				goto filtered;
-			p = filter_cgroup ? bpf_map_lookup_elem(&procs, &o.key.pid) : NULL;
-			if (filter_cgroup && (!p || !cgroup_ok(p->cgid)))
+			if (sy->filtered)
 				goto filtered;
 			goto claim;
 		}
@@ -1380,21 +1411,16 @@ static __always_inline int queue_bio(struct bio *bio)
 	    throttle_worker(task, throtl_dispatch_fn)) {
 		struct file_key fk = {.dev = o.key.dev, .gen = o.key.gen, .ino = o.key.ino};
 		struct syncer *rd = bpf_map_lookup_elem(&readers, &fk);
-		struct top_proc *p;
 
 		if (rd) {
 			o.key.pid = rd->owner;
-			if (filter_pid && rd->tgid != filter_pid)
-				goto filtered;
-			p = filter_cgroup ? bpf_map_lookup_elem(&procs, &o.key.pid) : NULL;
-			if (filter_cgroup && (!p || !cgroup_ok(p->cgid)))
+			if (rd->filtered)
 				goto filtered;
 			goto claim;
 		}
 	}
 
-	tgid = KR(struct task_struct, otask, tgid);
-	if (filter_pid && tgid != filter_pid)
+	if (!task_ok(otask))
 		goto filtered;
 	o.key.pid = owner_of(otask);
 	if (!(o.flags & TOP_F_KTHREAD_OWNER)) {
@@ -1744,7 +1770,7 @@ static int walk_bio(__u32 i, void *ctx)
 	w->left -= sz;
 	bdev = bio->bi_bdev ? bio->bi_bdev->bd_dev : 0;
 
-	if (filter_dev && !dev_ok(bdev))
+	if (tfilter.devs && !dev_ok(bdev))
 		return 0;
 	next.bytes = sz;
 	next.bdev = bdev;
@@ -1794,7 +1820,7 @@ static __noinline void account_flush(struct request *rq, struct rq_info *ri)
 	if (!bio || !ri)
 		return;
 	key.dev = bio->bi_bdev ? bio->bi_bdev->bd_dev : 0;
-	if (filter_dev && !dev_ok(key.dev))
+	if (tfilter.devs && !dev_ok(key.dev))
 		return;
 	o = find_slot(bio);
 	if (o) {
@@ -1868,7 +1894,7 @@ static __noinline void send_slow_rq(struct request *rq, struct walk *w, __u32 nr
 	if (!w || !disk)
 		return;
 	bdev = ((__u32)disk->major << 20) | disk->first_minor;
-	if (filter_dev && !dev_ok(bdev))
+	if (tfilter.devs && !dev_ok(bdev))
 		return;
 	e = rbuf_reserve(stall_events, TOP_REC_SLOW_RQ, sizeof(*e));
 	if (!e) {
@@ -2129,7 +2155,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	long err;
 
 	if (!preempt && BPF_CORE_READ_BITFIELD(prev, in_iowait)) {
-		if (filter_pid && prev->tgid != filter_pid)
+		if (!task_ok(prev))
 			goto next;
 		now = bpf_ktime_get_ns();
 		/* No storage is created here: allocating under the runqueue lock is unsafe. */
@@ -2161,7 +2187,7 @@ next:
 	now = bpf_ktime_get_ns();
 	if (!start || start < stalls_since || now - start < stall_ns)
 		return 0;
-	if (filter_cgroup && !cgroup_ok(task_cgid(next)))
+	if (tfilter.cgroups && !cgroup_ok(task_cgid(next)))
 		return 0;
 	e = rbuf_reserve(stall_events, TOP_REC_STALL, sizeof(*e));
 	if (!e) {

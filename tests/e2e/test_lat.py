@@ -509,41 +509,6 @@ def test_by_cgroup_separates_cgroups():
     assert len(filtered) == 1 and 250 - flost <= filtered[0]["count"] <= 250, frep
 
 
-# A process named NAME: its main thread writes W, a second thread reads R (O_DIRECT, 1
-# MiB calls); both wait for a line on stdin after printing {"pid", "tid"} (the reader's).
-PAIR = r"""
-import ctypes, json, mmap, os, sys, threading
-name, size, wpath, rpath = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: threads inherit it
-CHUNK = 1 << 20
-go, ready, tid = threading.Event(), threading.Event(), []
-
-def read():
-    tid.append(threading.get_native_id())
-    ready.set()
-    buf = mmap.mmap(-1, CHUNK)
-    go.wait()
-    fd = os.open(rpath, os.O_RDONLY | os.O_DIRECT)
-    for off in range(0, size, CHUNK):
-        assert os.preadv(fd, [buf], off) == CHUNK
-    os.close(fd)
-
-t = threading.Thread(target=read)
-t.start()
-ready.wait()
-print(json.dumps({"pid": os.getpid(), "tid": tid[0]}), flush=True)
-sys.stdin.readline()
-go.set()
-buf = mmap.mmap(-1, CHUNK)
-buf.write(b"w" * CHUNK)
-fd = os.open(wpath, os.O_WRONLY | os.O_DIRECT)
-for off in range(0, size, CHUNK):
-    assert os.pwritev(fd, [buf], off) == CHUNK
-os.close(fd)
-t.join()
-"""
-
-
 # btrfs re-initializes the bios iomap gives it for direct I/O with its own end_io
 # (btrfs_bio_init()), so the block-attribution core does not find their file: of a
 # cold 4 MiB direct read, 2 MiB are shown without it, and --file/--dir miss them (snoop
@@ -563,49 +528,19 @@ def test_target_filters_keep_exactly_their_bytes(fstype):
     a cold direct read), file filters nothing without a file."""
     tl.require_root("creates loop devices, file systems and cgroups, loads BPF")
     size = 4 * MiB
-    with tl.scratch_fs(fstype, 320) as fs, tl.cgroup2("lat-a") as cg_a, \
-            tl.cgroup2("lat-b") as cg_b:
-        procs, files = {}, {}
-        for name, cg in (("lat-a", cg_a), ("lat-b", cg_b)):
-            d = os.path.join(fs.mnt, name)
-            os.mkdir(d)
-            files[name] = (os.path.join(d, "w"), os.path.join(d, "r"))
-            for path in files[name]:  # allocated: the writes overwrite, --file finds it
-                tl.dd(path, bs="1M", count=size // MiB, conv="fsync")
-        # Cold: a direct read of a page in the cache can be served from it (btrfs).
-        tl.drop_caches()
-        for name, cg in (("lat-a", cg_a), ("lat-b", cg_b)):
-            p = subprocess.Popen(["/usr/bin/python3", "-B", "-c", PAIR, name, str(size)] +
-                                 list(files[name]), stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True,
-                                 preexec_fn=lambda cg=cg: tl.move_to_cgroup(cg))
-            procs[name] = (p, json.loads(p.stdout.readline()))
-        a, b = procs["lat-a"][1], procs["lat-b"][1]
-        (aw, ar), (bw, br) = files["lat-a"], files["lat-b"]
+    with tl.filter_targets(fstype, size, names=("lat-a", "lat-b")) as tg:
+        files = tg.files
         # Each filter: its arguments, what it names ({path: (op, bytes)}), and whether
         # it names a process (which may have metadata requests of its own).
-        runs = {
-            "pid": (["-p", a["pid"]], {aw: ("Write", size), ar: ("Read", size)}, True),
-            "tid": (["--tid", b["tid"]], {br: ("Read", size)}, True),
-            "comm": (["--comm", "lat-b"], {bw: ("Write", size), br: ("Read", size)}, True),
-            "cgroup": (["--cgroup", cg_a], {aw: ("Write", size), ar: ("Read", size)}, True),
-            "file": (["--file", bw], {bw: ("Write", size)}, False),
-            "dir": (["--dir", os.path.dirname(aw)], {aw: ("Write", size),
-                                                     ar: ("Read", size)}, False),
-        }
+        runs = {k: (args, {path: ("Write" if op == "write" else "Read", size)
+                           for path, op in keeps.items()}, proc)
+                for k, (args, keeps, proc) in tg.filters.items()}
         tracers = {k: tl.Tracer("lat", "--json", "--size", "--by", "file", "-F", *args)
                    for k, (args, _, _) in runs.items()}
         try:
-            for p, _ in procs.values():
-                p.stdin.write("go\n")
-                p.stdin.flush()
-            for p, _ in procs.values():
-                assert p.wait(timeout=120) == 0
-            settle(fs.name)
+            tg.run()
+            settle(tg.fs.name)
         finally:
-            for p, _ in procs.values():
-                if p.poll() is None:
-                    p.kill()
             reps = {k: t.json_lines()[0] for k, t in tracers.items()}
     for k, (_, want, proc) in runs.items():
         rep = reps[k]

@@ -848,11 +848,9 @@ def test_snoop_writeback_credited_to_writer(case):
 
 # --------------------------------------------------------------------------- filters
 
-# The target filters each command takes (guest/suite.sh, filters_of).
-CMD_FILTERS = {"trace": ("pid", "tid", "comm", "cgroup", "file", "dir", "disk"),
-               "snoop": ("pid", "tid", "comm", "cgroup", "file", "dir", "disk"),
-               "top": ("pid", "cgroup", "disk"),
-               "lat": ("pid", "tid", "comm", "cgroup", "file", "dir", "disk")}
+# The target filters (guest/suite.sh, FILTERS): every tracing command takes each.
+FILTERS = ("pid", "tid", "comm", "cgroup", "file", "dir", "disk")
+CMD_FILTERS = {cmd: FILTERS for cmd in ("trace", "snoop", "top", "lat")}
 FILTER_CASES = [(k, cmd, f) for k in KERNEL_IDS for cmd, fs in CMD_FILTERS.items() for f in fs]
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "fio", "fio_json", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
     "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
     "leftovers", "cleanup_all", "TMP_PREFIX", "Tracer", "start_tracing", "asan_bin",
+    "filter_targets", "FilterTargets",
 ]
 
 # /proc/diskstats fields after "major minor name", in kernel order (14, 18 or 20 fields
@@ -928,6 +929,114 @@ def set_scheduler(devname, sched):
     if cur != sched:
         raise RuntimeError("scheduler of %s is %s, wanted %s" % (devname, cur, sched))
     return prev
+
+
+# Two targets for the filters: a process named NAME whose main thread writes W and whose
+# second thread reads R (O_DIRECT, 1 MiB calls); both wait for a line on stdin after
+# printing {"pid", "tid"} (the reader's).
+_PAIR = r"""
+import ctypes, json, mmap, os, sys, threading
+name, size, wpath, rpath = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: threads inherit it
+CHUNK = 1 << 20
+go, ready, tid = threading.Event(), threading.Event(), []
+
+def read():
+    tid.append(threading.get_native_id())
+    ready.set()
+    buf = mmap.mmap(-1, CHUNK)
+    go.wait()
+    fd = os.open(rpath, os.O_RDONLY | os.O_DIRECT)
+    for off in range(0, size, CHUNK):
+        assert os.preadv(fd, [buf], off) == CHUNK
+    os.close(fd)
+
+t = threading.Thread(target=read)
+t.start()
+ready.wait()
+print(json.dumps({"pid": os.getpid(), "tid": tid[0]}), flush=True)
+sys.stdin.readline()
+go.set()
+buf = mmap.mmap(-1, CHUNK)
+buf.write(b"w" * CHUNK)
+fd = os.open(wpath, os.O_WRONLY | os.O_DIRECT)
+for off in range(0, size, CHUNK):
+    assert os.pwritev(fd, [buf], off) == CHUNK
+os.close(fd)
+t.join()
+"""
+
+
+class FilterTargets:
+    """Two processes, NAMES[0] and NAMES[1], each in its own cgroup and directory of
+    @fs: its main thread writes @size bytes to its file "w", its second thread reads
+    @size bytes of its file "r" (O_DIRECT, 1 MiB calls, cold caches). Made by
+    filter_targets(); run() lets them go and waits for them. For each name: .procs
+    ({"pid", "tid"}: the reader thread's), .files ((w, r) paths), .cgroups (paths),
+    .dirs; .filters: each target filter's arguments, the files whose bytes it keeps
+    ({path: "write" or "read"}), and whether it names a process."""
+
+    def __init__(self, names, size, fs, cgroups):
+        self.names, self.size, self.fs, self.cgroups = names, size, fs, cgroups
+        self.files, self.dirs, self.procs, self._popen = {}, {}, {}, {}
+
+    def _start(self):
+        for name in self.names:
+            d = os.path.join(self.fs.mnt, name)
+            os.mkdir(d)
+            self.dirs[name] = d
+            self.files[name] = (os.path.join(d, "w"), os.path.join(d, "r"))
+            for path in self.files[name]:  # allocated: the writes overwrite, --file finds it
+                dd(path, bs="1M", count=self.size // (1 << 20), conv="fsync")
+        # Cold: a direct read of a page in the cache can be served from it (btrfs).
+        drop_caches()
+        for name in self.names:
+            p = subprocess.Popen([sys.executable, "-B", "-c", _PAIR, name, str(self.size)] +
+                                 list(self.files[name]), stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True,
+                                 preexec_fn=lambda cg=self.cgroups[name]: move_to_cgroup(cg))
+            self._popen[name] = p
+            self.procs[name] = _json.loads(p.stdout.readline())
+        a, b = self.names
+        (aw, ar), (bw, br) = self.files[a], self.files[b]
+        self.filters = {
+            "pid": (["-p", str(self.procs[a]["pid"])], {aw: "write", ar: "read"}, True),
+            "tid": (["--tid", str(self.procs[b]["tid"])], {br: "read"}, True),
+            "comm": (["--comm", b], {bw: "write", br: "read"}, True),
+            "cgroup": (["--cgroup", self.cgroups[a]], {aw: "write", ar: "read"}, True),
+            "file": (["--file", bw], {bw: "write"}, False),
+            "dir": (["--dir", self.dirs[a]], {aw: "write", ar: "read"}, False),
+        }
+
+    def run(self, timeout=120):
+        """Lets both go and waits for them to end (killed if the test fails first)."""
+        try:
+            for p in self._popen.values():
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            for p in self._popen.values():
+                assert p.wait(timeout=timeout) == 0
+        finally:
+            self.kill()
+
+    def kill(self):
+        for p in self._popen.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@contextlib.contextmanager
+def filter_targets(fstype, size, names=("tgt-a", "tgt-b"), fs_mb=320):
+    """A FilterTargets on a scratch @fstype file system of its own, ready to run."""
+    with scratch_fs(fstype, fs_mb) as fs, cgroup2(names[0]) as cg_a, \
+            cgroup2(names[1]) as cg_b:
+        t = FilterTargets(names, size, fs, {names[0]: cg_a, names[1]: cg_b})
+        try:
+            t._start()
+            yield t
+        finally:
+            t.kill()
 
 
 # --------------------------------------------------------------------------- leak checks

@@ -193,10 +193,26 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 		jw_kv_uint(jw, "pid", o->filter.tf.pid);
 	else
 		jw_kv_null(jw, "pid");
+	if (o->filter.tf.tid)
+		jw_kv_uint(jw, "tid", o->filter.tf.tid);
+	else
+		jw_kv_null(jw, "tid");
+	if (o->filter.tf.comm_on)
+		jw_kv_string(jw, "comm", o->filter.tf.comm);
+	else
+		jw_kv_null(jw, "comm");
 	if (o->filter.have_cgroup)
 		jw_kv_string(jw, "cgroup", o->filter.cgroup_rel);
 	else
 		jw_kv_null(jw, "cgroup");
+	if (o->filter.have_file)
+		jw_kv_string(jw, "file", o->filter.file_arg);
+	else
+		jw_kv_null(jw, "file");
+	if (o->filter.have_dir)
+		jw_kv_string(jw, "dir", o->filter.dir_arg);
+	else
+		jw_kv_null(jw, "dir");
 	if (o->filter.have_disk)
 		jw_kv_string(jw, "disk", o->filter.disk.name);
 	else
@@ -315,6 +331,8 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 		jw_kv_float(jw, "stall_threshold_ms", o->stall_ns / 1e6, 3);
 	else
 		jw_kv_null(jw, "stall_threshold_ms");
+	/* Why there are none to show: a stall belongs to no file. */
+	jw_kv_bool(jw, "stalls_not_traced_by_file", o->filter.have_file || o->filter.have_dir);
 
 	jw_kv_array(jw, "devices");
 	for (i = 0; i < rep->nr_devs; i++) {

@@ -311,6 +311,11 @@ static void render_stalls(struct top_ctx *c)
 	size_t i;
 	int j;
 
+	if (c->o->filter.have_file || c->o->filter.have_dir) {
+		printf("\nI/O STALLS: not traced with --file or --dir (a stall belongs to no "
+		       "file)\n");
+		return;
+	}
 	if (!c->o->stall_ns)
 		return;
 	fmt_ns(c->o->stall_ns, thr, sizeof(thr));

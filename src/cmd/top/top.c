@@ -54,8 +54,15 @@ static const char top_usage[] =
 	"Options:\n"
 	"  -d, --disk DISK           only this disk or partition (sda, /dev/loop0, 7:0)\n"
 	"  -p, --pid PID             only this process\n"
+	"      --tid TID             only this thread\n"
+	"      --comm NAME           only threads with this name\n"
 	"      --cgroup PATH         only this cgroup v2 and its children (path below the\n"
 	"                            cgroup2 mount, or absolute)\n"
+	"      --file PATH           only I/O of this file (a regular file: -d follows a\n"
+	"                            block device)\n"
+	"      --dir PATH            only I/O of files below this directory (same fs)\n"
+	"                            (with --file or --dir, stalls are not traced: a\n"
+	"                            stall belongs to no file)\n"
 	"  -n, --max-processes N     processes shown (default 10)\n"
 	"      --max-files N         files shown per process (default 5)\n"
 	"      --sort KEY            disk (default), fs, read, write or latency\n"
@@ -84,6 +91,7 @@ static const char top_usage[] =
 	"  iospan top                      8 s of totals\n"
 	"  iospan top -d sda 2 5           five 2-second reports for sda\n"
 	"  iospan top --cgroup /docker --json --duration 30\n"
+	"  iospan top --comm postgres --by file 5   a database's files, every 5 s\n"
 	"  iospan top --by dir 6 2         which database directory, every 2 s\n"
 	"\n"
 	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-top(8).\n";
@@ -126,9 +134,7 @@ static int parse_by(struct top_opts *o, const char *arg, int argc, char **argv)
 static int top_parse(int argc, char **argv, struct top_cmd *t)
 {
 	static const struct option long_opts[] = {
-		FILTER_LONG_DISK,
-		FILTER_LONG_PID,
-		FILTER_LONG_CGROUP,
+		FILTER_LONG_OPTS,
 		{"max-processes", required_argument, NULL, 'n'},
 		{"max-files", required_argument, NULL, OPT_MAX_FILES},
 		{"sort", required_argument, NULL, OPT_SORT},
@@ -142,6 +148,7 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 		{NULL, 0, NULL, 0},
 	};
 	struct top_opts *o = &t->o;
+	bool stall_set = false;
 	int opt, err;
 	size_t i;
 
@@ -196,6 +203,7 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 			err = args_threshold("--stall-threshold", optarg, &o->stall_ns);
 			if (err)
 				return err;
+			stall_set = true;
 			break;
 		case OPT_DURATION:
 			err = args_period("--duration", optarg, &t->duration_ns);
@@ -216,6 +224,15 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 	err = parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &t->count);
 	if (err)
 		return err;
+	if (o->filter.file_blk)
+		return fail_usage("--file names a block device: top's --file takes a regular "
+				  "file, -d follows a block device's I/O");
+	if (o->filter.have_file || o->filter.have_dir) {
+		if (stall_set && o->stall_ns)
+			return fail_usage("--stall-threshold with --file or --dir: a stall belongs "
+					  "to no file, so none is traced there");
+		o->stall_ns = 0;
+	}
 	if (o->interval_ns && t->duration_set)
 		return fail_usage("--duration is for the one-shot report: give either --duration "
 				  "or an interval");

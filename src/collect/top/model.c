@@ -459,8 +459,8 @@ double top_pct(uint64_t part, uint64_t whole)
 
 bool top_coverage_meaningful(const struct top_opts *o)
 {
-	/* With -p or --cgroup the other processes' I/O is deliberately not counted. */
-	return !o->filter.tf.pid && !o->filter.have_cgroup;
+	/* Under a target filter the others' I/O is deliberately not counted. */
+	return !filter_opts_target(&o->filter);
 }
 
 static int file_key_cmp(const void *a, const void *b)

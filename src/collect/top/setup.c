@@ -224,12 +224,12 @@ static bool dev_traced(const struct top_opts *o, const struct ds_dev *e)
 	       of.disk_major == d->major && of.disk_minor == d->minor;
 }
 
-/* The devices that get an unattributed row at the start (none under -p, --cgroup). */
+/* The devices that get an unattributed row at the start (none under a target filter). */
 static size_t nr_unattr_devs(const struct top_ctx *c)
 {
 	size_t i, n = 0;
 
-	if (c->o->filter.tf.pid || c->o->filter.have_cgroup)
+	if (filter_opts_target(&c->o->filter))
 		return 0;
 	for (i = 0; i < c->ds_start.nr; i++)
 		n += dev_traced(c->o, &c->ds_start.devs[i]);
@@ -335,11 +335,9 @@ int top_setup(struct top_ctx *c)
 	if (!s)
 		return -errno;
 	c->skel = s;
-	s->rodata->filter_pid = o->filter.tf.pid;
-	s->rodata->filter_cgroup = o->filter.tf.cgroups;
-	s->rodata->filter_dev = o->filter.tf.devs;
+	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
 	s->rodata->per_thread = o->threads;
-	s->rodata->track_unattributed = !o->filter.tf.pid && !o->filter.have_cgroup;
+	s->rodata->track_unattributed = !filter_opts_target(&o->filter);
 	s->rodata->stall_ns = o->stall_ns;
 	s->rodata->slow_rq_ns = o->slow_rq_ns;
 	s->rodata->iomap_dio_end_io = addrs[0];

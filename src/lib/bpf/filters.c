@@ -224,10 +224,11 @@ static int file_generation(const char *path, uint32_t *gen)
 	return err;
 }
 
-int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_opts *f)
+static int parse_one(const char *cmd, int opt, const char *arg, struct filter_opts *f)
 {
 	struct target_filter *tf = &f->tf;
 	uint64_t ino = 0;
+	struct stat st;
 	int err;
 
 	if (args_common_opt(opt))
@@ -262,11 +263,14 @@ int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_op
 			      args_fs_object("--file", arg, false, &tf->file_dev, &ino);
 		tf->file_ino = ino;
 		tf->file_gen_on = !err && !file_generation(arg, &tf->file_gen);
+		f->file_blk = !err && !stat(arg, &st) && S_ISBLK(st.st_mode);
+		f->file_arg = arg;
 		return err;
 	case FILTER_OPT_DIR:
 		err = args_once("--dir", &f->have_dir) ?:
 			      args_fs_object("--dir", arg, true, &tf->dir_dev, &ino);
 		tf->dir_ino = ino;
+		f->dir_arg = arg;
 		return err;
 	case 'd':
 		err = args_disk(cmd, arg, &f->disk, &f->have_disk);
@@ -275,6 +279,17 @@ int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_op
 	default:
 		return 1;
 	}
+}
+
+int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_opts *f)
+{
+	struct target_filter *tf = &f->tf;
+	int ret = parse_one(cmd, opt, arg, f);
+
+	/* What the programs test first: whether any filter of each kind is set. */
+	tf->proc_on = tf->pid || tf->tid || tf->comm_on || tf->cgroups;
+	tf->file_on = tf->file_dev || tf->dir_dev;
+	return ret;
 }
 
 int filter_maps_fill_opts(int devs_fd, int cgroups_fd, const struct filter_opts *f)

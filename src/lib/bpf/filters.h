@@ -38,6 +38,8 @@ struct filter_opts {
 	struct target_filter tf;
 	struct disk disk;
 	bool have_disk, have_cgroup, have_pid, have_tid, have_file, have_dir;
+	bool file_blk;			/* --file names a block device */
+	const char *file_arg, *dir_arg; /* --file's and --dir's paths as given (argv's) */
 	char cgroup_dir[PATH_MAX];
 	char cgroup_rel[PATH_MAX]; /* as given, relative to the cgroup v2 mount */
 };

@@ -307,13 +307,8 @@ snoop_scenario() {
 	stop_tracer "$d" snoop
 }
 
-# The target filters each command takes (the others it refuses as bad usage).
-filters_of() {
-	case $1 in
-	trace | snoop | lat) echo "pid tid comm cgroup file dir disk" ;;
-	*) echo "pid cgroup disk" ;;
-	esac
-}
+# The target filters: every tracing command takes each of them.
+FILTERS="pid tid comm cgroup file dir disk"
 
 # pair_start D NAME DIR CGROUP: process NAME (threads NAME and NAME-t, files
 # DIR/NAME-1 and DIR/NAME-2) in cgroup CGROUP, waiting for /tmp/go-NAME; its pid and
@@ -369,7 +364,7 @@ filters_scenario() {
 	mkdir -p $dir/fa $dir/fb /sys/fs/cgroup/fa /sys/fs/cgroup/fb
 	echo 2 >$nomerges
 	for cmd in trace snoop top lat; do
-		for f in $(filters_of $cmd); do
+		for f in $FILTERS; do
 			d=$(scenario "filter-$cmd-$f-$fs" "$disk")
 			log "filter-$cmd-$f-$fs"
 			rm -f $dir/fa/* $dir/fb/*
