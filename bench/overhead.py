@@ -40,7 +40,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 import iospan_testlib as testlib  # noqa: E402
 
-TESTLIB = "tests/lib/iospan_testlib.py"
+TESTLIB = "tests/lib/iospan_testlib/"
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1

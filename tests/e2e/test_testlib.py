@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Self-test of tests/lib/iospan_testlib.py: the fixtures really create what they say and
+"""Self-test of tests/lib/iospan_testlib/: the fixtures really create what they say and
 really clean it up (checked with losetup/findmnt/the cgroup tree afterwards), including
 when the body raises."""
 import os
@@ -156,7 +156,7 @@ def test_blkio_throttle_limits_direct_reads():
 def test_sigterm_cleans_up(tmp_path):
     """A process killed by SIGTERM mid-test leaves no loop device or mount behind."""
     tl.require_root()
-    lib = os.path.dirname(tl.__file__)
+    lib = os.path.dirname(os.path.dirname(tl.__file__))  # tests/lib: the package is in it
     script = tmp_path / "victim.py"
     script.write_text(
         "import sys, time\n"
