@@ -232,7 +232,7 @@ $(OUT)/bench/syscallcost: bench/syscallcost.c | $(OUT)
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
 # The user-space cost of one snoop line (format and render), without BPF.
-$(OUT)/bench/snooplines: bench/snooplines.c $(LIB_OBJS) $(OUT)/cmd/snoop/format.o \
+$(OUT)/bench/snooplines: bench/snooplines.c $(LIB_OBJS) $(OUT)/collect/snoop/format.o \
 		$(OUT)/cmd/snoop/render.o | $(OUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
