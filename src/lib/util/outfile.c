@@ -20,7 +20,10 @@ struct outfile {
 
 /*
  * The stream's writes: stdio keeps only an error flag, and errno is long changed by the
- * time anyone looks, so the first failure is kept here with its errno.
+ * time anyone looks, so the first failure is kept here with its errno. A failure
+ * returns what was written before it (0 at worst), never -1: fopencookie(3)'s write
+ * must not return a negative count, and glibc's fwrite() adds it to what is left to
+ * write, then copies one byte more than its buffer holds (a crash on a full disk).
  */
 static ssize_t of_write(void *cookie, const char *buf, size_t size)
 {
@@ -35,7 +38,7 @@ static ssize_t of_write(void *cookie, const char *buf, size_t size)
 		if (n <= 0) {
 			if (!of->err)
 				of->err = n < 0 ? -errno : -EIO;
-			return -1;
+			return done;
 		}
 		done += n;
 	}
