@@ -14,6 +14,7 @@
 #ifndef IOSPAN_COLLECT_TRACE_H
 #define IOSPAN_COLLECT_TRACE_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include "filters.h"
 #include "hist.h"
 #include "probe.h"
+#include "procinfo.h"
 #include "trace_abi.h"
 
 struct file_key;
@@ -57,9 +59,27 @@ struct trace_totals {
 	uint64_t traced, lost, printed, in_flight, lanes_full, malformed, not_arrived;
 };
 
+/*
+ * What a record names, resolved once per record (trace_rec_names()) before it goes to
+ * the sink, so each renderer prints it without looking anything up again. Strings are
+ * valid until the next record.
+ */
+struct trace_names {
+	/* false: writeback of pages dirtied before tracing began, an owner nobody knows */
+	bool owner_known;
+	struct proc_ident id; /* its process: title, command line, blkio group */
+	const char *name;     /* its title if it set one ("postgres: checkpointer"), else comm */
+	const char *cgroup;   /* its cgroup v2 path, "?" if unknown */
+	/* The cgroup, or "blkio:GROUP" for a process in the v2 root that has a blkio group. */
+	const char *group;
+	const char *path; /* its file, NULL if not captured */
+	const char *offcpu_from;
+	char group_buf[PATH_MAX], path_buf[PATH_MAX];
+};
+
 /* Where the collector delivers each slow request as it arrives (bpfcmd_poll/run). */
 struct trace_sink {
-	void (*request)(void *arg, const struct trace_rec *r);
+	void (*request)(void *arg, const struct trace_rec *r, const struct trace_names *n);
 	void *arg;
 };
 
@@ -106,9 +126,8 @@ const char *trace_fmt_dur(uint64_t ns, char *buf, size_t len);
 const char *trace_dev_name(uint32_t dev, char *buf, size_t len);
 const char *trace_cgroup_name(struct trace_ctx *c, uint64_t cgid);
 int trace_lookup_title(void *arg, uint32_t tgid, struct proc_title *t);
-void trace_rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
-		     const char **name, const char **cgroup, char *buf, size_t len);
-const char *trace_offcpu_source(const struct trace_ctx *c, const struct trace_rec *r);
+/* What @r names: its process, cgroup and file, where off-CPU time comes from. */
+void trace_rec_names(struct trace_ctx *c, const struct trace_rec *r, struct trace_names *n);
 int trace_lookup_path(void *arg, const struct file_key *key, struct file_path *p);
 const char *trace_rec_path(struct trace_ctx *c, const struct trace_rec *r, char *buf, size_t len);
 const char *trace_ev_name(uint32_t type);

@@ -116,11 +116,18 @@ def match(lines, lives, sector_of):
 
 
 def test_snoop(disk):
-    """snoop: total from Q, queue from Q to D, device from D to C, per request."""
-    docs, lives = run(disk, "snoop", "--json", "-d", disk)
+    """snoop: total from Q, queue from Q to D, device from D to C, per request. A request
+    whose completion ran no program (the kernel gap of iospan-snoop(8)) has no line and
+    is declared (completion_not_seen): tried again while there are any, and each line
+    missing is one declared."""
+    def complete(docs, lives):
+        return not docs[-1]["summary"]["completion_not_seen"]
+
+    docs, lives = run(disk, "snoop", "--json", "-d", disk, complete=complete)
+    not_seen = docs[-1]["summary"]["completion_not_seen"]
     lines = [d for d in docs if d.get("rwbs", "").startswith("R") and d["bytes"] == 4096]
     pairs = match(lines, lives, lambda l: l["sector"])
-    assert len(pairs) >= 0.98 * len(lives), (len(pairs), len(lives))
+    assert len(pairs) >= len(lives) - not_seen, (len(pairs), len(lives), not_seen)
     total = median_diff((l["total_us"], us(r["Q"], r["C"])) for l, r in pairs)
     queue = median_diff((l["queue_us"], us(r["Q"], r["D"])) for l, r in pairs)
     device = median_diff((l["device_us"], us(r["D"], r["C"])) for l, r in pairs)

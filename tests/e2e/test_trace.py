@@ -542,7 +542,7 @@ def test_offcpu_counters_agree_with_sched_switch(iospan):
                           "--ioengine=psync", "--number_ios=400"])
         finally:
             reqs, _, _ = stop_trace(proc)
-            reqs_sw, _, _ = stop_trace(proc_sw)
+            reqs_sw, _, totals_sw = stop_trace(proc_sw)
     n = job["jobs"][0]["read"]["total_ios"]
 
     def preads(rs):
@@ -552,11 +552,17 @@ def test_offcpu_counters_agree_with_sched_switch(iospan):
     assert len(cnt) == len(swr) == n, (len(cnt), len(swr), n)
     # One synchronous thread: both tracers saw the same reads in the same order.
     assert [r["offset"] for r in cnt] == [r["offset"] for r in swr]
-    tails, diffs = [], []
+    tails, diffs, gap = [], [], 0
     for r, e in zip(cnt, swr):
         assert r["offcpu_from"] in ("counters", "counters_delayacct"), r
         assert e["offcpu_from"] == "sched_switch", e
         assert r["switches"] == e["switches"], (r, e)
+        if e["bios_completed"] < e["bios_queued"]:
+            # Its bio's completion ran none of the sched_switch tracer's programs (the
+            # kernel gap of iospan-trace(8), declared below); in a loaded CI run, its
+            # thread's switch back in went unseen with it (1 read in 400).
+            gap += 1
+            continue
         assert r["runq_us"] <= r["stages"]["offcpu"] + 0.001, r
         if not r["switches"]:
             assert r["stages"]["offcpu"] == 0 == e["stages"]["offcpu"], (r, e)
@@ -568,6 +574,7 @@ def test_offcpu_counters_agree_with_sched_switch(iospan):
         last_in_ns = e["start_mono_ns"] + max(p["t_us"] * 1000 + p["arg"] for p in periods)
         tail_us = (r["start_mono_ns"] + r["total_us"] * 1000 - last_in_ns) / 1000
         tails.append(tail_us)
+    assert gap <= totals_sw["counters"]["bio_completions_not_seen"], (gap, totals_sw)
     assert len(diffs) >= 0.9 * n, len(diffs)  # direct reads sleep for their bio
     q = statistics.quantiles(diffs, n=20)
     print("counters minus sched_switch off-CPU, us: median %.1f, p5 %.1f, p95 %.1f, "

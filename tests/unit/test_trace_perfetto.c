@@ -13,6 +13,12 @@
 static char *export_one(const struct trace_rec *r)
 {
 	char path[] = "/tmp/iospan-trace-perfetto-XXXXXX";
+	/* What the collector resolves per record: a reader of a file whose path is not known. */
+	static struct trace_names n = {.owner_known = true,
+				       .name = "reader",
+				       .cgroup = "/",
+				       .group = "/",
+				       .offcpu_from = "counters"};
 	struct trace_cmd t = {0};
 	char *buf = calloc(1, 65536);
 	int fd = mkstemp(path);
@@ -21,7 +27,7 @@ static char *export_one(const struct trace_rec *r)
 	assert_true(fd >= 0);
 	close(fd);
 	assert_int_equal(perfetto_open(&t.pf, path), 0);
-	trace_perfetto_write(&t, r);
+	trace_perfetto_write(&t, r, &n);
 	trace_perfetto_free_lanes(&t);
 	assert_int_equal(perfetto_close(t.pf), 0);
 	f = fopen(path, "r");

@@ -78,18 +78,16 @@ static void perfetto_bio(struct trace_cmd *t, const struct trace_rec *r, uint32_
 	perfetto_slice(t->pf, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
 }
 
-void trace_perfetto_write(struct trace_cmd *t, const struct trace_rec *r)
+void trace_perfetto_write(struct trace_cmd *t, const struct trace_rec *r,
+			  const struct trace_names *n)
 {
-	char name[64], pbuf[PATH_MAX], cgbuf[PATH_MAX];
-	const char *path, *pname = "(unknown dirtier)", *cgroup;
+	const char *pname = r->pid ? n->name : "(unknown dirtier)";
 	uint32_t pid = r->pid, tid = r->tid;
-	struct proc_ident id;
+	char name[64];
 	struct jw *jw;
 	unsigned int i;
 	int lane = 0;
 
-	if (pid)
-		trace_rec_ident(&t->c, r, &id, &pname, &cgroup, cgbuf, sizeof(cgbuf));
 	perfetto_process(t->pf, pid, pname);
 	if (r->op == TRACE_OP_WRITEBACK || r->op == TRACE_OP_AIO_READ ||
 	    r->op == TRACE_OP_AIO_WRITE) {
@@ -107,10 +105,9 @@ void trace_perfetto_write(struct trace_cmd *t, const struct trace_rec *r)
 		snprintf(name, sizeof(name), "%s %u", r->comm, tid);
 		perfetto_thread(t->pf, pid, tid, name);
 	}
-	path = trace_rec_path(&t->c, r, pbuf, sizeof(pbuf));
 	jw = perfetto_span(t->pf, trace_op_name(r->op), "request", pid, tid, r->start,
 			   r->end - r->start);
-	jw_kv_string(jw, "path", path ? path : "?");
+	jw_kv_string(jw, "path", n->path ? n->path : "?");
 	jw_kv_int(jw, "offset", r->offset);
 	jw_kv_uint(jw, "bytes", r->bytes);
 	jw_kv_int(jw, "ret", r->ret);

@@ -16,12 +16,10 @@ static double rel_us(const struct trace_rec *r, uint64_t ts)
 	return ts >= r->start ? trace_us(ts - r->start) : 0;
 }
 
-static void print_json(struct trace_cmd *t, const struct trace_rec *r)
+static void print_json(struct trace_cmd *t, const struct trace_rec *r, const struct trace_names *n)
 {
-	char pbuf[PATH_MAX], dn[DISK_NAME_LEN], dirs[2] = {0};
+	char dn[DISK_NAME_LEN], dirs[2] = {0};
 	struct jw *jw = t->jw;
-	struct proc_ident id;
-	const char *path;
 	unsigned int i;
 
 	jw_start_object(jw);
@@ -29,7 +27,7 @@ static void print_json(struct trace_cmd *t, const struct trace_rec *r)
 	jw_kv_uint(jw, "time_ns", r->start + t->c.mono_to_real);
 	jw_kv_uint(jw, "start_mono_ns", r->start);
 	jw_kv_string(jw, "op", trace_op_name(r->op));
-	if (r->op == TRACE_OP_WRITEBACK && !r->pid) {
+	if (!n->owner_known) {
 		/* Pages dirtied before tracing began: the owner is unknown, not pid 0. */
 		jw_kv_null(jw, "pid");
 		jw_kv_null(jw, "tid");
@@ -43,14 +41,13 @@ static void print_json(struct trace_cmd *t, const struct trace_rec *r)
 		jw_kv_uint(jw, "tid", r->tid);
 		jw_kv_string(jw, "comm", r->comm);
 		jw_kv_uint(jw, "cgroup_id", r->cgid);
-		jw_kv_string(jw, "cgroup", trace_cgroup_name(&t->c, r->cgid));
-		procinfo_get(t->c.procinfo, r->pid, r->comm, &id);
-		if (id.cmdline)
-			jw_kv_string(jw, "cmdline", id.cmdline);
+		jw_kv_string(jw, "cgroup", n->cgroup);
+		if (n->id.cmdline)
+			jw_kv_string(jw, "cmdline", n->id.cmdline);
 		else
 			jw_kv_null(jw, "cmdline");
-		if (id.blkio)
-			jw_kv_string(jw, "blkio_cgroup", id.blkio);
+		if (n->id.blkio)
+			jw_kv_string(jw, "blkio_cgroup", n->id.blkio);
 		else
 			jw_kv_null(jw, "blkio_cgroup");
 	}
@@ -58,9 +55,8 @@ static void print_json(struct trace_cmd *t, const struct trace_rec *r)
 		jw_kv_uint(jw, "flusher_tid", r->flusher);
 	json_devnum(jw, "dev", r->dev);
 	jw_kv_uint(jw, "inode", r->ino);
-	path = trace_rec_path(&t->c, r, pbuf, sizeof(pbuf));
-	if (path)
-		jw_kv_string(jw, "path", path);
+	if (n->path)
+		jw_kv_string(jw, "path", n->path);
 	else
 		jw_kv_null(jw, "path");
 	jw_kv_int(jw, "offset", r->offset);
@@ -75,7 +71,7 @@ static void print_json(struct trace_cmd *t, const struct trace_rec *r)
 	jw_kv_bool(jw, "has_block_io", r->nr_done > 0);
 	jw_kv_uint(jw, "switches", r->nr_switches);
 	jw_kv_float(jw, "runq_us", trace_us(r->runq_ns), 3);
-	jw_kv_string(jw, "offcpu_from", trace_offcpu_source(&t->c, r));
+	jw_kv_string(jw, "offcpu_from", n->offcpu_from);
 	jw_kv_object(jw, "page_cache");
 	jw_kv_uint(jw, "lookups", r->pc_lookups);
 	jw_kv_uint(jw, "lookup_pages", r->pc_lookup_pages);

@@ -2,36 +2,31 @@
 /* Slow requests as text. */
 #include "trace.h"
 
-static void print_text(struct trace_cmd *t, const struct trace_rec *r)
+static void print_text(struct trace_cmd *t, const struct trace_rec *r, const struct trace_names *n)
 {
-	char b[8][UNITS_BUF], tbuf[32], pbuf[PATH_MAX], dn[DISK_NAME_LEN], cgbuf[PATH_MAX];
+	char b[8][UNITS_BUF], tbuf[32], dn[DISK_NAME_LEN];
 	static struct tl_item tl[TL_MAX];
 	const __u64 *st = r->stages;
-	const char *path, *name, *cgroup;
-	struct proc_ident id;
 	struct tm tm;
 	time_t secs;
 	uint64_t real;
 	unsigned int i;
-	int n;
+	int nr_tl;
 
 	real = r->start + t->c.mono_to_real;
 	secs = real / NSEC_PER_SEC;
 	localtime_r(&secs, &tm);
 	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
 	printf("%s.%06" PRIu64 " %s ", tbuf, (real % NSEC_PER_SEC) / 1000, trace_op_name(r->op));
-	if (r->op == TRACE_OP_WRITEBACK && !r->pid)
+	if (!n->owner_known)
 		/* The pages were dirtied before tracing started: nobody to credit. */
 		printf("(dirtier unknown: pages dirtied before tracing began)");
-	else {
-		trace_rec_ident(&t->c, r, &id, &name, &cgroup, cgbuf, sizeof(cgbuf));
-		printf("%s pid %u tid %u cgroup %s", printable(name), r->pid, r->tid,
-		       printable(cgroup));
-	}
+	else
+		printf("%s pid %u tid %u cgroup %s", printable(n->name), r->pid, r->tid,
+		       printable(n->group));
 	printf(" total %s ret %" PRId64 "\n", trace_fmt_dur(st[TRACE_ST_TOTAL], b[0], sizeof(b[0])),
 	       (int64_t)r->ret);
-	path = trace_rec_path(&t->c, r, pbuf, sizeof(pbuf));
-	printf("  file %s (%u:%u ino %" PRIu64 ")", path ? printable(path) : "?",
+	printf("  file %s (%u:%u ino %" PRIu64 ")", n->path ? printable(n->path) : "?",
 	       KDEV_MAJOR(r->dev), KDEV_MINOR(r->dev), (uint64_t)r->ino);
 	if (r->offset >= 0)
 		printf(" offset %" PRId64, (int64_t)r->offset);
@@ -94,9 +89,9 @@ static void print_text(struct trace_cmd *t, const struct trace_rec *r)
 			printf(" (held %s)", trace_fmt_dur(bi->q - bi->h, b[5], sizeof(b[5])));
 		printf("\n");
 	}
-	n = trace_timeline(r, tl);
+	nr_tl = trace_timeline(r, tl);
 	printf("  timeline (ms from start):\n");
-	for (i = 0; i < (unsigned int)n; i++)
+	for (i = 0; i < (unsigned int)nr_tl; i++)
 		printf("    %10.3f  %s\n", tl[i].ts >= r->start ? (tl[i].ts - r->start) / 1e6 : 0.0,
 		       tl[i].text);
 	if (r->events_lost)
@@ -177,8 +172,8 @@ static void print_totals(struct trace_cmd *t, const struct trace_totals *tot)
 
 	printf("iospan trace: %" PRIu64 " requests traced, %" PRIu64 " completed, %" PRIu64
 	       " emitted, %" PRIu64 " printed, %" PRIu64 " in flight, %" PRIu64 " lost\n",
-	       tot->traced, cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], tot->printed, tot->in_flight,
-	       tot->lost);
+	       tot->traced, cnt[TRACE_CNT_DONE], cnt[TRACE_CNT_EMITTED], tot->printed,
+	       tot->in_flight, tot->lost);
 	for (i = 0; i < TRACE_CNT_NR; i++) {
 		if (i <= TRACE_CNT_EMITTED || !cnt[i])
 			continue;

@@ -170,13 +170,13 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 }
 
 /* A slow request from the collector: to the renderer, and to the trace file. */
-static void on_request(void *arg, const struct trace_rec *r)
+static void on_request(void *arg, const struct trace_rec *r, const struct trace_names *n)
 {
 	struct trace_cmd *t = arg;
 
-	t->render->request(t, r);
+	t->render->request(t, r, n);
 	if (t->pf)
-		trace_perfetto_write(t, r);
+		trace_perfetto_write(t, r, n);
 }
 
 static int trace_summarize(struct trace_cmd *t, double seconds, bool final)

@@ -38,7 +38,8 @@ struct trace_cmd;
 
 /* How the output is written (text or JSON Lines), chosen once at start. */
 struct trace_renderer {
-	void (*request)(struct trace_cmd *t, const struct trace_rec *r);
+	void (*request)(struct trace_cmd *t, const struct trace_rec *r,
+			const struct trace_names *n);
 	void (*summary)(struct trace_cmd *t, const struct trace_summary *s);
 	void (*totals)(struct trace_cmd *t, const struct trace_totals *tot);
 };
@@ -61,6 +62,7 @@ struct trace_cmd {
 
 /* perfetto.c */
 void trace_perfetto_free_lanes(struct trace_cmd *t);
-void trace_perfetto_write(struct trace_cmd *t, const struct trace_rec *r);
+void trace_perfetto_write(struct trace_cmd *t, const struct trace_rec *r,
+			  const struct trace_names *n);
 
 #endif

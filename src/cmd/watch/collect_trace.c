@@ -74,14 +74,12 @@ static uint32_t req_bdev(struct slowc *t, const struct trace_rec *r)
 }
 
 /* trace's collector hands each slow request here (its sink). */
-static void on_request(void *arg, const struct trace_rec *r)
+static void on_request(void *arg, const struct trace_rec *r, const struct trace_names *n)
 {
 	struct slowc *t = arg;
 	struct trace_ctx *c = &t->c;
 	uint64_t total = r->stages[TRACE_ST_TOTAL];
-	char pbuf[PATH_MAX];
 	struct coll_slow_req *q;
-	const char *path;
 	int disk;
 
 	if (!t->cur)
@@ -107,8 +105,7 @@ static void on_request(void *arg, const struct trace_rec *r)
 	q->offset = r->offset;
 	q->bytes = r->bytes;
 	q->total_ns = total;
-	path = trace_rec_path(c, r, pbuf, sizeof(pbuf));
-	q->path = path ? strdup(path) : NULL;
+	q->path = n->path ? strdup(n->path) : NULL;
 	q->stages = coll_json(fill_stages, r);
 }
 

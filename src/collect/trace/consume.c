@@ -31,6 +31,7 @@ static int rec_unpack(const void *data, size_t size, struct trace_rec *r)
 
 static int on_request(void *arg, const void *data, uint32_t size)
 {
+	static struct trace_names names;
 	static struct trace_rec rec;
 	struct trace_ctx *c = arg;
 
@@ -39,8 +40,10 @@ static int on_request(void *arg, const void *data, uint32_t size)
 		c->malformed++; /* counted as lost */
 		return 0;
 	}
-	if (c->sink.request)
-		c->sink.request(c->sink.arg, &rec);
+	if (c->sink.request) {
+		trace_rec_names(c, &rec, &names);
+		c->sink.request(c->sink.arg, &rec, &names);
+	}
 	c->delivered++;
 	return 0;
 }

@@ -31,25 +31,8 @@ int trace_lookup_title(void *arg, uint32_t tgid, struct proc_title *t)
 	return bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.titles), &tgid, t) ? -errno : 0;
 }
 
-/*
- * Who the request's process is: *name its title if it set one ("postgres:
- * checkpointer"), else its comm; *cgroup its cgroup v2 path, or its cgroup v1 blkio
- * group for a process in the v2 root (blk-throttle limits it there).
- */
-void trace_rec_ident(struct trace_ctx *c, const struct trace_rec *r, struct proc_ident *id,
-		     const char **name, const char **cgroup, char *buf, size_t len)
-{
-	procinfo_get(c->procinfo, r->pid, r->comm, id);
-	*name = id->title && id->cmdline ? id->cmdline : r->comm[0] ? r->comm : "?";
-	*cgroup = trace_cgroup_name(c, r->cgid);
-	if (id->blkio && (!strcmp(*cgroup, "/") || !strcmp(*cgroup, "?"))) {
-		snprintf(buf, len, "blkio:%s", id->blkio);
-		*cgroup = buf;
-	}
-}
-
 /* Where a request's off-CPU accounts come from: JSON "offcpu_from". */
-const char *trace_offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
+static const char *offcpu_source(const struct trace_ctx *c, const struct trace_rec *r)
 {
 	if (!trace_op_in_thread(r->op) || r->flags & TRACE_F_NO_OFFCPU)
 		return "none"; /* not run by a thread of its own, or a fault */
@@ -78,6 +61,30 @@ const char *trace_rec_path(struct trace_ctx *c, const struct trace_rec *r, char 
 		return buf;
 	}
 	return fspath_of_id(c->paths, r->dev, r->ino, r->file);
+}
+
+void trace_rec_names(struct trace_ctx *c, const struct trace_rec *r, struct trace_names *n)
+{
+	n->owner_known = r->op != TRACE_OP_WRITEBACK || r->pid;
+	n->path = trace_rec_path(c, r, n->path_buf, sizeof(n->path_buf));
+	n->offcpu_from = offcpu_source(c, r);
+	if (!n->owner_known) {
+		memset(&n->id, 0, sizeof(n->id));
+		n->name = "(unknown dirtier)";
+		n->cgroup = n->group = "?";
+		return;
+	}
+	/*
+	 * Its title if it set one, else its comm; its cgroup v2 path, or its cgroup v1
+	 * blkio group for a process in the v2 root (blk-throttle limits it there).
+	 */
+	procinfo_get(c->procinfo, r->pid, r->comm, &n->id);
+	n->name = n->id.title && n->id.cmdline ? n->id.cmdline : r->comm[0] ? r->comm : "?";
+	n->cgroup = n->group = trace_cgroup_name(c, r->cgid);
+	if (n->id.blkio && (!strcmp(n->cgroup, "/") || !strcmp(n->cgroup, "?"))) {
+		snprintf(n->group_buf, sizeof(n->group_buf), "blkio:%s", n->id.blkio);
+		n->group = n->group_buf;
+	}
 }
 
 static const char *const ev_names[TRACE_EV_NR] = {
