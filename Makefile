@@ -126,6 +126,9 @@ $(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 # Unit tests of a command's pure parts link those objects too.
 $(OUT)/tests/test_watch_trigger: $(OUT)/incident/rules.o
 $(OUT)/tests/test_lat_kind: $(OUT)/collect/lat/kind.o
+# The probe object stands in for a command's syscall programs (opened, never loaded).
+$(OUT)/tests/test_syscalls: $(OUT)/probe.skel.h
+$(OUT)/tests/test_mapmem: $(OUT)/probe.skel.h
 $(OUT)/tests/test_top_model: $(OUT)/collect/top/model.o
 $(OUT)/tests/test_snoop_render: $(OUT)/cmd/snoop/render.o $(OUT)/collect/snoop/format.o
 $(OUT)/tests/test_trace_perfetto: $(OUT)/cmd/trace/perfetto.o $(OUT)/collect/trace/record.o

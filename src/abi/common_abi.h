@@ -35,6 +35,21 @@ struct proc_title {
 };
 
 /*
+ * A request's flags as iospan shows them (blktrace's rwbs letters in snoop, lat's -F
+ * keys), in bits of its own: the kernel numbers its REQ_* flags differently from
+ * version to version (blk_owner.bpf.h translates, by CO-RE).
+ */
+enum rq_fl {
+	RQ_FL_SYNC = 1 << 0,
+	RQ_FL_META = 1 << 1,
+	RQ_FL_FUA = 1 << 2,
+	RQ_FL_PREFLUSH = 1 << 3,
+	RQ_FL_RAHEAD = 1 << 4,
+	RQ_FL_BACKGROUND = 1 << 5,
+	RQ_FL_ALL = (1 << 6) - 1,
+};
+
+/*
  * One BPF program serves all syscall tracepoints of a command and tells them apart by
  * syscall number, through a table of SYS_NR_TABLE entries (above every traced syscall's
  * number on every architecture) that user space fills before loading.

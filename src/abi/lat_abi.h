@@ -33,19 +33,9 @@ enum lat_key_field {
 	LAT_K_OWNER = LAT_K_PID | LAT_K_COMM | LAT_K_CGROUP | LAT_K_FILE | LAT_K_STACK,
 };
 
-/* The request flags of an -F key, above the op (key.op = op | flags << 8). */
-enum lat_op_flags {
-	LAT_OPF_SYNC = 1 << 0,
-	LAT_OPF_META = 1 << 1,
-	LAT_OPF_FUA = 1 << 2,
-	LAT_OPF_PREFLUSH = 1 << 3,
-	LAT_OPF_RAHEAD = 1 << 4,
-	LAT_OPF_BACKGROUND = 1 << 5,
-};
-
 struct lat_key {
 	__u32 disk;	/* whole disk, kernel MAJ << 20 | MIN */
-	__u32 op;	/* REQ_OP_* | enum lat_op_flags << 8 */
+	__u32 op;	/* REQ_OP_* | enum rq_fl << 8 */
 	__u32 pid;	/* tgid of the submitter */
 	__s32 stack_id; /* blk_owner_stacks */
 	__u64 cgid;

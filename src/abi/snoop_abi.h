@@ -21,15 +21,6 @@ enum snoop_rec_type {
 	SNOOP_REC_IO = 1,
 };
 
-/* The request's flags that blktrace's rwbs letters show (bit numbers differ by kernel). */
-enum snoop_rq_flags {
-	SNOOP_RQ_PREFLUSH = 1 << 0,
-	SNOOP_RQ_FUA = 1 << 1,
-	SNOOP_RQ_RAHEAD = 1 << 2,
-	SNOOP_RQ_SYNC = 1 << 3,
-	SNOOP_RQ_META = 1 << 4,
-};
-
 /* The kernel's request ops (REQ_OP_*: the same numbers on every kernel). */
 enum snoop_op {
 	SNOOP_OP_READ = 0,
@@ -86,7 +77,7 @@ struct snoop_io {
 	__u32 fs_dev;	/* the file's fs (its s_dev), 0 if none */
 	__u32 bytes;
 	__u32 op;	/* enum snoop_op */
-	__u32 rq_flags; /* enum snoop_rq_flags */
+	__u32 rq_flags; /* enum rq_fl */
 	__u32 flags;	/* enum snoop_io_flags */
 	__u32 kind;	/* enum blk_owner_kind */
 	__u32 owner_flags;

@@ -46,6 +46,29 @@
 
 #define BLK_REQ_FLAG(bit) ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, bit))
 
+/*
+ * The flags iospan shows (enum rq_fl) of a request's or bio's REQ_* flags @opf, of
+ * those in @want (a constant: the others cost no instruction).
+ */
+static __always_inline __u32 rq_flags_of(__u32 opf, __u32 want)
+{
+	__u32 f = 0;
+
+	if ((want & RQ_FL_SYNC) && (opf & BLK_REQ_FLAG(__REQ_SYNC)))
+		f |= RQ_FL_SYNC;
+	if ((want & RQ_FL_META) && (opf & BLK_REQ_FLAG(__REQ_META)))
+		f |= RQ_FL_META;
+	if ((want & RQ_FL_FUA) && (opf & BLK_REQ_FLAG(__REQ_FUA)))
+		f |= RQ_FL_FUA;
+	if ((want & RQ_FL_PREFLUSH) && (opf & BLK_REQ_FLAG(__REQ_PREFLUSH)))
+		f |= RQ_FL_PREFLUSH;
+	if ((want & RQ_FL_RAHEAD) && (opf & BLK_REQ_FLAG(__REQ_RAHEAD)))
+		f |= RQ_FL_RAHEAD;
+	if ((want & RQ_FL_BACKGROUND) && (opf & BLK_REQ_FLAG(__REQ_BACKGROUND)))
+		f |= RQ_FL_BACKGROUND;
+	return f;
+}
+
 #ifndef BLK_OWNER_RA_ASYNC
 #define BLK_OWNER_RA_ASYNC(o) false
 #endif

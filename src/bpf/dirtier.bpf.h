@@ -74,30 +74,21 @@ __noinline int mark_chunk(struct dirty_key *dk, __u64 first, __u64 end, __u32 ow
 {
 	struct dirty_chunk *c, *p = NULL, zero = {};
 	struct dirty_key key, *k = &key;
+	long err;
 	__u64 base;
 	__u32 i, lo, hi;
 
 	if (!dk)
 		return 0;
 	key = *dk;
-	c = bpf_map_lookup_elem(&dirtiers, k);
+	c = map_lookup_or_init(&dirtiers, k, &zero, &err);
 	if (!c) {
-		long err = bpf_map_update_elem(&dirtiers, k, &zero, BPF_NOEXIST);
-
-		c = bpf_map_lookup_elem(&dirtiers, k);
-		if (!c) {
-			DIRTIER_INSERT_FAILED(err);
-			return 0;
-		}
+		DIRTIER_INSERT_FAILED(err);
+		return 0;
 	}
 	/* Without room, the new dirtier is credited: what it was before this map. */
-	if (wb) {
-		p = bpf_map_lookup_elem(&redirtied, k);
-		if (!p) {
-			bpf_map_update_elem(&redirtied, k, &zero, BPF_NOEXIST);
-			p = bpf_map_lookup_elem(&redirtied, k);
-		}
-	}
+	if (wb)
+		p = map_lookup_or_init(&redirtied, k, &zero, &err);
 	base = k->chunk << DIRTY_CHUNK_SHIFT;
 	lo = first > base ? first - base : 0;
 	hi = end - base < DIRTY_CHUNK_PAGES ? end - base : DIRTY_CHUNK_PAGES;

@@ -30,6 +30,9 @@
 #ifndef ENOSPC
 #define ENOSPC 28
 #endif
+#ifndef E2BIG
+#define E2BIG 7
+#endif
 
 /*
  * Zero that the verifier does not know (a writable global, read at run time). Before 6.7
@@ -42,26 +45,6 @@
  */
 __u32 loop_opaque_zero;
 
-/*
- * The context of a program on a syscall tracepoint, as the kernel builds it for BPF
- * (perf_call_bpf_enter/exit): 8 bytes, the syscall number, then the arguments or the
- * return value. Fixed offsets, not struct syscall_trace_enter/exit: those start with a
- * struct trace_entry, larger on some kernels (6.1's PREEMPT_RT: 12 bytes), where CO-RE
- * would move the number to an offset the kernel does not write (it read 0 there).
- * Little-endian: the number is an int on newer kernels, a long on older ones.
- */
-struct sys_enter_ctx {
-	__u64 hdr;
-	__s32 nr;
-	__u32 nr_hi;
-	__u64 args[6];
-};
-
-struct sys_exit_ctx {
-	__u64 hdr;
-	__s32 nr;
-	__u32 nr_hi; /* padding on newer kernels: not written */
-	__s64 ret;
-};
+#include "maps.bpf.h"
 
 #endif

@@ -108,12 +108,8 @@ struct {
 	__type(value, struct lat_hist);
 } hists SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LAT_DROP_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
+#define COUNTERS_NR LAT_DROP_NR
+#include "counters.bpf.h"
 
 /* Issue times, direct-mapped by request address (see bio_slot.bpf.h). */
 #define NR_RQ_SLOTS (1U << 14)
@@ -159,14 +155,6 @@ DEFINE_VFS_PATH_CACHE(4096);
 static const struct blk_owner flush_owner = {
 	.kind = BLK_OWN_NOFILE, .stack_id = -1, .comm = "[flush]"};
 
-static __always_inline void drop(__u32 what)
-{
-	__u64 *n = bpf_map_lookup_elem(&drops, &what);
-
-	if (n)
-		(*n)++;
-}
-
 /*
  * The data part of a write in a flush sequence ends (blk-flush.c): its request will end
  * again, without bytes, once the post-flush is done, and /proc/diskstats counts it then.
@@ -186,26 +174,6 @@ static __always_inline bool flush_seq_data_end(struct request *rq, __u32 nr_byte
 	opf = bio->bi_opf;
 	return (opf & BLK_REQ_FLAG(__REQ_PREFLUSH)) ||
 	       ((opf & BLK_REQ_FLAG(__REQ_FUA)) && !(rq->cmd_flags & BLK_REQ_FLAG(__REQ_FUA)));
-}
-
-/* The stable flag set of an -F key from the request's flags (bit numbers vary). */
-static __always_inline __u32 op_flags(__u32 cmd)
-{
-	__u32 f = 0;
-
-	if (cmd & BLK_REQ_FLAG(__REQ_SYNC))
-		f |= LAT_OPF_SYNC;
-	if (cmd & BLK_REQ_FLAG(__REQ_META))
-		f |= LAT_OPF_META;
-	if (cmd & BLK_REQ_FLAG(__REQ_FUA))
-		f |= LAT_OPF_FUA;
-	if (cmd & BLK_REQ_FLAG(__REQ_PREFLUSH))
-		f |= LAT_OPF_PREFLUSH;
-	if (cmd & BLK_REQ_FLAG(__REQ_RAHEAD))
-		f |= LAT_OPF_RAHEAD;
-	if (cmd & BLK_REQ_FLAG(__REQ_BACKGROUND))
-		f |= LAT_OPF_BACKGROUND;
-	return f;
 }
 
 static __always_inline int issue_rq(struct request *rq)
@@ -320,7 +288,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		if (!o && op == REQ_OP_FLUSH && !tfilter_proc_on() && !tfilter_file_on())
 			o = (struct blk_owner *)&flush_owner;
 		if (!o) {
-			drop(LAT_DROP_NO_OWNER);
+			count(LAT_DROP_NO_OWNER);
 			return 0;
 		}
 		if (tfilter_proc_on() && !tfilter_proc_ok(o->pid, o->tid, o->comm, o->cgid))
@@ -346,7 +314,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		     KRP(struct request, rq, bio) ? rq_q_take(rq, true) :
 						    rq->start_time_ns;
 		if (stage != LAT_D2C && (!t0 || t0 > now)) {
-			drop(LAT_DROP_NO_START);
+			count(LAT_DROP_NO_START);
 			return 0;
 		}
 		if (stage == LAT_Q2C) {
@@ -364,7 +332,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 			if (!d || d > now || (t0 && d < t0))
 				d = rq->io_start_time_ns;
 			if (!d || d > now || (t0 && d < t0)) {
-				drop(LAT_DROP_NO_ISSUE);
+				count(LAT_DROP_NO_ISSUE);
 				return 0;
 			}
 			v = stage == LAT_D2C ? now - d : d - t0;
@@ -376,7 +344,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	if (!(key_fields & LAT_K_DISK))
 		k.disk = 0;
 	if (key_fields & LAT_K_OP)
-		k.op = op | op_flags(rq->cmd_flags) << 8;
+		k.op = op | rq_flags_of(rq->cmd_flags, RQ_FL_ALL) << 8;
 	if (o) {
 		if (key_fields & (LAT_K_PID | LAT_K_STACK))
 			k.pid = o->pid;
@@ -398,20 +366,14 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		}
 	}
 
-	h = bpf_map_lookup_elem(&hists, &k);
+	h = map_lookup_or_init(&hists, &k, &hist_zero, &err);
 	if (!h) {
-		err = bpf_map_update_elem(&hists, &k, &hist_zero, BPF_NOEXIST);
-		if (err && err != -EEXIST) {
-			drop(LAT_DROP_MAP_FULL);
-			return 0;
-		}
-		/* A file's first request: its path (user space follows renames). */
-		if (!err && (key_fields & LAT_K_FILE) && k.ino)
-			capture_path(rq, o);
-		h = bpf_map_lookup_elem(&hists, &k);
-		if (!h)
-			return 0;
+		count(LAT_DROP_MAP_FULL);
+		return 0;
 	}
+	/* A file's first request: its path (user space follows renames). */
+	if (!err && (key_fields & LAT_K_FILE) && k.ino)
+		capture_path(rq, o);
 	/* Shared by the CPUs (one hash map value per key): atomic sums. */
 	hist_put_of(h, LAT_HIST_SUB_BITS, v, true);
 	return 0;

@@ -36,12 +36,8 @@ bool stopped;
 DEFINE_RBUF(events, 8 << 20); /* --buffer-size */
 DEFINE_VFS_PATH_CACHE(8192);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SNOOP_CNT_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} counts SEC(".maps");
+#define COUNTERS_NR SNOOP_CNT_NR
+#include "counters.bpf.h"
 
 /*
  * Advanced by user space every SNOOP_PATH_EPOCH_MS: a file's path is checked again (its
@@ -68,14 +64,6 @@ struct {
 } file_ids SEC(".maps");
 
 /* Who dirtied which page (dirtier.bpf.h): writeback is credited to them. */
-static __always_inline void count(__u32 what)
-{
-	__u64 *v = bpf_map_lookup_elem(&counts, &what);
-
-	if (v)
-		*v += 1;
-}
-
 #define DIRTIER_INSERT_FAILED(err) ((void)(err), count(SNOOP_CNT_DIRTIER_FULL))
 #include "dirtier.bpf.h"
 
@@ -130,7 +118,6 @@ struct {
 	__type(value, struct rq_slot);
 } rq_slots SEC(".maps");
 
-#define E2BIG_NR	  7
 #define REQ_OP_WRITE_NR	  1
 #define REQ_OP_DRV_IN_NR  34
 #define REQ_OP_DRV_OUT_NR 35
@@ -217,13 +204,13 @@ static int count_bio(__u32 i, void *ctx)
 
 static __always_inline __u32 *disk_inflight(__u32 disk)
 {
-	__u32 zero = 0, *n = bpf_map_lookup_elem(&inflight, &disk);
+	__u32 zero = 0, *n;
+	long err;
 
-	if (n)
-		return n;
-	if (bpf_map_update_elem(&inflight, &disk, &zero, BPF_NOEXIST) == -E2BIG_NR)
+	n = map_lookup_or_init(&inflight, &disk, &zero, &err);
+	if (!n && err == -E2BIG)
 		count(SNOOP_CNT_INFLIGHT_FULL);
-	return bpf_map_lookup_elem(&inflight, &disk);
+	return n;
 }
 
 static __always_inline int issue_rq(struct request *rq)
@@ -288,24 +275,6 @@ static __always_inline int requeue_rq(struct request *rq)
 TP_PROGS(block_rq_requeue, snoop_rq_requeue, requeue_rq, TP_PTR(struct request, 0))
 
 /* ------------------------------------------------------------------ complete */
-
-/* blktrace's flag letters, from the request's flag bits as this kernel numbers them. */
-static __always_inline __u32 rq_flags_of(__u32 opf)
-{
-	__u32 f = 0;
-
-	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)))
-		f |= SNOOP_RQ_PREFLUSH;
-	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA)))
-		f |= SNOOP_RQ_FUA;
-	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_RAHEAD)))
-		f |= SNOOP_RQ_RAHEAD;
-	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)))
-		f |= SNOOP_RQ_SYNC;
-	if (opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_META)))
-		f |= SNOOP_RQ_META;
-	return f;
-}
 
 /*
  * Whether a completion is the data part of a flush sequence (a write with PREFLUSH or
@@ -511,7 +480,8 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	e->op = op;
 	/* The flush machinery takes PREFLUSH and FUA off the request, not off its bio. */
 	first = KRP(struct request, rq, bio);
-	e->rq_flags = rq_flags_of(rq->cmd_flags | (first ? first->bi_opf : 0));
+	e->rq_flags = rq_flags_of(rq->cmd_flags | (first ? first->bi_opf : 0),
+				   RQ_FL_ALL & ~RQ_FL_BACKGROUND);
 	e->flags = (s ? 0 : SNOOP_IO_NO_ISSUE) | (o ? 0 : SNOOP_IO_NO_OWNER) |
 		   (error ? SNOOP_IO_ERROR : 0);
 	e->inflight = slot.inflight;

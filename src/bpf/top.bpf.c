@@ -17,6 +17,7 @@
 #include "vfs.bpf.h"
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
+#include "syscall.bpf.h"
 #include "bio_slot.bpf.h"
 #define BIO_Q_SLOTS (1U << 17)
 #include "bio_q.bpf.h"
@@ -47,10 +48,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define MAX_CHAIN 4096
 /* Owner of bios that the target filter excludes: their completion is skipped. */
 #define PID_FILTERED 0xffffffffU
-
-/* Request flags, by bit numbers that differ between kernels. */
-#define REQ_PREFLUSH ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))
-#define REQ_FUA	     ((__u32)1 << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA))
 
 /* Load-time configuration: features that are off cost nothing. */
 const volatile bool per_thread = false;
@@ -234,12 +231,8 @@ struct {
 	__type(value, struct top_wb_val);
 } wb_spill SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TOP_DROP_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
+#define COUNTERS_NR TOP_DROP_NR
+#include "counters.bpf.h"
 
 DEFINE_RBUF(stall_events, 256 * 1024);
 
@@ -251,19 +244,6 @@ struct {
 	__type(value, __u64);
 } iowait_start SEC(".maps");
 
-static __always_inline void drop_add(__u32 what, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&drops, &what);
-
-	if (v)
-		*v += n;
-}
-
-static __always_inline void drop(__u32 what)
-{
-	drop_add(what, 1);
-}
-
 /*
  * A failed map insert: a hash bucket held elsewhere on this CPU (-EBUSY: a program
  * preempted under PREEMPT_RT, or re-entered from a nested hook) is not a full map, nor
@@ -272,7 +252,7 @@ static __always_inline void drop(__u32 what)
  */
 static __always_inline void drop_insert(long err, __u32 full)
 {
-	drop(err == -EBUSY ? TOP_DROP_MAP_BUSY : err == -ENOMEM ? TOP_DROP_MAP_NOMEM : full);
+	count(err == -EBUSY ? TOP_DROP_MAP_BUSY : err == -ENOMEM ? TOP_DROP_MAP_NOMEM : full);
 }
 
 /* The target filter (filter.bpf.h): -d ... */
@@ -388,18 +368,14 @@ static __always_inline bool insert_may_spill(long err)
 
 static __always_inline struct top_stat *stat_spill_get(struct top_key *k, bool *created)
 {
-	struct top_stat *s = bpf_map_lookup_elem(&stats_spill, k);
+	struct top_stat *s;
 	long err;
 
-	if (s)
-		return s;
-	err = bpf_map_update_elem(&stats_spill, k, &stat_zero, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
+	s = map_lookup_or_init(&stats_spill, k, &stat_zero, &err);
+	if (!s)
 		drop_insert(err, TOP_DROP_STATS_FULL);
-		return NULL;
-	}
 	*created = !err;
-	return bpf_map_lookup_elem(&stats_spill, k);
+	return s;
 }
 
 static __always_inline struct top_stat *stat_get(struct top_key *k, bool *created)
@@ -407,18 +383,20 @@ static __always_inline struct top_stat *stat_get(struct top_key *k, bool *create
 	struct top_stat *s;
 	long err;
 
-	s = bpf_map_lookup_elem(&stats, k);
-	if (s)
+	if (fault_map_nomem) { /* IOSPAN_FAULT=map_nomem: no row can be made */
+		s = bpf_map_lookup_elem(&stats, k);
+		err = s ? -EEXIST : -ENOMEM;
+	} else {
+		s = map_lookup_or_init(&stats, k, &stat_zero, &err);
+	}
+	if (s) {
+		*created = !err;
 		return s;
-	err = fault_map_nomem ? -ENOMEM : bpf_map_update_elem(&stats, k, &stat_zero, BPF_NOEXIST);
+	}
 	if (insert_may_spill(err))
 		return stat_spill_get(k, created);
-	if (err && err != -EEXIST /* created meanwhile on another CPU */) {
-		drop_insert(err, TOP_DROP_STATS_FULL);
-		return NULL;
-	}
-	*created = !err;
-	return bpf_map_lookup_elem(&stats, k);
+	drop_insert(err, TOP_DROP_STATS_FULL);
+	return NULL;
 }
 
 /* The unattributed row of device @dev (KDEV), made if missing; NULL: bytes lost (counted). */
@@ -435,7 +413,7 @@ static __always_inline struct top_stat *unattr_get(__u32 dev)
 		s = bpf_map_lookup_elem(&unattr, &dev);
 	}
 	if (!s)
-		drop(TOP_DROP_LOST_BYTES);
+		count(TOP_DROP_LOST_BYTES);
 	return s;
 }
 
@@ -673,29 +651,19 @@ static __always_inline int resize_enter(void)
 	return 0;
 }
 
-/*
- * One program for all the syscall tracepoints, attached to each (top.c): the verifier
- * checks it once, not once per syscall. It tells them apart by syscall number.
- */
-SEC("tracepoint")
-int top_sys_enter(struct sys_enter_ctx *ctx)
+static __always_inline int on_sys_enter(long nr, const __u64 *args)
 {
-	int nr = ctx->nr;
-	__u8 op;
+	__u8 op = sys_op[nr];
 
-	if (nr < 0 || nr >= SYS_NR_TABLE)
-		return 0;
-	op = sys_op[nr];
 	if (op == SYS_SYNC)
-		return sync_enter(ctx->args[0]);
+		return sync_enter(args[0]);
 	if (op == SYS_RESIZE)
 		return resize_enter();
-	return op ? sys_enter(ctx->args[0], op) : 0;
+	return sys_enter(args[0], op);
 }
 
 /* The thread's storage says what its enter began: a read or write, or a sync. */
-SEC("tracepoint")
-int top_sys_exit(struct sys_exit_ctx *ctx)
+static __always_inline int on_sys_exit(long nr, long ret)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct top_task *t;
@@ -705,9 +673,11 @@ int top_sys_exit(struct sys_exit_ctx *ctx)
 		return 0;
 	t->resizing = 0;
 	if (t->op)
-		return rw_exit(task, t, ctx->ret);
+		return rw_exit(task, t, ret);
 	return t->syncing ? sync_exit(task, t) : 0;
 }
+
+SYSCALL_PROGS(top_sys, sys_op, 1, on_sys_enter, on_sys_exit)
 
 /* ------------------------------------------------------ FS: mmap, dirtying, async DIO */
 
@@ -1085,7 +1055,7 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	    (ds->tag && ds->tag != tag && now - ds->start_ns < DIO_STALE_NS))
 		ds = alt;
 	if (ds->tag && ds->tag != tag && now - ds->start_ns < DIO_STALE_NS) {
-		drop(TOP_DROP_DIO_SLOT_BUSY);
+		count(TOP_DROP_DIO_SLOT_BUSY);
 		return 0;
 	}
 	ds->tag = tag;
@@ -1272,7 +1242,7 @@ static __always_inline int queue_bio(struct bio *bio)
 	bool kthread, write, waiter;
 
 	/* Empty bios carry no bytes; an empty preflush is a cache flush: its owner counts. */
-	if (!bio->bi_iter.bi_size && !(bio->bi_opf & REQ_PREFLUSH))
+	if (!bio->bi_iter.bi_size && !(bio->bi_opf & BLK_REQ_FLAG(__REQ_PREFLUSH)))
 		return 0;
 	bdev = KRP(struct bio, bio, bi_bdev);
 	if (!bdev)
@@ -1562,6 +1532,7 @@ __noinline bool account_run(struct run *r, struct rq_info *ri)
 	} k;
 	struct top_wb_val *w;
 	struct top_stat *s;
+	long err;
 
 	if (!r || !ri || !r->valid)
 		return false;
@@ -1590,22 +1561,15 @@ __noinline bool account_run(struct run *r, struct rq_info *ri)
 		k.wk.ino = r->key.ino;
 		k.wk.flusher = r->flusher;
 		k.wk.gen = r->key.gen;
-		w = bpf_map_lookup_elem(&wb, &k.wk);
-		if (!w) {
-			long err = fault_map_nomem ? -ENOMEM :
-						     bpf_map_update_elem(&wb, &k.wk, &wb_zero,
-									 BPF_NOEXIST);
-
-			/* -EEXIST: created meanwhile on another CPU. */
+		if (fault_map_nomem) { /* IOSPAN_FAULT=map_nomem: no row can be made */
 			w = bpf_map_lookup_elem(&wb, &k.wk);
-			if (!w && insert_may_spill(err)) {
-				w = bpf_map_lookup_elem(&wb_spill, &k.wk);
-				if (!w) {
-					err = bpf_map_update_elem(&wb_spill, &k.wk, &wb_zero,
-								  BPF_NOEXIST);
-					w = bpf_map_lookup_elem(&wb_spill, &k.wk);
-				}
-			}
+			err = -ENOMEM;
+		} else {
+			w = map_lookup_or_init(&wb, &k.wk, &wb_zero, &err);
+		}
+		if (!w) {
+			if (insert_may_spill(err))
+				w = map_lookup_or_init(&wb_spill, &k.wk, &wb_zero, &err);
 			if (!w) {
 				drop_insert(err, TOP_DROP_WB_FULL);
 				return created;
@@ -1707,7 +1671,7 @@ static __always_inline void split_segment(struct page_walk *pw, __u32 dirtier, _
 	next.flags = sub->flags;
 	next.bdev = sub->bdev;
 	if (!dirtier) {
-		drop_add(TOP_DROP_WB_UNKNOWN_BYTES, bytes);
+		count_n(TOP_DROP_WB_UNKNOWN_BYTES, bytes);
 	} else if (dirtier != next.key.pid) {
 		next.key.pid = dirtier;
 		next.flags |= TOP_F_WRITEBACK;
@@ -1788,13 +1752,13 @@ static int walk_bio(__u32 i, void *ctx)
 		if (next.key.pid == PID_FILTERED)
 			return 0;
 		if ((next.flags & SLOT_NO_DIRTIER) && w->counted)
-			drop_add(TOP_DROP_WB_UNKNOWN_BYTES, sz);
+			count_n(TOP_DROP_WB_UNKNOWN_BYTES, sz);
 		next.flags &= ~SLOT_INTERNAL;
 	} else {
 		/* Queued before tracing started, or its record was overwritten. */
 		if (!track_unattributed)
 			return 0;
-		drop(TOP_DROP_UNMATCHED);
+		count(TOP_DROP_UNMATCHED);
 		next.key.pid = TOP_PID_NONE;
 		next.key.dev = bdev;
 		next.key.ino = TOP_INO(TOP_INO_UNATTR);
@@ -1831,7 +1795,7 @@ static __noinline void account_flush(struct request *rq, struct rq_info *ri)
 	} else {
 		if (!track_unattributed)
 			return;
-		drop(TOP_DROP_UNMATCHED);
+		count(TOP_DROP_UNMATCHED);
 		key.pid = TOP_PID_NONE;
 	}
 	key.ino = TOP_INO(TOP_INO_FLUSH);
@@ -1849,15 +1813,12 @@ static const struct top_dev_flush dev_flush_zero;
 /* The flush row of disk @dev (KDEV), made if missing; NULL: not counted (counted). */
 static __always_inline struct top_dev_flush *dev_flush_get(__u32 dev)
 {
-	struct top_dev_flush *f = bpf_map_lookup_elem(&dev_flushes, &dev);
+	struct top_dev_flush *f;
+	long err;
 
-	if (f)
-		return f;
-	/* -EEXIST: made meanwhile on another CPU. */
-	bpf_map_update_elem(&dev_flushes, &dev, &dev_flush_zero, BPF_NOEXIST);
-	f = bpf_map_lookup_elem(&dev_flushes, &dev);
+	f = map_lookup_or_init(&dev_flushes, &dev, &dev_flush_zero, &err);
 	if (!f)
-		drop(TOP_DROP_FLUSH_LOST);
+		count(TOP_DROP_FLUSH_LOST);
 	return f;
 }
 
@@ -1898,7 +1859,7 @@ static __noinline void send_slow_rq(struct request *rq, struct walk *w, __u32 nr
 		return;
 	e = rbuf_reserve(stall_events, TOP_REC_SLOW_RQ, sizeof(*e));
 	if (!e) {
-		drop(TOP_DROP_RINGBUF_FULL);
+		count(TOP_DROP_RINGBUF_FULL);
 		return;
 	}
 	e->end_ns = now;
@@ -1945,7 +1906,7 @@ static __noinline void rq_unseen(struct top_rq_slot *s, __u32 bytes, __u64 now)
 
 	if (!s || !dev_ok(s->dev))
 		return;
-	drop(TOP_DROP_RQ_UNSEEN);
+	count(TOP_DROP_RQ_UNSEEN);
 	if (s->state & TOP_RQ_FLUSH) {
 		f = dev_flush_get(s->dev);
 		if (f) {
@@ -1957,7 +1918,7 @@ static __noinline void rq_unseen(struct top_rq_slot *s, __u32 bytes, __u64 now)
 	}
 	if (!bytes)
 		return;
-	drop_add(TOP_DROP_RQ_UNSEEN_BYTES, bytes);
+	count_n(TOP_DROP_RQ_UNSEEN_BYTES, bytes);
 	if (!track_unattributed)
 		return;
 	r.key.pid = TOP_PID_NONE;
@@ -2078,16 +2039,18 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	 * sequence (a write asking for a preflush or FUA), which ends without bytes later.
 	 */
 	t0 = rq_q_take(rq, !nr_bytes || (nr_bytes >= rq->__data_len && w.bio &&
-					 !(w.bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))));
+					 !(w.bio->bi_opf & (BLK_REQ_FLAG(__REQ_PREFLUSH) |
+							    BLK_REQ_FLAG(__REQ_FUA)))));
 	if (t0 && t0 <= now)
 		w.ri.q2c = now - t0;
 	else if (w.counted && w.bio && dev_ok(w.bio->bi_bdev ? w.bio->bi_bdev->bd_dev : 0))
-		drop(TOP_DROP_NO_QUEUE_TIME);
+		count(TOP_DROP_NO_QUEUE_TIME);
 	/*
 	 * The end of a flush sequence: an empty preflush, or a write whose data completed
 	 * before. The block layer took the flags off the request, not off its bio.
 	 */
-	if (!nr_bytes && w.bio && (w.bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))) {
+	if (!nr_bytes && w.bio &&
+	    (w.bio->bi_opf & (BLK_REQ_FLAG(__REQ_PREFLUSH) | BLK_REQ_FLAG(__REQ_FUA)))) {
 		account_flush(rq, &w.ri);
 		return 0;
 	}
@@ -2112,7 +2075,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		struct gendisk *disk;
 
 		if (w.bio)
-			drop(TOP_DROP_CHAIN_TRUNC);
+			count(TOP_DROP_CHAIN_TRUNC);
 		if (w.r.valid) {
 			w.r.bytes += w.left;
 			w.r.flags |= TOP_F_APPROX;
@@ -2191,7 +2154,7 @@ next:
 		return 0;
 	e = rbuf_reserve(stall_events, TOP_REC_STALL, sizeof(*e));
 	if (!e) {
-		drop(TOP_DROP_RINGBUF_FULL);
+		count(TOP_DROP_RINGBUF_FULL);
 		return 0;
 	}
 	e->tid = next->pid;

@@ -19,6 +19,7 @@
 #include "vfs.bpf.h"
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
+#include "syscall.bpf.h"
 #include "bio_slot.bpf.h"
 /* The core's classification only: trace's bios belong to its traced requests. */
 #define BLK_OWNER_NO_RECORD
@@ -256,12 +257,8 @@ struct {
 	__type(value, struct trace_op_hists);
 } hists SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TRACE_CNT_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+#define COUNTERS_NR TRACE_CNT_NR
+#include "counters.bpf.h"
 
 /* Slow requests; sized by user space (--buffer-size). */
 DEFINE_RBUF(events, 16 * 1024 * 1024);
@@ -300,19 +297,6 @@ struct {
 	__type(key, __u64);
 	__type(value, struct inode_owner);
 } inode_owners SEC(".maps");
-
-static __always_inline void count_n(__u32 what, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &what);
-
-	if (v)
-		*v += n;
-}
-
-static __always_inline void count(__u32 what)
-{
-	count_n(what, 1);
-}
 
 /* ------------------------------------------------------------------ filters */
 
@@ -915,33 +899,18 @@ static __always_inline int sys_exit(__u32 op, long ret)
 	return 0;
 }
 
-/*
- * One program serves every syscall tracepoint, attached to each (trace.c): the verifier
- * checks its body once. It tells the syscalls apart by number. The kernel refuses to
- * attach a program that reads past a tracepoint's record, which holds as many arguments
- * as the syscall has (fsync's one): the first argument is read directly, the others
- * with a probe read, which that check does not see. For a syscall with fewer, it reads
- * what follows the record in the trace buffer, which the ops of those syscalls ignore.
- */
-SEC("tracepoint")
-int trace_sys_enter(struct sys_enter_ctx *ctx)
+/* A followed syscall begins: its op's arguments, by the op (syscall.bpf.h). */
+static __always_inline int on_sys_enter(long nr, const __u64 *args)
 {
-	__u64 args[3] = {}; /* args[1..3] */
+	__u32 op = sys_op[nr] - 1;
 	__s64 offset = -1;
 	__u64 bytes = 0;
 	bool use_pos = false;
-	int nr = ctx->nr;
-	__u32 op;
 
-	if (nr < 0 || nr >= SYS_NR_TABLE || !sys_op[nr])
-		return 0;
-	op = sys_op[nr] - 1;
-	if (op != TRACE_OP_FSYNC && op != TRACE_OP_FDATASYNC)
-		bpf_probe_read_kernel(args, sizeof(args), &ctx->args[1]);
 	switch (op) {
 	case TRACE_OP_READ:
 	case TRACE_OP_WRITE:
-		bytes = args[1];
+		bytes = args[2];
 		use_pos = true;
 		break;
 	case TRACE_OP_READV:
@@ -950,38 +919,35 @@ int trace_sys_enter(struct sys_enter_ctx *ctx)
 		break;
 	case TRACE_OP_PREAD64:
 	case TRACE_OP_PWRITE64:
-		offset = args[2];
-		bytes = args[1];
+		offset = args[3];
+		bytes = args[2];
 		break;
 	case TRACE_OP_PREADV:
 	case TRACE_OP_PWRITEV:
-		offset = args[2];
+		offset = args[3];
 		break;
 	case TRACE_OP_PREADV2:
 	case TRACE_OP_PWRITEV2:
 		/* With offset -1 they use (and move) the file position. */
-		offset = args[2];
+		offset = args[3];
 		use_pos = offset == -1;
 		break;
 	case TRACE_OP_SYNC_FILE_RANGE:
-		offset = args[0];
-		bytes = args[1];
+		offset = args[1];
+		bytes = args[2];
 		break;
 	default: /* fsync, fdatasync */
 		break;
 	}
-	return sys_enter(ctx->args[0], op, offset, bytes, use_pos);
+	return sys_enter(args[0], op, offset, bytes, use_pos);
 }
 
-SEC("tracepoint")
-int trace_sys_exit(struct sys_exit_ctx *ctx)
+static __always_inline int on_sys_exit(long nr, long ret)
 {
-	int nr = ctx->nr;
-
-	if (nr < 0 || nr >= SYS_NR_TABLE || !sys_op[nr])
-		return 0;
-	return sys_exit(sys_op[nr] - 1, ctx->ret);
+	return sys_exit(sys_op[nr] - 1, ret);
 }
+
+SYSCALL_PROGS(trace_sys, sys_op, 4, on_sys_enter, on_sys_exit)
 
 /* ------------------------------------------------------------------ page cache */
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counters.h"
 #include "disks.h"
 #include "filters.h"
 #include "hist.h"
@@ -98,11 +99,13 @@ struct lat_state {
 	uint64_t prev_drops[LAT_DROP_NR];
 };
 /*
- * Reads the hists and drops maps (@hists_fd, @drops_fd, @ncpus CPUs) into @r, as the
- * change since the previous call (@st keeps the totals). Rows sorted for display.
+ * Reads the hists and counters maps (@hists_fd, @counters_fd) into @r, as the change
+ * since the previous call (@st keeps the totals). Rows sorted for display.
  */
-int lat_report_read(struct lat_state *st, int hists_fd, int drops_fd, int ncpus,
-		    struct lat_report *r);
+int lat_report_read(struct lat_state *st, int hists_fd, int counters_fd, struct lat_report *r);
+
+/* lat's counters (lat_abi.h: enum lat_drop): requests that are in no histogram. */
+extern const struct counter_def lat_counters[LAT_DROP_NR];
 void lat_report_free(struct lat_report *r);
 void lat_state_free(struct lat_state *st);
 /* The value (in the display unit) of a histogram's @pct percentile. */

@@ -27,6 +27,8 @@
 #include "diskstats.h"
 #include "filters.h"
 #include "bpfcmd.h"
+#include "counters.h"
+#include "syscalls.h"
 #include "top_abi.h"
 
 struct attach_hook;
@@ -54,6 +56,7 @@ struct top_opts {
 	enum sort_key sort;
 	bool threads;
 	bool no_syscalls; /* FS bytes without syscall tracepoints */
+	enum syscall_attach syscalls; /* how syscalls are followed (syscalls.h) */
 	enum top_by by;
 	uint64_t dir_depth; /* --by dir: path components the directories keep */
 	uint64_t stall_ns;  /* 0: stalls not traced */
@@ -311,13 +314,12 @@ int top_collect_report(struct top_ctx *c, const struct top_snapshot *snap, bool 
 		       struct report *rep);
 
 /* model.c: pure */
-extern const char *const top_drop_names[TOP_DROP_NR];
+extern const struct counter_def top_counters[TOP_DROP_NR];
 extern const char *const top_by_names[];
 int top_key_cmp(const struct top_key *a, const struct top_key *b);
 int top_row_cmp_key(const void *a, const void *b);
 int top_wb_cmp_key(const void *a, const void *b);
 uint64_t top_sub0(uint64_t a, uint64_t b);
-bool top_drop_is_info(int i);
 bool top_ino_special(uint64_t ino);
 const char *top_kind_name(uint64_t ino);
 bool top_row_is_flush(const struct row *r);

@@ -20,10 +20,12 @@
 #include <stdint.h>
 
 #include "bpfcmd.h"
+#include "counters.h"
 #include "filters.h"
 #include "hist.h"
 #include "probe.h"
 #include "procinfo.h"
+#include "syscalls.h"
 #include "trace_abi.h"
 
 struct file_key;
@@ -41,6 +43,7 @@ struct trace_opts {
 	bool offcpu_periods; /* sched_switch: time each off-CPU period */
 	bool delayacct;	     /* kernel.task_delayacct on: exact iowait from counters */
 	uint64_t rb_bytes;   /* ring buffer size (a power of two) */
+	enum syscall_attach syscalls; /* how syscalls are followed (syscalls.h) */
 };
 
 /* One periodic summary: the interval's slow requests and stage histograms per op. */
@@ -160,9 +163,7 @@ int trace_collect_summary(struct trace_ctx *c, double seconds, bool final,
 			  struct trace_summary *sum);
 
 /* accounts.c */
-extern const char *const trace_cnt_names[TRACE_CNT_NR];
-/* Requests lost: counted in "lost" (the others are informational). */
-bool trace_cnt_is_loss(int i);
+extern const struct counter_def trace_counters[TRACE_CNT_NR];
 int trace_read_counters(struct trace_ctx *c, uint64_t *out);
 void trace_sweep_writeback(struct trace_ctx *c, bool at_exit);
 /* The accounts at exit: counters, what is still in flight, what was lost. */

@@ -123,7 +123,8 @@ def test_bpf_stats_usable(doc):
 
 def test_plans_are_the_commands_own(doc):
     """Each BPF command's default hooks, evaluated here: tp_btf wherever BTF has the
-    tracepoint, classic tracepoints for syscalls, and every required hook attachable."""
+    tracepoint, the syscalls through the sys_enter/sys_exit tracepoints (tp_btf too), and
+    every required hook attachable."""
     plans = doc["plans"]
     assert set(plans) == {"top", "trace", "lat", "snoop"}, plans.keys()
     # lat's default (q2c, overall): the first bio's queue (and a split's, from its
@@ -140,14 +141,14 @@ def test_plans_are_the_commands_own(doc):
         for hook in hooks[cmd]:
             assert plans[cmd][hook]["mode"] == "tp_btf", (cmd, hook, plans[cmd][hook])
             assert plans[cmd][hook]["program"], (cmd, hook)
-        assert plans[cmd]["sys_enter_read"]["mode"] == "tracepoint"
-        assert plans[cmd]["sys_enter_read"]["target"] == "syscalls/sys_enter_read"
+        for hook in ("sys_enter", "sys_exit"):
+            assert plans[cmd][hook]["mode"] == "tp_btf", (cmd, hook, plans[cmd][hook])
         assert all(h["mode"] for h in plans[cmd].values() if not h["optional"]), plans[cmd]
     # trace follows writeback passes; top credits writeback at the bio and does not.
     assert "writeback_single_inode_start" in plans["trace"]
     assert "writeback_single_inode_start" not in plans["top"]
-    # Both see fsync: trace as a request, top to know who syncs (blk-throttle).
-    assert "sys_enter_fsync" in plans["trace"] and "sys_enter_fsync" in plans["top"]
+    # Both see syscalls (fsync too): trace as requests, top for FS bytes and who syncs.
+    assert "sys_enter" in plans["trace"] and "sys_enter" in plans["top"]
     assert plans["top"]["writeback_dirty_folio"]["mode"] == "tp_btf"
     # snoop: the block life cycle and the dirtiers, no syscalls.
     for hook in ("block_bio_queue", "block_split", "block_rq_issue", "block_rq_complete",

@@ -445,6 +445,19 @@ def test_top_mmap_faults_counted(case):
         case, got, w["bytes"])
 
 
+@pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
+def test_top_skips_32bit_syscalls(case):
+    """64 lseeks by int $0x80, ia32's number of readv, after one pread of 4 KiB: the
+    file's FS bytes are the pread's (tests/e2e/test_syscalls.py)."""
+    g = guest(case[0])
+    rc, _, err = g.command("top-" + case[1], "w-compat")
+    if rc == 3:
+        pytest.skip("%s: no 32-bit syscalls: %s" % (g.kernel, err.strip()))
+    w, p = top_process(g, case[1], "w-compat")
+    assert w["ops"] == 64 and w["bytes"] == 4096, w
+    assert file_bytes(g, p, w["path"], "fs_read_bytes") == 4096, (case, p["files"])
+
+
 @pytest.mark.parametrize("case", AIO_CASES, ids=case_id)
 def test_top_aio_direct_reads(case):
     """Direct I/O outside syscalls (iomap_dio_rw_begin, or its fallback): FS bytes too."""
@@ -621,16 +634,29 @@ def test_trace_contended_direct_reads_exact(case):
     reads or more (on 6.12-rt: 15 such records of 2 to 4 reads here; 1 to 5 of 2 to 11
     reads in each of 6 runs of 256 64 KiB reads). Each request shown must be one read
     with exactly its bytes; those missing are declared (assert_ops,
-    test_trace_nothing_lost)."""
+    test_trace_nothing_lost). The syscall programs are raw tracepoints now, which that
+    access does not hold off; a kprobe is still held off, and before 6.5 the start of
+    the direct I/O is one (iomap_dio_rw_begin's fallback): such a read is shown
+    without its direct_io event (6.1-rt: 1 of 512 in a matrix run), at most as many
+    as the kernel declares skipped runs (any number before 6.7, which counts none)."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-dio-read-contended")
     assert_ops(case, reqs, {"pread64": w["ops"]}, w)
+    no_dio = 0
     for r in reqs:
         assert r["ret"] == w["bs"] and "direct" in r["flags"], (case, r["flags"], r["ret"])
         assert r["has_block_io"] and r["bios_queued"] == r["bios_completed"] >= 1, (case, r)
         assert bio_bytes(r) == w["bs"], (case, r["offset"], r["bios"])
         dio = [e for e in r["events"] if e["type"] == "direct_io"]
-        assert len(dio) == 1, (case, r["offset"], dio)
+        assert len(dio) <= 1, (case, r["offset"], dio)
+        no_dio += not dio
+    skipped = 0
+    if "-rt-" in case[0]:
+        _, totals = trace_docs(g, case[1])
+        skipped = totals["counters"]["hook_runs_missed"]
+        if not counts_skipped_runs(case[0]):
+            skipped = len(reqs)
+    assert no_dio <= skipped, (case, no_dio, skipped)
 
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)

@@ -112,14 +112,10 @@ static int lat_parse(int argc, char **argv, struct lat_cmd *l)
 
 	o->stage = LAT_Q2C;
 	o->max_entries = LAT_DEFAULT_ENTRIES;
-	while ((opt = getopt_long(argc, argv, "mDF" FILTER_SHORT_OPTS "T" COMMON_SHORT_OPTS,
-				  long_opts, NULL)) != -1) {
-		err = filter_parse_opt("lat", opt, optarg, &o->filter);
-		if (err <= 0) {
-			if (err)
-				return err;
-			continue;
-		}
+	while ((opt = filter_getopt(argc, argv, "mDF" FILTER_SHORT_OPTS "T" COMMON_SHORT_OPTS,
+				    long_opts, "lat", &o->filter, &err)) != -1) {
+		if (opt == FILTER_GETOPT_ERR)
+			return err;
 		switch (opt) {
 		case OPT_HELP:
 			fputs(lat_usage, stdout);

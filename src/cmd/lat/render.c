@@ -40,9 +40,9 @@ static const char *op_name(uint32_t op, char *buf, size_t len)
 		uint32_t bit;
 		const char *name;
 	} flags[] = {
-		{LAT_OPF_SYNC, "Sync-"},	{LAT_OPF_META, "Meta-"},
-		{LAT_OPF_FUA, "FUA-"},		{LAT_OPF_PREFLUSH, "Preflush-"},
-		{LAT_OPF_RAHEAD, "ReadAhead-"}, {LAT_OPF_BACKGROUND, "Background-"},
+		{RQ_FL_SYNC, "Sync-"},	      {RQ_FL_META, "Meta-"},
+		{RQ_FL_FUA, "FUA-"},	      {RQ_FL_PREFLUSH, "Preflush-"},
+		{RQ_FL_RAHEAD, "ReadAhead-"}, {RQ_FL_BACKGROUND, "Background-"},
 	};
 	uint32_t code = op & 0xff, f = op >> 8;
 	size_t i, pos = 0;
@@ -196,8 +196,6 @@ static void text_hist(const struct lat_view *v, const struct lat_hist *h)
 
 static void text_report(const struct lat_view *v, const struct lat_report *r)
 {
-	static const char *const drop_names[LAT_DROP_NR] = {"owner unknown", "histogram map full",
-							    "no queue time", "no issue time"};
 	char when[32];
 	time_t t;
 	size_t i;
@@ -218,7 +216,8 @@ static void text_report(const struct lat_view *v, const struct lat_report *r)
 	}
 	for (d = 0; d < LAT_DROP_NR; d++)
 		if (r->drops[d])
-			printf("dropped: %" PRIu64 " requests (%s)\n", r->drops[d], drop_names[d]);
+			printf("dropped: %" PRIu64 " requests (%s)\n", r->drops[d],
+			       counter_words(&lat_counters[d]));
 	if (r->skipped)
 		printf("skipped: %" PRIu64 " program runs (the kernel's: nested on a CPU)\n",
 		       r->skipped);
@@ -351,11 +350,8 @@ static void json_hist(const struct lat_view *v, const struct lat_hist *h)
 
 static void json_report(const struct lat_view *v, const struct lat_report *r)
 {
-	static const char *const drop_keys[LAT_DROP_NR] = {"no_owner", "map_full", "no_start",
-							   "no_issue"};
 	struct jw *jw = v->jw;
 	size_t i;
-	int d;
 
 	jw_start_object(jw);
 	jw_kv_uint(jw, "time", (uint64_t)time(NULL));
@@ -363,8 +359,7 @@ static void json_report(const struct lat_view *v, const struct lat_report *r)
 	jw_kv_string(jw, "unit", unit_name(v->o));
 	jw_kv_float(jw, "interval_s", r->seconds, 3);
 	jw_kv_object(jw, "drops");
-	for (d = 0; d < LAT_DROP_NR; d++)
-		jw_kv_uint(jw, drop_keys[d], r->drops[d]);
+	counters_json(jw, lat_counters, r->drops, LAT_DROP_NR);
 	jw_kv_uint(jw, "programs_skipped", r->skipped);
 	if (r->not_seen_known)
 		jw_kv_uint(jw, "requests_not_seen", r->not_seen);

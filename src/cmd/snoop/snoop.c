@@ -136,14 +136,10 @@ static int snoop_parse(int argc, char **argv, struct snoop_cmd *t)
 	int opt, err = 0;
 
 	o->rb_bytes = RB_DEFAULT;
-	while ((opt = getopt_long(argc, argv, FILTER_SHORT_OPTS "o:" COMMON_SHORT_OPTS, long_opts,
-				  NULL)) != -1) {
-		err = filter_parse_opt("snoop", opt, optarg, &o->filter);
-		if (err <= 0) {
-			if (err)
-				return err;
-			continue;
-		}
+	while ((opt = filter_getopt(argc, argv, FILTER_SHORT_OPTS "o:" COMMON_SHORT_OPTS, long_opts,
+				    "snoop", &o->filter, &err)) != -1) {
+		if (opt == FILTER_GETOPT_ERR)
+			return err;
 		switch (opt) {
 		case OPT_HELP:
 			fputs(snoop_usage, stdout);

@@ -387,8 +387,7 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 
 	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, jw, "unavailable", NULL, NULL);
 	jw_kv_object(jw, "dropped");
-	for (k = 0; k < TOP_DROP_NR; k++)
-		jw_kv_uint(jw, top_drop_names[k], rep->drops[k]);
+	counters_json(jw, top_counters, rep->drops, TOP_DROP_NR);
 	jw_kv_uint(jw, "stalls_not_kept", c->stalls_dropped);
 	jw_kv_uint(jw, "idle_rows_pruned", c->pruned);
 	jw_end_object(jw);

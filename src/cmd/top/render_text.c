@@ -421,9 +421,9 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 
 	printf("\nLOST:");
 	for (i = 0; i < TOP_DROP_NR; i++) {
-		if (!rep->drops[i] || top_drop_is_info(i))
+		if (!rep->drops[i] || top_counters[i].info)
 			continue;
-		printf("%s %s %" PRIu64, any ? "," : "", top_drop_names[i], rep->drops[i]);
+		printf("%s %s %" PRIu64, any ? "," : "", top_counters[i].name, rep->drops[i]);
 		any = true;
 	}
 	if (c->stalls_dropped) {

@@ -155,14 +155,10 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 	memset(t, 0, sizeof(*t));
 	top_opts_default(o);
 	t->duration_ns = 8 * NSEC_PER_SEC;
-	while ((opt = getopt_long(argc, argv, FILTER_SHORT_OPTS "n:" COMMON_SHORT_OPTS, long_opts,
-				  NULL)) != -1) {
-		err = filter_parse_opt("top", opt, optarg, &o->filter);
-		if (err <= 0) {
-			if (err)
-				return err;
-			continue;
-		}
+	while ((opt = filter_getopt(argc, argv, FILTER_SHORT_OPTS "n:" COMMON_SHORT_OPTS, long_opts,
+				    "top", &o->filter, &err)) != -1) {
+		if (opt == FILTER_GETOPT_ERR)
+			return err;
 		switch (opt) {
 		case OPT_HELP:
 			fputs(top_usage, stdout);

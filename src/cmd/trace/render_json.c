@@ -170,7 +170,6 @@ static void print_summary(struct trace_cmd *t, const struct trace_summary *sum)
 static void print_totals(struct trace_cmd *t, const struct trace_totals *tot)
 {
 	struct jw *jw = t->jw;
-	int i;
 
 	jw_start_object(jw);
 	jw_kv_string(jw, "type", "totals");
@@ -181,8 +180,7 @@ static void print_totals(struct trace_cmd *t, const struct trace_totals *tot)
 	jw_kv_uint(jw, "in_flight_at_exit", tot->in_flight);
 	jw_kv_uint(jw, "lost", tot->lost);
 	jw_kv_object(jw, "counters");
-	for (i = 0; i < TRACE_CNT_NR; i++)
-		jw_kv_uint(jw, trace_cnt_names[i], tot->cnt[i]);
+	counters_json(jw, trace_counters, tot->cnt, TRACE_CNT_NR);
 	jw_kv_uint(jw, "perfetto_lanes_full", t->lanes_full);
 	jw_kv_uint(jw, "records_malformed", tot->malformed);
 	jw_kv_uint(jw, "records_not_arrived", tot->not_arrived);

@@ -177,8 +177,8 @@ static void print_totals(struct trace_cmd *t, const struct trace_totals *tot)
 	for (i = 0; i < TRACE_CNT_NR; i++) {
 		if (i <= TRACE_CNT_EMITTED || !cnt[i])
 			continue;
-		printf("  %-24s %" PRIu64 "%s\n", trace_cnt_names[i], cnt[i],
-		       trace_cnt_is_loss(i)	  ? " (lost)" :
+		printf("  %-24s %" PRIu64 "%s\n", trace_counters[i].name, cnt[i],
+		       !trace_counters[i].info	  ? " (lost)" :
 		       i == TRACE_CNT_HOOK_MISSED ? " (events skipped by the kernel: some requests "
 						    "may lack a stage or be missing)" :
 						    "");

@@ -101,14 +101,10 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 	t->interval_ns = 5 * NSEC_PER_SEC;
 	o->ops = TRACE_OPS_ALL;
 	o->delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
-	while ((opt = getopt_long(argc, argv, "t:i:" FILTER_SHORT_OPTS COMMON_SHORT_OPTS, long_opts,
-				  NULL)) != -1) {
-		err = filter_parse_opt("trace", opt, optarg, &o->filter);
-		if (err <= 0) {
-			if (err)
-				return err;
-			continue;
-		}
+	while ((opt = filter_getopt(argc, argv, "t:i:" FILTER_SHORT_OPTS COMMON_SHORT_OPTS,
+				    long_opts, "trace", &o->filter, &err)) != -1) {
+		if (opt == FILTER_GETOPT_ERR)
+			return err;
 		switch (opt) {
 		case OPT_HELP:
 			fputs(trace_usage, stdout);

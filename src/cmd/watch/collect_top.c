@@ -226,6 +226,8 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	t->o.interval_ns = NSEC_PER_SEC;
 	/* Rows per thread: processes are their sums (rows_by_process()). */
 	t->o.threads = true;
+	/* Always on: syscalls it does not follow cost less this way (syscalls.h). */
+	t->o.syscalls = SYSCALL_ATTACH_PER_CALL;
 	t->o.stall_ns = wo->stall_threshold_ns;
 	t->o.stalls_on_demand = !wo->stalls_always;
 	if (!wo->full_detail) {

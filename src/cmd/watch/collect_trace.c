@@ -125,6 +125,8 @@ static int slowc_open(const struct watch_opts *wo, void **priv)
 	t->keep_ns = watch_slow_keep_ns(wo);
 	t->o.threshold_ns = t->keep_ns;
 	t->o.ops = TRACE_OPS_ALL;
+	/* Always on: syscalls it does not follow cost less this way (syscalls.h). */
+	t->o.syscalls = SYSCALL_ATTACH_PER_CALL;
 	t->o.delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
 	t->o.rb_bytes = SLOWC_RB_BYTES;
 	sink.request = on_request;

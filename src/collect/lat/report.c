@@ -40,24 +40,13 @@ double lat_percentile(const struct lat_hist *h, double pct)
 	       (double)(1 << LAT_SCALE_SHIFT);
 }
 
-static int read_drops(int fd, int ncpus, uint64_t *out)
-{
-	uint64_t *v = calloc(ncpus, sizeof(*v));
-	uint32_t k;
-	int c;
-
-	if (!v)
-		return -ENOMEM;
-	for (k = 0; k < LAT_DROP_NR; k++) {
-		out[k] = 0;
-		if (bpf_map_lookup_elem(fd, &k, v))
-			continue;
-		for (c = 0; c < ncpus; c++)
-			out[k] += v[c];
-	}
-	free(v);
-	return 0;
-}
+/* What each counter of lat's programs says: every one is requests not in a histogram. */
+const struct counter_def lat_counters[LAT_DROP_NR] = {
+	[LAT_DROP_NO_OWNER] = {"no_owner", "owner unknown"},
+	[LAT_DROP_MAP_FULL] = {"map_full", "histogram map full"},
+	[LAT_DROP_NO_START] = {"no_start", "no queue time"},
+	[LAT_DROP_NO_ISSUE] = {"no_issue", "no issue time"},
+};
 
 /* The rows read so far from the kernel's histograms map. */
 struct row_list {
@@ -86,12 +75,10 @@ static int add_row(const void *key, const void *val, void *arg)
 	return 0;
 }
 
-int lat_report_read(struct lat_state *st, int hists_fd, int drops_fd, int ncpus,
-		    struct lat_report *r)
+int lat_report_read(struct lat_state *st, int hists_fd, int counters_fd, struct lat_report *r)
 {
 	struct row_list l = {0};
 	struct lat_row *rows = NULL, *cur = NULL, *p;
-	uint64_t drops[LAT_DROP_NR];
 	size_t nr = 0, i, n_out = 0;
 	int err = 0;
 
@@ -122,15 +109,12 @@ int lat_report_read(struct lat_state *st, int hists_fd, int drops_fd, int ncpus,
 		if (cur[n_out].h.count)
 			n_out++;
 	}
-	err = read_drops(drops_fd, ncpus, drops);
+	err = counters_read(counters_fd, LAT_DROP_NR, r->drops);
 	if (err) {
-		err = fail(err, "out of memory");
+		err = fail(err, "cannot read the counters: %s", strerror(-err));
 		goto cleanup;
 	}
-	for (i = 0; i < LAT_DROP_NR; i++) {
-		r->drops[i] = drops[i] - st->prev_drops[i];
-		st->prev_drops[i] = drops[i];
-	}
+	counters_since(r->drops, st->prev_drops, LAT_DROP_NR);
 	qsort(cur, n_out, sizeof(*cur), row_cmp);
 	r->rows = cur;
 	r->nr = n_out;

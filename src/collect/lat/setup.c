@@ -69,12 +69,10 @@ static void check_diskstats(struct lat_ctx *c, struct lat_report *r, int64_t ds_
 {
 	uint64_t seen = r->skipped, done;
 	size_t i;
-	int d;
 
 	for (i = 0; i < r->nr; i++)
 		seen += r->rows[i].h.count;
-	for (d = 0; d < LAT_DROP_NR; d++)
-		seen += r->drops[d];
+	seen += counters_lost(lat_counters, r->drops, LAT_DROP_NR);
 	c->seen += seen;
 	if (!c->ds_check || ds_now < 0)
 		return;
@@ -224,7 +222,7 @@ int lat_collect_read(struct lat_ctx *c, double seconds, struct lat_report *r)
 	int err;
 
 	err = lat_report_read(&c->state, bpf_map__fd(c->skel->maps.hists),
-			      bpf_map__fd(c->skel->maps.drops), c->cmd.ncpus, r);
+			      bpf_map__fd(c->skel->maps.counters), r);
 	if (err)
 		return err;
 	r->seconds = seconds;

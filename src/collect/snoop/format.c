@@ -68,7 +68,7 @@ void snoop_rwbs(uint32_t op, uint32_t f, char *buf)
 {
 	int i = 0;
 
-	if (f & SNOOP_RQ_PREFLUSH)
+	if (f & RQ_FL_PREFLUSH)
 		buf[i++] = 'F';
 	switch (op) {
 	case SNOOP_OP_WRITE:
@@ -91,13 +91,13 @@ void snoop_rwbs(uint32_t op, uint32_t f, char *buf)
 	default:
 		buf[i++] = 'N';
 	}
-	if (f & SNOOP_RQ_FUA)
+	if (f & RQ_FL_FUA)
 		buf[i++] = 'F';
-	if (f & SNOOP_RQ_RAHEAD)
+	if (f & RQ_FL_RAHEAD)
 		buf[i++] = 'A';
-	if (f & SNOOP_RQ_SYNC)
+	if (f & RQ_FL_SYNC)
 		buf[i++] = 'S';
-	if (f & SNOOP_RQ_META)
+	if (f & RQ_FL_META)
 		buf[i++] = 'M';
 	buf[i] = 0;
 }

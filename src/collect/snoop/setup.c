@@ -15,6 +15,7 @@
 #include "bpfcmd.h"
 #include "bpfmap.h"
 #include "collect/snoop.h"
+#include "counters.h"
 #include "err.h"
 #include "probe.h"
 #include "rbuf.h"
@@ -142,7 +143,7 @@ int snoop_collect_totals(struct snoop_ctx *c, struct snoop_totals *t)
 	int err;
 
 	err = rbuf_stats(c->cmd.rb, &st) ?:
-		      bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counts), SNOOP_CNT_NR, cnt);
+		      counters_read(bpf_map__fd(c->skel->maps.counters), SNOOP_CNT_NR, cnt);
 	if (err)
 		return fail(err, "cannot read the counters: %s", strerror(-err));
 	t->events = c->events;

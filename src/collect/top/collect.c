@@ -194,7 +194,7 @@ static int read_wb(struct top_ctx *c, struct wbrow **out, size_t *nr)
 
 static int read_drops(struct top_ctx *c, uint64_t *out)
 {
-	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.drops), TOP_DROP_NR, out);
+	int err = counters_read(bpf_map__fd(c->skel->maps.counters), TOP_DROP_NR, out);
 
 	out[TOP_DROP_HOOK_MISSED] = bpfobj_missed_runs(c->skel->obj);
 	return err;
@@ -687,7 +687,7 @@ int top_collect_read(struct top_ctx *c, struct top_snapshot *snap)
 	struct dev_flush_row *fl_cum = NULL;
 	size_t nr = 0, nr_fl = 0;
 	uint64_t read_ns;
-	int err, i;
+	int err;
 
 	memset(snap, 0, sizeof(*snap));
 	next_window(c);
@@ -737,12 +737,7 @@ int top_collect_read(struct top_ctx *c, struct top_snapshot *snap)
 		if (snap->nr_wb) /* snap->wb is NULL without any */
 			memcpy(wb_cum, snap->wb, snap->nr_wb * sizeof(*wb_cum));
 		wb_delta(c, snap->wb, snap->nr_wb);
-		for (i = 0; i < TOP_DROP_NR; i++) {
-			uint64_t d = top_sub0(snap->drops[i], c->prev_drops[i]);
-
-			c->prev_drops[i] = snap->drops[i];
-			snap->drops[i] = d;
-		}
+		counters_since(snap->drops, c->prev_drops, TOP_DROP_NR);
 		prune_idle(c, cur, snap->rows, nr);
 		/* The totals of this read are what the next one's deltas start from. */
 		free(c->prev);

@@ -13,25 +13,26 @@
 
 #include "collect/top.h"
 
-const char *const top_drop_names[TOP_DROP_NR] = {
-	[TOP_DROP_STATS_FULL] = "stats_map_full",
-	[TOP_DROP_LOST_BYTES] = "lost_bytes_events",
-	[TOP_DROP_PROCS_FULL] = "procs_map_full",
-	[TOP_DROP_WB_FULL] = "writeback_map_full",
-	[TOP_DROP_UNMATCHED] = "unmatched_bios",
-	[TOP_DROP_CHAIN_TRUNC] = "truncated_bio_chains",
-	[TOP_DROP_RINGBUF_FULL] = "ringbuf_full",
-	[TOP_DROP_IOWAIT_FULL] = "iowait_map_full",
-	[TOP_DROP_DIRTIER_FULL] = "dirtier_map_full",
-	[TOP_DROP_WB_UNKNOWN_BYTES] = "writeback_dirtier_unknown_bytes",
-	[TOP_DROP_MAP_BUSY] = "map_insert_busy",
-	[TOP_DROP_DIO_SLOT_BUSY] = "async_dio_slot_busy",
-	[TOP_DROP_HOOK_MISSED] = "hook_runs_missed",
-	[TOP_DROP_MAP_NOMEM] = "map_alloc_failed",
-	[TOP_DROP_NO_QUEUE_TIME] = "requests_without_queue_time",
-	[TOP_DROP_RQ_UNSEEN] = "completions_unseen",
-	[TOP_DROP_RQ_UNSEEN_BYTES] = "completion_unseen_bytes",
-	[TOP_DROP_FLUSH_LOST] = "flushes_not_counted",
+/* What each counter of top's programs says; the informational ones lost nothing. */
+const struct counter_def top_counters[TOP_DROP_NR] = {
+	[TOP_DROP_STATS_FULL] = {"stats_map_full"},
+	[TOP_DROP_LOST_BYTES] = {"lost_bytes_events"},
+	[TOP_DROP_PROCS_FULL] = {"procs_map_full"},
+	[TOP_DROP_WB_FULL] = {"writeback_map_full"},
+	[TOP_DROP_UNMATCHED] = {"unmatched_bios", .info = true},
+	[TOP_DROP_CHAIN_TRUNC] = {"truncated_bio_chains"},
+	[TOP_DROP_RINGBUF_FULL] = {"ringbuf_full"},
+	[TOP_DROP_IOWAIT_FULL] = {"iowait_map_full"},
+	[TOP_DROP_DIRTIER_FULL] = {"dirtier_map_full"},
+	[TOP_DROP_WB_UNKNOWN_BYTES] = {"writeback_dirtier_unknown_bytes", .info = true},
+	[TOP_DROP_MAP_BUSY] = {"map_insert_busy"},
+	[TOP_DROP_DIO_SLOT_BUSY] = {"async_dio_slot_busy"},
+	[TOP_DROP_HOOK_MISSED] = {"hook_runs_missed"},
+	[TOP_DROP_MAP_NOMEM] = {"map_alloc_failed"},
+	[TOP_DROP_NO_QUEUE_TIME] = {"requests_without_queue_time", .info = true},
+	[TOP_DROP_RQ_UNSEEN] = {"completions_unseen"},
+	[TOP_DROP_RQ_UNSEEN_BYTES] = {"completion_unseen_bytes", .info = true},
+	[TOP_DROP_FLUSH_LOST] = {"flushes_not_counted"},
 };
 
 void top_opts_default(struct top_opts *o)
@@ -83,13 +84,6 @@ uint64_t top_sub0(uint64_t a, uint64_t b)
 {
 	/* A counter that went backwards (row deleted and re-created) counts from zero. */
 	return a >= b ? a - b : a;
-}
-
-/* Informational counters: they do not mean anything was lost. */
-bool top_drop_is_info(int i)
-{
-	return i == TOP_DROP_UNMATCHED || i == TOP_DROP_WB_UNKNOWN_BYTES ||
-	       i == TOP_DROP_NO_QUEUE_TIME || i == TOP_DROP_RQ_UNSEEN_BYTES;
 }
 
 const char *const top_by_names[] = {"process", "file", "dir"};

@@ -24,24 +24,10 @@
 #include "procinfo.h"
 #include "rbuf.h"
 #include "skel.h"
+#include "syscalls.h"
 #include "collect/top.h"
 #include "top.skel.h"
 #include "top_compat.skel.h"
-
-/* Both syscall programs serve every syscall tracepoint: attached by hand, by name. */
-/* Both syscall programs serve every syscall tracepoint: attached by hand, by name. */
-#define SYSCALL_HOOKS(s, nm, req)                             \
-	{.name = "sys_enter_" #nm,                            \
-	 .optional = !(req),                                  \
-	 .v = {{.prog = s->progs.top_sys_enter,               \
-		.mode = ATTACH_TRACEPOINT,                    \
-		.target = "syscalls/sys_enter_" #nm}}},       \
-	{                                                     \
-		.name = "sys_exit_" #nm, .optional = !(req),  \
-		.v = { {.prog = s->progs.top_sys_exit,        \
-			.mode = ATTACH_TRACEPOINT,            \
-			.target = "syscalls/sys_exit_" #nm} } \
-	}
 
 /*
  * The syscall programs' table (top.bpf.c): which syscall reads, writes, syncs or
@@ -144,34 +130,23 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 		 .optional = true,
 		 .figure = "I/O stalls",
 		 .v = {{.prog = s->progs.top_sched_switch}}},
-		SYSCALL_HOOKS(s, read, true),
-		SYSCALL_HOOKS(s, write, true),
-		SYSCALL_HOOKS(s, pread64, false),
-		SYSCALL_HOOKS(s, pwrite64, false),
-		SYSCALL_HOOKS(s, readv, false),
-		SYSCALL_HOOKS(s, writev, false),
-		SYSCALL_HOOKS(s, preadv, false),
-		SYSCALL_HOOKS(s, pwritev, false),
-		SYSCALL_HOOKS(s, preadv2, false),
-		SYSCALL_HOOKS(s, pwritev2, false),
 		/* Who reads which file: the owner of read bios blk-throttle held. */
 		FALLBACK_HOOK(s, "page_cache_sync_ra", top_ra_sync,
 			      "owners of buffered reads blk-throttle held"),
 		FALLBACK_HOOK(s, "page_cache_async_ra", top_ra_async,
 			      "owners of buffered reads blk-throttle held"),
-		/* Who syncs which file: the flusher of bios blk-throttle held. */
-		SYSCALL_HOOKS(s, fsync, false),
-		SYSCALL_HOOKS(s, fdatasync, false),
-		SYSCALL_HOOKS(s, sync_file_range, false),
-		/* Pages the file system dirties zeroing a block's tail are no FS writes. */
-		SYSCALL_HOOKS(s, truncate, false),
-		SYSCALL_HOOKS(s, ftruncate, false),
-		SYSCALL_HOOKS(s, fallocate, false),
 		{.name = NULL}, /* room for mm_filemap_get_pages */
 	};
-	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j;
+	static const char *const top_syscalls[] = {
+		"read",	     "write",	  "pread64",	     "pwrite64", "readv",
+		"writev",    "preadv",	  "pwritev",	     "preadv2",	 "pwritev2",
+		"fsync",     "fdatasync", "sync_file_range", "truncate", "ftruncate",
+		"fallocate",
+	};
+	struct syscall_progs sys = SYSCALL_PROGS_OF(s, top_sys);
+	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j, err;
 
-	_Static_assert(sizeof(hooks) / sizeof(hooks[0]) <= TOP_MAX_HOOKS, "TOP_MAX_HOOKS");
+	_Static_assert(sizeof(hooks) / sizeof(hooks[0]) + 2 * 16 <= TOP_MAX_HOOKS, "TOP_MAX_HOOKS");
 
 	/* Features turned off are neither planned nor loaded. */
 	bpf_program__set_autoload(s->progs.top_filemap_get_pages, o->no_syscalls);
@@ -179,7 +154,6 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 	bpf_program__set_autoload(s->progs.top_filemap_read_kprobe, o->no_syscalls);
 	for (i = j = 0; i < n; i++) {
 		bool off = (!o->stall_ns && !strcmp(hooks[i].name, "sched_switch")) ||
-			   (o->no_syscalls && !strncmp(hooks[i].name, "sys_", 4)) ||
 			   /* Readers matter only for bios blk-throttle's worker queues. */
 			   (!s->rodata->throtl_dispatch_fn &&
 			    !strncmp(hooks[i].name, "page_cache_", 11));
@@ -203,7 +177,18 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 			      {.prog = s->progs.top_filemap_read_kprobe}},
 		};
 	memcpy(out, hooks, n * sizeof(*out));
-	return n;
+	if (o->no_syscalls) {
+		syscall_progs_off(&sys);
+		return n;
+	}
+	/*
+	 * Reads and writes (read and write must attach), syncs (who syncs which file: the
+	 * flusher of bios blk-throttle held), truncations (pages the file system dirties
+	 * zeroing a block's tail are no FS writes): by number (fill_sys_ops()).
+	 */
+	err = syscall_hooks_add(out, &n, TOP_MAX_HOOKS, o->syscalls, &sys, top_syscalls,
+				sizeof(top_syscalls) / sizeof(top_syscalls[0]), 2);
+	return err ?: n;
 }
 
 /* Rows of the unattributed map for devices that appear after the start. */
@@ -363,6 +348,8 @@ int top_setup(struct top_ctx *c)
 		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
 
 	n = top_hooks(s, o, hooks);
+	if (n < 0)
+		return n;
 	err = bpfcmd_plan(&c->cmd, hooks, n, "give a smaller --max-entries");
 	if (err)
 		return err;
@@ -427,7 +414,7 @@ int top_collect_plan(const struct top_opts *o, plan_show_fn show, void *arg)
 	struct top_ctx *c;
 	struct top_bpf *s;
 	char why[256];
-	int err;
+	int err, n;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -452,7 +439,9 @@ int top_collect_plan(const struct top_opts *o, plan_show_fn show, void *arg)
 		err = -errno;
 		goto cleanup;
 	}
-	show("top", hooks, top_hooks(s, o, hooks), why, arg);
+	n = top_hooks(s, o, hooks);
+	if (n >= 0)
+		show("top", hooks, n, why, arg);
 	top_bpf__destroy(s);
 	err = 0;
 cleanup:

@@ -5,42 +5,37 @@
 /* Writeback requests older than this with bios still missing are given up. */
 #define WB_SWEEP_NS (60 * NSEC_PER_SEC)
 
-const char *const trace_cnt_names[TRACE_CNT_NR] = {
-	[TRACE_CNT_STARTED] = "started",
-	[TRACE_CNT_DONE] = "completed",
-	[TRACE_CNT_EMITTED] = "emitted",
-	[TRACE_CNT_RINGBUF_FULL] = "ringbuf_full",
-	[TRACE_CNT_REQS_FULL] = "request_map_full",
-	[TRACE_CNT_ABANDONED] = "abandoned",
-	[TRACE_CNT_ASYNC_COLLIDED] = "async_slot_collisions",
-	[TRACE_CNT_BIO_UNMATCHED] = "bios_unmatched",
-	[TRACE_CNT_BIO_LATE] = "bios_after_request_end",
-	[TRACE_CNT_BIOS_TRUNC] = "bios_not_recorded",
-	[TRACE_CNT_EVENTS_TRUNC] = "events_not_recorded",
-	[TRACE_CNT_CHAIN_TRUNC] = "truncated_bio_chains",
-	[TRACE_CNT_FAULTS_CACHED] = "faults_without_io",
-	[TRACE_CNT_WB_SWEPT] = "writeback_given_up",
-	[TRACE_CNT_PATHS_FULL] = "paths_map_full",
-	[TRACE_CNT_HOOK_MISSED] = "hook_runs_missed",
-	[TRACE_CNT_UNSEEN_DONE] = "bio_completions_not_seen",
-	[TRACE_CNT_END_INFERRED] = "async_ends_inferred",
-	[TRACE_CNT_WB_NO_DATA] = "writeback_without_data",
-	[TRACE_CNT_SPANNED] = "syscall_spans",
-	[TRACE_CNT_WB_UNFOLLOWED] = "writeback_passes_unfollowed",
+/*
+ * What each counter of trace's programs says. Losses are requests lost, summed in
+ * "lost"; the others are information (a stage or bio a request may lack is said there).
+ */
+const struct counter_def trace_counters[TRACE_CNT_NR] = {
+	[TRACE_CNT_STARTED] = {"started", .info = true},
+	[TRACE_CNT_DONE] = {"completed", .info = true},
+	[TRACE_CNT_EMITTED] = {"emitted", .info = true},
+	[TRACE_CNT_RINGBUF_FULL] = {"ringbuf_full"},
+	[TRACE_CNT_REQS_FULL] = {"request_map_full"},
+	[TRACE_CNT_ABANDONED] = {"abandoned"},
+	[TRACE_CNT_ASYNC_COLLIDED] = {"async_slot_collisions"},
+	[TRACE_CNT_BIO_UNMATCHED] = {"bios_unmatched"},
+	[TRACE_CNT_BIO_LATE] = {"bios_after_request_end", .info = true},
+	[TRACE_CNT_BIOS_TRUNC] = {"bios_not_recorded", .info = true},
+	[TRACE_CNT_EVENTS_TRUNC] = {"events_not_recorded", .info = true},
+	[TRACE_CNT_CHAIN_TRUNC] = {"truncated_bio_chains", .info = true},
+	[TRACE_CNT_FAULTS_CACHED] = {"faults_without_io", .info = true},
+	[TRACE_CNT_WB_SWEPT] = {"writeback_given_up"},
+	[TRACE_CNT_PATHS_FULL] = {"paths_map_full", .info = true},
+	[TRACE_CNT_HOOK_MISSED] = {"hook_runs_missed", .info = true},
+	[TRACE_CNT_UNSEEN_DONE] = {"bio_completions_not_seen", .info = true},
+	[TRACE_CNT_END_INFERRED] = {"async_ends_inferred", .info = true},
+	[TRACE_CNT_WB_NO_DATA] = {"writeback_without_data", .info = true},
+	[TRACE_CNT_SPANNED] = {"syscall_spans"},
+	[TRACE_CNT_WB_UNFOLLOWED] = {"writeback_passes_unfollowed"},
 };
-
-/* Requests lost: counted in "lost" (the others are informational). */
-bool trace_cnt_is_loss(int i)
-{
-	return i == TRACE_CNT_RINGBUF_FULL || i == TRACE_CNT_REQS_FULL ||
-	       i == TRACE_CNT_ABANDONED || i == TRACE_CNT_ASYNC_COLLIDED ||
-	       i == TRACE_CNT_BIO_UNMATCHED || i == TRACE_CNT_WB_SWEPT || i == TRACE_CNT_SPANNED ||
-	       i == TRACE_CNT_WB_UNFOLLOWED;
-}
 
 int trace_read_counters(struct trace_ctx *c, uint64_t *out)
 {
-	int err = bpfmap_sum_percpu_u64(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
+	int err = counters_read(bpf_map__fd(c->skel->maps.counters), TRACE_CNT_NR, out);
 	struct rbuf_stats st;
 
 	out[TRACE_CNT_HOOK_MISSED] = bpfcmd_missed_runs(&c->cmd);
@@ -127,16 +122,13 @@ void trace_sweep_writeback(struct trace_ctx *c, bool at_exit)
 void trace_collect_totals(struct trace_ctx *c, struct trace_totals *t)
 {
 	uint64_t *cnt = t->cnt;
-	int i;
 
 	memset(t, 0, sizeof(*t));
 	if (trace_read_counters(c, cnt))
 		memset(t->cnt, 0, sizeof(t->cnt));
 	trace_sweep_writeback(c, true);
 	cnt[TRACE_CNT_WB_SWEPT] += c->wb_swept;
-	for (i = 0; i < TRACE_CNT_NR; i++)
-		if (trace_cnt_is_loss(i))
-			t->lost += cnt[i];
+	t->lost = counters_lost(trace_counters, cnt, TRACE_CNT_NR);
 	/* A fault served from the page cache, an inode-only writeback: not requests. */
 	t->traced =
 		cnt[TRACE_CNT_STARTED] - cnt[TRACE_CNT_FAULTS_CACHED] - cnt[TRACE_CNT_WB_NO_DATA];

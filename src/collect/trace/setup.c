@@ -5,22 +5,6 @@
  */
 #include "priv.h"
 
-/*
- * The two syscall programs serve every syscall tracepoint, attached by hand, by name
- * (trace.bpf.c).
- */
-#define SYS_HOOKS(s, nm)                                      \
-	{.name = "sys_enter_" #nm,                            \
-	 .optional = true,                                    \
-	 .v = {{.prog = s->progs.trace_sys_enter,             \
-		.mode = ATTACH_TRACEPOINT,                    \
-		.target = "syscalls/sys_enter_" #nm}}},       \
-	{                                                     \
-		.name = "sys_exit_" #nm, .optional = true,    \
-		.v = { {.prog = s->progs.trace_sys_exit,      \
-			.mode = ATTACH_TRACEPOINT,            \
-			.target = "syscalls/sys_exit_" #nm} } \
-	}
 #define TP_HOOK(s, nm, hook, opt) TP_BTF_HOOK(s, #hook, trace_##nm, opt, NULL)
 
 /* Programs of ops that are not traced are not loaded: they cost nothing. */
@@ -80,19 +64,6 @@ static bool need_insert_hook(const struct trace_opts *o)
 static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct attach_hook *out)
 {
 	struct attach_hook hooks[] = {
-		SYS_HOOKS(s, read),
-		SYS_HOOKS(s, write),
-		SYS_HOOKS(s, pread64),
-		SYS_HOOKS(s, pwrite64),
-		SYS_HOOKS(s, readv),
-		SYS_HOOKS(s, writev),
-		SYS_HOOKS(s, preadv),
-		SYS_HOOKS(s, pwritev),
-		SYS_HOOKS(s, preadv2),
-		SYS_HOOKS(s, pwritev2),
-		SYS_HOOKS(s, fsync),
-		SYS_HOOKS(s, fdatasync),
-		SYS_HOOKS(s, sync_file_range),
 		FALLBACK_HOOK(s, "mm_filemap_fault", trace_fault,
 			      "page fault requests (--ops fault)"),
 		{.name = "writeback_dirty_folio",
@@ -135,11 +106,14 @@ static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct a
 		FALLBACK_HOOK(s, "page_cache_sync_ra", trace_ra_sync, "synchronous readahead"),
 		FALLBACK_HOOK(s, "page_cache_async_ra", trace_ra_async, "asynchronous readahead"),
 	};
-	int n = sizeof(hooks) / sizeof(hooks[0]), i;
+	struct syscall_progs sys = SYSCALL_PROGS_OF(s, trace_sys);
+	const char *sys_names[TRACE_OP_SYNC_FILE_RANGE + 1];
+	int n = sizeof(hooks) / sizeof(hooks[0]), i, nr_sys, err;
 	bool aio = o->ops & (1U << TRACE_OP_AIO_READ | 1U << TRACE_OP_AIO_WRITE);
-	char name[64];
 
-	_Static_assert(sizeof(hooks) / sizeof(hooks[0]) <= TRACE_MAX_HOOKS, "TRACE_MAX_HOOKS");
+	_Static_assert(sizeof(hooks) / sizeof(hooks[0]) + 2 * (TRACE_OP_SYNC_FILE_RANGE + 1) <=
+			       TRACE_MAX_HOOKS,
+		       "TRACE_MAX_HOOKS");
 
 	if (!need_insert_hook(o))
 		plan_drop(hooks, &n, "block_rq_insert");
@@ -157,16 +131,17 @@ static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct a
 		plan_drop(hooks, &n, "mm_filemap_fault");
 	if (!o->offcpu_periods)
 		plan_drop(hooks, &n, "sched_switch");
-	for (i = 0; i <= TRACE_OP_SYNC_FILE_RANGE; i++) {
-		if (o->ops & (1U << i))
-			continue;
-		snprintf(name, sizeof(name), "sys_enter_%s", trace_op_name(i));
-		plan_drop(hooks, &n, name);
-		snprintf(name, sizeof(name), "sys_exit_%s", trace_op_name(i));
-		plan_drop(hooks, &n, name);
-	}
 	memcpy(out, hooks, n * sizeof(*out));
-	return n;
+	/* The syscalls of the ops traced, by number (sys_op[], trace_collect_open()). */
+	for (i = nr_sys = 0; i <= TRACE_OP_SYNC_FILE_RANGE; i++)
+		if (o->ops & (1U << i))
+			sys_names[nr_sys++] = trace_op_name(i);
+	if (!nr_sys) {
+		syscall_progs_off(&sys);
+		return n;
+	}
+	err = syscall_hooks_add(out, &n, TRACE_MAX_HOOKS, o->syscalls, &sys, sys_names, nr_sys, 0);
+	return err ?: n;
 }
 
 int trace_collect_plan(const struct trace_opts *o, plan_show_fn show, void *arg)
@@ -175,7 +150,7 @@ int trace_collect_plan(const struct trace_opts *o, plan_show_fn show, void *arg)
 	struct attach_hook hooks[TRACE_MAX_HOOKS];
 	struct trace_bpf *s;
 	char why[256];
-	int err;
+	int err, n;
 
 	/* Set up as the command would run: a plan that cannot load or attach is no plan. */
 	memset(&c, 0, sizeof(c));
@@ -193,7 +168,9 @@ int trace_collect_plan(const struct trace_opts *o, plan_show_fn show, void *arg)
 	s = SKEL_OPEN(trace);
 	if (!s)
 		return -errno;
-	show("trace", hooks, trace_hooks(s, o, hooks), why, arg);
+	n = trace_hooks(s, o, hooks);
+	if (n >= 0)
+		show("trace", hooks, n, why, arg);
 	trace_bpf__destroy(s);
 	return 0;
 }
@@ -208,7 +185,7 @@ int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
 	struct attach_hook hooks[TRACE_MAX_HOOKS];
 	struct trace_bpf *s;
 	uint64_t end_io, throtl_fn, wait_end_io, addrs[3];
-	int err, i, nr;
+	int err, i, nr, n;
 
 	c->o = o;
 	if (sink)
@@ -249,9 +226,9 @@ int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
 	/* IOSPAN_FAULT=bio_slots_contended (tests): bios take each other's slots. */
 	if (fault_injected("bio_slots_contended"))
 		s->rodata->bio_slots_nr = 16;
-	/* The syscall programs' table (trace.bpf.c): the op of each syscall. */
+	/* The syscall programs' table (trace.bpf.c): the op of each syscall traced. */
 	for (i = 0; i <= TRACE_OP_SYNC_FILE_RANGE; i++)
-		if ((nr = syscall_nr(trace_op_name(i))) >= 0)
+		if ((o->ops & (1U << i)) && (nr = syscall_nr(trace_op_name(i))) >= 0)
 			s->rodata->sys_op[nr] = i + 1;
 	s->rodata->offcpu_periods = o->offcpu_periods;
 	s->rodata->delayacct_on = o->delayacct;
@@ -261,7 +238,10 @@ int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
 		bpf_map__set_max_entries(s->maps.dirtiers, 1);
 	bpf_map__set_max_entries(s->maps.events, o->rb_bytes);
 
-	return bpfcmd_plan(&c->cmd, hooks, trace_hooks(s, o, hooks),
+	n = trace_hooks(s, o, hooks);
+	if (n < 0)
+		return n;
+	return bpfcmd_plan(&c->cmd, hooks, n,
 			   "its maps have fixed sizes: free memory, or raise the memory cgroup "
 			   "limit") ?:
 		       bpfcmd_load_filter(&c->cmd, &o->filter) ?: trace_consume_open(c) ?:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -290,6 +291,23 @@ int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_op
 	tf->proc_on = tf->pid || tf->tid || tf->comm_on || tf->cgroups;
 	tf->file_on = tf->file_dev || tf->dir_dev;
 	return ret;
+}
+
+int filter_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		  const char *cmd, struct filter_opts *f, int *err)
+{
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		ret = filter_parse_opt(cmd, opt, optarg, f);
+		if (ret > 0)
+			return opt;
+		if (ret < 0) {
+			*err = ret;
+			return FILTER_GETOPT_ERR;
+		}
+	}
+	return -1;
 }
 
 int filter_maps_fill_opts(int devs_fd, int cgroups_fd, const struct filter_opts *f)

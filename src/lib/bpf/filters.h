@@ -78,6 +78,17 @@ enum filter_opt {
  */
 int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_opts *f);
 
+struct option;
+
+/*
+ * getopt_long() for BPF command @cmd: the options every such command has are taken
+ * (filter_parse_opt()) and the next of the command's own returned; -1 at the end, or
+ * FILTER_GETOPT_ERR with *@err the -errno of bad usage (already said).
+ */
+#define FILTER_GETOPT_ERR (-2)
+int filter_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		  const char *cmd, struct filter_opts *f, int *err);
+
 /* The disk of -d and the cgroup directory of --cgroup; NULL without them. */
 static inline const struct disk *filter_opts_disk(const struct filter_opts *f)
 {

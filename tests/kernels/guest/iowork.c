@@ -15,6 +15,12 @@
  *                           O_DIRECT, then reads them: once the process has written
  *                           "PID TID" (TID: the second thread's) to FILE and found the
  *                           file GO (so that filters can name it before it does I/O)
+ *   iowork compat PATH [-b BS] [-n COUNT]
+ *                           one pread of BS bytes of PATH (its only I/O), then COUNT
+ *                           32-bit syscalls (int $0x80) lseek(fd, BS, SEEK_SET) with fd
+ *                           also in rdi: ia32's lseek has the number of x86-64's readv,
+ *                           so a tracer taking them for 64-bit calls sees COUNT reads of
+ *                           BS bytes more; exit 3 where the kernel has no 32-bit syscalls
  *   iowork bpfmap PATH [-b BS] [-n COUNT]
  *                           COUNT lookups of a BS-byte value in a BPF array map (a bpf()
  *                           caller, as iospan is), or until PATH exists; ops: the lookups
@@ -31,6 +37,7 @@
 #include <linux/aio_abi.h>
 #include <pthread.h>
 #include <linux/bpf.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +46,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct opts {
@@ -69,7 +77,7 @@ static void die(const char *what, const char *path)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: iowork pread|pwrite|mmap|aio|bpfmap PATH [-b BS] [-n COUNT] [-q QD] "
+		"usage: iowork pread|pwrite|mmap|aio|bpfmap|compat PATH [-b BS] [-n COUNT] [-q QD] "
 		"[--direct] [--random] [--fsync]\n"
 		"       iowork pair PATH PATH2 --comm NAME --ready FILE --go FILE "
 		"[-b BS] [-n COUNT]\n");
@@ -389,6 +397,71 @@ static void bpf_lookups(const struct opts *o, struct result *r)
 	free(value);
 }
 
+#if defined(__x86_64__)
+/* ia32 syscall @nr with three arguments, @fd also in rdi (x86-64's first argument). */
+static long int80(long nr, long fd, long a1, long a2)
+{
+	long ret = nr;
+
+	asm volatile("int $0x80"
+		     : "+a"(ret)
+		     : "b"(fd), "c"(a1), "d"(a2), "D"(fd)
+		     : "r8", "r9", "r10", "r11", "memory");
+	return ret;
+}
+
+#define IA32_LSEEK  19
+#define IA32_GETPID 20
+
+/*
+ * Whether int $0x80 works: without IA32 emulation (or with ia32_emulation=0) it is a
+ * general protection fault, so a child tries it first.
+ */
+static bool have_int80(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		die("forking", "a probe of int $0x80");
+	if (!pid)
+		_exit(int80(IA32_GETPID, 0, 0, 0) == getpid() ? 0 : 1);
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+/* See the usage: 32-bit syscalls a 64-bit reading of the numbers would misname. */
+static void compat_calls(const struct opts *o, struct result *r)
+{
+	int fd = open(o->path, O_RDONLY);
+	char *buf = io_buffer(o->bs);
+
+	if (fd < 0)
+		die("opening", o->path);
+	if (!have_int80()) {
+		fprintf(stderr, "iowork: no 32-bit syscalls here\n");
+		exit(3);
+	}
+	if (pread(fd, buf, o->bs, 0) != (ssize_t)o->bs)
+		die("pread", o->path);
+	r->bytes = o->bs;
+	for (long i = 0; i < o->count; i++) {
+		if (int80(IA32_LSEEK, fd, o->bs, SEEK_SET) != (long)o->bs)
+			die("lseek (int $0x80)", o->path);
+		r->ops++;
+	}
+	close(fd);
+	free(buf);
+}
+#else
+static void compat_calls(const struct opts *o, struct result *r)
+{
+	(void)o;
+	(void)r;
+	fprintf(stderr, "iowork: no 32-bit syscalls here\n");
+	exit(3);
+}
+#endif
+
 static void report(const struct opts *o, const struct result *r)
 {
 	printf("{\"tool\":\"iowork\",\"mode\":\"%s\",\"pid\":%d,\"path\":\"%s\",\"bs\":%zu,"
@@ -413,6 +486,8 @@ int main(int argc, char **argv)
 		aio_read(&o, &r);
 	else if (!strcmp(o.mode, "bpfmap"))
 		bpf_lookups(&o, &r);
+	else if (!strcmp(o.mode, "compat"))
+		compat_calls(&o, &r);
 	else if (!strcmp(o.mode, "pair")) {
 		pair(&o);
 		return 0;

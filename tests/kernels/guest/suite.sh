@@ -202,6 +202,7 @@ top_scenario() {
 		step "$d" w-buf-read iowork pread "$dir/top-buffered" -b 1048576 -n 8
 		step "$d" w-mmap iowork mmap "$dir/top-direct"
 		step "$d" w-aio iowork aio "$dir/top-buffered" -b 65536 -n 128 -q 4
+		step "$d" w-compat iowork compat "$dir/top-buffered" -b 4096 -n 64
 	fi
 	sync
 	stop_tracer "$d" top
