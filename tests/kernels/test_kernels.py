@@ -556,6 +556,18 @@ def counts_skipped_runs(kernel):
     return (major, minor) >= (6, 7)
 
 
+def skipped_runs_allowed(g, case, n):
+    """How many of @n events of trace's programs may be missing in @case: on PREEMPT_RT
+    the runs the kernel declares skipped (trace's hook_runs_missed), any number before
+    6.7 (it declares none); elsewhere none (assert_ops)."""
+    if "-rt-" not in case[0]:
+        return 0
+    if not counts_skipped_runs(case[0]):
+        return n
+    _, totals = trace_docs(g, case[1])
+    return totals["counters"]["hook_runs_missed"]
+
+
 def assert_ops(case, reqs, want, w):
     """The requests of the workload's pid, by op, are exactly @want. On PREEMPT_RT a
     program preempted in its run makes the kernel skip the run of the same program by
@@ -650,13 +662,7 @@ def test_trace_contended_direct_reads_exact(case):
         dio = [e for e in r["events"] if e["type"] == "direct_io"]
         assert len(dio) <= 1, (case, r["offset"], dio)
         no_dio += not dio
-    skipped = 0
-    if "-rt-" in case[0]:
-        _, totals = trace_docs(g, case[1])
-        skipped = totals["counters"]["hook_runs_missed"]
-        if not counts_skipped_runs(case[0]):
-            skipped = len(reqs)
-    assert no_dio <= skipped, (case, no_dio, skipped)
+    assert no_dio <= skipped_runs_allowed(g, case, len(reqs)), (case, no_dio)
 
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
@@ -744,13 +750,18 @@ def test_trace_mmap_faults(case):
 
 @pytest.mark.parametrize("case", FILE_FS_CASES, ids=case_id)
 def test_trace_direct_io_boundaries(case):
-    """iomap_dio_rw_begin (or its fallback): each direct read shows its direct_io event."""
+    """iomap_dio_rw_begin (or its fallback): each direct read shows its direct_io event.
+    Before 6.5 that is a kprobe, which PREEMPT_RT skips while a preempted bpf() map
+    access holds it off (trace's own reads of its maps for each request it prints):
+    the read is shown without it (6.1-rt: 2 of 256 in a CI run), at most as many as
+    the kernel declares skipped runs (any number before 6.7)."""
     g = guest(case[0])
     w, reqs = requests_of(g, case[1], "w-dio-read")
     assert_ops(case, reqs, {"pread64": w["ops"]}, w)
     without = [r["offset"] for r in reqs
                if not any(e["type"] == "direct_io" for e in r["events"])]
-    assert not without, (case, "direct reads without a direct_io event at", without)
+    assert len(without) <= skipped_runs_allowed(g, case, len(reqs)), (
+        case, "direct reads without a direct_io event at", without)
 
 
 @pytest.mark.parametrize("case", AIO_CASES, ids=case_id)
