@@ -35,13 +35,13 @@ CFLAGS += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
 	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/abi -Isrc/lib/util -Isrc/lib/sys -Isrc/lib/bpf -I$(OUT)
-LDLIBS += -lbpf -lelf -lz -lm -lsqlite3
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wno-unused-function \
+LDLIBS += -lbpf -lelf -lz -lm -lsqlite3 -lmicrohttpd -lpthread
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Wno-unused-function \
 	      -I$(OUT) -Isrc/bpf -Isrc/abi
 
 LIB_SRCS := $(wildcard src/lib/*/*.c)
-# The layers (README, "Layout"): lib/ below collect/ and incident/, commands on top.
-COLLECT_SRCS := $(wildcard src/collect/*.c src/collect/*/*.c src/incident/*.c)
+# The layers (README, "Layout"): lib/ below collect/, incident/ and export/, commands on top.
+COLLECT_SRCS := $(wildcard src/collect/*.c src/collect/*/*.c src/incident/*.c src/export/*.c)
 CMD_SRCS := $(wildcard src/cmd/*/*.c)
 BPF_SRCS := $(wildcard src/bpf/*.bpf.c)
 # Command objects are also built for kernels without the kfunc bpf_rdonly_cast
@@ -120,18 +120,36 @@ $(OUT)/iowork: tests/kernels/guest/iowork.c | $(OUT)
 $(OUT)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) $(filter $(OUT)/cmd/%.o $(OUT)/collect/%.o $(OUT)/incident/%.o,$^) -o $@ \
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -I$(OUT)/tests $< $(LIB_OBJS) $(filter $(OUT)/cmd/%.o $(OUT)/collect/%.o $(OUT)/incident/%.o $(OUT)/export/%.o,$^) -o $@ \
 		$(LDLIBS) -lcmocka
+
+# BPF objects of the unit tests (tests/unit/bpf), run with BPF_PROG_TEST_RUN.
+$(OUT)/tests/bpf/%.bpf.o: tests/unit/bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard src/bpf/*.h src/abi/*.h) | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/tests/%.skel.h: $(OUT)/tests/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+
+.SECONDARY: $(OUT)/tests/bpf/rbuf_emit.bpf.o $(OUT)/tests/rbuf_emit.skel.h
+$(OUT)/tests/test_rbuf: $(OUT)/tests/rbuf_emit.skel.h
 
 # Unit tests of a command's pure parts link those objects too.
 $(OUT)/tests/test_watch_trigger: $(OUT)/incident/rules.o
 $(OUT)/tests/test_lat_kind: $(OUT)/collect/lat/kind.o
 # The probe object stands in for a command's syscall programs (opened, never loaded).
 $(OUT)/tests/test_syscalls: $(OUT)/probe.skel.h
+$(OUT)/tests/test_attach_plan: $(OUT)/probe.skel.h
 $(OUT)/tests/test_mapmem: $(OUT)/probe.skel.h
+$(OUT)/tests/test_skel: $(OUT)/probe.skel.h
 $(OUT)/tests/test_top_model: $(OUT)/collect/top/model.o
 $(OUT)/tests/test_snoop_render: $(OUT)/cmd/snoop/render.o $(OUT)/collect/snoop/format.o
 $(OUT)/tests/test_trace_perfetto: $(OUT)/cmd/trace/perfetto.o $(OUT)/collect/trace/record.o
+$(OUT)/tests/test_http: $(OUT)/export/http.o
+$(OUT)/tests/test_metrics: $(OUT)/export/metrics.o $(OUT)/collect/sampler.o \
+	$(OUT)/collect/psi.o $(OUT)/incident/rules.o
 
 $(OUT):
 	$(Q)mkdir -p $(OUT)
@@ -175,11 +193,14 @@ install: $(OUT)/iospan $(MAN_PAGES) $(OUT)/iospan-watch.service
 	$(call msg,INSTALL,$(DESTDIR)$(UNITDIR)/iospan-watch.service)
 	$(Q)install -m 0644 $(OUT)/iospan-watch.service $(DESTDIR)$(UNITDIR)/
 	$(Q)install -m 0644 dist/watch.conf $(DESTDIR)$(DOCDIR)/watch.conf.example
+	$(Q)install -d $(DESTDIR)$(DOCDIR)/grafana
+	$(Q)install -m 0644 dist/grafana/iospan.json $(DESTDIR)$(DOCDIR)/grafana/iospan.json
 
 uninstall:
 	$(Q)rm -f $(DESTDIR)$(SBINDIR)/iospan \
 		$(patsubst $(OUT)/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(MAN_PAGES)) \
-		$(DESTDIR)$(UNITDIR)/iospan-watch.service $(DESTDIR)$(DOCDIR)/watch.conf.example
+		$(DESTDIR)$(UNITDIR)/iospan-watch.service $(DESTDIR)$(DOCDIR)/watch.conf.example \
+		$(DESTDIR)$(DOCDIR)/grafana/iospan.json
 
 # Installs missing Debian packages (quiet when nothing is missing).
 deps:

@@ -4,16 +4,18 @@
 
 For each command and run: starts `iospan --json CMD` (stdout and stderr piped and read
 as they come), and measures
-  start   from the spawn to the line on stderr that says it is tracing;
+  start   from the spawn to the line that says it is tracing (stderr; watch: its
+          "start" event on stdout);
   report  from SIGINT (sent --settle seconds later) to the end of its final report on
-          stdout (top: its report document; trace: the "totals" line);
+          stdout (top: its report document; trace: the "totals" line; lat: its
+          histograms; snoop: its summary; watch: its "stop" event);
   exit    from SIGINT to the process's exit.
 Prints the median and p90 over the runs (or one JSON document with --json).
 With --verifier, one more run per command with IOSPAN_VERIFIER_STATS=1 says what the
 kernel's verifier took per program (instructions processed, microseconds): most of the
 start-up, and the part a change to the BPF code moves.
 
-  sudo /usr/bin/python3 bench/startup.py [--runs 10] [--bin build/iospan] [top trace]
+  sudo /usr/bin/python3 bench/startup.py [--runs 10] [--bin build/iospan] [COMMAND...]
 
 Needs root. The machine should be otherwise idle: these are wall-clock times.
 """
@@ -24,6 +26,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -31,17 +34,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
 
-def is_final_report(cmd, line):
-    """Whether @line (stdout, JSON) is the last thing @cmd prints after a stop."""
+# What each command is run with (a long window: only the stop request ends it), and
+# whether a JSON document on stdout is its tracing mark or its last report.
+COMMANDS = {
+    "top": (["--duration", "1h"], None, lambda d: "processes" in d),
+    "trace": ([], None, lambda d: d.get("type") == "totals"),
+    "lat": ([], None, lambda d: "histograms" in d),
+    "snoop": (["--duration", "1h"], None, lambda d: "summary" in d),
+    # watch's store in the run's own directory (a fresh one per run).
+    "watch": (["--db", "{tmp}/incidents.db"], lambda d: d.get("event") == "start",
+              lambda d: d.get("event") == "stop"),
+}
+
+
+def json_doc(line):
     try:
         doc = json.loads(line)
     except ValueError:
-        return False
-    if not isinstance(doc, dict):
-        return False
-    if cmd == "top":
-        return "processes" in doc
-    return doc.get("type") == "totals"
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 class Run:
@@ -49,6 +60,7 @@ class Run:
 
     def __init__(self, binary, cmd, extra):
         self.cmd = cmd
+        _, self.is_start, self.is_final = COMMANDS[cmd]
         self.tracing = threading.Event()
         self.reported = threading.Event()
         self.t_tracing = self.t_report = None
@@ -64,21 +76,33 @@ class Run:
     def _read_stderr(self):
         for line in self.proc.stderr:
             self.stderr.append(line)
-            if "tracing" in line and not self.tracing.is_set():
-                self.t_tracing = time.monotonic()
-                self.tracing.set()
+            if not self.is_start and "tracing" in line:
+                self.mark_tracing()
+
+    def mark_tracing(self):
+        if not self.tracing.is_set():
+            self.t_tracing = time.monotonic()
+            self.tracing.set()
 
     def _read_stdout(self):
         for line in self.proc.stdout:
-            if is_final_report(self.cmd, line) and not self.reported.is_set():
+            doc = json_doc(line)
+            if doc is None:
+                continue
+            if self.is_start and self.is_start(doc):
+                self.mark_tracing()
+            if self.is_final(doc) and not self.reported.is_set():
                 self.t_report = time.monotonic()
                 self.reported.set()
 
 
 def one_run(binary, cmd, settle, timeout):
-    # A long window: only the stop request ends the command.
-    extra = ["--duration", "1h"] if cmd == "top" else []
-    r = Run(binary, cmd, extra)
+    with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
+        return run_in(binary, cmd, settle, timeout, tmp)
+
+
+def run_in(binary, cmd, settle, timeout, tmp):
+    r = Run(binary, cmd, [a.format(tmp=tmp) for a in COMMANDS[cmd][0]])
     try:
         if not r.tracing.wait(timeout):
             raise RuntimeError("%s did not start tracing in %.0f s: %s"
@@ -104,9 +128,15 @@ def one_run(binary, cmd, settle, timeout):
 
 def verifier_stats(binary, cmd, timeout):
     """Per program: (name, instructions processed, verification us), from one start."""
+    with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
+        return verifier_stats_in(binary, cmd, timeout, tmp)
+
+
+def verifier_stats_in(binary, cmd, timeout, tmp):
     env = dict(os.environ, IOSPAN_VERIFIER_STATS="1")
-    proc = subprocess.Popen([binary, cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    extra = [a.format(tmp=tmp) for a in COMMANDS[cmd][0]]
+    proc = subprocess.Popen([binary, cmd] + extra, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env)
     progs = []
     deadline = time.monotonic() + timeout
     try:
@@ -133,8 +163,8 @@ def p90(values):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("commands", nargs="*", metavar="top|trace",
-                    help="the commands to measure (default: both)")
+    ap.add_argument("commands", nargs="*", metavar="COMMAND",
+                    help="the commands to measure: %s (default: all)" % ", ".join(COMMANDS))
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--bin", default=os.environ.get("IOSPAN_BIN")
                     or os.path.join(REPO, "build", "iospan"))
@@ -147,9 +177,9 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("startup.py: needs root (it loads BPF programs)")
-    a.commands = a.commands or ["top", "trace"]
-    if set(a.commands) - {"top", "trace"}:
-        sys.exit("startup.py: the commands measured are top and trace")
+    a.commands = a.commands or list(COMMANDS)
+    if set(a.commands) - set(COMMANDS):
+        sys.exit("startup.py: the commands measured are %s" % ", ".join(COMMANDS))
     if a.runs < 1:
         sys.exit("startup.py: --runs must be at least 1")
 

@@ -9,6 +9,7 @@ PACKAGES=(
 	# build: C, BPF objects, skeletons
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
 	libsqlite3-dev # the incident store of iospan watch
+	libmicrohttpd-dev # the metrics endpoint of iospan watch (--listen)
 	sqlite3 # end-to-end tests read the store as a user would
 	clang-format # make format
 	pandoc man-db # man pages (make man, make install) and the test that renders them
@@ -24,6 +25,8 @@ PACKAGES=(
 	libbpf-tools
 	# a real storage engine for end-to-end tests: RocksDB's db_bench (tests/e2e/test_rocksdb.py)
 	rocksdb-tools
+	# a real Prometheus server (and promtool) scraping the metrics endpoint in the tests
+	prometheus
 )
 
 missing=()

@@ -23,13 +23,9 @@ const struct cmd *iospan_commands(size_t *n);
 int cmd_stat(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_top(int argc, char **argv);
-int top_plan(plan_show_fn show, void *arg);
 int cmd_trace(int argc, char **argv);
-int trace_plan(plan_show_fn show, void *arg);
 int cmd_lat(int argc, char **argv);
-int lat_plan(plan_show_fn show, void *arg);
 int cmd_snoop(int argc, char **argv);
-int snoop_plan(plan_show_fn show, void *arg);
 int cmd_watch(int argc, char **argv);
 int cmd_incidents(int argc, char **argv);
 

@@ -7,28 +7,34 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "iospan.h"
+#include "collect/lat.h"
+#include "collect/snoop.h"
+#include "collect/top.h"
+#include "collect/trace.h"
 #include "args.h"
 #include "err.h"
 #include "output.h"
 
 static const struct cmd commands[] = {
-	{ "stat", cmd_stat, "iostat -x from /proc/diskstats, with record and replay", NULL },
-	{ "doctor", cmd_doctor, "what this kernel supports and how iospan will attach", NULL },
-	{ "top", cmd_top, "who does I/O to which file, how slow: processes, files, stalls",
-	  top_plan },
-	{ "trace", cmd_trace, "each request through the stack: slow ones with stages, timeline",
-	  trace_plan },
-	{ "lat", cmd_lat, "latency and size distributions of block requests, per disk, process, stack",
-	  lat_plan },
-	{ "snoop", cmd_snoop, "every block request, one line each: who, where, how long",
-	  snoop_plan },
-	{ "watch", cmd_watch, "flight recorder: stores I/O incidents (trigger, before, after)",
-	  NULL },
-	{ "incidents", cmd_incidents, "what watch stored: list, show, export, prune", NULL },
+	{"stat", cmd_stat, "iostat -x from /proc/diskstats, with record and replay", NULL},
+	{"doctor", cmd_doctor, "what this kernel supports and how iospan will attach", NULL},
+	{"top", cmd_top, "who does I/O to which file, how slow: processes, files, stalls",
+	 top_collect_plan},
+	{"trace", cmd_trace, "each request through the stack: slow ones with stages, timeline",
+	 trace_collect_plan},
+	{"lat", cmd_lat,
+	 "latency and size distributions of block requests, per disk, process, stack",
+	 lat_collect_plan},
+	{"snoop", cmd_snoop, "every block request, one line each: who, where, how long",
+	 snoop_collect_plan},
+	{"watch", cmd_watch, "flight recorder: stores I/O incidents (trigger, before, after)",
+	 NULL},
+	{"incidents", cmd_incidents, "what watch stored: list, show, export, prune", NULL},
 };
 
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+#define N_COMMANDS (ARRAY_SIZE(commands))
 
 static void usage(FILE *out)
 {

@@ -84,7 +84,8 @@ struct top_stat {
 	__u32 flags;	      /* enum top_flags seen on this row */
 	__u32 bdev;	      /* block device of the last DISK bytes (coverage per disk) */
 	__u32 path_epoch;     /* this CPU's last check of the file's path (top.bpf.c) */
-	__u32 pad;
+	__u32 nr_q2c_write;   /* of nr_q2c, the writes (the rest are reads) */
+	__u64 q2c_write_sum;  /* of q2c_sum, the writes' */
 };
 
 /* Who did it: one per owner, written on first sight and when comm or cgroup change. */
@@ -191,6 +192,7 @@ enum top_drop {
 	TOP_DROP_RQ_UNSEEN,
 	TOP_DROP_RQ_UNSEEN_BYTES, /* informational: the bytes of those requests */
 	TOP_DROP_FLUSH_LOST,	  /* a disk's flush not counted: no row for the disk */
+	TOP_DROP_DHIST_FULL,	  /* a request not in its disk's histograms: no room */
 	TOP_DROP_NR,
 };
 
@@ -218,7 +220,33 @@ struct top_rq_slot {
 	__u32 dev;  /* KDEV where its bytes go: its first bio's device (a partition), or the disk */
 	__u32 left; /* bytes not completed yet */
 	__u32 state; /* enum top_rq_state while open; 0 once completed or requeued */
-	__u32 pad;
+	__u32 size;  /* bytes at its issue */
+};
+
+/*
+ * Per disk and op (struct top_dhist_key), with disk_hists on (watch's metrics): log2
+ * histograms of each request's q2c and d2c (ns) and size (bytes), counted at its end
+ * as /proc/diskstats counts it. Slot k holds the values in (2^(k-1), 2^k] (slot 0: 0
+ * and 1), so that 2^k is an exact inclusive upper bound ("le"); the last slot also holds
+ * every larger value: user space gives no bound for it.
+ */
+#define TOP_DH_LAT_SLOTS  40 /* up to 2^39 ns, 9 minutes */
+#define TOP_DH_SIZE_SLOTS 32 /* up to 2^31 bytes */
+#define TOP_DH_MAX_KEYS	  256
+
+/* The ops of /proc/diskstats' fields, as the kernel's op_stat_group() sorts them. */
+enum top_dh_op { TOP_DH_READ, TOP_DH_WRITE, TOP_DH_DISCARD, TOP_DH_FLUSH, TOP_DH_NR_OPS };
+
+struct top_dhist_key {
+	__u32 dev; /* KDEV of the disk */
+	__u32 op;  /* enum top_dh_op */
+};
+
+struct top_dhist {
+	__u64 q2c_sum, d2c_sum, bytes_sum; /* ns, ns, bytes */
+	__u64 q2c[TOP_DH_LAT_SLOTS];	   /* requests with a known queue start */
+	__u64 d2c[TOP_DH_LAT_SLOTS];	   /* requests with a known issue */
+	__u64 size[TOP_DH_SIZE_SLOTS];	   /* every request but flushes */
 };
 
 enum top_rq_state {

@@ -36,12 +36,7 @@ struct bio_q_slot {
 	__u64 q;   /* CLOCK_MONOTONIC ns at block_bio_queue */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, BIO_Q_SLOTS);
-	__type(key, __u32);
-	__type(value, struct bio_q_slot);
-} bio_qs SEC(".maps");
+DEFINE_MAP(bio_qs, BPF_MAP_TYPE_ARRAY, __u32, struct bio_q_slot, BIO_Q_SLOTS);
 
 /* The slot of the bio tagged @tag: its own if either holds it, else the older one. */
 static __noinline struct bio_q_slot *bio_q_claim(__u64 tag)

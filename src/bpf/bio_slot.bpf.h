@@ -96,24 +96,52 @@ static __always_inline void *slot_find2(void *map, const void *ptr, __u32 nr)
 	return slot_find_tag2(map, pv(ptr), nr, &idx);
 }
 
+/* The two slots of the object tagged @tag_ in @map, in *@a and *@b: false if none. */
+#define slot_lookup2(map, tag_, nr, a, b)                                       \
+	({                                                                      \
+		__u64 t__ = (tag_);                                             \
+		__u32 i__ = slot_index(t__, nr), j__ = slot_index_alt(t__, nr); \
+		*(a) = bpf_map_lookup_elem(map, &i__);                          \
+		*(b) = bpf_map_lookup_elem(map, &j__);                          \
+		*(a) && *(b);                                                   \
+	})
+
 /*
  * Of the two slots of the object tagged @tag_ in @map (slots of @type, whose first
- * member is the tag and which are zeroed when their object ends): its own if either
- * holds it, else an empty one, else the one whose @age member is older; NULL if the
- * map has no such slots. The caller sees what the slot held before it writes @tag.
+ * member is the tag): the second where take_second(first, second, tag, @arg), else the
+ * first; NULL if the map has no such slots.
  */
-#define slot_pick2(map, type, tag_, nr, age)                                               \
-	({                                                                                 \
-		__u64 t__ = (tag_);                                                        \
-		__u32 i__ = slot_index(t__, nr), j__ = slot_index_alt(t__, nr);             \
-		type *a__ = bpf_map_lookup_elem(map, &i__);                                \
-		type *b__ = bpf_map_lookup_elem(map, &j__);                                \
-                                                                                           \
-		if (a__ && b__ && a__->tag != t__ &&                                       \
-		    (b__->tag == t__ || (a__->tag && (!b__->tag || b__->age < a__->age))))  \
-			a__ = b__;                                                         \
-		b__ ? a__ : NULL;                                                          \
+#define slot_pick2_if(map, type, tag_, nr, take_second, arg)                    \
+	({                                                                      \
+		__u64 t__ = (tag_);                                             \
+		__u32 i__ = slot_index(t__, nr), j__ = slot_index_alt(t__, nr); \
+		type *a__ = bpf_map_lookup_elem(map, &i__);                     \
+		type *b__ = bpf_map_lookup_elem(map, &j__);                     \
+                                                                                \
+		if (a__ && b__ && take_second(a__, b__, t__, arg))              \
+			a__ = b__;                                              \
+		b__ ? a__ : NULL;                                               \
 	})
+
+/*
+ * slot_pick2_if() for slots zeroed when their object ends: the object's own if either
+ * holds it, else an empty one, else the one whose @age member is older. The caller sees
+ * what the slot held before it writes @tag.
+ */
+#define slot_older_second(a, b, t, age) \
+	((a)->tag != (t) && ((b)->tag == (t) || ((a)->tag && (!(b)->tag || (b)->age < (a)->age))))
+#define slot_pick2(map, type, tag_, nr, age) \
+	slot_pick2_if(map, type, tag_, nr, slot_older_second, age)
+
+/*
+ * slot_pick2_if() for records that outlive a cleared tag, or go stale: the second if it
+ * holds the object's tag or the first holds another live object. @live(slot) says
+ * whether a slot's object is still in flight. The caller sees what the slot held: a live
+ * one not its own is a collision, which it counts.
+ */
+#define slot_live_second(a, b, t, live) ((b)->tag == (t) || ((a)->tag != (t) && live(a)))
+#define slot_pick2_live(map, type, tag_, nr, live) \
+	slot_pick2_if(map, type, tag_, nr, slot_live_second, live)
 
 #define REQ_OP_MASK	    0xff
 #define REQ_OP_FLUSH	    2

@@ -115,7 +115,7 @@ static __always_inline __u32 blk_bio_src(struct bio *bio, __u64 dio_end_io, stru
 	if (!page)
 		return BLK_SRC_NONE;
 	page = page_head(page);
-	if (kernel_page(page))
+	if (core_page_kernel_type(page))
 		return BLK_SRC_KERNEL;
 	mapping = KR(struct page, page, mapping);
 	if (!mapping)
@@ -165,12 +165,7 @@ struct blk_owner_slot {
 	struct blk_owner o;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, BLK_OWNER_SLOTS);
-	__type(key, __u32);
-	__type(value, struct blk_owner_slot);
-} blk_owner_slots SEC(".maps");
+DEFINE_MAP(blk_owner_slots, BPF_MAP_TYPE_ARRAY, __u32, struct blk_owner_slot, BLK_OWNER_SLOTS);
 
 /*
  * Stacks are kept by their content, each with an id of its own: a stack trace map
@@ -178,32 +173,17 @@ struct {
  * bucket is taken, so with a few dozen stacks one in a few hundred was lost at random.
  * Here a stack is lost only when the map is full (counted per request).
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct blk_owner_stack);
-	__type(value, __s32);
-} blk_owner_stack_ids SEC(".maps");
+DEFINE_MAP(blk_owner_stack_ids, BPF_MAP_TYPE_HASH, struct blk_owner_stack, __s32, 1024);
 
 /* The stack being looked up (too large for the BPF stack beside the rest). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct blk_owner_stack);
-} blk_owner_stack_buf SEC(".maps");
+DEFINE_MAP(blk_owner_stack_buf, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct blk_owner_stack, 1);
 
 /*
  * Ids given to stacks by each CPU: a stack's id is (n * blk_owner_nr_cpus + cpu + 1)
  * for the n-th one its CPU gave, unique without an atomic counter (the return value of
  * an atomic add needs BPF v3 instructions).
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} blk_owner_stacks_given SEC(".maps");
+DEFINE_MAP(blk_owner_stacks_given, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u32, 1);
 
 const volatile __u32 blk_owner_nr_cpus = 1;
 

@@ -13,12 +13,7 @@
 #error "define COUNTERS_NR (the number of counters) before including counters.bpf.h"
 #endif
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, COUNTERS_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+DEFINE_MAP(counters, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, COUNTERS_NR);
 
 static __always_inline void count_n(__u32 what, __u64 n)
 {

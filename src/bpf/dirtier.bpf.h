@@ -39,31 +39,13 @@ struct dirty_chunk {
 	__u32 owner[DIRTY_CHUNK_PAGES];
 };
 
-/* The first word of a folio (or page), its flags: see folio_bytes(). */
-static __always_inline unsigned long folio_flags_word(const void *folio)
-{
-	unsigned long fl = 0;
-
-	bpf_probe_read_kernel(&fl, sizeof(fl), folio);
-	return fl;
-}
-
 #define FOLIO_FLAG(fl, bit) ((fl) & (1UL << bpf_core_enum_value(enum pageflags, bit)))
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536); /* from --max-entries */
-	__type(key, struct dirty_key);
-	__type(value, struct dirty_chunk);
-} dirtiers SEC(".maps");
+/* Sized by --max-entries. */
+DEFINE_MAP(dirtiers, BPF_MAP_TYPE_LRU_HASH, struct dirty_key, struct dirty_chunk, 65536);
 
 /* The dirtiers whose data writes in flight carry, of pages dirtied again meanwhile. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct dirty_key);
-	__type(value, struct dirty_chunk);
-} redirtied SEC(".maps");
+DEFINE_MAP(redirtied, BPF_MAP_TYPE_LRU_HASH, struct dirty_key, struct dirty_chunk, 4096);
 
 /*
  * Pages @first..@end - 1 of the chunk @dk->chunk were dirtied by @owner, while under
@@ -130,7 +112,7 @@ static __always_inline void dirtier_mark(struct folio *folio, __u32 dev, __u32 g
 {
 	struct mark_folio m = {};
 
-	m.wb = !!FOLIO_FLAG(folio_flags_word(folio), PG_writeback);
+	m.wb = !!FOLIO_FLAG(core_folio_flags(folio), PG_writeback);
 	m.k.dev = dev;
 	m.k.gen = gen;
 	m.k.ino = ino;
@@ -246,7 +228,7 @@ __noinline int page_walk_next(struct page_pos *pp)
 	n = pp->vec_left < pp->left ? pp->vec_left : pp->left;
 	if (room < n)
 		n = room;
-	pp->dirtier = page_dirtier(pp, index, folio_flags_word(folio));
+	pp->dirtier = page_dirtier(pp, index, core_folio_flags(folio));
 	pp->bytes = n;
 	pp->off += n;
 	pp->vec_left -= n;

@@ -38,6 +38,22 @@
 #define TP_VIEW(type, i) KVIEW(type, ctx[i])
 #define TP_ARG(type, i) ((type)ctx[i])
 
+/*
+ * The fentry and kprobe programs @name_fentry and @name_kprobe on kernel function @func,
+ * whose first arguments are (struct kiocb *, struct iov_iter *): handler(iocb, iter).
+ */
+#define KIOCB_ITER_FALLBACKS(name, func, handler)                                        \
+	SEC("fentry/" #func)                                                             \
+	int BPF_PROG(name##_fentry, struct kiocb *iocb, struct iov_iter *iter)           \
+	{                                                                                \
+		return handler(iocb, iter);                                              \
+	}                                                                                \
+	SEC("kprobe/" #func)                                                             \
+	int BPF_KPROBE(name##_kprobe, struct kiocb *iocb, struct iov_iter *iter)         \
+	{                                                                                \
+		return handler(KVIEW(struct kiocb, iocb), KVIEW(struct iov_iter, iter)); \
+	}
+
 /* A page fault on a file mapping: handler(struct address_space *, __u64 index). */
 #define FILEMAP_FAULT_PROGS(name, handler)                                           \
 	SEC("tp_btf/mm_filemap_fault")                                               \
@@ -62,23 +78,40 @@
  * An iomap direct I/O starts (the tracepoint is in __iomap_dio_rw(), whose first
  * arguments it has): handler(struct kiocb *, struct iov_iter *).
  */
-#define DIO_BEGIN_PROGS(name, handler)                                                       \
-	SEC("tp_btf/iomap_dio_rw_begin")                                                     \
-	int BPF_PROG(name, struct kiocb *iocb, struct iov_iter *iter, unsigned int flags,    \
-		     size_t done_before)                                                     \
-	{                                                                                    \
-		return handler(KVIEW(struct kiocb, iocb), KVIEW(struct iov_iter, iter)); \
-	}                                                                                    \
-	SEC("fentry/__iomap_dio_rw")                                                         \
-	int BPF_PROG(name##_fentry, struct kiocb *iocb, struct iov_iter *iter)               \
-	{                                                                                    \
-		return handler(iocb, iter);                                                  \
-	}                                                                                    \
-	SEC("kprobe/__iomap_dio_rw")                                                         \
-	int BPF_KPROBE(name##_kprobe, struct kiocb *iocb, struct iov_iter *iter)             \
-	{                                                                                    \
-		return handler(KVIEW(struct kiocb, iocb), KVIEW(struct iov_iter, iter)); \
+#define DIO_BEGIN_PROGS(name, handler)                                                    \
+	SEC("tp_btf/iomap_dio_rw_begin")                                                  \
+	int BPF_PROG(name, struct kiocb *iocb, struct iov_iter *iter, unsigned int flags, \
+		     size_t done_before)                                                  \
+	{                                                                                 \
+		return handler(KVIEW(struct kiocb, iocb), KVIEW(struct iov_iter, iter));  \
+	}                                                                                 \
+	KIOCB_ITER_FALLBACKS(name, __iomap_dio_rw, handler)
+
+/*
+ * The submission of an async direct I/O ends with -EIOCBQUEUED, in the submitting task
+ * (6.5+; before, its window ends at the I/O's end or the task's next one): @name sets
+ * @field of the task's @type in task storage @tasks to 0, what closes the window.
+ */
+#define DIO_QUEUED_PROG(name, tasks, type, field)                                         \
+	SEC("tp_btf/iomap_dio_rw_queued")                                                 \
+	int BPF_PROG(name)                                                                \
+	{                                                                                 \
+		type *t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0); \
+                                                                                          \
+		if (t)                                                                    \
+			t->field = 0;                                                     \
+		return 0;                                                                 \
 	}
+
+/*
+ * The programs of an iomap direct I/O's life: @name_begin (begin(kiocb, iov_iter)),
+ * @name_queued (closing the task's window, DIO_QUEUED_PROG()) and @name_complete
+ * (complete(kiocb, result)), each with its fallbacks.
+ */
+#define DIO_PROGS(name, begin, complete, tasks, type, field) \
+	DIO_BEGIN_PROGS(name##_begin, begin)                 \
+	DIO_QUEUED_PROG(name##_queued, tasks, type, field)   \
+	DIO_COMPLETE_PROGS(name##_complete, complete)
 
 /*
  * An iomap direct I/O ends: handler(struct kiocb *, long result), the result being the
@@ -112,17 +145,7 @@
  * The fallbacks of mm_filemap_get_pages (whose tp_btf program differs per command):
  * filemap_read(), once per buffered read: handler(struct kiocb *, struct iov_iter *).
  */
-#define FILEMAP_READ_PROGS(name, handler)                                                    \
-	SEC("fentry/filemap_read")                                                           \
-	int BPF_PROG(name##_fentry, struct kiocb *iocb, struct iov_iter *iter)               \
-	{                                                                                    \
-		return handler(iocb, iter);                                                  \
-	}                                                                                    \
-	SEC("kprobe/filemap_read")                                                           \
-	int BPF_KPROBE(name##_kprobe, struct kiocb *iocb, struct iov_iter *iter)             \
-	{                                                                                    \
-		return handler(KVIEW(struct kiocb, iocb), KVIEW(struct iov_iter, iter)); \
-	}
+#define FILEMAP_READ_PROGS(name, handler) KIOCB_ITER_FALLBACKS(name, filemap_read, handler)
 
 /*
  * Readahead starts, in the reading task: the tracepoints (6.11+) are in

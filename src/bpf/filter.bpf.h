@@ -16,19 +16,9 @@
 /* The filter itself, filled by user space before loading, and its two sets. */
 const volatile struct target_filter tfilter = {};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u8);
-} filter_cgroups SEC(".maps");
+DEFINE_MAP(filter_cgroups, BPF_MAP_TYPE_HASH, __u64, __u8, 4096);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, __u8);
-} filter_devs SEC(".maps");
+DEFINE_MAP(filter_devs, BPF_MAP_TYPE_HASH, __u32, __u8, 256);
 
 /* Whether any process filter is set (pid, tid, comm, cgroup). */
 #define tfilter_proc_on() (tfilter.proc_on)
@@ -47,14 +37,18 @@ static __always_inline bool tfilter_comm_ok(const char *comm)
 	return true;
 }
 
+/* -p and --tid for thread @tid of process @pid. */
+static __always_inline bool tfilter_ids_ok(__u32 pid, __u32 tid)
+{
+	return (!tfilter.pid || pid == tfilter.pid) && (!tfilter.tid || tid == tfilter.tid);
+}
+
 /* The process filters for a known owner: thread @tid of @pid, named @comm, in @cgid. */
 static __always_inline bool tfilter_proc_ok(__u32 pid, __u32 tid, const char *comm, __u64 cgid)
 {
 	if (!tfilter_proc_on())
 		return true;
-	if (tfilter.pid && pid != tfilter.pid)
-		return false;
-	if (tfilter.tid && tid != tfilter.tid)
+	if (!tfilter_ids_ok(pid, tid))
 		return false;
 	if (tfilter.comm_on && !tfilter_comm_ok(comm))
 		return false;
@@ -74,9 +68,7 @@ static __always_inline bool tfilter_current_ok(__u32 pid, __u32 tid, __u64 *cgid
 	*cgid = 0;
 	if (!tfilter_proc_on())
 		return true;
-	if (tfilter.pid && pid != tfilter.pid)
-		return false;
-	if (tfilter.tid && tid != tfilter.tid)
+	if (!tfilter_ids_ok(pid, tid))
 		return false;
 	if (tfilter.comm_on) {
 		bpf_get_current_comm(comm, sizeof(comm));

@@ -14,6 +14,7 @@
 #include "common_abi.h"
 #include "lat_abi.h"
 #include "kptr.bpf.h"
+#include "core_fixes.bpf.h"
 #include "vfs.bpf.h"
 #include "bio_slot.bpf.h"
 
@@ -33,12 +34,7 @@ struct ra_entry {
 	__u32 async;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct ra_entry);
-} ra_entries SEC(".maps");
+DEFINE_TASK_STORAGE(ra_entries, struct ra_entry);
 
 /* Whether readahead bio @o of the current thread is async readahead of its file. */
 static __always_inline bool ra_async_of(const struct blk_owner *o)
@@ -101,12 +97,7 @@ const volatile __u64 unit = 1000; /* ns per display unit (1024 bytes for --size)
 /* The queue and split programs record the submitter (--by, the target filters). */
 const volatile bool want_owner = false;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct lat_key);
-	__type(value, struct lat_hist);
-} hists SEC(".maps");
+DEFINE_MAP(hists, BPF_MAP_TYPE_HASH, struct lat_key, struct lat_hist, 4096);
 
 #define COUNTERS_NR LAT_DROP_NR
 #include "counters.bpf.h"
@@ -119,12 +110,7 @@ struct rq_issue {
 	__u64 d;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_RQ_SLOTS);
-	__type(key, __u32);
-	__type(value, struct rq_issue);
-} rq_issues SEC(".maps");
+DEFINE_MAP(rq_issues, BPF_MAP_TYPE_ARRAY, __u32, struct rq_issue, NR_RQ_SLOTS);
 
 /*
  * --size: the bytes a request ended before its end, by request address (same slots):
@@ -140,12 +126,8 @@ struct rq_part {
 	__u64 bytes;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_RQ_SLOTS); /* 1 without --size */
-	__type(key, __u32);
-	__type(value, struct rq_part);
-} rq_parts SEC(".maps");
+/* Sized 1 without --size. */
+DEFINE_MAP(rq_parts, BPF_MAP_TYPE_ARRAY, __u32, struct rq_part, NR_RQ_SLOTS);
 
 static const struct lat_hist hist_zero;
 

@@ -14,12 +14,7 @@ struct {
 	__uint(max_entries, 4096);
 } probe_ringbuf SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, __u64);
-} probe_task_storage SEC(".maps");
+DEFINE_TASK_STORAGE(probe_task_storage, __u64);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -53,12 +48,7 @@ int probe_kprobe(void *ctx)
 }
 
 /* Counts uprobe hits, so user space can see the probe fire, not just attach. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} probe_hits SEC(".maps");
+DEFINE_MAP(probe_hits, BPF_MAP_TYPE_ARRAY, __u32, __u64, 1);
 
 /* Attached by user space to a function of our own binary. */
 SEC("uprobe")

@@ -16,12 +16,7 @@
 		__uint(type, BPF_MAP_TYPE_RINGBUF);                \
 		__uint(max_entries, bytes);                        \
 	} name SEC(".maps");                                       \
-	struct {                                                   \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);           \
-		__uint(max_entries, RB_COUNT_NR);                  \
-		__type(key, __u32);                                \
-		__type(value, __u64);                              \
-	} name##_counts SEC(".maps");                              \
+	DEFINE_MAP(name##_counts, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, RB_COUNT_NR); \
 	__u64 name##_woken_ns
 
 static __always_inline void rbuf_count(void *counts, __u32 what)

@@ -13,6 +13,7 @@
 #include "common_abi.h"
 #include "snoop_abi.h"
 #include "kptr.bpf.h"
+#include "core_fixes.bpf.h"
 #include "vfs.bpf.h"
 #include "bio_slot.bpf.h"
 #include "rbuf.bpf.h"
@@ -56,12 +57,7 @@ struct file_path_id {
  * Also names the file of a request whose bios do not lead to the inode (the front part
  * of a split direct I/O).
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct file_key);
-	__type(value, struct file_path_id);
-} file_ids SEC(".maps");
+DEFINE_MAP(file_ids, BPF_MAP_TYPE_LRU_HASH, struct file_key, struct file_path_id, 8192);
 
 /* Who dirtied which page (dirtier.bpf.h): writeback is credited to them. */
 #define DIRTIER_INSERT_FAILED(err) ((void)(err), count(SNOOP_CNT_DIRTIER_FULL))
@@ -75,20 +71,10 @@ struct dirtier_proc {
 	char comm[SNOOP_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, struct dirtier_proc);
-} dirtier_procs SEC(".maps");
+DEFINE_MAP(dirtier_procs, BPF_MAP_TYPE_LRU_HASH, __u32, struct dirtier_proc, 8192);
 
 /* Requests in flight per disk (dev_t of the whole disk), counted from their dispatch. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u32);
-} inflight SEC(".maps");
+DEFINE_MAP(inflight, BPF_MAP_TYPE_HASH, __u32, __u32, 1024);
 
 /*
  * What block_rq_issue saw of a request, direct-mapped by its address. Two requests in
@@ -111,12 +97,7 @@ struct rq_slot {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_RQ_SLOTS);
-	__type(key, __u32);
-	__type(value, struct rq_slot);
-} rq_slots SEC(".maps");
+DEFINE_MAP(rq_slots, BPF_MAP_TYPE_ARRAY, __u32, struct rq_slot, NR_RQ_SLOTS);
 
 #define REQ_OP_WRITE_NR	  1
 #define REQ_OP_DRV_IN_NR  34
@@ -169,12 +150,8 @@ int BPF_PROG(snoop_dirty_folio, struct folio *folio, struct address_space *mappi
 	__u64 cgid;
 
 	folio = KVIEW(struct folio, folio);
-	mapping = KVIEW(struct address_space, mapping);
-	/* Kernel threads re-dirty pages during writeback: they are never the source. */
-	if (task->flags & PF_KTHREAD || !mapping)
-		return 0;
-	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
+	host = dirtied_inode(task, KVIEW(struct address_space, mapping));
+	if (!host)
 		return 0;
 	dirtier_mark(folio, host->i_sb->s_dev, host->i_generation, host->i_ino, folio->index,
 		     folio_bytes(folio, page_size) / page_size, tgid);
@@ -281,18 +258,13 @@ TP_PROGS(block_rq_requeue, snoop_rq_requeue, requeue_rq, TP_PTR(struct request, 
  * FUA the device cannot do at once): the request ends again, with no bytes, when the
  * sequence is done, and only then does diskstats count it. Until then the flush
  * machinery has made its end_io mq_flush_data_end_io (@flush_data_end_io, from
- * kallsyms); without it, the RQF_FLUSH_SEQ flag where BTF numbers it (6.9+ have the
- * enum, but not every kernel's BTF keeps it), else the flag's old bit 4 (6.1).
+ * kallsyms); without it, the RQF_FLUSH_SEQ flag (core_rqf_flush_seq_bit()).
  */
 static __always_inline bool in_flush_seq(struct request *rq)
 {
-	__u32 bit = 4;
-
 	if (flush_data_end_io)
 		return (__u64)rq->end_io == flush_data_end_io;
-	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
-		bit = bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
-	return rq->rq_flags & (1U << bit);
+	return rq->rq_flags & (1U << core_rqf_flush_seq_bit());
 }
 
 /*

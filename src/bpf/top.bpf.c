@@ -13,7 +13,9 @@
  */
 #include "iospan.bpf.h"
 #include "top_abi.h"
+#include "hist_abi.h"
 #include "kptr.bpf.h"
+#include "core_fixes.bpf.h"
 #include "vfs.bpf.h"
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
@@ -66,6 +68,7 @@ const volatile bool fault_skip_complete = false;
 __u32 fault_runs;
 /* Completions the kernel did not run the program for are found at the next issue. */
 const volatile bool track_unseen = false;
+const volatile bool disk_hists = false; /* per disk and op histograms (watch's metrics) */
 const volatile __u32 self_tgid = 0; /* iospan itself: its reads of /proc are not news */
 /* By syscall number: SYS_READ, SYS_WRITE or SYS_SYNC for the syscalls traced, else SYS_NONE. */
 const volatile __u8 sys_op[SYS_NR_TABLE] = {};
@@ -131,20 +134,12 @@ struct dio_slot {
 
 #define NR_DIO_SLOTS 4096
 #define DIO_STALE_NS (30ULL * 1000000000)
+/* A slot's I/O is in flight (in dio_begin(), whose `now` is the time). */
+#define DIO_LIVE(s) ((s)->tag && now - (s)->start_ns < DIO_STALE_NS)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_DIO_SLOTS);
-	__type(key, __u32);
-	__type(value, struct dio_slot);
-} dio_slots SEC(".maps");
+DEFINE_MAP(dio_slots, BPF_MAP_TYPE_ARRAY, __u32, struct dio_slot, NR_DIO_SLOTS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct top_task);
-} tasks SEC(".maps");
+DEFINE_TASK_STORAGE(tasks, struct top_task);
 
 /* The owner of one in-flight bio, in a direct-mapped table indexed by its address. */
 struct bio_slot {
@@ -154,20 +149,11 @@ struct bio_slot {
 	__u32 flusher; /* tid that issued a writeback write */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_SLOTS);
-	__type(key, __u32);
-	__type(value, struct bio_slot);
-} slots SEC(".maps");
+DEFINE_MAP(slots, BPF_MAP_TYPE_ARRAY, __u32, struct bio_slot, NR_SLOTS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 16384); /* --max-entries */
-	__type(key, struct top_key);
-	__type(value, struct top_stat);
-} stats SEC(".maps");
+/* Sized by --max-entries. */
+DEFINE_MAP_FLAGS(stats, BPF_MAP_TYPE_PERCPU_HASH, struct top_key, struct top_stat, 16384,
+		 BPF_F_NO_PREALLOC);
 
 /*
  * The unattributed row of each device (TOP_PID_NONE, TOP_INO_UNATTR): bytes whose owner
@@ -175,14 +161,10 @@ struct {
  * with a row for every traced device made by user space before tracing starts: the row
  * that must take the bytes when the stats map is full can neither be one of its rows
  * nor wait for an allocator, whose per-CPU cache can be empty (-ENOMEM). A device that
- * appears later gets its row at its first such bytes, from the room user space left.
+ * appears later gets its row at its first such bytes, from the room user space left
+ * (it sizes the map: the devices traced, and room for more).
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 256); /* user space: the devices traced, and room for more */
-	__type(key, __u32);
-	__type(value, struct top_stat);
-} unattr SEC(".maps");
+DEFINE_MAP(unattr, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct top_stat, 256);
 
 /*
  * Rows the allocator of the maps above could not give at that moment (-ENOMEM: its
@@ -190,46 +172,25 @@ struct {
  * -EBUSY: the bucket is held on this CPU) go here instead: preallocated, so an insert
  * fails only when it is full. User space adds these rows to those of the main map.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 128);
-	__type(key, struct top_key);
-	__type(value, struct top_stat);
-} stats_spill SEC(".maps");
+DEFINE_MAP(stats_spill, BPF_MAP_TYPE_PERCPU_HASH, struct top_key, struct top_stat, 128);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, struct top_proc);
-} procs SEC(".maps");
+DEFINE_MAP(procs, BPF_MAP_TYPE_HASH, __u32, struct top_proc, 8192);
 
 DEFINE_VFS_PATH_CACHE(8192);
 DEFINE_PROC_TITLES(8192);
 
-/* Cache flushes completed per disk (the flush request the block layer issues). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, struct top_dev_flush);
-} dev_flushes SEC(".maps");
+/* Latency and size histograms per disk and op (user space sizes it 1 when off). */
+DEFINE_MAP_FLAGS(dhists, BPF_MAP_TYPE_PERCPU_HASH, struct top_dhist_key, struct top_dhist,
+		 TOP_DH_MAX_KEYS, BPF_F_NO_PREALLOC);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, struct top_wb_key);
-	__type(value, struct top_wb_val);
-} wb SEC(".maps");
+/* Cache flushes completed per disk (the flush request the block layer issues). */
+DEFINE_MAP(dev_flushes, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct top_dev_flush, 256);
+
+DEFINE_MAP_FLAGS(wb, BPF_MAP_TYPE_PERCPU_HASH, struct top_wb_key, struct top_wb_val, 4096,
+		 BPF_F_NO_PREALLOC);
 
 /* wb rows that could not be made for want of memory: as stats_spill. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 64);
-	__type(key, struct top_wb_key);
-	__type(value, struct top_wb_val);
-} wb_spill SEC(".maps");
+DEFINE_MAP(wb_spill, BPF_MAP_TYPE_PERCPU_HASH, struct top_wb_key, struct top_wb_val, 64);
 
 #define COUNTERS_NR TOP_DROP_NR
 #include "counters.bpf.h"
@@ -237,12 +198,7 @@ struct {
 DEFINE_RBUF(stall_events, 256 * 1024);
 
 /* iowait start of threads that have no task storage yet (never created in sched_switch). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
-} iowait_start SEC(".maps");
+DEFINE_MAP(iowait_start, BPF_MAP_TYPE_HASH, __u32, __u64, 4096);
 
 /*
  * A failed map insert: a hash bucket held elsewhere on this CPU (-EBUSY: a program
@@ -460,24 +416,14 @@ static __always_inline int sys_enter(long fd, __u8 op)
 	struct top_task *t;
 	struct inode *inode;
 	struct file *file;
-	__u32 dev, mode;
 	__u64 cgid;
+	__u32 dev;
 	bool blk;
 
 	if (!current_ok(task))
 		return 0;
-	file = fd_file(task, fd);
-	if (!file)
-		return 0;
-	inode = KR(struct file, file, f_inode);
-	if (!inode)
-		return 0;
-	mode = KR(struct inode, inode, i_mode) & S_IFMT;
-	blk = mode == S_IFBLK;
-	if ((mode != S_IFREG && !blk) || (!blk && skip_fs(inode)))
-		return 0;
-	dev = blk ? KR(struct inode, inode, i_rdev) : KR(struct super_block, INODE_SB(inode), s_dev);
-	if (!dev_ok(dev))
+	file = fd_disk_file(task, fd, true, &inode, &dev, &blk);
+	if (!file || !dev_ok(dev))
 		return 0;
 	/* The file's identity is read only if filtered by. */
 	if (tfilter_file_on() &&
@@ -529,24 +475,14 @@ struct syncer {
 	__u32 filtered;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct file_key);
-	__type(value, struct syncer);
-} syncers SEC(".maps");
+DEFINE_MAP(syncers, BPF_MAP_TYPE_LRU_HASH, struct file_key, struct syncer, 4096);
 
 /*
  * Who reads which file through the page cache (readahead, in the reader's context):
  * blk-throttle holds the read bios too and its worker queues them; they are still the
  * reader's. The last reader of a file is taken.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct file_key);
-	__type(value, struct syncer);
-} readers SEC(".maps");
+DEFINE_MAP(readers, BPF_MAP_TYPE_LRU_HASH, struct file_key, struct syncer, 4096);
 
 static __always_inline int readahead_note(struct inode *inode)
 {
@@ -977,12 +913,8 @@ int BPF_PROG(top_dirty_folio, struct folio *folio, struct address_space *mapping
 	__u64 bytes, nr;
 
 	folio = KVIEW(struct folio, folio);
-	mapping = KVIEW(struct address_space, mapping);
-	/* Kernel threads re-dirty pages during writeback: they are never the source. */
-	if (task->flags & PF_KTHREAD || !mapping)
-		return 0;
-	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
+	host = dirtied_inode(task, KVIEW(struct address_space, mapping));
+	if (!host)
 		return 0;
 	k.dev = host->i_sb->s_dev;
 	k.ino = host->i_ino;
@@ -1015,7 +947,6 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	struct file *file;
 	struct top_key k;
 	__u64 tag, now;
-	__u32 idx;
 
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->op)
@@ -1043,18 +974,13 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 		       TOP_F_DIRECT | TOP_F_ASYNC_DIO, (__u64)file, VFS_FROM_FILE);
 		return 0;
 	}
-	idx = slot_index(tag, NR_DIO_SLOTS);
-	ds = bpf_map_lookup_elem(&dio_slots, &idx);
-	idx = slot_index_alt(tag, NR_DIO_SLOTS);
-	alt = bpf_map_lookup_elem(&dio_slots, &idx);
-	if (!ds || !alt)
+	if (!slot_lookup2(&dio_slots, tag, NR_DIO_SLOTS, &ds, &alt))
 		return 0;
 	now = bpf_ktime_get_ns();
 	/* Its own record (a retry) wherever it is; else a slot no live I/O holds. */
-	if (alt->tag == tag ||
-	    (ds->tag && ds->tag != tag && now - ds->start_ns < DIO_STALE_NS))
+	if (slot_live_second(ds, alt, tag, DIO_LIVE))
 		ds = alt;
-	if (ds->tag && ds->tag != tag && now - ds->start_ns < DIO_STALE_NS) {
+	if (ds->tag != tag && DIO_LIVE(ds)) {
 		count(TOP_DROP_DIO_SLOT_BUSY);
 		return 0;
 	}
@@ -1063,20 +989,6 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	ds->key = k;
 	ds->file = (__u64)file;
 	ds->write = KR(struct iov_iter, iter, data_source);
-	return 0;
-}
-
-/* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
-DIO_BEGIN_PROGS(top_dio_begin, dio_begin)
-
-/* The submission of an async direct I/O ends with -EIOCBQUEUED (this task). */
-SEC("tp_btf/iomap_dio_rw_queued")
-int BPF_PROG(top_dio_queued)
-{
-	struct top_task *t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
-
-	if (t)
-		t->dio_inode = 0;
 	return 0;
 }
 
@@ -1105,11 +1017,10 @@ static __always_inline int dio_complete(struct kiocb *iocb, long result)
 }
 
 /*
- * Without the tracepoint (before 6.5): entering iomap_dio_complete(). Where neither
- * iomap_dio_rw_queued nor this exists, a task's submission window ends at its next
- * direct I/O or traced syscall.
+ * Where neither iomap_dio_rw_queued nor iomap_dio_complete()'s fallbacks exist, a task's
+ * submission window ends at its next direct I/O or traced syscall.
  */
-DIO_COMPLETE_PROGS(top_dio_complete, dio_complete)
+DIO_PROGS(top_dio, dio_begin, dio_complete, tasks, struct top_task, dio_inode)
 
 /* ----------------------------------------------------------------- DISK: queue */
 
@@ -1452,13 +1363,8 @@ TP_PROGS(block_split, top_bio_split, split_bio, TP_PTR(struct bio, 0))
  */
 #define NR_RQ_SLOTS (1U << 14)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, NR_RQ_SLOTS);
-	__type(key, __u32);
-	__type(value, struct top_rq_slot);
-} rq_issues SEC(".maps");
+DEFINE_MAP_FLAGS(rq_issues, BPF_MAP_TYPE_ARRAY, __u32, struct top_rq_slot, NR_RQ_SLOTS,
+		 BPF_F_MMAPABLE);
 
 /* -------------------------------------------------------------- DISK: complete */
 
@@ -1491,6 +1397,9 @@ static __always_inline void add_latency(struct top_stat *s, struct rq_info *ri)
 	if (ri->q2c) {
 		s->q2c_sum += ri->q2c;
 		s->nr_q2c++;
+		/* The writes' part without a branch: no verifier state forks here. */
+		s->q2c_write_sum += ri->q2c & -(__u64)ri->write;
+		s->nr_q2c_write += ri->write;
 		if (ri->q2c > s->q2c_max[sl])
 			s->q2c_max[sl] = ri->q2c;
 	}
@@ -1842,6 +1751,79 @@ static __noinline void account_dev_flush(struct request *rq, __u64 ns)
 	f->ns += ns;
 }
 
+static const struct top_dhist dhist_zero;
+
+/* The slot of @v among @nr: (2^(k-1), 2^k] is slot k (top_abi.h). */
+static __always_inline __u32 dhist_slot(__u64 v, __u32 nr)
+{
+	__u32 s = v > 1 ? hist_msb(v - 1) + 1 : 0;
+
+	return s < nr ? s : nr - 1;
+}
+
+/* @v into slots[@nr] and its sum. */
+static __always_inline void dhist_add(__u64 *slots, __u32 nr, __u64 *sum, __u64 v)
+{
+	__u32 s = dhist_slot(v, nr);
+
+	asm volatile("" : "+r"(s));
+	if (s < nr)
+		slots[s]++;
+	*sum += v;
+}
+
+/*
+ * Request @rq ended (@op is its diskstats op, @nr_bytes what completed last): its q2c
+ * and d2c (0: unknown) and its size at issue into its disk's histograms. Its own
+ * lookups, not complete_rq()'s values: what that keeps live the verifier carries along
+ * every path. A small frame: complete_rq()'s is large, and the kernel bounds the stack
+ * of a chain of calls (6.1: 512 bytes with 4 calls deep).
+ */
+static __noinline void dhist_put(struct request *rq, __u32 op, __u64 q2c, __u64 d2c, __u32 nr_bytes)
+{
+	struct gendisk *disk = KRP(struct request, rq, q)->disk;
+	struct top_rq_slot *is;
+	struct top_dhist_key k;
+	struct top_dhist *h;
+	__u32 size;
+
+	if (!disk)
+		return;
+	k.dev = disk_dev(disk);
+	k.op = op;
+	if (tfilter.devs && !dev_ok(k.dev))
+		return;
+	h = bpf_map_lookup_elem(&dhists, &k);
+	if (!h) {
+		bpf_map_update_elem(&dhists, &k, &dhist_zero, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&dhists, &k);
+		if (!h) {
+			count(TOP_DROP_DHIST_FULL);
+			return;
+		}
+	}
+	if (q2c)
+		dhist_add(h->q2c, TOP_DH_LAT_SLOTS, &h->q2c_sum, q2c);
+	if (d2c)
+		dhist_add(h->d2c, TOP_DH_LAT_SLOTS, &h->d2c_sum, d2c);
+	if (op == TOP_DH_FLUSH)
+		return;
+	/* Its size at issue: a request can end in parts, the last of them now. */
+	is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
+	size = is && is->d >= rq->start_time_ns ? is->size : nr_bytes;
+	dhist_add(h->size, TOP_DH_SIZE_SLOTS, &h->bytes_sum, size);
+}
+
+/* diskstats' op of a request op (op_stat_group()). */
+static __always_inline __u32 dhist_op(__u32 op)
+{
+	if (op == REQ_OP_DISCARD || op == REQ_OP_SECURE_ERASE)
+		return TOP_DH_DISCARD;
+	if (op == REQ_OP_FLUSH)
+		return TOP_DH_FLUSH;
+	return op & 1 ? TOP_DH_WRITE : TOP_DH_READ;
+}
+
 /*
  * A request slower than slow_rq_ns completed: sent with its owner (@w's first run; none
  * if its bios had no record), for watch's slow requests.
@@ -1965,6 +1947,7 @@ static __always_inline int issue_rq(struct request *rq)
 	/* A flush is timed from its start, as /proc/diskstats times it. */
 	s->d = op == REQ_OP_FLUSH ? rq->start_time_ns : now;
 	s->left = rq->__data_len;
+	s->size = rq->__data_len;
 	s->state = state;
 	return 0;
 }
@@ -1990,6 +1973,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	__u64 now = bpf_ktime_get_ns(), t0; /* C: first, before any lookup */
 	struct walk w = {};
 	struct top_rq_slot *is;
+	bool end;
 	__u32 op;
 
 	/* IOSPAN_FAULT=skip_complete (tests): a run the kernel did not make, 1 in 5. */
@@ -2006,6 +1990,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	w.counted = op != REQ_OP_DISCARD && op != REQ_OP_SECURE_ERASE;
 	w.ri.write = op & 1;
 	is = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
+	/* A slot issued before the request started was left by an earlier use of it. */
 	t0 = is && is->d >= rq->start_time_ns ? is->d : rq->io_start_time_ns;
 	if (t0 && t0 < now)
 		w.ri.d2c = now - t0;
@@ -2030,21 +2015,29 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		 * no bio, timed from its allocation as /proc/diskstats times it.
 		 */
 		t0 = rq->start_time_ns;
-		account_dev_flush(rq, t0 && t0 < now ? now - t0 : 0);
+		t0 = t0 && t0 < now ? now - t0 : 0;
+		account_dev_flush(rq, t0);
+		if (disk_hists)
+			dhist_put(rq, TOP_DH_FLUSH, t0, t0, 0);
 		return 0;
 	}
 	w.bio = KRP(struct request, rq, bio);
 	/*
 	 * The request ends here unless this is a part of it, or the data part of a flush
 	 * sequence (a write asking for a preflush or FUA), which ends without bytes later.
+	 * Not in w: a stack slot callees may read splits the verifier's states in two.
 	 */
-	t0 = rq_q_take(rq, !nr_bytes || (nr_bytes >= rq->__data_len && w.bio &&
-					 !(w.bio->bi_opf & (BLK_REQ_FLAG(__REQ_PREFLUSH) |
-							    BLK_REQ_FLAG(__REQ_FUA)))));
+	end = !nr_bytes ||
+	      (nr_bytes >= rq->__data_len && w.bio &&
+	       !(w.bio->bi_opf & (BLK_REQ_FLAG(__REQ_PREFLUSH) | BLK_REQ_FLAG(__REQ_FUA))));
+	t0 = rq_q_take(rq, end);
 	if (t0 && t0 <= now)
 		w.ri.q2c = now - t0;
 	else if (w.counted && w.bio && dev_ok(w.bio->bi_bdev ? w.bio->bi_bdev->bd_dev : 0))
 		count(TOP_DROP_NO_QUEUE_TIME);
+	/* Counted once, at its end, as diskstats counts it (a flush sequence's last). */
+	if (disk_hists && end)
+		dhist_put(rq, dhist_op(op), w.ri.q2c, w.ri.d2c, nr_bytes);
 	/*
 	 * The end of a flush sequence: an empty preflush, or a write whose data completed
 	 * before. The block layer took the flags off the request, not off its bio.

@@ -16,6 +16,7 @@
 #include "iospan.bpf.h"
 #include "trace_abi.h"
 #include "kptr.bpf.h"
+#include "core_fixes.bpf.h"
 #include "vfs.bpf.h"
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
@@ -127,16 +128,11 @@ struct task_state {
 	struct sched_counts c0; /* at the start of the request */
 	__u64 run_before;	/* CPU time since its last accounting, at the start (see below) */
 	__u64 exit_ts, exit_es, exit_sw; /* at the end of its last request */
-	__u64 io_calls;			 /* task_io_calls() at the entry of its syscall */
+	__u64 io_calls;			 /* core_task_io_calls() at the entry of its syscall */
 	struct off_event off[TASK_OFF_EVENTS];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_state);
-} tasks SEC(".maps");
+DEFINE_TASK_STORAGE(tasks, struct task_state);
 
 /*
  * Records of syscall and fault requests, direct-mapped by thread id: a thread reaches
@@ -146,53 +142,32 @@ struct {
  * that finds it active for another one uses reqs. Seqs stay unique per slot across
  * owners, so a late bio never matches a later owner's request.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_THREAD_RECS);
-	__type(key, __u32);
-	__type(value, struct trace_rec);
-} thread_recs SEC(".maps");
+/* Mapped by user space, which counts the requests still open at exit. */
+DEFINE_MAP_FLAGS(thread_recs, BPF_MAP_TYPE_ARRAY, __u32, struct trace_rec, NR_THREAD_RECS,
+		 BPF_F_MMAPABLE);
 
 /*
  * Records of writeback requests, and of syscall and fault requests whose thread_recs
  * slot was busy. A thread's element persists from one request to the next (reset, not
  * re-inserted); LRU evicts those of gone threads.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 2048);
-	__type(key, __u64);
-	__type(value, struct trace_rec);
-} reqs SEC(".maps");
+DEFINE_MAP(reqs, BPF_MAP_TYPE_LRU_HASH, __u64, struct trace_rec, 2048);
 
-/* Asynchronous direct I/O in flight, direct-mapped by kiocb address. */
+/* Asynchronous direct I/O in flight, in one of two slots by kiocb address. */
 #define async_slot trace_async_slot
+#define ASYNC_LIVE(s) ((s)->rec.state == TRACE_S_ACTIVE)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_ASYNC_SLOTS);
-	__type(key, __u32);
-	__type(value, struct async_slot);
-} async_slots SEC(".maps");
+DEFINE_MAP_FLAGS(async_slots, BPF_MAP_TYPE_ARRAY, __u32, struct async_slot, NR_ASYNC_SLOTS,
+		 BPF_F_MMAPABLE);
 
 /*
  * Processes that started async direct I/O (noted once per thread): when one exits, its
  * I/O is over (exit_aio() waits for it), so requests whose end no program saw can end.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u8);
-} async_tgids SEC(".maps");
+DEFINE_MAP(async_tgids, BPF_MAP_TYPE_HASH, __u32, __u8, 1024);
 
 /* An all-zero record: the value inserted for a thread's first request. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct trace_rec);
-} rec_zero SEC(".maps");
+DEFINE_MAP(rec_zero, BPF_MAP_TYPE_ARRAY, __u32, struct trace_rec, 1);
 
 /*
  * The writeback request of each inode (by pv() of the inode): its key in reqs. Each
@@ -200,12 +175,7 @@ struct {
  * next pass of its inode starts on another CPU deletes its own element, not the next
  * one's, and a late bio finds no request rather than the next one.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 2048);
-	__type(key, __u64);
-	__type(value, __u64);
-} wb_current SEC(".maps");
+DEFINE_MAP(wb_current, BPF_MAP_TYPE_LRU_HASH, __u64, __u64, 2048);
 
 __u64 wb_next = 0;
 
@@ -224,12 +194,7 @@ struct bio_slot {
 /* The slots used: all of them; 16 with IOSPAN_FAULT=bio_slots_contended (tests). */
 const volatile __u32 bio_slots_nr = NR_BIO_SLOTS;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_BIO_SLOTS);
-	__type(key, __u32);
-	__type(value, struct bio_slot);
-} bio_slots SEC(".maps");
+DEFINE_MAP(bio_slots, BPF_MAP_TYPE_ARRAY, __u32, struct bio_slot, NR_BIO_SLOTS);
 
 /*
  * Insert / issue / requeue times of a request. Requests are preallocated and reused,
@@ -243,19 +208,9 @@ struct rq_slot {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_RQ_SLOTS);
-	__type(key, __u32);
-	__type(value, struct rq_slot);
-} rq_slots SEC(".maps");
+DEFINE_MAP(rq_slots, BPF_MAP_TYPE_ARRAY, __u32, struct rq_slot, NR_RQ_SLOTS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TRACE_OP_NR);
-	__type(key, __u32);
-	__type(value, struct trace_op_hists);
-} hists SEC(".maps");
+DEFINE_MAP(hists, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct trace_op_hists, TRACE_OP_NR);
 
 #define COUNTERS_NR TRACE_CNT_NR
 #include "counters.bpf.h"
@@ -273,12 +228,7 @@ struct dirtier {
 	char comm[IOSPAN_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct file_key);
-	__type(value, struct dirtier);
-} dirtiers SEC(".maps");
+DEFINE_MAP(dirtiers, BPF_MAP_TYPE_LRU_HASH, struct file_key, struct dirtier, 16384);
 
 /*
  * The request that waits for the page cache I/O of an inode it started (fsync, a
@@ -291,12 +241,7 @@ struct inode_owner {
 	__u32 tid;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, struct inode_owner);
-} inode_owners SEC(".maps");
+DEFINE_MAP(inode_owners, BPF_MAP_TYPE_LRU_HASH, __u64, struct inode_owner, 4096);
 
 /* ------------------------------------------------------------------ filters */
 
@@ -371,6 +316,27 @@ static __always_inline void rec_reset(struct trace_rec *r, __u32 op, __u64 now)
 	r->file = 0;
 }
 
+/* A record of @task's on file (@dev, @ino) begins: who and where, the rest reset. */
+static __always_inline void rec_begin(struct trace_rec *r, __u32 op, __u64 now,
+				      struct task_struct *task, __u32 dev, __u64 ino)
+{
+	rec_reset(r, op, now);
+	r->pid = task->tgid;
+	r->tid = task->pid;
+	r->dev = dev;
+	r->ino = ino;
+}
+
+/*
+ * The record's command and cgroup (@cgid where the filter read it), taken now in the
+ * task: records that may end in another context (a fault, an async I/O).
+ */
+static __always_inline void rec_names_now(struct trace_rec *r, __u64 cgid)
+{
+	r->cgid = cgid ?: bpf_get_current_cgroup_id();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+}
+
 /* The thread_recs slot of thread @tid (whoever holds it), its key in *@key. */
 static __always_inline struct trace_rec *thread_slot(__u32 tid, __u64 *key)
 {
@@ -381,14 +347,22 @@ static __always_inline struct trace_rec *thread_slot(__u32 tid, __u64 *key)
 }
 
 /*
- * The record for a new request of thread @tid, and its key in *@key: its thread_recs
- * slot, unless another thread's request is active there, else its element of reqs
- * (created on its first request). NULL if reqs is full.
+ * The record for a new request of @task, and its key in *@key: its thread_recs slot,
+ * unless another thread's request is active there, else its element of reqs (created
+ * on its first request). Makes the task's state *@t if it has none. NULL if either
+ * could not be had (reqs is full: counted).
  */
-static __always_inline struct trace_rec *thread_rec_start(__u32 tid, __u64 *key)
+static __always_inline struct trace_rec *thread_rec_start(struct task_struct *task,
+							  struct task_state **t, __u64 *key)
 {
-	struct trace_rec *r = thread_slot(tid, key);
-	__u32 zero = 0;
+	__u32 tid = task->pid, zero = 0;
+	struct trace_rec *r;
+
+	if (!*t)
+		*t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!*t)
+		return NULL;
+	r = thread_slot(tid, key);
 
 	if (r && (r->tid == tid || r->state != TRACE_S_ACTIVE))
 		return r;
@@ -614,19 +588,12 @@ __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 
 static __always_inline void sched_counts_read(struct task_struct *task, struct sched_counts *c)
 {
-	struct task_delay_info *d;
-
 	c->sw = task->nvcsw + task->nivcsw;
 	c->exec = task->se.sum_exec_runtime;
-	c->runq = 0;
-	if (bpf_core_field_exists(task->sched_info))
-		c->runq = task->sched_info.run_delay;
+	c->runq = core_task_run_delay(task);
 	c->blkio = 0;
-	if (delayacct_on && bpf_core_field_exists(task->delays)) {
-		d = task->delays;
-		if (d)
-			c->blkio = d->blkio_delay;
-	}
+	if (delayacct_on)
+		c->blkio = core_task_blkio_delay(task);
 }
 
 /*
@@ -765,33 +732,19 @@ static __always_inline void end_fault(struct task_state *t, __u32 tid, __u64 now
 /* ------------------------------------------------------------------ syscalls */
 
 /*
- * The read- and write-family syscalls @task has made (task_io_accounting's syscr and
- * syscw, CONFIG_TASK_XACCT): the kernel counts each such call once, in the call, once
- * it is past its first checks (vfs_read(), vfs_write(), do_readv(), ...). Also counted:
- * kernel_read() and kernel_write() in the task, which file systems that keep their data
- * in another file (eCryptfs) call during a read. 0 where the kernel lacks them.
- */
-static __always_inline __u64 task_io_calls(struct task_struct *task)
-{
-	if (!bpf_core_field_exists(task->ioac.syscr) || !bpf_core_field_exists(task->ioac.syscw))
-		return 0;
-	return task->ioac.syscr + task->ioac.syscw;
-}
-
-/*
  * Whether the syscall exit of op @op ending the record @r is not the exit of the
  * syscall that started it: the kernel ran no program at that syscall's exit nor at the
  * entry of the thread's next traced one (a run skipped because another tracing program
  * or a bpf() map access was preempted on the CPU, as on PREEMPT_RT: hook_runs_missed),
  * so the record holds both calls. Told by the op, and by the thread's read and write
- * calls since the entry (task_io_calls()): one at most for a read or a write, none for
- * fsync, fdatasync and sync_file_range. Not told: a call of the same op after a sync
- * one, or after a read or write that failed before the kernel counted it.
+ * calls since the entry (core_task_io_calls()): one at most for a read or a write,
+ * none for fsync, fdatasync and sync_file_range. Not told: a call of the same op after
+ * a sync one, or after a read or write that failed before the kernel counted it.
  */
 static __always_inline bool spans_syscalls(struct task_state *t, struct trace_rec *r,
 					   struct task_struct *task, __u32 op)
 {
-	__u64 calls = task_io_calls(task) - t->io_calls;
+	__u64 calls = core_task_io_calls(task) - t->io_calls;
 
 	return op != r->op || calls > (op <= TRACE_OP_PWRITEV2 ? 1 : 0);
 }
@@ -808,9 +761,9 @@ __noinline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_
 	struct trace_rec *r;
 	struct inode *inode;
 	struct file *file;
-	__u32 dev, mode;
 	__u64 cgid, now, key;
 	bool blkdev;
+	__u32 dev;
 
 	if (trace_faults) {
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
@@ -819,34 +772,16 @@ __noinline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_
 	}
 	if (!task_ok(task, &cgid))
 		return 0;
-	file = fd_file(task, fd);
-	if (!file)
+	file = fd_disk_file(task, fd, false, &inode, &dev, &blkdev);
+	if (!file || !file_ok(dev, inode, KR(struct file, file, f_path.dentry)))
 		return 0;
-	inode = KR(struct file, file, f_inode);
-	if (!inode)
-		return 0;
-	mode = KR(struct inode, inode, i_mode) & S_IFMT;
-	blkdev = mode == S_IFBLK;
-	if ((mode != S_IFREG && !blkdev) || (!blkdev && pseudo_fs(inode)))
-		return 0;
-	dev = blkdev ? KR(struct inode, inode, i_rdev) : KR(struct super_block, INODE_SB(inode), s_dev);
-	if (!file_ok(dev, inode, KR(struct file, file, f_path.dentry)))
-		return 0;
-	if (!t)
-		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!t)
-		return 0;
-	r = thread_rec_start(task->pid, &key);
+	r = thread_rec_start(task, &t, &key);
 	if (!r)
 		return 0;
 	if (r->state == TRACE_S_ACTIVE)
 		count(TRACE_CNT_ABANDONED); /* the previous one never saw its exit */
 	now = bpf_ktime_get_ns();
-	rec_reset(r, op, now);
-	r->pid = task->tgid;
-	r->tid = task->pid;
-	r->dev = dev;
-	r->ino = KR(struct inode, inode, i_ino);
+	rec_begin(r, op, now, task, dev, KR(struct inode, inode, i_ino));
 	r->cgid = cgid;
 	/* Name and cgroup (unless filtered by) are taken at the end, if it is sent. */
 	r->offset = use_pos ? KR(struct file, file, f_pos) : offset;
@@ -858,7 +793,7 @@ __noinline int sys_enter(long fd, __u32 op, __s64 offset, __u64 bytes, bool use_
 	if (blkdev)
 		r->flags |= TRACE_F_BLKDEV;
 	thread_begin(t, r, key, task);
-	t->io_calls = task_io_calls(task);
+	t->io_calls = core_task_io_calls(task);
 	t->kind = TK_SYNC;
 	/* It writes back and waits for the file's pages: blk-throttle may hold them. */
 	if (op == TRACE_OP_FSYNC || op == TRACE_OP_FDATASYNC || op == TRACE_OP_SYNC_FILE_RANGE ||
@@ -1082,20 +1017,11 @@ static __always_inline int fault(struct address_space *mapping, unsigned long in
 	ino = KR(struct inode, host, i_ino);
 	if (!file_ok(dev, host, vfs_dentry((__u64)host, VFS_FROM_INODE)))
 		return 0;
-	if (!t)
-		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!t)
-		return 0;
-	r = thread_rec_start(task->pid, &key);
+	r = thread_rec_start(task, &t, &key);
 	if (!r)
 		return 0;
-	rec_reset(r, TRACE_OP_FAULT, now);
-	r->pid = task->tgid;
-	r->tid = task->pid;
-	r->dev = dev;
-	r->ino = ino;
-	r->cgid = cgid ?: bpf_get_current_cgroup_id();
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	rec_begin(r, TRACE_OP_FAULT, now, task, dev, ino);
+	rec_names_now(r, cgid);
 	r->offset = (__s64)index * page_size;
 	r->bytes = page_size;
 	r->file = (__u64)host;
@@ -1185,12 +1111,12 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *t;
-	struct async_slot *as, *alt;
+	struct async_slot *as;
 	struct trace_rec *r;
 	struct inode *inode;
 	struct file *file;
 	__u64 cgid, now = bpf_ktime_get_ns(), tag;
-	__u32 op, dev, idx;
+	__u32 op, dev;
 	bool write = KR(struct iov_iter, iter, data_source);
 	__u64 bytes = KR(struct iov_iter, iter, count), ino;
 
@@ -1217,17 +1143,10 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	if (!task_ok(task, &cgid) || !file_ok(dev, inode, KR(struct file, file, f_path.dentry)))
 		return 0;
 	tag = pv_addr((__u64)iocb);
-	idx = slot_index(tag, NR_ASYNC_SLOTS);
-	as = bpf_map_lookup_elem(&async_slots, &idx);
-	idx = slot_index_alt(tag, NR_ASYNC_SLOTS);
-	alt = bpf_map_lookup_elem(&async_slots, &idx);
-	if (!as || !alt)
-		return 0;
 	/* Its own record (a retry) wherever it is; else a slot no live request holds. */
-	if ((alt->tag == tag && alt->rec.state == TRACE_S_ACTIVE) ||
-	    (as->rec.state == TRACE_S_ACTIVE && as->tag != tag &&
-	     alt->rec.state != TRACE_S_ACTIVE))
-		as = alt;
+	as = slot_pick2_live(&async_slots, struct async_slot, tag, NR_ASYNC_SLOTS, ASYNC_LIVE);
+	if (!as)
+		return 0;
 	if (!t)
 		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (t) {
@@ -1267,32 +1186,13 @@ static __always_inline int dio_begin(struct kiocb *iocb, struct iov_iter *iter)
 	as->tag = tag;
 	r = &as->rec;
 	op = write ? TRACE_OP_AIO_WRITE : TRACE_OP_AIO_READ;
-	rec_reset(r, op, now);
-	r->pid = task->tgid;
-	r->tid = task->pid;
-	r->dev = dev;
-	r->ino = ino;
-	r->cgid = cgid ?: bpf_get_current_cgroup_id();
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	rec_begin(r, op, now, task, dev, ino);
+	rec_names_now(r, cgid);
 	r->offset = KR(struct kiocb, iocb, ki_pos);
 	r->bytes = bytes;
 	r->file = (__u64)file;
 	r->flags = TRACE_F_DIRECT | TRACE_F_WAITS_BIOS;
 	count(TRACE_CNT_STARTED);
-	return 0;
-}
-
-/* Without the tracepoint (before 6.5): the function it is in, with the same arguments. */
-DIO_BEGIN_PROGS(trace_dio_begin, dio_begin)
-
-/* The submission of an async direct I/O ends with -EIOCBQUEUED (this task). */
-SEC("tp_btf/iomap_dio_rw_queued")
-int BPF_PROG(trace_dio_queued)
-{
-	struct task_state *t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
-
-	if (t)
-		t->dio_tag = 0;
 	return 0;
 }
 
@@ -1317,8 +1217,7 @@ static __always_inline int dio_complete(struct kiocb *iocb, long result)
 	return 0;
 }
 
-/* Without the tracepoint (before 6.5): entering iomap_dio_complete(). */
-DIO_COMPLETE_PROGS(trace_dio_complete, dio_complete)
+DIO_PROGS(trace_dio, dio_begin, dio_complete, tasks, struct task_state, dio_tag)
 
 /*
  * Ends an async request of an exited process that is still open: its end ran no
@@ -1369,12 +1268,10 @@ int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mappi
 	struct dirtier *d, nd = {};
 	struct inode *host;
 
-	mapping = KVIEW(struct address_space, mapping);
-	/* Kernel threads re-dirty pages during writeback: they are never the source. */
-	if (task->flags & PF_KTHREAD || !mapping || task->tgid == self_tgid)
+	if (task->tgid == self_tgid)
 		return 0;
-	host = mapping->host;
-	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
+	host = dirtied_inode(task, KVIEW(struct address_space, mapping));
+	if (!host)
 		return 0;
 	fk.dev = host->i_sb->s_dev;
 	fk.gen = host->i_generation;

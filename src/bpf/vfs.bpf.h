@@ -3,7 +3,7 @@
  * Files, inodes and page cache pages as the iospan BPF programs see them: fd to
  * struct file, pseudo file systems, the file a page belongs to, folio sizes, and paths
  * captured by a bounded walk up the dentries. No maps here: callers own their maps
- * and buffers. Needs kptr.bpf.h.
+ * and buffers. Needs kptr.bpf.h and core_fixes.bpf.h.
  */
 #ifndef IOSPAN_VFS_BPF_H
 #define IOSPAN_VFS_BPF_H
@@ -83,6 +83,41 @@ static __always_inline bool pseudo_fs(struct inode *inode)
 #define SB_KERNMOUNT (1UL << 22)
 
 /*
+ * The file of @task's descriptor @fd if its I/O can reach a disk: a regular file of a
+ * file system that is not a pseudo one (nor, with @no_kernmount, mounted by the kernel
+ * for itself), or a block device; NULL for anything else. Its inode in @inode, the
+ * device (the file system's, or the block device's own) in @dev, whether it is a block
+ * device in @blkdev.
+ */
+static __always_inline struct file *fd_disk_file(struct task_struct *task, long fd,
+						 bool no_kernmount, struct inode **inode,
+						 __u32 *dev, bool *blkdev)
+{
+	struct file *file = fd_file(task, fd);
+	struct inode *ip;
+	__u32 mode;
+
+	if (!file)
+		return NULL;
+	ip = KR(struct file, file, f_inode);
+	if (!ip)
+		return NULL;
+	mode = KR(struct inode, ip, i_mode) & S_IFMT;
+	*blkdev = mode == S_IFBLK;
+	if (*blkdev) {
+		*dev = KR(struct inode, ip, i_rdev);
+	} else {
+		if (mode != S_IFREG || pseudo_fs(ip) ||
+		    (no_kernmount &&
+		     (KR(struct super_block, INODE_SB(ip), s_flags) & SB_KERNMOUNT)))
+			return NULL;
+		*dev = KR(struct super_block, INODE_SB(ip), s_dev);
+	}
+	*inode = ip;
+	return file;
+}
+
+/*
  * File systems whose pages live in memory only (tmpfs and shmem, memfd, hugetlbfs,
  * ramfs, and other kernel-internal mounts): a bio carrying such a page is I/O from a
  * user buffer, never of that file.
@@ -118,22 +153,21 @@ static __always_inline bool metadata_inode(struct inode *inode)
 }
 
 /*
- * Slab and kmalloc pages overlay other fields on page->mapping, so it must not be
- * read as one. Their type is in the top byte of page_type (kernels with PGTY_*).
+ * The regular file whose page cache @task dirties through @mapping (a typed pointer:
+ * writeback_dirty_folio), or NULL: kernel threads re-dirty pages during writeback and
+ * are never the source, and a file system's metadata is no process's data.
  */
-static __always_inline bool kernel_page(struct page *page)
+static __always_inline struct inode *dirtied_inode(struct task_struct *task,
+						   struct address_space *mapping)
 {
-	__u32 ty;
+	struct inode *host;
 
-	if (!bpf_core_enum_value_exists(enum pagetype, PGTY_slab))
-		return false;
-	ty = KR(struct page, page, page_type) >> 24;
-	/* Each type is checked where it exists: 6.12 has PGTY_slab but no large_kmalloc. */
-	return ty == bpf_core_enum_value(enum pagetype, PGTY_slab) ||
-	       (bpf_core_enum_value_exists(enum pagetype, PGTY_large_kmalloc) &&
-		ty == bpf_core_enum_value(enum pagetype, PGTY_large_kmalloc)) ||
-	       (bpf_core_enum_value_exists(enum pagetype, PGTY_zsmalloc) &&
-		ty == bpf_core_enum_value(enum pagetype, PGTY_zsmalloc));
+	if (task->flags & PF_KTHREAD || !mapping)
+		return NULL;
+	host = mapping->host;
+	if (!host || (host->i_mode & S_IFMT) != S_IFREG || metadata_inode(host))
+		return NULL;
+	return host;
 }
 
 /* The head page of a compound page (the page itself otherwise). */
@@ -160,7 +194,7 @@ static __always_inline struct address_space *page_mapping(struct page *page)
 	struct address_space *mapping;
 
 	page = page_head(page);
-	if (kernel_page(page))
+	if (core_page_kernel_type(page))
 		return NULL;
 	mapping = KR(struct page, page, mapping);
 	if (!mapping || (KLOW(mapping) & 3))
@@ -176,32 +210,16 @@ static __always_inline struct inode *page_inode(struct page *page)
 	return mapping ? KR(struct address_space, mapping, host) : NULL;
 }
 
-/* 6.1 to 6.16 name the page count of a large folio _folio_nr_pages. */
-struct folio___nr_pages_old {
-	unsigned int _folio_nr_pages;
-} __attribute__((preserve_access_index));
-
 /* Size of a page cache folio in bytes. */
 static __always_inline __u64 folio_bytes(struct folio *folio, __u32 page_size)
 {
-	struct folio___nr_pages_old *old = (void *)folio;
-	unsigned long fl = 0, f1 = 0;
+	unsigned long fl = 0;
 
-	/*
-	 * Flags are the first word of a folio (and of a page) on every kernel, but their
-	 * type changed (unsigned long, then memdesc_flags_t): CO-RE cannot relocate one
-	 * to the other, so the word is read by position.
-	 */
+	/* core_folio_flags() written out: the verifier walks this copy in fewer steps. */
 	bpf_probe_read_kernel(&fl, sizeof(fl), folio);
 	if (!(fl & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
 		return page_size;
-	if (bpf_core_field_exists(folio->_nr_pages))
-		return (__u64)BPF_CORE_READ(folio, _nr_pages) * page_size;
-	if (bpf_core_field_exists(old->_folio_nr_pages))
-		return (__u64)BPF_CORE_READ(old, _folio_nr_pages) * page_size;
-	/* Without either (32-bit kernels), the order is in the first tail page's flags. */
-	bpf_core_read(&f1, sizeof(f1), &folio->_flags_1);
-	return ((__u64)1 << (f1 & 0xff)) * page_size;
+	return core_large_folio_bytes(folio, page_size);
 }
 
 /* How to find the dentry given to vfs_dentry(). */
@@ -347,24 +365,10 @@ static __always_inline bool vfs_under_dir(struct dentry *d, __u32 dev, __u64 ino
  */
 #define VFS_PATH_NEST 4
 #define DEFINE_VFS_PATH_CACHE(nr_files)                                                    \
-	struct {                                                                           \
-		__uint(type, BPF_MAP_TYPE_LRU_HASH);                                       \
-		__uint(max_entries, nr_files);                                             \
-		__type(key, struct file_key);                                          \
-		__type(value, struct file_path);                                            \
-	} paths SEC(".maps");                                                              \
-	struct {                                                                           \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                   \
-		__uint(max_entries, VFS_PATH_NEST);                                        \
-		__type(key, __u32);                                                        \
-		__type(value, struct file_path);                                            \
-	} path_scratch SEC(".maps");                                                       \
-	struct {                                                                           \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                   \
-		__uint(max_entries, 1);                                                    \
-		__type(key, __u32);                                                        \
-		__type(value, __u32);                                                      \
-	} path_nest SEC(".maps");                                                          \
+	DEFINE_MAP(paths, BPF_MAP_TYPE_LRU_HASH, struct file_key, struct file_path, nr_files); \
+	DEFINE_MAP(path_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct file_path,           \
+		   VFS_PATH_NEST);                                                          \
+	DEFINE_MAP(path_nest, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u32, 1);                  \
                                                                                            \
 	/*                                                                                 \
 	 * Makes sure the paths map holds the path of file (@dev, @ino) as it is now: a   \

@@ -38,6 +38,11 @@ struct lat_opts {
 	uint64_t max_entries;
 };
 
+#define LAT_DEFAULT_ENTRIES 2048
+
+/* lat's defaults: q2c per disk, LAT_DEFAULT_ENTRIES keys. */
+void lat_opts_default(struct lat_opts *o);
+
 /* One key's histogram for a report: the change since the previous report. */
 struct lat_row {
 	struct lat_key key;
@@ -135,6 +140,6 @@ void lat_collect_view(struct lat_ctx *c, struct lat_view *v);
 struct bpfcmd *lat_collect_cmd(struct lat_ctx *c);
 void lat_collect_close(struct lat_ctx *c);
 /* As top_collect_plan() (src/collect/top.h). */
-int lat_collect_plan(const struct lat_opts *o, plan_show_fn show, void *arg);
+int lat_collect_plan(plan_show_fn show, void *arg);
 
 #endif

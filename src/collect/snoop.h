@@ -26,6 +26,11 @@ struct snoop_opts {
 	bool text; /* the records' names escaped for a terminal (struct snoop_line) */
 };
 
+#define SNOOP_RB_DEFAULT (16ULL << 20)
+
+/* snoop's defaults: every request of every disk, names as they are. */
+void snoop_opts_default(struct snoop_opts *o);
+
 /*
  * One record in the words a user reads (format.c); strings valid until the next. The
  * *_text ones are escaped for a terminal (printable()), set only by a formatter made
@@ -93,6 +98,6 @@ int snoop_collect_stop(struct snoop_ctx *c);
 int snoop_collect_totals(struct snoop_ctx *c, struct snoop_totals *t);
 void snoop_collect_close(struct snoop_ctx *c);
 /* As top_collect_plan() (src/collect/top.h). */
-int snoop_collect_plan(const struct snoop_opts *o, plan_show_fn show, void *arg);
+int snoop_collect_plan(plan_show_fn show, void *arg);
 
 #endif

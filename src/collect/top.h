@@ -26,6 +26,7 @@
 #include "disks.h"
 #include "diskstats.h"
 #include "filters.h"
+#include "units.h"
 #include "bpfcmd.h"
 #include "counters.h"
 #include "syscalls.h"
@@ -40,7 +41,6 @@ struct procinfo;
 struct rbuf;
 struct top_bpf;
 
-#define NSEC_PER_SEC 1000000000ULL
 #define MAX_STALLS   512
 
 enum sort_key { SORT_DISK, SORT_FS, SORT_READ, SORT_WRITE, SORT_LATENCY };
@@ -64,6 +64,15 @@ struct top_opts {
 	bool stalls_on_demand;
 	/* Requests slower than this (q2c; 0: none) go to the sink's slow_rq() (below). */
 	uint64_t slow_rq_ns;
+	/* Latency and size histograms per disk and op (top_collect_disk_hists()). */
+	bool disk_hists;
+};
+
+/* A disk's histograms for one op (top_abi.h), summed over the CPUs since the start. */
+struct top_disk_hist {
+	uint32_t dev; /* KDEV of the disk */
+	enum top_dh_op op;
+	struct top_dhist h;
 };
 
 /* Where the collector delivers what arrives as it happens (top_collect_poll()). */
@@ -79,6 +88,7 @@ struct row {
 	uint64_t fs_read, fs_write, disk_read, disk_write;
 	uint64_t q2c_sum, d2c_sum, q2c_max, d2c_max;
 	uint64_t nr_q2c, nr_d2c;
+	uint64_t nr_q2c_write, q2c_write_sum; /* of nr_q2c and q2c_sum, the writes' */
 	uint32_t flags, bdev;
 	uint32_t path_epoch; /* the last path check of its file (top_stat) */
 };
@@ -229,25 +239,14 @@ struct top_snapshot {
 
 /* What one report shows: a snapshot's numbers (not owned), and the model built on them. */
 struct report {
-	double seconds;	  /* the window the numbers cover: from one map read to the next */
-	double timestamp; /* wall clock of this report's map read (the window's end) */
-	bool rates;
+	struct top_snapshot *snap; /* rows and writeback rows (sorted by key), flushes... */
 	bool stopped;
-	struct row *rows;
-	size_t nr_rows;
-	struct wbrow *wb;
-	size_t nr_wb;
 	struct proc_agg *procs;
 	size_t nr_procs;
 	struct dev_cov *devs;
 	size_t nr_devs;
-	struct dev_flush_row *flushes; /* per disk, in the window */
-	size_t nr_flushes;
-	struct rq_open *open; /* per device: issued before ds_end, completion not seen */
-	size_t nr_open;
 	struct by_group *groups; /* --by file / dir: the rows of the main table */
 	size_t nr_groups;
-	uint64_t drops[TOP_DROP_NR];
 };
 
 /* A row of the file or directory table: the sum of its files' rows. */
@@ -278,6 +277,8 @@ int top_collect_open(const struct top_opts *o, const struct top_sink *sink, stru
 int top_collect_read(struct top_ctx *c, struct top_snapshot *snap);
 void top_snapshot_free(struct top_snapshot *snap);
 int top_collect_poll(struct top_ctx *c, int timeout_ms);
+/* With disk_hists: every disk and op's histograms so far, a new array in *@rows (free()). */
+int top_collect_disk_hists(struct top_ctx *c, struct top_disk_hist **rows, size_t *nr);
 /* Once a second: cgroups and titles of the processes seen named while they live. */
 void top_collect_housekeep(void *ctx);
 void top_collect_close(struct top_ctx *c);
@@ -287,10 +288,11 @@ void top_collect_close(struct top_ctx *c);
  */
 int top_collect_stalls(struct top_ctx *c, bool on);
 /*
- * The hooks top's collector with @o attaches on this machine, given to @show (doctor's
- * plan): as set up and attached, or, where that fails, what it would try and why not.
+ * The hooks top's collector with the defaults (top_opts_default()) attaches on this
+ * machine, given to @show (doctor's plan): as set up and attached, or, where that
+ * fails, what it would try and why not.
  */
-int top_collect_plan(const struct top_opts *o, plan_show_fn show, void *arg);
+int top_collect_plan(plan_show_fn show, void *arg);
 
 /* setup.c: the BPF side of a collector, and the hooks of a plan (TOP_MAX_HOOKS). */
 #define TOP_MAX_HOOKS 64
@@ -310,7 +312,7 @@ void top_describe_cgroup(struct top_ctx *c, uint64_t cgid, struct cg_desc *d);
 const char *top_row_disk_name(struct top_ctx *c, const struct row *r, char *buf, size_t len);
 const char *top_wb_path(struct top_ctx *c, const struct report *rep, const struct wbrow *w);
 /* A report of @snap (its numbers, not owned) as the options ask: processes, groups, coverage. */
-int top_collect_report(struct top_ctx *c, const struct top_snapshot *snap, bool stopped,
+int top_collect_report(struct top_ctx *c, struct top_snapshot *snap, bool stopped,
 		       struct report *rep);
 
 /* model.c: pure */

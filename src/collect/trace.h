@@ -22,6 +22,7 @@
 #include "bpfcmd.h"
 #include "counters.h"
 #include "filters.h"
+#include "units.h"
 #include "hist.h"
 #include "probe.h"
 #include "procinfo.h"
@@ -35,7 +36,6 @@ struct jw;
 struct procinfo;
 struct trace_bpf;
 
-#define NSEC_PER_SEC ((uint64_t)1000000000)
 struct trace_opts {
 	uint64_t threshold_ns;	   /* requests slower than this go to the sink */
 	struct filter_opts filter; /* -p, --tid, --comm, --cgroup, --file, --dir, -d */
@@ -45,6 +45,12 @@ struct trace_opts {
 	uint64_t rb_bytes;   /* ring buffer size (a power of two) */
 	enum syscall_attach syscalls; /* how syscalls are followed (syscalls.h) */
 };
+
+#define TRACE_RB_DEFAULT (16ULL << 20)
+#define TRACE_RB_ALL	 (64ULL << 20) /* every request to the sink (threshold 0) */
+
+/* trace's defaults: requests over 10 ms, every op, exact iowait where the kernel counts it. */
+void trace_opts_default(struct trace_opts *o);
 
 /* One periodic summary: the interval's slow requests and stage histograms per op. */
 struct trace_summary {
@@ -99,6 +105,8 @@ struct trace_ctx {
 	uint64_t delivered;	     /* slow requests given to the sink */
 	uint64_t malformed;	     /* records whose bios and events do not add up to their size */
 	uint64_t wb_swept, in_flight;
+	/* thread_recs and async_slots, mapped read-only: counted at exit. */
+	const void *thread_recs, *async_slots;
 	/* Counts at the previous summary: the output's rate and the drops per interval. */
 	uint64_t prev_delivered, prev_emitted, prev_dropped;
 };
@@ -153,7 +161,7 @@ int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
 int trace_collect_stop(struct trace_ctx *c);
 void trace_collect_close(struct trace_ctx *c);
 /* As top_collect_plan() (src/collect/top.h). */
-int trace_collect_plan(const struct trace_opts *o, plan_show_fn show, void *arg);
+int trace_collect_plan(plan_show_fn show, void *arg);
 
 /* consume.c: the reader of the slow requests' ring buffer (c->cmd.rb). 0 or -errno, said. */
 int trace_consume_open(struct trace_ctx *c);

@@ -46,6 +46,9 @@ const struct option watch_conf_opts[] = {
 	{ "stall-threshold", required_argument, NULL, WATCH_OPT_STALL_THRESHOLD },
 	{ "detail", required_argument, NULL, WATCH_OPT_DETAIL },
 	{ "stalls", required_argument, NULL, WATCH_OPT_STALLS },
+	{ "syscall-hooks", required_argument, NULL, WATCH_OPT_SYSCALL_HOOKS },
+	{ "listen", required_argument, NULL, WATCH_OPT_LISTEN },
+	{ "metrics-max-cgroups", required_argument, NULL, WATCH_OPT_METRICS_MAX_CGROUPS },
 	COMMON_LONG_OPTS,
 	{ 0 },
 };

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "err.h"
 #include "json.h"
 #include "incident/store.h"
@@ -342,7 +343,7 @@ static int migrate(struct watch_store *st)
 	size_t i;
 	int rc = SQLITE_OK;
 
-	for (i = 0; rc == SQLITE_OK && i < sizeof(migrations) / sizeof(migrations[0]); i++) {
+	for (i = 0; rc == SQLITE_OK && i < ARRAY_SIZE(migrations); i++) {
 		sscanf(migrations[i][1], "%63s", column);
 		if (has_column(st, migrations[i][0], column))
 			continue;
@@ -609,7 +610,7 @@ int store_sample_add(struct watch_store *st, int64_t id, const struct io_sample 
 			};
 			size_t j;
 
-			for (j = 0; j < sizeof(v) / sizeof(v[0]); j++)
+			for (j = 0; j < ARRAY_SIZE(v); j++)
 				sqlite3_bind_double(s, k++, v[j]);
 			sqlite3_bind_int64(s, k++, m->in_flight);
 		} else {

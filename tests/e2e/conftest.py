@@ -2,8 +2,8 @@
 """pytest glue for iospan's end-to-end tests.
 
 - makes tests/lib importable (import iospan_testlib);
-- under CI (CI=true), a test skipped because it "needs root" or "needs blk-throttle"
-  FAILS, so CI can never pass with the root tests silently skipped;
+- under CI (CI=true), a test skipped because it "needs root", "needs blk-throttle" or
+  "needs prometheus" FAILS, so CI can never pass with the root tests silently skipped;
 - at session end, anything the tests created and left behind (loop devices, mounts,
   cgroups) is reported, torn down, and fails the session.
 """
@@ -28,8 +28,9 @@ def pytest_report_header(config):
     return "iospan fuzz seed: %d (repeat with IOSPAN_FUZZ_SEED=%d)" % (FUZZ_SEED, FUZZ_SEED)
 
 
-# Skips that mean "not run as root, or on a machine short of what root tests need".
-ROOT_SKIP_PREFIXES = ("needs root", "needs blk-throttle")
+# Skips that mean "not run as root, or on a machine short of what root tests need"
+# (.ci/run installs Prometheus).
+ROOT_SKIP_PREFIXES = ("needs root", "needs blk-throttle", "needs prometheus")
 
 
 def _under_ci():

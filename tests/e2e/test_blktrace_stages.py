@@ -119,7 +119,9 @@ def test_snoop(disk):
     """snoop: total from Q, queue from Q to D, device from D to C, per request. A request
     whose completion ran no program (the kernel gap of iospan-snoop(8)) has no line and
     is declared (completion_not_seen): tried again while there are any, and each line
-    missing is one declared."""
+    missing is one declared. A line whose dispatch or queue snoop did not see has no
+    queue (or device, or total) time, each declared (dispatch_not_seen,
+    queue_not_seen): compared where it has them."""
     def complete(docs, lives):
         return not docs[-1]["summary"]["completion_not_seen"]
 
@@ -128,9 +130,17 @@ def test_snoop(disk):
     lines = [d for d in docs if d.get("rwbs", "").startswith("R") and d["bytes"] == 4096]
     pairs = match(lines, lives, lambda l: l["sector"])
     assert len(pairs) >= len(lives) - not_seen, (len(pairs), len(lives), not_seen)
-    total = median_diff((l["total_us"], us(r["Q"], r["C"])) for l, r in pairs)
-    queue = median_diff((l["queue_us"], us(r["Q"], r["D"])) for l, r in pairs)
-    device = median_diff((l["device_us"], us(r["D"], r["C"])) for l, r in pairs)
+    summary = docs[-1]["summary"]
+    no_d, no_q = summary["dispatch_not_seen"], summary["queue_not_seen"]
+    for key, declared in (("total_us", no_q), ("queue_us", no_d + no_q),
+                          ("device_us", no_d)):
+        assert sum(l[key] is None for l, _ in pairs) <= declared, (key, summary)
+    total = median_diff((l["total_us"], us(r["Q"], r["C"])) for l, r in pairs
+                        if l["total_us"] is not None)
+    queue = median_diff((l["queue_us"], us(r["Q"], r["D"])) for l, r in pairs
+                        if l["queue_us"] is not None)
+    device = median_diff((l["device_us"], us(r["D"], r["C"])) for l, r in pairs
+                         if l["device_us"] is not None)
     print("snoop median differences: total %.2f queue %.2f device %.2f us" % (
         total, queue, device))
     assert abs(total) <= 1 and abs(queue) <= 1 and abs(device) <= 1, (total, queue, device)

@@ -39,6 +39,16 @@ def test_pages_installed(installed):
     assert "iospan" in PAGES and "iospan-top" in PAGES
 
 
+def test_dashboard_and_config_installed(installed):
+    """The Grafana dashboard and the example config, as in the repository."""
+    doc = os.path.join(installed, "share", "doc", "iospan")
+    for installed_name, src in (("grafana/iospan.json", "dist/grafana/iospan.json"),
+                                ("watch.conf.example", "dist/watch.conf")):
+        with open(os.path.join(doc, installed_name)) as a, \
+                open(os.path.join(tl.repo_root(), src)) as b:
+            assert a.read() == b.read(), installed_name
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders(installed, page):
     path = os.path.join(installed, "share", "man", "man8", page + ".8")

@@ -8,6 +8,8 @@ each workload part runs in its own process (and cgroup) and prints its pid; the 
 QD32 random-read workload of the overhead harness, over a tmpfs-backed loop device, must
 lose nothing with output to a file; filters keep exactly the lines they describe.
 """
+import bisect
+import decimal
 import json
 import os
 import subprocess
@@ -236,12 +238,44 @@ def test_qd32_randread_to_file_loses_nothing(tmp_path):
     assert ios - len(fio_lines) - len(unknown) == nr - len(lines)
     assert all(l["rwbs"] == "R" and l["bytes"] == 4096 and l["kind"] == "direct"
                for l in fio_lines)
-    # fio keeps up to 32 in flight: requests find others on the disk, never more than
-    # fio's (but for completions the kernel ran no program for, counted until their
-    # request is reused).
+    # fio keeps up to 32 in flight, never more (but for completions the kernel ran no
+    # program for, counted until their request is reused).
     qd = sorted(l["inflight"] for l in fio_lines)
-    assert 1 < qd[len(qd) // 2] <= 32, qd[len(qd) // 2]
     assert qd[0] >= 1 and qd[-1] <= 32 + summary["completion_not_seen"]
+    # How many fio finds on the disk depends on how the loop worker is scheduled against
+    # fio (a median of 1 to 7 here), so the ground truth is the lines' own times: a
+    # request's inflight is the number of lines dispatched at or before it and completed
+    # after it. A request whose completion the kernel ran no program for has no line and
+    # counts until it is dispatched again (declared: completion_not_seen), so a line may
+    # count up to that many more. What else disagrees is the lock-free counter read right
+    # after its atomic add: a hook on the other CPU that runs in between moves it (25 of
+    # 469,140 lines in one run here, 11 of 377,810 in another).
+    with open(out) as fh:
+        exact = [json.loads(line, parse_float=decimal.Decimal) for line in fh][:-1]
+    off = inflight_off_times(exact, summary["completion_not_seen"])
+    assert len(off) <= 0.01 * len(exact), (len(off), len(exact), off[:10])
+
+
+def inflight_off_times(lines, unseen):
+    """The lines whose inflight is not the number of lines on the disk at their dispatch
+    (dispatch = completion time - device_us) plus up to @unseen requests that have no
+    line, as (line index, inflight, fewest, most). Completion times are printed to the
+    microsecond, device times to the nanosecond: events within 1 us of a dispatch may be
+    on either side of it, so each line has a range."""
+    disp, done = [], []
+    for l in lines:
+        end = int(l["time"] * 1000000)  # exact: Decimal
+        disp.append(end - l["device_us"])
+        done.append(end)
+    by_disp, by_done = sorted(disp), sorted(done)
+    off = []
+    for i, (l, d) in enumerate(zip(lines, disp)):
+        # Dispatched by then, not yet completed; this one is in both bounds.
+        most = bisect.bisect_right(by_disp, d + 1) - bisect.bisect_right(by_done, d - 1)
+        fewest = bisect.bisect_right(by_disp, d - 1) - bisect.bisect_right(by_done, d + 1) + 1
+        if not fewest <= l["inflight"] <= most + unseen:
+            off.append((i, l["inflight"], fewest, most))
+    return off
 
 
 # ---------------------------------------------------------------------------- filters

@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import stat
 import subprocess
+import sys
 import threading
 import time
 
@@ -652,6 +653,7 @@ def test_config_file_and_command_line(disk, tmp_path):
     ["watch", "--slow-request", "soon"],
     ["watch", "--slow-request", "200ms", "--no-bpf"],
     ["watch", "--capture-threshold", "-1"],
+    ["watch", "--syscall-hooks", "fast"],
     ["incidents"],
     ["incidents", "frob"],
     ["incidents", "show"],
@@ -1050,6 +1052,58 @@ def test_watch_under_sanitizers(tmp_path):
     doc = incidents(db, "show", str(found[0]["id"]))
     assert doc["slow_requests"] and all(json.loads(r["stages"])["detail"] == "block"
                                         for r in doc["slow_requests"]), doc["slow_requests"][:3]
+
+
+def perf_event_fds(pid):
+    """How many perf events process @pid holds: one a classic tracepoint (or kprobe)
+    it attached a program to; raw tracepoints and tp_btf programs hold none."""
+    fds = "/proc/%d/fd" % pid
+    n = 0
+    for fd in os.listdir(fds):
+        try:
+            n += os.readlink(os.path.join(fds, fd)) == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return n
+
+
+@pytest.mark.parametrize("hooks", [None, "per-call", "raw"])
+def test_syscall_hooks(tmp_path, hooks):
+    """--syscall-hooks: raw (the default) follows every syscall at the sys_enter/sys_exit
+    pair, no perf event; per-call follows each syscall at its classic tracepoint, a perf
+    event each way (top's collector follows 16 syscalls: 32 of them, and trace's its
+    own at --detail full). Either way the collectors count a process's
+    file reads: a reader's FS bytes in the incident are what it read (ground truth:
+    its own count)."""
+    tl.require_root("creates a loop device and a file system")
+    db = str(tmp_path / "incidents.db")
+    with tl.scratch_fs("ext4", 256) as fs:
+        path = os.path.join(fs.mnt, "burst.data")
+        subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=100",
+                        "status=none", "conv=fsync"], check=True)
+        extra = ("--syscall-hooks", hooks) if hooks else ()
+        w = Watcher(db, fs.dev, "--pre", "3", "--capture", "2", "--cooldown", "0",
+                    "--detail", "full", "--capture-threshold", "1s", *extra, *READ_RULE)
+        try:
+            w.wait_for(r" info: collector trace loaded")
+            events = perf_event_fds(w.proc.pid)
+            reader = subprocess.Popen([sys.executable, "-c", READER, path,
+                                       str(60 * 2**20), "2"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+            out, _ = reader.communicate("go\n", timeout=30)
+            read_bytes = int(out)
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    if hooks != "per-call":
+        assert events == 0, events
+    else:
+        # At least top's 16 syscalls, each way (and trace's 13 where they attach).
+        assert events >= 2 * 16, events
+    doc = incidents(db, "show", "1")
+    mine = [p for p in doc["processes"] if p["pid"] == reader.pid]
+    counted = sum(p["fs_read_bytes"] for p in mine)
+    assert abs(counted - read_bytes) <= 0.01 * read_bytes, (counted, read_bytes)
 
 
 @pytest.mark.parametrize("extra", [(), ("--capture-threshold", "50ms"),

@@ -15,9 +15,11 @@ and top/trace on ext4. IOSPAN_KERNELS=name,name picks kernels. Without QEMU or t
 Debian archive the tests skip, saying why; under CI=true they fail instead.
 IOSPAN_MATRIX_REUSE=1 checks the results of the last boots again without booting.
 """
+import collections
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -305,6 +307,58 @@ def test_watch_incident(kernel):
         assert abs(st["q2c"] - r["total_us"]) < 1, (kernel, r)
         assert 0 < st["d2c"] <= st["q2c"] + 1, (kernel, r)
 
+
+def prom_samples(text):
+    """{(name, frozenset(labels)): value} of a Prometheus text exposition."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$', line)
+        if m:
+            labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"',
+                                          m.group(2) or ""))
+            out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_watch_metrics(kernel):
+    """watch --listen on the raw disk, scraped before and after its 240 direct reads of
+    64 KiB (two samples later): between the scrapes, the latency histograms count each
+    request diskstats counted (but for completions the collector declares unseen), at
+    most its q2c in each d2c bucket; the size histogram holds them all at or below
+    64 KiB, their bytes diskstats' sectors."""
+    g = guest(kernel)
+    scn = next((s for s in os.listdir(g.path) if s.startswith("watch-")), None)
+    assert scn, "%s: no watch scenario" % kernel
+    disk = g.file(scn, "disk").strip()
+    g.ok(scn, "metrics0")
+    g.ok(scn, "metrics")
+    s0, s1 = (prom_samples(g.file(scn, f) or "") for f in ("metrics0.txt", "metrics.txt"))
+    assert s1, (kernel, g.file(scn, "watch.err"))
+    delta = g.diskstats_delta(scn, last="mid")
+
+    def grew(name, labels):
+        key = (name, frozenset(labels.items()))
+        return s1[key] - s0.get(key, 0)
+
+    def get(name, **labels):
+        return grew(name, dict(disk=disk, op="read", **labels))
+
+    unseen = grew("iospan_events_lost_total",
+                  {"collector": "top", "reason": "completions_unseen"})
+    lat = "iospan_disk_latency_seconds"
+    d2c = get(lat + "_count", stage="d2c")
+    assert 0 <= delta["rd_ios"] - d2c <= unseen, (kernel, d2c, delta, unseen)
+    assert get(lat + "_count", stage="q2c") <= d2c, kernel
+    for le in ("1.6384e-05", "0.001048576", "0.067108864"):
+        assert get(lat + "_bucket", stage="q2c", le=le) <= \
+            get(lat + "_bucket", stage="d2c", le=le), (kernel, le)
+    size = "iospan_disk_request_size_bytes"
+    count = get(size + "_count")
+    assert 0 <= delta["rd_ios"] - count <= unseen, (kernel, count, delta)
+    assert get(size + "_bucket", le="65536") == count, kernel
+    if count == delta["rd_ios"]:
+        assert get(size + "_sum") == 512 * delta["rd_sectors"], (kernel, delta)
 
 def only_device(report, disk):
     rows = [d for d in report["devices"] if d["disk"] == disk]
@@ -838,8 +892,12 @@ def test_snoop_matches_diskstats(case):
     assert summary["events"] == len(lines), (case, summary)
     disk = g.file("snoop-" + case[1], "disk").strip()
     assert all(l["disk"] == disk for l in lines), case
-    # The window: between the marker reads done just before and just after diskstats
-    # were read, while snoop ran and the disk was idle.
+    # The window: between two marker reads, each alone on the disk between two reads of
+    # diskstats (suite.sh's mark()), so the disk completed nothing between a marker and
+    # its edge's snapshot.
+    for edge in ("before", "after"):
+        assert g.file("snoop-" + case[1], "mark-%s.retries" % edge) is not None, (
+            case, "no marker read of the disk alone at the window's %s edge" % edge)
     marks = [g.workload("snoop-" + case[1], m)["pid"] for m in ("mark-before", "mark-after")]
     at = [next(i for i, l in enumerate(lines) if l["pid"] == pid) for pid in marks]
     lines = lines[at[0] + 1:at[1]]
@@ -850,7 +908,8 @@ def test_snoop_matches_diskstats(case):
     # dispatched again (iospan-snoop(8)): only those may be missing.
     missing = nr - len(lines)
     assert nr > 0 and 0 <= missing <= summary["completion_not_seen"], (
-        case, len(lines), nr, summary)
+        case, len(lines), nr, delta, summary,
+        sorted(collections.Counter((l["rwbs"], l["comm"]) for l in lines).items()))
     if not missing:
         assert sum(l["bytes"] for l in lines) == nbytes, (case, nbytes)
 

@@ -92,6 +92,94 @@ static void test_period_and_threshold(void **state)
 	assert_int_equal(args_threshold("-t", "0x5", &ns), -EINVAL);
 }
 
+static void test_duration_in_and_buffer_size(void **state)
+{
+	uint64_t v = 7;
+
+	/* Both ends are in the range; outside it nothing is written. */
+	assert_int_equal(args_duration_in("", "--interval", "10ms", 10000000, 3600000000000ULL,
+					  "from 10ms to 1h", &v),
+			 0);
+	assert_int_equal(v, 10000000);
+	assert_int_equal(args_duration_in("", "--interval", "1h", 10000000, 3600000000000ULL,
+					  "from 10ms to 1h", &v),
+			 0);
+	assert_int_equal(v, 3600000000000ULL);
+	v = 7;
+	assert_int_equal(args_duration_in("", "--interval", "9ms", 10000000, 3600000000000ULL,
+					  "from 10ms to 1h", &v),
+			 -EINVAL);
+	assert_int_equal(args_duration_in("", "--interval", "61m", 10000000, 3600000000000ULL,
+					  "from 10ms to 1h", &v),
+			 -EINVAL);
+	assert_int_equal(v, 7);
+	/* Ring buffers: 1 MiB to 1 GiB, rounded up to a power of two. */
+	assert_int_equal(args_buffer_size("1", &v), 0);
+	assert_int_equal(v, 1ULL << 20);
+	assert_int_equal(args_buffer_size("3M", &v), 0);
+	assert_int_equal(v, 4ULL << 20);
+	assert_int_equal(args_buffer_size("1G", &v), 0);
+	assert_int_equal(v, 1ULL << 30);
+	assert_int_equal(args_buffer_size("1023K", &v), -EINVAL);
+	assert_int_equal(args_buffer_size("1025M", &v), -EINVAL);
+	assert_int_equal(args_buffer_size("64X", &v), -EINVAL);
+}
+
+/* A shared option parser as the target filter's: takes 'p', nothing else. */
+static int take_p(const char *cmd, int opt, const char *arg, void *ctx)
+{
+	if (opt != 'p')
+		return 1;
+	if (!*arg)
+		return -EINVAL;
+	*(const char **)ctx = arg;
+	return 0;
+}
+
+static void test_args_next(void **state)
+{
+	static const struct option long_opts[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"size", required_argument, NULL, 's'},
+		COMMON_LONG_OPTS,
+		{NULL, 0, NULL, 0},
+	};
+	const char *pid = NULL;
+	const struct args_spec spec = {
+		.cmd = "t",
+		.usage = "",
+		.short_opts = ":p:s:" COMMON_SHORT_OPTS,
+		.long_opts = long_opts,
+		.shared = take_p,
+		.ctx = &pid,
+		.options_only = true,
+	};
+	char *ok[] = {"t", "-v", "--pid", "12", "-s", "4", NULL};
+	char *extra[] = {"t", "-s", "4", "x", NULL};
+	char *unknown[] = {"t", "--bogus", NULL};
+	char *bad_shared[] = {"t", "--pid=", NULL};
+	char *help[] = {"t", "-p", "1", "--help", "-s", "4", NULL};
+
+	/* Common and shared options are taken; the command's own come back in order. */
+	optind = 0;
+	assert_int_equal(args_next(&spec, 6, ok), 's');
+	assert_string_equal(optarg, "4");
+	assert_true(gopts.verbose);
+	assert_string_equal(pid, "12");
+	assert_int_equal(args_next(&spec, 6, ok), 0);
+	/* An argument after the options, an unknown option, a shared one refused. */
+	optind = 0;
+	assert_int_equal(args_next(&spec, 4, extra), 's');
+	assert_int_equal(args_next(&spec, 4, extra), -EINVAL);
+	optind = 0;
+	assert_int_equal(args_next(&spec, 2, unknown), -EINVAL);
+	optind = 0;
+	assert_int_equal(args_next(&spec, 2, bad_shared), -EINVAL);
+	/* --help stops the parse at once. */
+	optind = 0;
+	assert_int_equal(args_next(&spec, 6, help), ARGS_HELP);
+}
+
 static void test_parse_size(void **state)
 {
 	uint64_t b;
@@ -170,6 +258,8 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_interval_count),
 		cmocka_unit_test(test_period_and_threshold),
+		cmocka_unit_test(test_duration_in_and_buffer_size),
+		cmocka_unit_test(test_args_next),
 		cmocka_unit_test(test_mono_to_real),
 	};
 

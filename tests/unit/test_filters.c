@@ -24,13 +24,15 @@ static void test_not_a_filter_option(void **state)
 }
 
 /* The options every command has are taken too: a command's loop asks one function. */
-static void test_common_options(void **state)
+/* What is not a filter option is the command's (or args_next()'s): left alone. */
+static void test_not_filter_options(void **state)
 {
 	struct filter_opts f = {0};
 
-	assert_int_equal(filter_parse_opt("trace", OPT_VERBOSE, NULL, &f), 0);
-	assert_true(gopts.verbose);
+	assert_int_equal(filter_parse_opt("trace", OPT_VERBOSE, NULL, &f), 1);
 	assert_int_equal(filter_parse_opt("trace", OPT_HELP, NULL, &f), 1);
+	assert_int_equal(filter_parse_opt("trace", 't', "5", &f), 1);
+	assert_false(f.tf.proc_on || f.tf.file_on);
 }
 
 static void test_ids(void **state)
@@ -89,7 +91,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_not_a_filter_option),
-		cmocka_unit_test(test_common_options),
+		cmocka_unit_test(test_not_filter_options),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_comm),
 		cmocka_unit_test(test_dir),

@@ -304,6 +304,34 @@ static void test_formatted_names(void **state)
 }
 
 /* A clock before 1970 (set wrong): the line is whole, at its second's start. */
+/* blktrace's RWBS letters, in its order: flush before the op, then FUA, A, S, M. */
+static void test_rwbs(void **state)
+{
+	static const struct {
+		uint32_t op, flags;
+		const char *rwbs;
+	} cases[] = {
+		{SNOOP_OP_READ, 0, "R"},
+		{SNOOP_OP_READ, RQ_FL_RAHEAD, "RA"},
+		{SNOOP_OP_WRITE, RQ_FL_SYNC, "WS"},
+		{SNOOP_OP_WRITE, RQ_FL_PREFLUSH | RQ_FL_FUA | RQ_FL_SYNC | RQ_FL_META, "FWFSM"},
+		{SNOOP_OP_FLUSH, RQ_FL_PREFLUSH, "FF"},
+		{SNOOP_OP_DISCARD, 0, "D"},
+		{SNOOP_OP_SECURE_ERASE, 0, "DE"},
+		{SNOOP_OP_ZONE_APPEND, 0, "W"},
+		{SNOOP_OP_WRITE_ZEROES, RQ_FL_SYNC, "NS"},
+		{4, 0, "N"},
+		{1000, 0, "N"},
+	};
+	char b[16];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snoop_rwbs(cases[i].op, cases[i].flags, b);
+		assert_string_equal(b, cases[i].rwbs);
+	}
+}
+
 static void test_time_before_1970(void **state)
 {
 	struct snoop_line l;
@@ -324,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_overlong_name_is_cut),
 		cmocka_unit_test(test_formatted_names),
 		cmocka_unit_test(test_time_before_1970),
+		cmocka_unit_test(test_rwbs),
 	};
 
 	/* One zone for the reference and the renderer alike. */

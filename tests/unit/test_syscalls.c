@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include <bpf/libbpf.h>
 
@@ -170,6 +171,19 @@ static void test_progs_off(void **state)
 	assert_false(bpf_program__autoload(f->p.exit_tp));
 }
 
+/* The numbers of the syscalls followed, by name: those the BPF tables can hold. */
+static void test_syscall_nr(void **state)
+{
+	(void)state;
+	assert_int_equal(syscall_nr("read"), SYS_read);
+	assert_int_equal(syscall_nr("pwritev2"), SYS_pwritev2);
+	assert_int_equal(syscall_nr("sync_file_range"), SYS_sync_file_range);
+	assert_int_equal(syscall_nr("fallocate"), SYS_fallocate);
+	assert_int_equal(syscall_nr("fault"), -1); /* an op, not a syscall */
+	assert_int_equal(syscall_nr("openat"), -1);
+	assert_int_equal(syscall_nr(""), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +192,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_per_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_progs_off, setup, teardown),
+		cmocka_unit_test(test_syscall_nr),
 	};
 
 	libbpf_set_print(NULL);

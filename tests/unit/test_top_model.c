@@ -103,7 +103,8 @@ static void test_processes_sum_their_files(void **state)
 		mkrow(200, 11, 0, 2 * MIB),
 		mkrow(300, 12, 0, 0), /* idle: no process */
 	};
-	struct report rep = {.rows = rows, .nr_rows = 5};
+	struct top_snapshot snap = {.rows = rows, .nr_rows = 5};
+	struct report rep = {.snap = &snap};
 	struct top_opts o;
 
 	top_opts_default(&o);
@@ -127,7 +128,7 @@ static void test_processes_sum_their_files(void **state)
 	top_report_free(&rep);
 
 	/* By FS bytes the order turns. */
-	rep = (struct report){.rows = rows, .nr_rows = 5};
+	rep = (struct report){.snap = &snap};
 	o.sort = SORT_FS;
 	assert_int_equal(top_group_procs(&o, &names, &rep), 0);
 	assert_int_equal(rep.procs[0].pid, 200);
@@ -140,7 +141,8 @@ static void test_files_sum_their_processes(void **state)
 		mkrow(100, 11, 0, 4 * MIB), mkrow(200, 11, 0, 2 * MIB), mkrow(200, 13, 0, 1 * MIB),
 		mkrow(100, TOP_INO(TOP_INO_META), 0, 1 * MIB), /* no file: a kind of its own */
 	};
-	struct report rep = {.rows = rows, .nr_rows = 4};
+	struct top_snapshot snap = {.rows = rows, .nr_rows = 4};
+	struct report rep = {.snap = &snap};
 	struct top_opts o;
 
 	top_opts_default(&o);
@@ -165,7 +167,8 @@ static void test_directories_keep_depth_components(void **state)
 		mkrow(200, 12, 0, 2 * MIB),
 		mkrow(200, 13, 0, 1 * MIB),
 	};
-	struct report rep = {.rows = rows, .nr_rows = 3};
+	struct top_snapshot snap = {.rows = rows, .nr_rows = 3};
+	struct report rep = {.snap = &snap};
 	struct top_opts o;
 
 	top_opts_default(&o);
@@ -205,7 +208,8 @@ static void test_coverage_against_diskstats(void **state)
 	};
 	struct ds_dev start_devs[2], end_devs[2];
 	struct ds_snapshot start = {.devs = start_devs}, end = {.devs = end_devs};
-	struct report rep = {.rows = rows, .nr_rows = 2};
+	struct top_snapshot snap = {.rows = rows, .nr_rows = 2};
+	struct report rep = {.snap = &snap};
 	struct top_opts o;
 
 	top_opts_default(&o);

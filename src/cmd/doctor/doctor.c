@@ -23,46 +23,39 @@
 #include "probe.h"
 #include "doctor.h"
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: iospan doctor [--json] [-v]\n\n"
-		"Reports what this kernel supports, by loading and attaching a tiny BPF program "
-		"of\n"
-		"each kind (never by reading the kernel config): BTF, tp_btf, raw_tp, classic\n"
-		"tracepoints, fentry, kprobe, uprobe, ring buffer, task storage and stack maps;\n"
-		"which tracepoints of the storage I/O path exist; the cgroup v2 mount; the\n"
-		"process's BPF privileges; and the attach mode each tracing hook would use here.\n"
-		"Mounts tracefs at /sys/kernel/tracing if it is not mounted.\n\n"
-		"Options:\n"
-		"  --json         one JSON document\n"
-		"  -v, --verbose  also show each probe and libbpf's messages on stderr\n"
-		"  -h, --help     this help\n\n"
-		"Example:\n"
-		"  iospan doctor                 # tables\n"
-		"  iospan doctor --json | jq '.features.fentry'\n\n"
-		"Exit codes: 0 report written (even if features are missing), 1 runtime\n"
-		"failure, 2 bad usage. Manual: iospan-doctor(8).\n");
-}
+static const char doctor_usage[] =
+	"Usage: iospan doctor [--json] [-v]\n\n"
+	"Reports what this kernel supports, by loading and attaching a tiny BPF program "
+	"of\n"
+	"each kind (never by reading the kernel config): BTF, tp_btf, raw_tp, classic\n"
+	"tracepoints, fentry, kprobe, uprobe, ring buffer, task storage and stack maps;\n"
+	"which tracepoints of the storage I/O path exist; the cgroup v2 mount; the\n"
+	"process's BPF privileges; and the attach mode each tracing hook would use here.\n"
+	"Mounts tracefs at /sys/kernel/tracing if it is not mounted.\n\n"
+	"Options:\n"
+	"  --json         one JSON document\n"
+	"  -v, --verbose  also show each probe and libbpf's messages on stderr\n"
+	"  -h, --help     this help\n\n"
+	"Example:\n"
+	"  iospan doctor                 # tables\n"
+	"  iospan doctor --json | jq '.features.fentry'\n\n"
+	"Exit codes: 0 report written (even if features are missing), 1 runtime\n"
+	"failure, 2 bad usage. Manual: iospan-doctor(8).\n";
 
 static int parse_args(int argc, char **argv)
 {
 	static const struct option long_opts[] = {COMMON_LONG_OPTS, {NULL, 0, NULL, 0}};
-	int opt;
+	const struct args_spec spec = {
+		.cmd = "doctor",
+		.usage = doctor_usage,
+		.short_opts = ":" COMMON_SHORT_OPTS,
+		.long_opts = long_opts,
+		.options_only = true,
+	};
+	int opt = args_next(&spec, argc, argv);
 
-	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTS, long_opts, NULL)) != -1) {
-		if (args_common_opt(opt))
-			continue;
-		if (opt == OPT_HELP) {
-			usage(stdout);
-			return 1;
-		}
-		return args_bad_option("doctor", argv);
-	}
-	if (optind < argc)
-		return fail_usage("unexpected argument '%s': doctor takes no arguments "
-				  "(see 'iospan doctor --help')",
-				  argv[optind]);
+	if (opt)
+		return opt < 0 ? opt : ARGS_HELP; /* it has no options of its own */
 	return 0;
 }
 

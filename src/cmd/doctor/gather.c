@@ -10,6 +10,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "iospan.h"
 #include "args.h"
 #include "doctor.h"
@@ -65,8 +66,8 @@ static const char *const doctor_tracepoints[] = {
 	"sched:sched_wakeup",
 	"sched:sched_process_exit",
 };
-#define N_SYSCALLS    (sizeof(doctor_syscalls) / sizeof(doctor_syscalls[0]))
-#define N_TRACEPOINTS (sizeof(doctor_tracepoints) / sizeof(doctor_tracepoints[0]))
+#define N_SYSCALLS    (ARRAY_SIZE(doctor_syscalls))
+#define N_TRACEPOINTS (ARRAY_SIZE(doctor_tracepoints))
 _Static_assert(2 * N_SYSCALLS + N_TRACEPOINTS <= N_TP_ROWS, "N_TP_ROWS");
 
 static void gather_tracepoints(struct doctor_report *r)

@@ -10,6 +10,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "iospan.h"
 #include "args.h"
 #include "doctor.h"
@@ -99,7 +100,7 @@ static void render_plans_text(const struct doctor_report *r)
 		for (j = i; j < r->n_plans && !strcmp(r->plans[j].cmd, r->plans[i].cmd); j++)
 			;
 		printf("  %s\n", r->plans[i].cmd);
-		for (m = 0; m < (int)(sizeof(modes) / sizeof(modes[0])); m++) {
+		for (m = 0; m < (int)(ARRAY_SIZE(modes)); m++) {
 			any = false;
 			for (int k = i; k < j; k++) {
 				if (strcmp(r->plans[k].mode, modes[m]))
@@ -235,10 +236,7 @@ void doctor_render_json(const struct doctor_report *r)
 		jw_kv_object(jw, probe_feature_name(i));
 		jw_kv_bool(jw, "ok", r->feat[i].ok);
 		jw_kv_string(jw, "detail", r->feat[i].detail);
-		if (r->feat[i].needs)
-			jw_kv_string(jw, "needs", r->feat[i].needs);
-		else
-			jw_kv_null(jw, "needs");
+		jw_kv_string_or_null(jw, "needs", r->feat[i].needs);
 		jw_end_object(jw);
 	}
 	jw_end_object(jw);
@@ -258,10 +256,7 @@ void doctor_render_json(const struct doctor_report *r)
 
 	jw_kv_object(jw, "tracefs");
 	jw_kv_bool(jw, "ok", !r->tracefs_err);
-	if (r->tracefs)
-		jw_kv_string(jw, "path", r->tracefs);
-	else
-		jw_kv_null(jw, "path");
+	jw_kv_string_or_null(jw, "path", r->tracefs);
 	jw_kv_string(jw, "detail", r->tracefs_err ? probe_errname(r->tracefs_err) : "");
 	jw_end_object(jw);
 
@@ -286,10 +281,8 @@ void doctor_render_json(const struct doctor_report *r)
 	}
 	jw_kv_bool(jw, "tracefs_readable", !r->tracefs_err);
 	jw_kv_bool(jw, "kernel_symbols", !r->ksyms_err);
-	if (r->ksyms_err)
-		jw_kv_string(jw, "kernel_symbols_detail", ksyms_strerror(r->ksyms_err));
-	else
-		jw_kv_null(jw, "kernel_symbols_detail");
+	jw_kv_string_or_null(jw, "kernel_symbols_detail",
+			     r->ksyms_err ? ksyms_strerror(r->ksyms_err) : NULL);
 	/* {"<privilege>": ["<feature>", ...]}: what each missing privilege blocks. */
 	jw_kv_object(jw, "missing");
 	n_needs = missing_privileges(r, needs);
@@ -327,10 +320,7 @@ void doctor_render_json(const struct doctor_report *r)
 			jw_kv_null(jw, "mode");
 			jw_kv_null(jw, "target");
 		}
-		if (p->prog[0])
-			jw_kv_string(jw, "program", p->prog);
-		else
-			jw_kv_null(jw, "program");
+		jw_kv_string_or_null(jw, "program", p->prog[0] ? p->prog : NULL);
 		jw_kv_bool(jw, "optional", p->optional);
 		jw_end_object(jw);
 	}
@@ -346,10 +336,7 @@ void doctor_render_json(const struct doctor_report *r)
 			jw_kv_null(jw, "error");
 		else
 			jw_kv_string(jw, "error", r->checks[i].error);
-		if (r->checks[i].needs)
-			jw_kv_string(jw, "needs", r->checks[i].needs);
-		else
-			jw_kv_null(jw, "needs");
+		jw_kv_string_or_null(jw, "needs", r->checks[i].needs);
 		jw_end_object(jw);
 	}
 	jw_end_object(jw);

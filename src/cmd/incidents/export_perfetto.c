@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "array.h"
 #include "err.h"
 #include "perfetto.h"
 #include "units.h"
@@ -318,7 +319,7 @@ static int export_slow_requests(struct pf_export *x)
 		perfetto_end(x->pf);
 		/* The stages one after the other, cut at the request's end: they nest. */
 		at = start;
-		for (i = 0; i < sizeof(request_stages) / sizeof(request_stages[0]); i++) {
+		for (i = 0; i < ARRAY_SIZE(request_stages); i++) {
 			if (sqlite3_column_type(s, COL_STAGE0 + i) == SQLITE_NULL)
 				continue;
 			dur = (uint64_t)llround(fmax(sqlite3_column_double(s, COL_STAGE0 + i), 0) *

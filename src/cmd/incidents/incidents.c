@@ -60,26 +60,31 @@ static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 {
 	enum { OPT_DB = 0x2000, OPT_CONFIG, OPT_FORMAT, OPT_KEEP, OPT_MAX_AGE, OPT_MAX_DB_SIZE };
 	static const struct option long_opts[] = {
-		{ "db", required_argument, NULL, OPT_DB },
-		{ "config", required_argument, NULL, OPT_CONFIG },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "output", required_argument, NULL, 'o' },
-		{ "keep", required_argument, NULL, OPT_KEEP },
-		{ "max-age", required_argument, NULL, OPT_MAX_AGE },
-		{ "max-db-size", required_argument, NULL, OPT_MAX_DB_SIZE },
+		{"db", required_argument, NULL, OPT_DB},
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"output", required_argument, NULL, 'o'},
+		{"keep", required_argument, NULL, OPT_KEEP},
+		{"max-age", required_argument, NULL, OPT_MAX_AGE},
+		{"max-db-size", required_argument, NULL, OPT_MAX_DB_SIZE},
 		COMMON_LONG_OPTS,
-		{ 0 },
+		{0},
+	};
+	int opt, idx, ret, nargs;
+	const struct args_spec spec = {
+		.cmd = "incidents",
+		.usage = incidents_usage,
+		.short_opts = ":o:" COMMON_SHORT_OPTS,
+		.long_opts = long_opts,
+		.longindex = &idx,
 	};
 	const char *config = NULL, *db = NULL;
-	int opt, idx, ret, nargs;
 	uint64_t id;
 
 	o->retention.keep = 500;
 	o->retention.max_age_s = 30 * 86400;
 	o->retention.max_db_size = 1ULL << 30;
-	while ((opt = getopt_long(argc, argv, ":o:" COMMON_SHORT_OPTS, long_opts, &idx)) != -1) {
-		if (args_common_opt(opt))
-			continue;
+	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		switch (opt) {
 		case OPT_DB:
 			if (!*optarg)
@@ -107,13 +112,10 @@ static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 				return ret;
 			o->have_retention = true;
 			break;
-		case 'h':
-			fputs(incidents_usage, stdout);
-			return 1;
-		default:
-			return args_bad_option("incidents", argv);
 		}
 	}
+	if (opt)
+		return opt;
 	nargs = argc - optind;
 	if (!nargs)
 		return fail_usage("no subcommand: list, show ID, export ID or prune (see 'iospan "

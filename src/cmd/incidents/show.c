@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "args.h"
 #include "err.h"
 #include "json.h"
@@ -138,26 +139,17 @@ static void json_incident(struct jw *jw, sqlite3 *db, const struct incident_row 
 	jw_kv_float(jw, "threshold", r->threshold, 3);
 	jw_name(jw, "held_values");
 	jw_start_array(jw);
-	n = parse_held(r, held, sizeof(held) / sizeof(held[0]));
+	n = parse_held(r, held, ARRAY_SIZE(held));
 	for (i = 0; i < n; i++)
 		jw_float(jw, held[i], 3);
 	jw_end_array(jw);
 	jw_kv_string(jw, "state", r->state);
-	if (r->end_reason[0])
-		jw_kv_string(jw, "end_reason", r->end_reason);
-	else
-		jw_kv_null(jw, "end_reason");
+	jw_kv_string_or_null(jw, "end_reason", r->end_reason[0] ? r->end_reason : NULL);
 	jw_kv_int(jw, "triggers", r->triggers);
 	jw_kv_float(jw, "pre_s", r->pre_s, 3);
 	jw_kv_float(jw, "capture_s", r->capture_s, 3);
-	if (r->top_process[0])
-		jw_kv_string(jw, "top_process", r->top_process);
-	else
-		jw_kv_null(jw, "top_process");
-	if (r->top_file[0])
-		jw_kv_string(jw, "top_file", r->top_file);
-	else
-		jw_kv_null(jw, "top_file");
+	jw_kv_string_or_null(jw, "top_process", r->top_process[0] ? r->top_process : NULL);
+	jw_kv_string_or_null(jw, "top_file", r->top_file[0] ? r->top_file : NULL);
 }
 
 int query_fail(struct watch_store *st, const char *what)
@@ -249,7 +241,7 @@ static void read_sample_metrics(sqlite3_stmt *s, struct ds_metrics *m, struct ps
 
 	memset(m, 0, sizeof(*m));
 	*have = sqlite3_column_type(s, SC_R_S) != SQLITE_NULL;
-	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(f); i++)
 		*f[i] = sqlite3_column_double(s, SC_R_S + i);
 	m->in_flight = sqlite3_column_int64(s, SC_IN_FLIGHT);
 	memset(psi, 0, sizeof(*psi));
@@ -437,7 +429,7 @@ int incident_json(struct watch_store *st, struct jw *jw, const struct incident_r
 	if (!ret)
 		ret = json_table(st, jw, "samples", STORE_SAMPLES_SQL, r->id);
 	/* Filled by BPF collectors when they run (collector.h): empty until then. */
-	for (i = 0; !ret && i < sizeof(collector_tables) / sizeof(collector_tables[0]); i++) {
+	for (i = 0; !ret && i < ARRAY_SIZE(collector_tables); i++) {
 		/* A database no watcher of schema 2 opened yet: nothing was dropped. */
 		if (!store_has_table(st, collector_tables[i])) {
 			jw_kv_array(jw, collector_tables[i]);
@@ -657,7 +649,7 @@ int incident_text(struct watch_store *st, const struct incident_row *r)
 	ret = find_onset(st, r, &on);
 	if (ret)
 		return ret;
-	nr_held = parse_held(r, held, sizeof(held) / sizeof(held[0]));
+	nr_held = parse_held(r, held, ARRAY_SIZE(held));
 	fmt_local_time(r->start, true, a, sizeof(a));
 	fmt_local_time(r->start + incident_duration(store_db(st), r), false, b, sizeof(b));
 	printf("incident %lld  %s - %s (%.1f s), %s%s%s%s\n", (long long)r->id, a, b,

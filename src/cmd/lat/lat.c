@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "iospan.h"
 #include "args.h"
 #include "bpfcmd.h"
@@ -28,8 +29,7 @@
 #include "probe.h"
 #include "lat.h"
 
-#define LAT_MAX_ENTRIES	    65536
-#define LAT_DEFAULT_ENTRIES 2048
+#define LAT_MAX_ENTRIES 65536
 
 static const char lat_usage[] =
 	"Usage: iospan lat [OPTIONS] [interval [count]]\n"
@@ -82,7 +82,7 @@ static int parse_by(const char *arg, uint32_t *fields)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(keys); i++) {
 		if (!strcmp(arg, keys[i].name)) {
 			*fields |= keys[i].field;
 			return 0;
@@ -107,19 +107,14 @@ static int lat_parse(int argc, char **argv, struct lat_cmd *l)
 		{NULL, 0, NULL, 0},
 	};
 	struct lat_opts *o = &l->o;
+	const struct args_spec spec =
+		FILTER_ARGS_SPEC("lat", lat_usage, "mDFT", long_opts, &o->filter, false);
 	bool have_by = false, have_stage = false;
 	int opt, err;
 
-	o->stage = LAT_Q2C;
-	o->max_entries = LAT_DEFAULT_ENTRIES;
-	while ((opt = filter_getopt(argc, argv, "mDF" FILTER_SHORT_OPTS "T" COMMON_SHORT_OPTS,
-				    long_opts, "lat", &o->filter, &err)) != -1) {
-		if (opt == FILTER_GETOPT_ERR)
-			return err;
+	lat_opts_default(o);
+	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		switch (opt) {
-		case OPT_HELP:
-			fputs(lat_usage, stdout);
-			return 1;
 		case OPT_STAGE:
 			err = args_once("--stage", &have_stage);
 			if (err)
@@ -159,10 +154,10 @@ static int lat_parse(int argc, char **argv, struct lat_cmd *l)
 				return fail_usage("invalid --max-entries '%s': give 64 to %u",
 						  optarg, LAT_MAX_ENTRIES);
 			break;
-		default:
-			return args_bad_option("lat", argv);
 		}
 	}
+	if (opt)
+		return opt;
 	if (o->size && have_stage)
 		return fail_usage("--size measures sizes, not a --stage: give one of them");
 	if (o->size && o->millis)
@@ -208,20 +203,6 @@ static int lat_run(struct lat_cmd *l)
 	lat_collect_view(l->c, &l->view);
 	l->view.ksyms = cmd->ksyms;
 	return bpfcmd_run(cmd, &loop);
-}
-
-int lat_plan(plan_show_fn show, void *arg)
-{
-	static struct lat_cmd l;
-	char *argv[] = {"lat", NULL};
-	int err;
-
-	memset(&l, 0, sizeof(l));
-	cmd_reset_getopt();
-	err = lat_parse(1, argv, &l);
-	if (err)
-		return err < 0 ? err : -EINVAL;
-	return lat_collect_plan(&l.o, show, arg);
 }
 
 int cmd_lat(int argc, char **argv)

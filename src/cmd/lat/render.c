@@ -6,6 +6,7 @@
 #include <time.h>
 #include <bpf/bpf.h>
 
+#include "array.h"
 #include "cgroups.h"
 #include "disks.h"
 #include "fspath.h"
@@ -16,13 +17,13 @@
 
 static const double pcts[] = {50, 90, 99, 99.9};
 static const char *const pct_names[] = {"p50", "p90", "p99", "p99_9"};
-#define NR_PCTS (sizeof(pcts) / sizeof(pcts[0]))
+#define NR_PCTS (ARRAY_SIZE(pcts))
 
 const char *lat_stage_name(uint32_t stage)
 {
 	static const char *const names[] = {"q2c", "d2c", "q2d", "size"};
 
-	return stage < sizeof(names) / sizeof(names[0]) ? names[stage] : "?";
+	return stage < ARRAY_SIZE(names) ? names[stage] : "?";
 }
 
 static const char *unit_name(const struct lat_opts *o)
@@ -48,10 +49,10 @@ static const char *op_name(uint32_t op, char *buf, size_t len)
 	size_t i, pos = 0;
 
 	buf[0] = 0;
-	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(flags); i++)
 		if (f & flags[i].bit)
 			pos += snprintf(buf + pos, pos < len ? len - pos : 0, "%s", flags[i].name);
-	if (code < sizeof(ops) / sizeof(ops[0]))
+	if (code < ARRAY_SIZE(ops))
 		snprintf(buf + pos, pos < len ? len - pos : 0, "%s", ops[code]);
 	else
 		snprintf(buf + pos, pos < len ? len - pos : 0, "Op%u", code);
@@ -82,7 +83,7 @@ static bool tracing_frame(const struct lat_view *v, uint64_t ip)
 		return false;
 	if (sym->module && !strcmp(sym->module, "bpf"))
 		return true;
-	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(prefixes); i++)
 		if (!strncmp(sym->name, prefixes[i], strlen(prefixes[i])))
 			return true;
 	return false;
@@ -263,10 +264,7 @@ static void json_key(const struct lat_view *v, const struct lat_key *k)
 		snprintf(b, sizeof(b), "%u:%u", KDEV_MAJOR(k->fdev), KDEV_MINOR(k->fdev));
 		jw_kv_string(jw, "file_dev", b);
 		jw_kv_uint(jw, "ino", k->ino);
-		if (k->ino && file_path(v, k))
-			jw_kv_string(jw, "path", file_path(v, k));
-		else
-			jw_kv_null(jw, "path");
+		jw_kv_string_or_null(jw, "path", k->ino ? file_path(v, k) : NULL);
 	}
 	if (f & LAT_K_STACK) {
 		jw_kv_array(jw, "stack");

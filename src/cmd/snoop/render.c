@@ -84,10 +84,7 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 	jw_kv_string(jw, "comm", l->comm);
 	jw_kv_uint(jw, "pid", e->pid);
 	jw_kv_uint(jw, "tid", e->tid);
-	if (l->cgroup)
-		jw_kv_string(jw, "cgroup", l->cgroup);
-	else
-		jw_kv_null(jw, "cgroup");
+	jw_kv_string_or_null(jw, "cgroup", l->cgroup);
 	if (l->container)
 		jw_kv_string(jw, "container", l->container);
 	jw_kv_string(jw, "disk", l->disk);
@@ -113,10 +110,7 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 		jw_kv_uint(jw, "flusher_tid", e->flusher);
 	if (e->ino) {
 		jw_kv_uint(jw, "ino", e->ino);
-		if (l->path)
-			jw_kv_string(jw, "path", l->path);
-		else
-			jw_kv_null(jw, "path");
+		jw_kv_string_or_null(jw, "path", l->path);
 	}
 	if (e->flags & SNOOP_IO_ERROR)
 		jw_kv_int(jw, "error", e->error);

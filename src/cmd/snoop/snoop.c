@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "iospan.h"
 #include "args.h"
 #include "bpfcmd.h"
@@ -25,9 +26,6 @@
 #include "rbuf.h"
 #include "snoop.h"
 
-#define RB_MIN	   (1ULL << 20)
-#define RB_MAX	   (1ULL << 30)
-#define RB_DEFAULT (16ULL << 20)
 /*
  * Output buffer: flushed after each batch to a terminal, else at each housekeeping
  * (every path epoch, SNOOP_PATH_EPOCH_MS).
@@ -102,10 +100,10 @@ static int parse_ops(const char *list, uint32_t *mask)
 	do {
 		end = strchr(p, ',');
 		len = end ? (size_t)(end - p) : strlen(p);
-		for (i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(op_names); i++)
 			if (len == strlen(op_names[i].name) && !strncmp(p, op_names[i].name, len))
 				break;
-		if (!len || i == sizeof(op_names) / sizeof(op_names[0]))
+		if (!len || i == ARRAY_SIZE(op_names))
 			return fail_usage("invalid --ops item '%.*s': use read, write, flush, "
 					  "discard, secure_erase, write_zeroes, zone_append or "
 					  "all",
@@ -132,18 +130,14 @@ static int snoop_parse(int argc, char **argv, struct snoop_cmd *t)
 		{NULL, 0, NULL, 0},
 	};
 	struct snoop_opts *o = &t->o;
+	const struct args_spec spec =
+		FILTER_ARGS_SPEC("snoop", snoop_usage, "o:", long_opts, &o->filter, true);
 	bool have_ops = false, have_out = false, have_lat = false;
 	int opt, err = 0;
 
-	o->rb_bytes = RB_DEFAULT;
-	while ((opt = filter_getopt(argc, argv, FILTER_SHORT_OPTS "o:" COMMON_SHORT_OPTS, long_opts,
-				    "snoop", &o->filter, &err)) != -1) {
-		if (opt == FILTER_GETOPT_ERR)
-			return err;
+	snoop_opts_default(o);
+	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		switch (opt) {
-		case OPT_HELP:
-			fputs(snoop_usage, stdout);
-			return 1;
 		case OPT_OPS:
 			err = args_once("--ops", &have_ops) ?: parse_ops(optarg, &o->ops_mask);
 			break;
@@ -161,25 +155,15 @@ static int snoop_parse(int argc, char **argv, struct snoop_cmd *t)
 			t->out_path = optarg;
 			break;
 		case OPT_BUFFER_SIZE:
-			if (parse_size_bytes(optarg, 1ULL << 20, &o->rb_bytes) ||
-			    o->rb_bytes < RB_MIN || o->rb_bytes > RB_MAX)
-				err = fail_usage("invalid --buffer-size '%s': give a size from 1M "
-						 "to 1G (e.g. 64M; a bare number is MiB)",
-						 optarg);
+			err = args_buffer_size(optarg, &o->rb_bytes);
 			break;
-		default:
-			return args_bad_option("snoop", argv);
 		}
 		if (err)
 			return err;
 	}
-	if (optind < argc)
-		return fail_usage("unexpected argument '%s': iospan snoop takes options only "
-				  "(see 'iospan snoop --help')",
-				  argv[optind]);
+	if (opt)
+		return opt;
 	/* The kernel wants a power of two. */
-	while (o->rb_bytes & (o->rb_bytes - 1))
-		o->rb_bytes += o->rb_bytes & -o->rb_bytes;
 	return 0;
 }
 
@@ -196,19 +180,6 @@ static void snoop_cleanup(struct snoop_cmd *t)
 		fclose(t->out);
 	free(t->out_buf);
 	probe_cleanup();
-}
-
-int snoop_plan(plan_show_fn show, void *arg)
-{
-	static struct snoop_opts opts;
-	int err;
-
-	memset(&opts, 0, sizeof(opts));
-	opts.rb_bytes = RB_DEFAULT;
-	opts.text = true;
-	err = snoop_collect_plan(&opts, show, arg);
-	probe_cleanup();
-	return err;
 }
 
 /* A record from the collector, in words: to the renderer. */

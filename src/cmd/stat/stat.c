@@ -63,12 +63,15 @@ static int stat_parse(int argc, char **argv, struct stat_opts *o)
 		COMMON_LONG_OPTS,
 		{ 0 },
 	};
+	const struct args_spec spec = {
+		.cmd = "stat",
+		.usage = stat_usage,
+		.short_opts = ":d:zyp" COMMON_SHORT_OPTS,
+		.long_opts = long_opts,
+	};
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, ":d:zyp" COMMON_SHORT_OPTS, long_opts, NULL)) !=
-	       -1) {
-		if (args_common_opt(opt))
-			continue;
+	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		switch (opt) {
 		case 'd':
 			if (o->nr_disks == STAT_MAX_DISKS)
@@ -98,13 +101,10 @@ static int stat_parse(int argc, char **argv, struct stat_opts *o)
 		case OPT_REPLAY:
 			o->replay_path = optarg;
 			break;
-		case 'h':
-			fputs(stat_usage, stdout);
-			return 1;
-		default:
-			return args_bad_option("stat", argv);
 		}
 	}
+	if (opt)
+		return opt;
 	ret = parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &o->count);
 	if (ret)
 		return ret;

@@ -18,19 +18,10 @@ static void json_cgroup(struct top_ctx *c, struct jw *jw, uint32_t pid, const ch
 	struct cg_desc d;
 
 	procinfo_get(c->procinfo, pid, comm, &id);
-	if (id.cmdline)
-		jw_kv_string(jw, "cmdline", id.cmdline);
-	else
-		jw_kv_null(jw, "cmdline");
-	if (id.blkio)
-		jw_kv_string(jw, "blkio_cgroup", id.blkio);
-	else
-		jw_kv_null(jw, "blkio_cgroup");
+	jw_kv_string_or_null(jw, "cmdline", id.cmdline);
+	jw_kv_string_or_null(jw, "blkio_cgroup", id.blkio);
 	top_describe_cgroup(c, cgid, &d);
-	if (d.path)
-		jw_kv_string(jw, "cgroup", d.path);
-	else
-		jw_kv_null(jw, "cgroup");
+	jw_kv_string_or_null(jw, "cgroup", d.path);
 	jw_kv_uint(jw, "cgroup_id", cgid);
 	if (d.has_ct) {
 		jw_kv_string(jw, "container", d.ct.id);
@@ -81,10 +72,7 @@ static void json_file(struct top_ctx *c, struct jw *jw, const struct row *r)
 	} else {
 		jw_kv_uint(jw, "inode", r->key.ino);
 		path = top_file_path(c, r);
-		if (path)
-			jw_kv_string(jw, "path", path);
-		else
-			jw_kv_null(jw, "path");
+		jw_kv_string_or_null(jw, "path", path);
 	}
 	json_bytes(jw, r);
 	json_latency(jw, r);
@@ -141,10 +129,7 @@ static void json_by(struct top_ctx *c, struct jw *jw, const struct report *rep)
 			jw_kv_string(jw, "kind", top_kind_name(g->sum.key.ino));
 		else
 			jw_kv_string(jw, "kind", c->o->by == BY_DIR ? "dir" : "file");
-		if (g->name)
-			jw_kv_string(jw, "path", g->name);
-		else
-			jw_kv_null(jw, "path");
+		jw_kv_string_or_null(jw, "path", g->name);
 		/* A directory may span file systems: only files and kinds have a device. */
 		if (special || c->o->by == BY_FILE) {
 			json_dev(jw, "dev", g->sum.key.dev);
@@ -181,9 +166,9 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 	int k;
 
 	jw_start_object(jw);
-	jw_kv_string(jw, "mode", rep->rates ? "rate" : "total");
-	jw_kv_float(jw, "duration_s", rep->seconds, 3);
-	jw_kv_float(jw, "timestamp", rep->timestamp, 3);
+	jw_kv_string(jw, "mode", rep->snap->deltas ? "rate" : "total");
+	jw_kv_float(jw, "duration_s", rep->snap->seconds, 3);
+	jw_kv_float(jw, "timestamp", rep->snap->timestamp, 3);
 	jw_kv_bool(jw, "stopped_early", rep->stopped);
 	jw_kv_bool(jw, "threads", o->threads);
 	jw_kv_bool(jw, "syscalls_traced", !o->no_syscalls);
@@ -197,26 +182,11 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 		jw_kv_uint(jw, "tid", o->filter.tf.tid);
 	else
 		jw_kv_null(jw, "tid");
-	if (o->filter.tf.comm_on)
-		jw_kv_string(jw, "comm", o->filter.tf.comm);
-	else
-		jw_kv_null(jw, "comm");
-	if (o->filter.have_cgroup)
-		jw_kv_string(jw, "cgroup", o->filter.cgroup_rel);
-	else
-		jw_kv_null(jw, "cgroup");
-	if (o->filter.have_file)
-		jw_kv_string(jw, "file", o->filter.file_arg);
-	else
-		jw_kv_null(jw, "file");
-	if (o->filter.have_dir)
-		jw_kv_string(jw, "dir", o->filter.dir_arg);
-	else
-		jw_kv_null(jw, "dir");
-	if (o->filter.have_disk)
-		jw_kv_string(jw, "disk", o->filter.disk.name);
-	else
-		jw_kv_null(jw, "disk");
+	jw_kv_string_or_null(jw, "comm", o->filter.tf.comm_on ? o->filter.tf.comm : NULL);
+	jw_kv_string_or_null(jw, "cgroup", o->filter.have_cgroup ? o->filter.cgroup_rel : NULL);
+	jw_kv_string_or_null(jw, "file", o->filter.have_file ? o->filter.file_arg : NULL);
+	jw_kv_string_or_null(jw, "dir", o->filter.have_dir ? o->filter.dir_arg : NULL);
+	jw_kv_string_or_null(jw, "disk", o->filter.have_disk ? o->filter.disk.name : NULL);
 	jw_end_object(jw);
 
 	/* --by file / dir: the files or directories, and the processes as always. */
@@ -256,11 +226,11 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 	jw_end_array(jw);
 
 	/* No writeback rows: no array at all (qsort() takes none, even of 0 rows). */
-	if (rep->nr_wb)
-		qsort(rep->wb, rep->nr_wb, sizeof(*rep->wb), top_wb_bytes_cmp);
+	if (rep->snap->nr_wb)
+		qsort(rep->snap->wb, rep->snap->nr_wb, sizeof(*rep->snap->wb), top_wb_bytes_cmp);
 	jw_kv_array(jw, "writeback");
-	for (i = 0; i < rep->nr_wb; i++) {
-		const struct wbrow *w = &rep->wb[i];
+	for (i = 0; i < rep->snap->nr_wb; i++) {
+		const struct wbrow *w = &rep->snap->wb[i];
 		const char *path;
 
 		if (!w->bytes)
@@ -276,10 +246,7 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 		json_dev(jw, "dev", w->key.dev);
 		jw_kv_uint(jw, "inode", w->key.ino);
 		path = top_wb_path(c, rep, w);
-		if (path)
-			jw_kv_string(jw, "path", path);
-		else
-			jw_kv_null(jw, "path");
+		jw_kv_string_or_null(jw, "path", path);
 		jw_kv_uint(jw, "disk_write_bytes", w->bytes);
 		jw_kv_uint(jw, "requests", w->nr);
 		jw_end_object(jw);
@@ -287,8 +254,8 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 	jw_end_array(jw);
 
 	jw_kv_array(jw, "unattributed");
-	for (i = 0; i < rep->nr_rows; i++) {
-		const struct row *r = &rep->rows[i];
+	for (i = 0; i < rep->snap->nr_rows; i++) {
+		const struct row *r = &rep->snap->rows[i];
 
 		if (r->key.pid != TOP_PID_NONE || !top_row_active(r))
 			continue;
@@ -387,7 +354,7 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 
 	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, jw, "unavailable", NULL, NULL);
 	jw_kv_object(jw, "dropped");
-	counters_json(jw, top_counters, rep->drops, TOP_DROP_NR);
+	counters_json(jw, top_counters, rep->snap->drops, TOP_DROP_NR);
 	jw_kv_uint(jw, "stalls_not_kept", c->stalls_dropped);
 	jw_kv_uint(jw, "idle_rows_pruned", c->pruned);
 	jw_end_object(jw);

@@ -88,20 +88,20 @@ static const char *lat_cell(uint64_t sum, uint64_t nr, uint64_t max, char *buf, 
 }
 
 /* A byte column's header: periodic reports show rates, and say so ("/s"). */
-/* A byte column's header: periodic reports show rates, and say so ("/s"). */
-#define BYTES_HDR(rep, total, rate) ((rep)->rates ? (rate) : (total))
+#define BYTES_HDR(rep, total, rate) ((rep)->snap->deltas ? (rate) : (total))
 
 static const char *bytes_cell(const struct report *rep, uint64_t v, char *buf, size_t len)
 {
-	return rep->rates ? fmt_rate(v, rep->seconds, buf, len) : fmt_bytes(v, buf, len);
+	return rep->snap->deltas ? fmt_rate(v, rep->snap->seconds, buf, len) :
+				   fmt_bytes(v, buf, len);
 }
 
 /* A count (or its rate per second) in at most 5 characters: "12", "4.5", "1234", "56k". */
 static const char *count_cell(const struct report *rep, uint64_t n, char *buf, size_t len)
 {
-	double v = rep->rates && rep->seconds > 0 ? n / rep->seconds : n;
+	double v = rep->snap->deltas && rep->snap->seconds > 0 ? n / rep->snap->seconds : n;
 
-	if (rep->rates && v < 9.95)
+	if (rep->snap->deltas && v < 9.95)
 		snprintf(buf, len, "%.1f", v);
 	else if (v < 99999.5)
 		snprintf(buf, len, "%.0f", v);
@@ -129,9 +129,26 @@ static void marks(uint32_t flags, char *buf)
 	*p = '\0';
 }
 
+/* A row's byte columns (FS and disk, read and write) and latency columns, as text. */
+struct row_cells {
+	char bytes[4][UNITS_BUF];
+	char q2c[40], d2c[40];
+};
+
+static void row_cells(struct row_cells *rc, const struct report *rep, const struct row *r)
+{
+	bytes_cell(rep, r->fs_read, rc->bytes[0], UNITS_BUF);
+	bytes_cell(rep, r->fs_write, rc->bytes[1], UNITS_BUF);
+	bytes_cell(rep, r->disk_read, rc->bytes[2], UNITS_BUF);
+	bytes_cell(rep, r->disk_write, rc->bytes[3], UNITS_BUF);
+	lat_cell(r->q2c_sum, r->nr_q2c, r->q2c_max, rc->q2c, sizeof(rc->q2c));
+	lat_cell(r->d2c_sum, r->nr_d2c, r->d2c_max, rc->d2c, sizeof(rc->d2c));
+}
+
 static void print_file_row(struct top_ctx *c, const struct report *rep, const struct row *r)
 {
-	char b[4][UNITS_BUF], q[40], d[40], id[112], mk[8], pbuf[PATH_MAX], dname[DISK_NAME_LEN];
+	char id[112], mk[8], pbuf[PATH_MAX], dname[DISK_NAME_LEN];
+	struct row_cells rc;
 	const char *path;
 
 	top_row_disk_name(c, r, dname, sizeof(dname));
@@ -140,13 +157,9 @@ static void print_file_row(struct top_ctx *c, const struct report *rep, const st
 		snprintf(id, sizeof(id), "%s %s", printable(dname), top_kind_name(r->key.ino));
 	else
 		snprintf(id, sizeof(id), "%s ino %" PRIu64, printable(dname), (uint64_t)r->key.ino);
-	printf("  %-31.31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", id, mk,
-	       bytes_cell(rep, r->fs_read, b[0], UNITS_BUF),
-	       bytes_cell(rep, r->fs_write, b[1], UNITS_BUF),
-	       bytes_cell(rep, r->disk_read, b[2], UNITS_BUF),
-	       bytes_cell(rep, r->disk_write, b[3], UNITS_BUF), "",
-	       lat_cell(r->q2c_sum, r->nr_q2c, r->q2c_max, q, sizeof(q)),
-	       lat_cell(r->d2c_sum, r->nr_d2c, r->d2c_max, d, sizeof(d)));
+	row_cells(&rc, rep, r);
+	printf("  %-31.31s %-3s %7s %8s %9s %10s %5s %8s %8s\n", id, mk, rc.bytes[0], rc.bytes[1],
+	       rc.bytes[2], rc.bytes[3], "", rc.q2c, rc.d2c);
 	if (top_ino_special(r->key.ino))
 		path = top_kind_label(r->key.ino);
 	else
@@ -183,8 +196,9 @@ static void print_title(struct top_ctx *c, uint32_t pid, const char *comm)
 static void render_processes(struct top_ctx *c, const struct report *rep)
 {
 	const struct top_opts *o = c->o;
-	char b[4][UNITS_BUF], q[40], d[40], cg[64];
+	struct row_cells rc;
 	uint64_t shown = 0, j;
+	char cg[64];
 	size_t i;
 
 	printf("%-7s %-12s %-16s %7s %8s %9s %10s %5s %8s %8s\n", o->threads ? "TID" : "PID",
@@ -197,16 +211,13 @@ static void render_processes(struct top_ctx *c, const struct report *rep)
 		if (p->pid == TOP_PID_NONE)
 			continue;
 		shown++;
+		row_cells(&rc, rep, &p->sum);
 		printf("%-7u %-12.12s %-16s %7s %8s %9s %10s %5u %8s %8s\n", p->pid,
 		       printable(p->info.comm),
 		       cgroup_cell(c, top_proc_tgid(p->pid, &p->info), p->info.comm, p->info.cgid,
 				   16, cg, sizeof(cg)),
-		       bytes_cell(rep, p->sum.fs_read, b[0], UNITS_BUF),
-		       bytes_cell(rep, p->sum.fs_write, b[1], UNITS_BUF),
-		       bytes_cell(rep, p->sum.disk_read, b[2], UNITS_BUF),
-		       bytes_cell(rep, p->sum.disk_write, b[3], UNITS_BUF), p->nr_files,
-		       lat_cell(p->sum.q2c_sum, p->sum.nr_q2c, p->sum.q2c_max, q, sizeof(q)),
-		       lat_cell(p->sum.d2c_sum, p->sum.nr_d2c, p->sum.d2c_max, d, sizeof(d)));
+		       rc.bytes[0], rc.bytes[1], rc.bytes[2], rc.bytes[3], p->nr_files, rc.q2c,
+		       rc.d2c);
 		print_title(c, top_proc_tgid(p->pid, &p->info), p->info.comm);
 		for (j = 0; j < p->nr_flush_rows; j++)
 			print_flush_row(c, rep, p->flushes[j]);
@@ -270,13 +281,13 @@ static int render_nofile(struct top_ctx *c, const struct report *rep)
 	struct row **v;
 	size_t i, n = 0;
 
-	v = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*v));
+	v = calloc(rep->snap->nr_rows ? rep->snap->nr_rows : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (i = 0; i < rep->nr_rows; i++)
-		if (top_ino_special(rep->rows[i].key.ino) &&
-		    (rep->rows[i].disk_read || rep->rows[i].disk_write))
-			v[n++] = &rep->rows[i];
+	for (i = 0; i < rep->snap->nr_rows; i++)
+		if (top_ino_special(rep->snap->rows[i].key.ino) &&
+		    (rep->snap->rows[i].disk_read || rep->snap->rows[i].disk_write))
+			v[n++] = &rep->snap->rows[i];
 	if (n) {
 		qsort(v, n, sizeof(*v), nofile_cmp);
 		printf("\nNO FILE: I/O that belongs to no file (kept, never dropped)\n");
@@ -421,9 +432,9 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 
 	printf("\nLOST:");
 	for (i = 0; i < TOP_DROP_NR; i++) {
-		if (!rep->drops[i] || top_counters[i].info)
+		if (!rep->snap->drops[i] || top_counters[i].info)
 			continue;
-		printf("%s %s %" PRIu64, any ? "," : "", top_counters[i].name, rep->drops[i]);
+		printf("%s %s %" PRIu64, any ? "," : "", top_counters[i].name, rep->snap->drops[i]);
 		any = true;
 	}
 	if (c->stalls_dropped) {
@@ -432,26 +443,26 @@ static void render_drops(struct top_ctx *c, const struct report *rep)
 	}
 	printf("%s\n", any ? "" : " nothing");
 	attach_plan_unavailable(c->cmd.hooks, c->cmd.nr_hooks, NULL, NULL, stdout, "");
-	if (rep->drops[TOP_DROP_RQ_UNSEEN]) {
+	if (rep->snap->drops[TOP_DROP_RQ_UNSEEN]) {
 		char b[UNITS_BUF];
 
 		printf("(requests that completed without top's program running: %" PRIu64
 		       ", found when issued again;\n their %s on the unattributed rows, "
 		       "flushes untimed)\n",
-		       rep->drops[TOP_DROP_RQ_UNSEEN],
-		       fmt_bytes(rep->drops[TOP_DROP_RQ_UNSEEN_BYTES], b, sizeof(b)));
+		       rep->snap->drops[TOP_DROP_RQ_UNSEEN],
+		       fmt_bytes(rep->snap->drops[TOP_DROP_RQ_UNSEEN_BYTES], b, sizeof(b)));
 	}
-	if (rep->drops[TOP_DROP_UNMATCHED])
+	if (rep->snap->drops[TOP_DROP_UNMATCHED])
 		printf("(bios completed without an owner record: %" PRIu64
 		       ", counted as unattributed)\n",
-		       rep->drops[TOP_DROP_UNMATCHED]);
-	if (rep->drops[TOP_DROP_WB_UNKNOWN_BYTES]) {
+		       rep->snap->drops[TOP_DROP_UNMATCHED]);
+	if (rep->snap->drops[TOP_DROP_WB_UNKNOWN_BYTES]) {
 		char b[UNITS_BUF];
 
 		printf("(page cache writes with no dirtier on record: %s, credited to the thread "
 		       "that wrote them:\n dirtied before tracing, by a kernel thread, or records "
 		       "recycled)\n",
-		       fmt_bytes(rep->drops[TOP_DROP_WB_UNKNOWN_BYTES], b, sizeof(b)));
+		       fmt_bytes(rep->snap->drops[TOP_DROP_WB_UNKNOWN_BYTES], b, sizeof(b)));
 	}
 	printf("Marks: D direct I/O, W written back by another thread, M mmap faults, "
 	       "P dirtied pages,\n~ approximate. Q2C/D2C: avg/max ms (k = seconds), from request "
@@ -484,8 +495,9 @@ static const char *group_name(const struct by_group *g)
 /* The file or directory table (text). */
 static void render_by(struct top_ctx *c, const struct report *rep)
 {
-	char b[4][UNITS_BUF], q[40], d[40], id[112], mk[8], pbuf[PATH_MAX], head[40];
+	char id[112], mk[8], pbuf[PATH_MAX], head[40];
 	const struct top_opts *o = c->o;
+	struct row_cells rc;
 	size_t i;
 
 	if (o->by == BY_FILE)
@@ -498,14 +510,10 @@ static void render_by(struct top_ctx *c, const struct report *rep)
 		const struct by_group *g = &rep->groups[i];
 
 		marks(g->sum.flags, mk);
+		row_cells(&rc, rep, &g->sum);
 		printf("%-31.31s %-3s %7s %8s %9s %10s %5zu %8s %8s\n",
-		       group_id(c, g, id, sizeof(id)), mk,
-		       bytes_cell(rep, g->sum.fs_read, b[0], UNITS_BUF),
-		       bytes_cell(rep, g->sum.fs_write, b[1], UNITS_BUF),
-		       bytes_cell(rep, g->sum.disk_read, b[2], UNITS_BUF),
-		       bytes_cell(rep, g->sum.disk_write, b[3], UNITS_BUF), g->nr_pids,
-		       lat_cell(g->sum.q2c_sum, g->sum.nr_q2c, g->sum.q2c_max, q, sizeof(q)),
-		       lat_cell(g->sum.d2c_sum, g->sum.nr_d2c, g->sum.d2c_max, d, sizeof(d)));
+		       group_id(c, g, id, sizeof(id)), mk, rc.bytes[0], rc.bytes[1], rc.bytes[2],
+		       rc.bytes[3], g->nr_pids, rc.q2c, rc.d2c);
 		printf("      %s\n", trunc_left(group_name(g), 93, pbuf, sizeof(pbuf)));
 	}
 	if (rep->nr_groups > o->max_procs)
@@ -522,21 +530,21 @@ void top_render_text(struct top_ctx *c, struct report *rep)
 
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	if (rep->rates && isatty(STDOUT_FILENO))
+	if (rep->snap->deltas && isatty(STDOUT_FILENO))
 		printf("\033[H\033[2J");
-	printf("iospan top  %s  %.1f s%s%s\n\n", when, rep->seconds,
-	       rep->rates ? ", rates per second" : ", totals",
+	printf("iospan top  %s  %.1f s%s%s\n\n", when, rep->snap->seconds,
+	       rep->snap->deltas ? ", rates per second" : ", totals",
 	       rep->stopped ? " (stopped early)" : "");
 	if (c->o->by == BY_PROCESS)
 		render_processes(c, rep);
 	else
 		render_by(c, rep);
-	render_writeback(c, rep, rep->wb, rep->nr_wb);
+	render_writeback(c, rep, rep->snap->wb, rep->snap->nr_wb);
 	render_nofile(c, rep);
 	render_stalls(c);
 	render_coverage(c, rep);
 	render_drops(c, rep);
-	if (rep->rates)
+	if (rep->snap->deltas)
 		printf("\n");
 	fflush(stdout);
 }

@@ -14,6 +14,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "iospan.h"
 #include "args.h"
 #include "bpfcmd.h"
@@ -148,6 +149,8 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 		{NULL, 0, NULL, 0},
 	};
 	struct top_opts *o = &t->o;
+	const struct args_spec spec =
+		FILTER_ARGS_SPEC("top", top_usage, "n:", long_opts, &o->filter, false);
 	bool stall_set = false;
 	int opt, err;
 	size_t i;
@@ -155,14 +158,8 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 	memset(t, 0, sizeof(*t));
 	top_opts_default(o);
 	t->duration_ns = 8 * NSEC_PER_SEC;
-	while ((opt = filter_getopt(argc, argv, FILTER_SHORT_OPTS "n:" COMMON_SHORT_OPTS, long_opts,
-				    "top", &o->filter, &err)) != -1) {
-		if (opt == FILTER_GETOPT_ERR)
-			return err;
+	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		switch (opt) {
-		case OPT_HELP:
-			fputs(top_usage, stdout);
-			return 1;
 		case 'n':
 			if (parse_u64_range(optarg, 1, 100000, &o->max_procs))
 				return fail_usage("invalid --max-processes '%s': give 1 or more",
@@ -174,10 +171,10 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 						  optarg);
 			break;
 		case OPT_SORT:
-			for (i = 0; i < sizeof(sort_names) / sizeof(sort_names[0]); i++)
+			for (i = 0; i < ARRAY_SIZE(sort_names); i++)
 				if (!strcmp(optarg, sort_names[i]))
 					break;
-			if (i == sizeof(sort_names) / sizeof(sort_names[0]))
+			if (i == ARRAY_SIZE(sort_names))
 				return fail_usage(
 					"invalid --sort '%s': use disk, fs, read, write or "
 					"latency",
@@ -213,10 +210,10 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 						  "costs about 0.8 KiB of kernel memory)",
 						  optarg, TOP_MAX_ENTRIES);
 			break;
-		default:
-			return args_bad_option("top", argv);
 		}
 	}
+	if (opt)
+		return opt;
 	err = parse_interval_count(argc - optind, argv + optind, &o->interval_ns, &t->count);
 	if (err)
 		return err;
@@ -258,26 +255,6 @@ static int top_report(void *arg, const struct bpfcmd_tick *tick)
 cleanup:
 	top_report_free(&rep);
 	top_snapshot_free(&snap);
-	return err;
-}
-
-int top_plan(plan_show_fn show, void *arg)
-{
-	char *argv[] = {"top", NULL};
-	struct top_cmd *t;
-	int err;
-
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	cmd_reset_getopt();
-	err = top_parse(1, argv, t);
-	if (err)
-		err = err < 0 ? err : -EINVAL;
-	else
-		err = top_collect_plan(&t->o, show, arg);
-	free(t);
-	probe_cleanup();
 	return err;
 }
 

@@ -42,23 +42,14 @@ static void print_json(struct trace_cmd *t, const struct trace_rec *r, const str
 		jw_kv_string(jw, "comm", r->comm);
 		jw_kv_uint(jw, "cgroup_id", r->cgid);
 		jw_kv_string(jw, "cgroup", n->cgroup);
-		if (n->id.cmdline)
-			jw_kv_string(jw, "cmdline", n->id.cmdline);
-		else
-			jw_kv_null(jw, "cmdline");
-		if (n->id.blkio)
-			jw_kv_string(jw, "blkio_cgroup", n->id.blkio);
-		else
-			jw_kv_null(jw, "blkio_cgroup");
+		jw_kv_string_or_null(jw, "cmdline", n->id.cmdline);
+		jw_kv_string_or_null(jw, "blkio_cgroup", n->id.blkio);
 	}
 	if (r->op == TRACE_OP_WRITEBACK)
 		jw_kv_uint(jw, "flusher_tid", r->flusher);
 	json_devnum(jw, "dev", r->dev);
 	jw_kv_uint(jw, "inode", r->ino);
-	if (n->path)
-		jw_kv_string(jw, "path", n->path);
-	else
-		jw_kv_null(jw, "path");
+	jw_kv_string_or_null(jw, "path", n->path);
 	jw_kv_int(jw, "offset", r->offset);
 	jw_kv_uint(jw, "bytes", r->bytes);
 	jw_kv_int(jw, "ret", r->ret);

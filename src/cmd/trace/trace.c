@@ -4,10 +4,6 @@
 #include "trace.h"
 
 /* Ring buffer for slow requests: bounds, and defaults with and without -t 0. */
-#define RB_MIN	       (1ULL << 20)
-#define RB_MAX	       (1ULL << 30)
-#define RB_DEFAULT     (16ULL << 20)
-#define RB_DEFAULT_ALL (64ULL << 20)
 /* Bytes of a typical record in the ring buffer: its headers (rbuf's, the kernel's), one bio. */
 #define RB_TYPICAL_REC \
 	(sizeof(struct rb_hdr) + offsetof(struct trace_rec, bios) + sizeof(struct trace_bio) + 8)
@@ -93,22 +89,17 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 		{NULL, 0, NULL, 0},
 	};
 	struct trace_opts *o = &t->o;
+	const struct args_spec spec =
+		FILTER_ARGS_SPEC("trace", trace_usage, "t:i:", long_opts, &o->filter, true);
 	const char *bad;
 	size_t bad_len;
+	bool have_rb = false;
 	int opt, err;
 
-	o->threshold_ns = 10 * 1000000ULL;
+	trace_opts_default(o);
 	t->interval_ns = 5 * NSEC_PER_SEC;
-	o->ops = TRACE_OPS_ALL;
-	o->delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
-	while ((opt = filter_getopt(argc, argv, "t:i:" FILTER_SHORT_OPTS COMMON_SHORT_OPTS,
-				    long_opts, "trace", &o->filter, &err)) != -1) {
-		if (opt == FILTER_GETOPT_ERR)
-			return err;
+	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		switch (opt) {
-		case OPT_HELP:
-			fputs(trace_usage, stdout);
-			return 1;
 		case 't':
 			err = args_threshold("--threshold", optarg, &o->threshold_ns);
 			if (err)
@@ -138,30 +129,23 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 			o->offcpu_periods = true;
 			break;
 		case OPT_BUFFER_SIZE:
-			if (parse_size_bytes(optarg, 1ULL << 20, &o->rb_bytes) ||
-			    o->rb_bytes < RB_MIN || o->rb_bytes > RB_MAX)
-				return fail_usage("invalid --buffer-size '%s': give a size from 1M "
-						  "to 1G (e.g. 64M; a bare number is MiB)",
-						  optarg);
+			err = args_buffer_size(optarg, &o->rb_bytes);
+			if (err)
+				return err;
+			have_rb = true;
 			break;
 		case OPT_PERFETTO:
 			if (!*optarg)
 				return fail_usage("--perfetto needs a file name");
 			t->perfetto_path = optarg;
 			break;
-		default:
-			return args_bad_option("trace", argv);
 		}
 	}
-	if (optind < argc)
-		return fail_usage("unexpected argument '%s': iospan trace takes options only "
-				  "(see 'iospan trace --help')",
-				  argv[optind]);
-	if (!o->rb_bytes)
-		o->rb_bytes = o->threshold_ns ? RB_DEFAULT : RB_DEFAULT_ALL;
-	/* The kernel wants a power of two. */
-	while (o->rb_bytes & (o->rb_bytes - 1))
-		o->rb_bytes += o->rb_bytes & -o->rb_bytes;
+	if (opt)
+		return opt;
+	/* Every request goes to the output with -t 0: room for a longer burst. */
+	if (!have_rb && !o->threshold_ns)
+		o->rb_bytes = TRACE_RB_ALL;
 	return 0;
 }
 
@@ -263,20 +247,6 @@ static int trace_run(struct trace_cmd *t)
 		return fail(err, "cannot write %s: %s; the trace file is incomplete",
 			    t->perfetto_path, strerror(-err));
 	return 0;
-}
-
-int trace_plan(plan_show_fn show, void *arg)
-{
-	static struct trace_cmd t;
-	char *argv[] = {"trace", NULL};
-	int err;
-
-	memset(&t, 0, sizeof(t));
-	cmd_reset_getopt();
-	err = trace_parse(1, argv, &t);
-	if (err)
-		return err < 0 ? err : -EINVAL;
-	return trace_collect_plan(&t.o, show, arg);
 }
 
 int cmd_trace(int argc, char **argv)

@@ -31,6 +31,7 @@
 #include "rbuf.h"
 #include "watch.h"
 #include "collect/top.h"
+#include "export/metrics.h"
 
 #define TOPC_MAX_ROWS 20
 
@@ -94,6 +95,10 @@ struct topc {
 	bool capturing; /* an incident is open: the larger cap */
 	int64_t mono_to_real;
 	uint64_t prev_lost;
+	uint64_t drops[TOP_DROP_NR]; /* top's counters since it opened */
+	/* With --listen: what each cgroup did on each disk in the last sample. */
+	struct metrics_cgroup_io *cg;
+	size_t nr_cg, cap_cg;
 };
 
 static char *dup_or_null(const char *s)
@@ -226,10 +231,10 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	t->o.interval_ns = NSEC_PER_SEC;
 	/* Rows per thread: processes are their sums (rows_by_process()). */
 	t->o.threads = true;
-	/* Always on: syscalls it does not follow cost less this way (syscalls.h). */
-	t->o.syscalls = SYSCALL_ATTACH_PER_CALL;
+	t->o.syscalls = watch_syscall_attach(wo);
 	t->o.stall_ns = wo->stall_threshold_ns;
 	t->o.stalls_on_demand = !wo->stalls_always;
+	t->o.disk_hists = wo->have_listen;
 	if (!wo->full_detail) {
 		t->o.slow_rq_ns = watch_slow_keep_ns(wo);
 		sink.slow_rq = on_slow_rq;
@@ -304,23 +309,24 @@ static uint32_t tgid_of(struct top_ctx *c, uint32_t tid)
 	return top_proc_tgid(tid, &info);
 }
 
-/* @rep's rows and writeback rows, keyed by thread, as their processes' in @out. */
-static int rows_by_process(struct top_ctx *c, const struct report *rep, struct report *out)
+/* @in's rows and writeback rows, keyed by thread, as their processes' in @out. */
+static int rows_by_process(struct top_ctx *c, const struct top_snapshot *in,
+			   struct top_snapshot *out)
 {
 	size_t i;
 
-	out->rows = malloc((rep->nr_rows ? rep->nr_rows : 1) * sizeof(*out->rows));
-	out->wb = malloc((rep->nr_wb ? rep->nr_wb : 1) * sizeof(*out->wb));
+	out->rows = malloc((in->nr_rows ? in->nr_rows : 1) * sizeof(*out->rows));
+	out->wb = malloc((in->nr_wb ? in->nr_wb : 1) * sizeof(*out->wb));
 	if (!out->rows || !out->wb)
 		return -ENOMEM;
-	memcpy(out->rows, rep->rows, rep->nr_rows * sizeof(*out->rows));
-	memcpy(out->wb, rep->wb, rep->nr_wb * sizeof(*out->wb));
-	for (i = 0; i < rep->nr_rows; i++)
+	memcpy(out->rows, in->rows, in->nr_rows * sizeof(*out->rows));
+	memcpy(out->wb, in->wb, in->nr_wb * sizeof(*out->wb));
+	for (i = 0; i < in->nr_rows; i++)
 		out->rows[i].key.pid = tgid_of(c, out->rows[i].key.pid);
-	for (i = 0; i < rep->nr_wb; i++)
+	for (i = 0; i < in->nr_wb; i++)
 		out->wb[i].key.pid = tgid_of(c, out->wb[i].key.pid);
-	out->nr_rows = merge_rows(out->rows, rep->nr_rows);
-	out->nr_wb = merge_wb(out->wb, rep->nr_wb);
+	out->nr_rows = merge_rows(out->rows, in->nr_rows);
+	out->nr_wb = merge_wb(out->wb, in->nr_wb);
 	return 0;
 }
 
@@ -369,21 +375,127 @@ static void fill_proc_info(struct proc_agg *p, const struct report *threads)
 	}
 }
 
+/* The place of cgroup @d (@cgid) on disk @disk in the sample's changes; NULL: no memory. */
+static struct metrics_cgroup_io *cg_delta(struct topc *t, uint64_t cgid, const struct cg_desc *d,
+					  const char *disk)
+{
+	struct metrics_cgroup_io *e;
+	size_t i;
+
+	/* Every cgroup whose path is not known is one: "unknown". */
+	if (!d->path)
+		cgid = METRICS_CGID_UNKNOWN;
+	for (i = 0; i < t->nr_cg; i++)
+		if (t->cg[i].cgid == cgid && !strcmp(t->cg[i].disk, disk))
+			return &t->cg[i];
+	if (t->nr_cg == t->cap_cg) {
+		e = realloc(t->cg, (t->cap_cg ? 2 * t->cap_cg : 16) * sizeof(*e));
+		if (!e)
+			return NULL;
+		t->cg = e;
+		t->cap_cg = t->cap_cg ? 2 * t->cap_cg : 16;
+	}
+	e = &t->cg[t->nr_cg++];
+	memset(e, 0, sizeof(*e));
+	e->cgid = cgid;
+	snprintf(e->cgroup, sizeof(e->cgroup), "%s", d->path ? d->path : "unknown");
+	if (d->has_ct)
+		snprintf(e->container, sizeof(e->container), "%s", d->ct.id);
+	snprintf(e->disk, sizeof(e->disk), "%s", disk);
+	return e;
+}
+
+static uint64_t sub_or_0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* A row's bytes, requests and their time on its cgroup's place (flush rows: flushes). */
+static void cg_add_row(struct metrics_cgroup_io *e, const struct row *r)
+{
+	if (top_row_is_flush(r)) {
+		e->requests[MCG_FLUSH] += r->nr_q2c;
+		e->request_ns[MCG_FLUSH] += r->q2c_sum;
+		return;
+	}
+	e->disk_bytes[MCG_READ] += r->disk_read;
+	e->disk_bytes[MCG_WRITE] += r->disk_write;
+	e->fs_bytes[MCG_READ] += r->fs_read;
+	e->fs_bytes[MCG_WRITE] += r->fs_write;
+	/* Deltas are taken field by field: a row made anew can show more writes than all. */
+	e->requests[MCG_READ] += sub_or_0(r->nr_q2c, r->nr_q2c_write);
+	e->requests[MCG_WRITE] += r->nr_q2c_write;
+	e->request_ns[MCG_READ] += sub_or_0(r->q2c_sum, r->q2c_write_sum);
+	e->request_ns[MCG_WRITE] += r->q2c_write_sum;
+}
+
+/*
+ * What each cgroup did on each watched disk in the sample (@rep: @threads grouped by
+ * process), for the metrics endpoint: its processes' rows, writeback credited to them.
+ */
+static int take_cgroups(struct topc *t, struct report *rep, const struct report *threads)
+{
+	struct top_ctx *c = t->top;
+	struct metrics_cgroup_io *e;
+	char disk[DISK_NAME_LEN];
+	struct cg_desc d;
+	size_t i, j, k;
+
+	t->nr_cg = 0;
+	for (i = 0; i < rep->nr_procs; i++) {
+		struct proc_agg *p = &rep->procs[i];
+		struct row **rows[2] = {p->files, p->flushes};
+		size_t nr[2] = {p->nr_rows, p->nr_flush_rows};
+
+		fill_proc_info(p, threads);
+		top_describe_cgroup(c, p->info.cgid, &d);
+		for (k = 0; k < 2; k++)
+			for (j = 0; j < nr[k]; j++) {
+				if (!top_row_active(rows[k][j]))
+					continue; /* nothing in this sample */
+				top_row_disk_name(c, rows[k][j], disk, sizeof(disk));
+				e = cg_delta(t, p->info.cgid, &d, disk);
+				if (!e)
+					return -ENOMEM;
+				cg_add_row(e, rows[k][j]);
+			}
+	}
+	for (i = 0; i < rep->snap->nr_wb; i++) {
+		const struct wbrow *w = &rep->snap->wb[i];
+		uint32_t dev = row_bdev(c, w->key.dev, 0);
+		uint64_t cgid = 0;
+
+		if (!w->bytes)
+			continue;
+		for (j = 0; j < rep->nr_procs; j++)
+			if (rep->procs[j].pid == w->key.pid)
+				cgid = rep->procs[j].info.cgid;
+		top_describe_cgroup(c, cgid, &d);
+		disk_name_of(KDEV_MAJOR(dev), KDEV_MINOR(dev), disk, sizeof(disk));
+		e = cg_delta(t, cgid, &d, disk);
+		if (!e)
+			return -ENOMEM;
+		e->writeback_bytes += w->bytes;
+	}
+	return 0;
+}
+
 /* The busiest processes, threads and files of @snap on the watched disks into @out. */
 static int take_sample(struct topc *t, const struct io_sample *ws,
 		       const struct top_snapshot *snap, struct topc_sample *out)
 {
 	struct top_ctx *c = t->top;
-	struct report threads = {0}, rep = {0};
+	struct top_snapshot by_thread = {0}, by_process = {0};
+	struct report threads = {.snap = &by_thread}, rep = {.snap = &by_process};
 	struct row **files = NULL;
 	size_t i, nr_files = 0;
 	int ret = -ENOMEM;
 
 	/* Only what went to the watched disks: an incident is about them. */
 	coll_devs_reset(&t->devs, ws);
-	threads.rows = malloc((snap->nr_rows ? snap->nr_rows : 1) * sizeof(*threads.rows));
-	threads.wb = malloc((snap->nr_wb ? snap->nr_wb : 1) * sizeof(*threads.wb));
-	if (!threads.rows || !threads.wb)
+	by_thread.rows = malloc((snap->nr_rows ? snap->nr_rows : 1) * sizeof(*by_thread.rows));
+	by_thread.wb = malloc((snap->nr_wb ? snap->nr_wb : 1) * sizeof(*by_thread.wb));
+	if (!by_thread.rows || !by_thread.wb)
 		goto cleanup;
 	for (i = 0; i < snap->nr_rows; i++) {
 		const struct row *r = &snap->rows[i];
@@ -391,16 +503,18 @@ static int take_sample(struct topc *t, const struct io_sample *ws,
 		uint32_t bdev = top_ino_special(r->key.ino) ? 0 : r->bdev;
 
 		if (coll_devs_disk(&t->devs, row_bdev(c, r->key.dev, bdev)) >= 0)
-			threads.rows[threads.nr_rows++] = *r;
+			by_thread.rows[by_thread.nr_rows++] = *r;
 	}
 	for (i = 0; i < snap->nr_wb; i++)
 		if (coll_devs_disk(&t->devs, row_bdev(c, snap->wb[i].key.dev, 0)) >= 0)
-			threads.wb[threads.nr_wb++] = snap->wb[i];
+			by_thread.wb[by_thread.nr_wb++] = snap->wb[i];
 	ret = top_group_procs(c->o, &c->names, &threads);
 	if (ret)
 		goto cleanup;
 	take_threads(c, &threads, out);
-	ret = rows_by_process(c, &threads, &rep) ?: top_group_procs(c->o, &c->names, &rep);
+	ret = rows_by_process(c, &by_thread, &by_process) ?: top_group_procs(c->o, &c->names, &rep);
+	if (!ret && t->o.disk_hists)
+		ret = take_cgroups(t, &rep, &threads);
 	if (ret)
 		goto cleanup;
 	for (i = 0; i < rep.nr_procs && out->nr_procs < TOPC_MAX_ROWS; i++) {
@@ -428,14 +542,15 @@ static int take_sample(struct topc *t, const struct io_sample *ws,
 		q->writeback_bytes = p->writeback_bytes;
 	}
 	/* Files: the rows of real files, busiest first, each with its process. */
-	files = calloc(rep.nr_rows ? rep.nr_rows : 1, sizeof(*files));
+	files = calloc(by_process.nr_rows ? by_process.nr_rows : 1, sizeof(*files));
 	if (!files) {
 		ret = -ENOMEM;
 		goto cleanup;
 	}
-	for (i = 0; i < rep.nr_rows; i++)
-		if (!top_ino_special(rep.rows[i].key.ino) && top_row_active(&rep.rows[i]))
-			files[nr_files++] = &rep.rows[i];
+	for (i = 0; i < by_process.nr_rows; i++)
+		if (!top_ino_special(by_process.rows[i].key.ino) &&
+		    top_row_active(&by_process.rows[i]))
+			files[nr_files++] = &by_process.rows[i];
 	qsort_r(files, nr_files, sizeof(*files), top_row_ptr_cmp, (void *)&t->o.sort);
 	for (i = 0; i < nr_files && out->nr_files < TOPC_MAX_ROWS; i++) {
 		const struct row *r = files[i];
@@ -452,13 +567,30 @@ static int take_sample(struct topc *t, const struct io_sample *ws,
 	}
 cleanup:
 	free(files);
-	free(rep.rows);
-	free(rep.wb);
+	free(by_process.rows);
+	free(by_process.wb);
 	top_report_free(&rep);
-	free(threads.rows);
-	free(threads.wb);
+	free(by_thread.rows);
+	free(by_thread.wb);
 	top_report_free(&threads);
 	return ret;
+}
+
+/*
+ * Binds a process's or thread's sums from column @col on: FS and disk bytes read and
+ * written, writeback bytes, then q2c and d2c in microseconds (average, maximum).
+ */
+static void bind_sums(sqlite3_stmt *s, int col, const struct row *sum, uint64_t writeback)
+{
+	sqlite3_bind_int64(s, col, sum->fs_read);
+	sqlite3_bind_int64(s, col + 1, sum->fs_write);
+	sqlite3_bind_int64(s, col + 2, sum->disk_read);
+	sqlite3_bind_int64(s, col + 3, sum->disk_write);
+	sqlite3_bind_int64(s, col + 4, writeback);
+	sqlite3_bind_double(s, col + 5, top_avg_us(sum->q2c_sum, sum->nr_q2c));
+	sqlite3_bind_double(s, col + 6, sum->q2c_max / 1e3);
+	sqlite3_bind_double(s, col + 7, top_avg_us(sum->d2c_sum, sum->nr_d2c));
+	sqlite3_bind_double(s, col + 8, sum->d2c_max / 1e3);
 }
 
 /* One kept sample's rows into the incident's tables, in the open transaction. */
@@ -506,15 +638,7 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 		coll_bind_text(ps, 7, p->cgroup);
 		coll_bind_text(ps, 8, p->container);
 		coll_bind_text(ps, 9, p->disk);
-		sqlite3_bind_int64(ps, 10, p->sum.fs_read);
-		sqlite3_bind_int64(ps, 11, p->sum.fs_write);
-		sqlite3_bind_int64(ps, 12, p->sum.disk_read);
-		sqlite3_bind_int64(ps, 13, p->sum.disk_write);
-		sqlite3_bind_int64(ps, 14, p->writeback_bytes);
-		sqlite3_bind_double(ps, 15, top_avg_us(p->sum.q2c_sum, p->sum.nr_q2c));
-		sqlite3_bind_double(ps, 16, p->sum.q2c_max / 1e3);
-		sqlite3_bind_double(ps, 17, top_avg_us(p->sum.d2c_sum, p->sum.nr_d2c));
-		sqlite3_bind_double(ps, 18, p->sum.d2c_max / 1e3);
+		bind_sums(ps, 10, &p->sum, p->writeback_bytes);
 		if (coll_step_reset(ps))
 			goto cleanup;
 	}
@@ -526,15 +650,7 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 		sqlite3_bind_int64(ts, 5, th->tid);
 		coll_bind_text(ts, 6, th->comm);
 		coll_bind_text(ts, 7, th->disk);
-		sqlite3_bind_int64(ts, 8, th->sum.fs_read);
-		sqlite3_bind_int64(ts, 9, th->sum.fs_write);
-		sqlite3_bind_int64(ts, 10, th->sum.disk_read);
-		sqlite3_bind_int64(ts, 11, th->sum.disk_write);
-		sqlite3_bind_int64(ts, 12, th->writeback_bytes);
-		sqlite3_bind_double(ts, 13, top_avg_us(th->sum.q2c_sum, th->sum.nr_q2c));
-		sqlite3_bind_double(ts, 14, th->sum.q2c_max / 1e3);
-		sqlite3_bind_double(ts, 15, top_avg_us(th->sum.d2c_sum, th->sum.nr_d2c));
-		sqlite3_bind_double(ts, 16, th->sum.d2c_max / 1e3);
+		bind_sums(ts, 8, &th->sum, th->writeback_bytes);
 		if (coll_step_reset(ts))
 			goto cleanup;
 	}
@@ -635,7 +751,7 @@ static int topc_sample(void *priv, const struct watch_tick *tick)
 	struct top_snapshot snap;
 	struct topc_sample *s;
 	struct rbuf_stats rs;
-	int ret, stall_ret = 0;
+	int ret, stall_ret = 0, i;
 	uint64_t lost;
 
 	/*
@@ -655,6 +771,8 @@ static int topc_sample(void *priv, const struct watch_tick *tick)
 	ret = top_collect_read(t->top, &snap);
 	if (ret)
 		return ret;
+	for (i = 0; i < TOP_DROP_NR; i++)
+		t->drops[i] = snap.deltas ? t->drops[i] + snap.drops[i] : snap.drops[i];
 	s = coll_ring_push(&t->ring);
 	if (!s) {
 		ret = -ENOMEM;
@@ -710,8 +828,38 @@ static void topc_close(void *priv)
 		return;
 	coll_slow_clear(&t->pending);
 	coll_ring_free(&t->ring);
+	free(t->cg);
 	top_collect_close(t->top);
 	free(t);
+}
+
+static void topc_export(void *priv, struct metrics *m, struct metrics_collector *out)
+{
+	struct topc *t = priv;
+	struct top_disk_hist *rows;
+	struct metrics_dhist *h;
+	size_t nr, i;
+	int n = 0;
+
+	metrics_collector_fill(out, "top", &t->top->cmd, top_counters, t->drops, TOP_DROP_NR);
+	/* A failed read keeps the last histograms the endpoint had (counters go on). */
+	if (top_collect_disk_hists(t->top, &rows, &nr))
+		return;
+	h = calloc(nr ? nr : 1, sizeof(*h));
+	for (i = 0; h && i < nr; i++) {
+		if (rows[i].op >= TOP_DH_NR_OPS)
+			continue;
+		h[n].major = rows[i].dev >> 20;
+		h[n].minor = rows[i].dev & ((1U << 20) - 1);
+		h[n].op = rows[i].op;
+		h[n++].h = rows[i].h;
+	}
+	if (h)
+		metrics_note_disk_hists(m, h, n);
+	free(h);
+	free(rows);
+	metrics_note_cgroups(m, t->cg, t->nr_cg);
+	t->nr_cg = 0;
 }
 
 const struct watch_collector_ops watch_collector_top = {
@@ -719,5 +867,6 @@ const struct watch_collector_ops watch_collector_top = {
 	.open = topc_open,
 	.observe = topc_observe,
 	.sample = topc_sample,
+	.export = topc_export,
 	.close = topc_close,
 };

@@ -21,6 +21,7 @@
 #include "args.h"
 #include "collect/trace.h"
 #include "collector.h"
+#include "export/metrics.h"
 #include "fspath.h"
 #include "json.h"
 #include "ops.h"
@@ -123,11 +124,9 @@ static int slowc_open(const struct watch_opts *wo, void **priv)
 		return -ENOMEM;
 	coll_ring_init(&t->ring, sizeof(struct coll_slow_sample), coll_slow_clear);
 	t->keep_ns = watch_slow_keep_ns(wo);
+	trace_opts_default(&t->o);
 	t->o.threshold_ns = t->keep_ns;
-	t->o.ops = TRACE_OPS_ALL;
-	/* Always on: syscalls it does not follow cost less this way (syscalls.h). */
-	t->o.syscalls = SYSCALL_ATTACH_PER_CALL;
-	t->o.delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
+	t->o.syscalls = watch_syscall_attach(wo);
 	t->o.rb_bytes = SLOWC_RB_BYTES;
 	sink.request = on_request;
 	sink.arg = t;
@@ -198,10 +197,21 @@ static void slowc_close(void *priv)
 	free(t);
 }
 
+static void slowc_export(void *priv, struct metrics *m, struct metrics_collector *out)
+{
+	struct slowc *t = priv;
+	uint64_t cnt[TRACE_CNT_NR];
+
+	if (trace_read_counters(&t->c, cnt))
+		memset(cnt, 0, sizeof(cnt));
+	metrics_collector_fill(out, "trace", &t->c.cmd, trace_counters, cnt, TRACE_CNT_NR);
+}
+
 const struct watch_collector_ops watch_collector_trace = {
 	.name = "trace",
 	.open = slowc_open,
 	.observe = slowc_observe,
 	.sample = slowc_sample,
+	.export = slowc_export,
 	.close = slowc_close,
 };

@@ -23,6 +23,8 @@
 #include "disks.h"
 
 struct jw;
+struct metrics;
+struct metrics_collector;
 struct sqlite3;
 struct sqlite3_stmt;
 struct watch_opts;
@@ -61,6 +63,12 @@ struct watch_collector_ops {
 	 * rows (the transaction is still committed).
 	 */
 	int (*sample)(void *priv, const struct watch_tick *tick);
+	/*
+	 * Optional, with --listen, after ->sample(): what the metrics endpoint tells of
+	 * this collector (src/export/metrics.h): its programs, hooks and losses so far into
+	 * @self, and what it measured noted in @m (top's: the disks' histograms).
+	 */
+	void (*export)(void *priv, struct metrics *m, struct metrics_collector *self);
 	void (*close)(void *priv);
 };
 

@@ -15,6 +15,7 @@
 #include "args.h"
 #include "err.h"
 #include "units.h"
+#include "export/metrics.h"
 #include "watch.h"
 
 static const char watch_usage[] =
@@ -66,6 +67,15 @@ static const char watch_usage[] =
 	"                         cost otherwise), or always, for the pre-trigger window too\n"
 	"                         (costs more than watching alone: see iospan-watch(8))\n"
 	"                         (default capture)\n"
+	"      --syscall-hooks raw|per-call  how the collectors follow syscalls: the raw\n"
+	"                         sys_enter/sys_exit pair (every syscall runs a program;\n"
+	"                         exits at once), or a classic tracepoint per syscall (the\n"
+	"                         others cost less; about 1 s to let go at exit) (default raw)\n"
+	"Metrics:\n"
+	"      --listen [ADDR:]PORT  serve them at http://ADDR:PORT/metrics for Prometheus\n"
+	"                         (a port alone: on loopback; :PORT on every address)\n"
+	"      --metrics-max-cgroups N  cgroups with series of their own (the busiest; the\n"
+	"                         rest add to cgroup \"other\"), 0 to 2000 (default 100)\n"
 	"Store:\n"
 	"      --db PATH          the database (default " WATCH_DEFAULT_DB ")\n"
 	"      --keep N           keep the newest N incidents, 0: any number (default 500)\n"
@@ -84,6 +94,7 @@ static const char watch_usage[] =
 	"Examples:\n"
 	"  iospan watch                          every disk, default rules, default store\n"
 	"  iospan watch -d sda --await 50 --util 0   only sda: await over 50 ms, no util rule\n"
+	"  iospan watch --listen 9464            and the metrics at 127.0.0.1:9464/metrics\n"
 	"  iospan incidents list                 what it caught\n"
 	"\n"
 	"Exit codes: 0 ok (stopped), 1 runtime failure, 2 bad usage. Manual: iospan-watch(8).\n";
@@ -157,13 +168,8 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 		o->rules.hold = v;
 		return 0;
 	case WATCH_OPT_INTERVAL:
-		if (parse_duration_ns(arg, 1000000000ULL, &v) || v < 10 * ARGS_MIN_PERIOD_NS ||
-		    v > 3600000000000ULL)
-			return fail_usage("%sinvalid --interval '%s': give a duration from 10ms to "
-					  "1h (a bare number is seconds: 1, 0.5, 250ms)",
-					  where, arg);
-		o->interval_ns = v;
-		return 0;
+		return args_duration_in(where, "--interval", arg, 10 * ARGS_MIN_PERIOD_NS,
+					3600 * NSEC_PER_SEC, "from 10ms to 1h", &o->interval_ns);
 	case WATCH_OPT_PRE:
 		return conf_parse_seconds(where, name, arg, true, &o->pre_s);
 	case WATCH_OPT_CAPTURE:
@@ -171,12 +177,8 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 	case WATCH_OPT_COOLDOWN:
 		return conf_parse_seconds(where, name, arg, true, &o->cooldown_s);
 	case WATCH_OPT_DURATION:
-		if (parse_duration_ns(arg, 1000000000ULL, &v) || v < ARGS_MIN_PERIOD_NS)
-			return fail_usage("%sinvalid --duration '%s': give a duration of at least "
-					  "1ms",
-					  where, arg);
-		o->duration_ns = v;
-		return 0;
+		return args_duration_in(where, "--duration", arg, ARGS_MIN_PERIOD_NS, UINT64_MAX,
+					"of at least 1ms", &o->duration_ns);
 	case WATCH_OPT_BPF:
 		if (strcmp(arg, "on") && strcmp(arg, "off"))
 			return fail_usage("%sinvalid --bpf '%s': give on or off", where, arg);
@@ -199,6 +201,23 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 			return fail_usage("%sinvalid --stalls '%s': give capture or always", where,
 					  arg);
 		o->stalls_always = !strcmp(arg, "always");
+		return 0;
+	case WATCH_OPT_LISTEN:
+		o->have_listen = true;
+		return http_listen_parse(where, "--listen", arg, &o->listen);
+	case WATCH_OPT_SYSCALL_HOOKS:
+		if (strcmp(arg, "per-call") && strcmp(arg, "raw"))
+			return fail_usage("%sinvalid --syscall-hooks '%s': give raw or per-call",
+					  where, arg);
+		o->per_call_syscalls = !strcmp(arg, "per-call");
+		return 0;
+	case WATCH_OPT_METRICS_MAX_CGROUPS:
+		if (parse_u64_range(arg, 0, METRICS_MAX_CGROUPS, &v))
+			return fail_usage(
+				"%sinvalid --metrics-max-cgroups '%s': give a number from "
+				"0 to %d",
+				where, arg, METRICS_MAX_CGROUPS);
+		o->metrics_max_cgroups = v;
 		return 0;
 	case WATCH_OPT_MAX_PER_HOUR:
 		if (parse_u64_range(arg, 0, WT_MAX_PER_HOUR, &v))
@@ -251,9 +270,17 @@ static const char *find_config_arg(int argc, char **argv, bool *given)
 
 int watch_parse(int argc, char **argv, struct watch_opts *o)
 {
+	int opt, idx, ret;
+	const struct args_spec spec = {
+		.cmd = "watch",
+		.usage = watch_usage,
+		.short_opts = ":d:" COMMON_SHORT_OPTS,
+		.long_opts = watch_conf_opts,
+		.longindex = &idx,
+		.options_only = true,
+	};
 	const char *name;
 	bool given;
-	int opt, idx, ret;
 
 	memset(o, 0, sizeof(*o));
 	wt_rules_default(&o->rules);
@@ -262,6 +289,7 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	o->capture_s = 40;
 	o->cooldown_s = 300;
 	o->max_per_hour = 10;
+	o->metrics_max_cgroups = METRICS_DEFAULT_CGROUPS;
 	o->retention.keep = 500;
 	o->retention.max_age_s = 30 * 86400;
 	o->retention.max_db_size = 1ULL << 30;
@@ -291,16 +319,7 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	if (!o->config_text)
 		o->config_path = NULL;
 
-	while ((opt = getopt_long(argc, argv, ":d:" COMMON_SHORT_OPTS, watch_conf_opts, &idx)) !=
-	       -1) {
-		if (args_common_opt(opt))
-			continue;
-		if (opt == '?' || opt == ':')
-			return args_bad_option("watch", argv);
-		if (opt == 'h') {
-			fputs(watch_usage, stdout);
-			return 1;
-		}
+	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		if (opt == WATCH_OPT_CONFIG)
 			continue; /* read above */
 		name = opt == 'd' ? "disk" : watch_conf_opts[idx].name;
@@ -308,10 +327,8 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 		if (ret)
 			return ret;
 	}
-	if (optind < argc)
-		return fail_usage("unexpected argument '%s': watch takes options only (see 'iospan "
-				  "watch --help')",
-				  argv[optind]);
+	if (opt)
+		return opt;
 	if (o->capture_s * 1e9 < o->interval_ns)
 		return fail_usage("--capture (%.3g s) is shorter than --interval (%.3g s)",
 				  o->capture_s, o->interval_ns / 1e9);
@@ -334,6 +351,11 @@ uint64_t watch_slow_keep_ns(const struct watch_opts *o)
 	if (rule_ms > 0 && (!keep || rule_ms * 1e6 < keep))
 		keep = rule_ms * 1e6;
 	return keep;
+}
+
+enum syscall_attach watch_syscall_attach(const struct watch_opts *o)
+{
+	return o->per_call_syscalls ? SYSCALL_ATTACH_PER_CALL : SYSCALL_ATTACH_RAW;
 }
 
 void watch_opts_free(struct watch_opts *o)

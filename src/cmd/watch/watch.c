@@ -19,6 +19,7 @@
 #include "json.h"
 #include "printable.h"
 #include "collector.h"
+#include "export/metrics.h"
 #include "watch.h"
 
 /* The BPF collectors (collector.h). */
@@ -54,6 +55,10 @@ struct watch_ctx {
 	void *collector_priv[WATCH_MAX_COLLECTORS];
 	bool collector_on[WATCH_MAX_COLLECTORS];
 	struct jw *jw;
+	/* --listen: the metrics endpoint and what the loop tells it. */
+	struct metrics *metrics;
+	struct http_endpoint *endpoint;
+	struct metrics_collector *self_scratch; /* a collector's figures, on their way */
 };
 
 static struct jw *log_jw;
@@ -251,6 +256,12 @@ static void run_collectors(struct watch_ctx *ctx, const struct io_sample *s, boo
 		if (ret)
 			watch_event("error", "collector %s: %s", watch_collectors[i]->name,
 				    strerror(-ret));
+		if (ctx->metrics && watch_collectors[i]->export) {
+			watch_collectors[i]->export(ctx->collector_priv[i], ctx->metrics,
+						    ctx->self_scratch);
+			metrics_note_collector(ctx->metrics, watch_collectors[i]->name,
+					       ctx->self_scratch);
+		}
 	}
 }
 
@@ -288,6 +299,8 @@ static void incident_open(struct watch_ctx *ctx, const struct io_sample *s,
 
 	ctx->incident_open = true;
 	ctx->incident_id = 0;
+	if (ctx->metrics)
+		metrics_note_incident(ctx->metrics, t->disk, t->rule, t->epoch_s);
 	ctx->lost_samples = ctx->stored_samples = 0;
 	format_trigger(ctx, t, msg, sizeof(msg));
 	ret = store_begin(ctx->store);
@@ -363,6 +376,8 @@ static void incident_close(struct watch_ctx *ctx, double end_epoch_s, const char
 	int ret;
 
 	ctx->incident_open = false;
+	if (ctx->metrics)
+		metrics_note_incident_closed(ctx->metrics);
 	if (!ctx->incident_id)
 		return;
 	ret = store_incident_close(ctx->store, ctx->incident_id, end_epoch_s, complete, reason);
@@ -402,6 +417,8 @@ static void handle_sample(struct watch_ctx *ctx, const struct io_sample *s)
 		ctx->left_out_logged = s->nr_left_out;
 	}
 	watch_window_push(&ctx->window, s);
+	if (ctx->metrics)
+		metrics_note_sample(ctx->metrics, s->epoch_s);
 	fired = check_rules(ctx, s, &t, &fresh, dev, sizeof(dev));
 	if (fired) {
 		for (i = 0; t.disk && i < s->nr; i++)
@@ -549,9 +566,13 @@ static void collectors_close(struct watch_ctx *ctx)
 {
 	int i;
 
-	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++)
-		if (ctx->collector_on[i])
-			watch_collectors[i]->close(ctx->collector_priv[i]);
+	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++) {
+		if (!ctx->collector_on[i])
+			continue;
+		if (ctx->metrics)
+			metrics_note_collector(ctx->metrics, watch_collectors[i]->name, NULL);
+		watch_collectors[i]->close(ctx->collector_priv[i]);
+	}
 }
 
 /*
@@ -568,6 +589,40 @@ static void seed_hourly_cap(struct watch_ctx *ctx, const struct io_sample *s)
 	/* The gate counts on the boot clock: each start as the same age on it. */
 	for (i = 0; i < nr; i++)
 		wt_gate_seed(&ctx->gate, s->uptime_s - (s->epoch_s - starts[i]));
+}
+
+/* --listen: serving before the collectors load, so a port taken fails the start alone. */
+static int endpoint_start(struct watch_ctx *ctx)
+{
+	const struct watch_opts *o = ctx->o;
+	int ret;
+
+	if (!o->have_listen)
+		return 0;
+	ctx->metrics = calloc(1, sizeof(*ctx->metrics));
+	ctx->self_scratch = calloc(1, sizeof(*ctx->self_scratch));
+	if (!ctx->metrics || !ctx->self_scratch ||
+	    metrics_init(ctx->metrics, o->disks, o->nr_disks, o->metrics_max_cgroups))
+		return fail(-ENOMEM, "out of memory");
+	ret = http_endpoint_start(&o->listen, metrics_render, ctx->metrics, &ctx->endpoint);
+	if (ret)
+		return ret;
+	watch_event("info", "metrics at http://%.*s:%u/metrics",
+		    (int)(strrchr(o->listen.text, ':') - o->listen.text), o->listen.text,
+		    http_endpoint_port(ctx->endpoint));
+	return 0;
+}
+
+static void endpoint_stop(struct watch_ctx *ctx)
+{
+	http_endpoint_stop(ctx->endpoint);
+	ctx->endpoint = NULL;
+	if (ctx->metrics)
+		metrics_free(ctx->metrics);
+	free(ctx->metrics);
+	ctx->metrics = NULL;
+	free(ctx->self_scratch);
+	ctx->self_scratch = NULL;
 }
 
 static int watch_run(struct watch_ctx *ctx)
@@ -599,6 +654,9 @@ static int watch_run(struct watch_ctx *ctx)
 		goto cleanup;
 	}
 	ret = store_open(o->db_path, STORE_WATCHER, &ctx->store);
+	if (ret)
+		goto cleanup;
+	ret = endpoint_start(ctx);
 	if (ret)
 		goto cleanup;
 	/* Loading BPF takes a while: "start" means sampling with the collectors on. */
@@ -659,6 +717,7 @@ int cmd_watch(int argc, char **argv)
 	wt_gate_init(&ctx.gate, opts.capture_s, opts.cooldown_s, opts.max_per_hour);
 	io_sampler_init(&ctx.sampler, opts.disks, opts.nr_disks);
 	ret = watch_run(&ctx);
+	endpoint_stop(&ctx);
 	io_sampler_free(&ctx.sampler);
 	watch_window_free(&ctx.window);
 	store_close(ctx.store);

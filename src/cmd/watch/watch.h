@@ -20,9 +20,11 @@
 #include "collect/sampler.h"
 #include "disks.h"
 #include "diskstats.h"
+#include "export/http.h"
 #include "incident/conf.h"
 #include "incident/rules.h"
 #include "incident/store.h"
+#include "syscalls.h"
 
 #define WATCH_MAX_DISKS SAMPLER_MAX_DISKS
 
@@ -59,6 +61,10 @@ struct watch_opts {
 	bool full_detail;	       /* --detail full: trace's collector times slow requests */
 	uint64_t stall_threshold_ns;   /* stalls kept over it; 0: none traced */
 	bool stalls_always;	       /* --stalls always: timed outside captures too */
+	bool per_call_syscalls;	       /* --syscall-hooks per-call: a classic tracepoint each */
+	bool have_listen;	       /* --listen: the metrics endpoint is on */
+	int metrics_max_cgroups;       /* cgroups with series of their own */
+	struct http_listen listen;
 	const char *db_path;
 	const char *config_path;
 	char *config_text; /* the config file's contents, which option values point into */
@@ -69,6 +75,12 @@ struct watch_opts {
  * --capture-threshold and --slow-request, of those set; 0: none.
  */
 uint64_t watch_slow_keep_ns(const struct watch_opts *o);
+/*
+ * How the collectors follow syscalls: the raw pair by default (the exit does not wait
+ * for the kernel to let go of each hook), a classic tracepoint each with --syscall-hooks
+ * per-call (the syscalls no collector follows cost less that way, syscalls.h).
+ */
+enum syscall_attach watch_syscall_attach(const struct watch_opts *o);
 /* Parses the config file then the command line; 1: --help printed, else 0 or error. */
 int watch_parse(int argc, char **argv, struct watch_opts *o);
 void watch_opts_free(struct watch_opts *o);

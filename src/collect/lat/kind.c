@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "array.h"
 #include "collect/lat.h"
 
 enum origin { ORIGIN_NONE, ORIGIN_READ, ORIGIN_FAULT, ORIGIN_ADVICE };
@@ -42,13 +43,13 @@ static enum origin origin_of(const char *sym)
 					     "force_page_cache_readahead"};
 	size_t i;
 
-	for (i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(reads); i++)
 		if (is_fn(sym, reads[i]))
 			return ORIGIN_READ;
-	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(faults); i++)
 		if (is_fn(sym, faults[i]))
 			return ORIGIN_FAULT;
-	for (i = 0; i < sizeof(advice) / sizeof(advice[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(advice); i++)
 		if (is_fn(sym, advice[i]))
 			return ORIGIN_ADVICE;
 	return ORIGIN_NONE;

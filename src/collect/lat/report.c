@@ -6,6 +6,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 
+#include "array.h"
 #include "bpfmap.h"
 #include "err.h"
 #include "collect/lat.h"
@@ -58,16 +59,10 @@ struct row_list {
 static int add_row(const void *key, const void *val, void *arg)
 {
 	struct row_list *l = arg;
-	struct lat_row *tmp;
 
-	if (l->nr == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 64;
-		tmp = realloc(l->rows, l->cap * sizeof(*l->rows));
-		if (!tmp) {
-			l->err = -ENOMEM;
-			return 1; /* stops the walk */
-		}
-		l->rows = tmp;
+	if (ARRAY_RESERVE(l->rows, l->nr, l->cap, 64)) {
+		l->err = -ENOMEM;
+		return 1; /* stops the walk */
 	}
 	memcpy(&l->rows[l->nr].key, key, sizeof(struct lat_key));
 	memcpy(&l->rows[l->nr].h, val, sizeof(struct lat_hist));
@@ -156,15 +151,8 @@ static int stack_take(const void *key, const void *val, void *arg)
 	struct lat_stacks *s = arg;
 	struct lat_stack *e;
 
-	if (s->nr == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-
-		e = realloc(s->v, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		s->v = e;
-		s->cap = cap;
-	}
+	if (ARRAY_RESERVE(s->v, s->nr, s->cap, 64))
+		return -ENOMEM;
 	e = &s->v[s->nr++];
 	memcpy(&e->id, val, sizeof(e->id));
 	memcpy(&e->st, key, sizeof(e->st));

@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "bpfcmd.h"
 #include "collect/lat.h"
 #include "diskstats.h"
@@ -120,7 +121,7 @@ static int plan_hooks(struct lat_ctx *c)
 	int n = 0, i, j;
 
 	/* Hooks the options do not need are neither planned nor loaded. */
-	for (i = 0; i < (int)(sizeof(hooks) / sizeof(hooks[0])); i++) {
+	for (i = 0; i < (int)(ARRAY_SIZE(hooks)); i++) {
 		bool ra = hooks[i].v[0].prog == s->progs.lat_ra_sync ||
 			  hooks[i].v[0].prog == s->progs.lat_ra_async ||
 			  hooks[i].v[0].prog == s->progs.lat_ra_fault;
@@ -258,22 +259,30 @@ void lat_collect_close(struct lat_ctx *c)
 	free(c);
 }
 
-int lat_collect_plan(const struct lat_opts *o, plan_show_fn show, void *arg)
+void lat_opts_default(struct lat_opts *o)
 {
-	struct lat_ctx *c = calloc(1, sizeof(*c));
+	memset(o, 0, sizeof(*o));
+	o->stage = LAT_Q2C;
+	o->max_entries = LAT_DEFAULT_ENTRIES;
+}
+
+int lat_collect_plan(plan_show_fn show, void *arg)
+{
+	struct lat_opts o;
+	struct lat_ctx *c;
 	char why[256];
 	int err;
 
-	if (!c)
-		return -ENOMEM;
-	c->o = o;
+	lat_opts_default(&o);
 	err_capture(why, sizeof(why));
-	err = lat_setup(c);
-	err_capture(NULL, 0);
-	if (!err)
-		show("lat", c->cmd.hooks, c->cmd.nr_hooks, NULL, arg);
-	else
-		show("lat", c->cmd.hooks, c->cmd.nr_hooks, why[0] ? why : strerror(-err), arg);
+	err = lat_collect_open(&o, &c);
+	if (!c) {
+		err_capture(NULL, 0);
+		return err;
+	}
+	err = bpfcmd_plan_report(&c->cmd, "lat", err, why, sizeof(why), show, arg);
+	if (err)
+		show("lat", c->cmd.hooks, c->cmd.nr_hooks, why, arg);
 	lat_collect_close(c);
 	return 0;
 }

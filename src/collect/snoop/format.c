@@ -7,6 +7,7 @@
 
 #include <bpf/bpf.h>
 
+#include "array.h"
 #include "args.h"
 #include "cgroups.h"
 #include "fspath.h"
@@ -64,41 +65,36 @@ struct snoop_format {
 	struct path_slot path_slots[PATH_SLOTS];
 };
 
+/* blktrace's letters (its RWBS field) for each op; "N" for any other. */
+static const char *const op_letters[] = {
+	[SNOOP_OP_READ] = "R",	  [SNOOP_OP_WRITE] = "W",	  [SNOOP_OP_FLUSH] = "F",
+	[SNOOP_OP_DISCARD] = "D", [SNOOP_OP_SECURE_ERASE] = "DE", [SNOOP_OP_ZONE_APPEND] = "W",
+};
+
+/* blktrace's letters for the flags after the op, in its order. */
+static const struct {
+	uint32_t flag;
+	char letter;
+} flag_letters[] = {
+	{RQ_FL_FUA, 'F'},
+	{RQ_FL_RAHEAD, 'A'},
+	{RQ_FL_SYNC, 'S'},
+	{RQ_FL_META, 'M'},
+};
+
 void snoop_rwbs(uint32_t op, uint32_t f, char *buf)
 {
+	const char *l = op < ARRAY_SIZE(op_letters) && op_letters[op] ? op_letters[op] : "N";
+	size_t k;
 	int i = 0;
 
 	if (f & RQ_FL_PREFLUSH)
 		buf[i++] = 'F';
-	switch (op) {
-	case SNOOP_OP_WRITE:
-	case SNOOP_OP_ZONE_APPEND:
-		buf[i++] = 'W';
-		break;
-	case SNOOP_OP_DISCARD:
-		buf[i++] = 'D';
-		break;
-	case SNOOP_OP_SECURE_ERASE:
-		buf[i++] = 'D';
-		buf[i++] = 'E';
-		break;
-	case SNOOP_OP_FLUSH:
-		buf[i++] = 'F';
-		break;
-	case SNOOP_OP_READ:
-		buf[i++] = 'R';
-		break;
-	default:
-		buf[i++] = 'N';
-	}
-	if (f & RQ_FL_FUA)
-		buf[i++] = 'F';
-	if (f & RQ_FL_RAHEAD)
-		buf[i++] = 'A';
-	if (f & RQ_FL_SYNC)
-		buf[i++] = 'S';
-	if (f & RQ_FL_META)
-		buf[i++] = 'M';
+	while (*l)
+		buf[i++] = *l++;
+	for (k = 0; k < ARRAY_SIZE(flag_letters); k++)
+		if (f & flag_letters[k].flag)
+			buf[i++] = flag_letters[k].letter;
 	buf[i] = 0;
 }
 

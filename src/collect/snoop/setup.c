@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "bpfcmd.h"
 #include "bpfmap.h"
 #include "collect/snoop.h"
@@ -65,7 +66,7 @@ static int plan_hooks(struct snoop_ctx *c)
 		TP_BTF_HOOK(s, "block_rq_complete", snoop_rq_complete, false, NULL),
 	};
 
-	return bpfcmd_plan(&c->cmd, hooks, sizeof(hooks) / sizeof(hooks[0]),
+	return bpfcmd_plan(&c->cmd, hooks, ARRAY_SIZE(hooks),
 			   "its maps have fixed sizes: free memory, or lower --buffer-size");
 }
 
@@ -172,22 +173,29 @@ void snoop_collect_close(struct snoop_ctx *c)
 	free(c);
 }
 
-int snoop_collect_plan(const struct snoop_opts *o, plan_show_fn show, void *arg)
+void snoop_opts_default(struct snoop_opts *o)
 {
-	struct snoop_ctx *c = calloc(1, sizeof(*c));
+	memset(o, 0, sizeof(*o));
+	o->rb_bytes = SNOOP_RB_DEFAULT;
+}
+
+int snoop_collect_plan(plan_show_fn show, void *arg)
+{
+	struct snoop_opts o;
+	struct snoop_ctx *c;
 	char why[256];
 	int err;
 
-	if (!c)
-		return -ENOMEM;
-	c->o = o;
+	snoop_opts_default(&o);
 	err_capture(why, sizeof(why));
-	err = snoop_setup(c);
-	err_capture(NULL, 0);
-	if (!err)
-		show("snoop", c->cmd.hooks, c->cmd.nr_hooks, NULL, arg);
-	else if (c->cmd.hooks)
-		show("snoop", c->cmd.hooks, c->cmd.nr_hooks, why[0] ? why : strerror(-err), arg);
+	err = snoop_collect_open(&o, NULL, &c);
+	if (!c) {
+		err_capture(NULL, 0);
+		return err;
+	}
+	err = bpfcmd_plan_report(&c->cmd, "snoop", err, why, sizeof(why), show, arg);
+	if (err && c->cmd.hooks)
+		show("snoop", c->cmd.hooks, c->cmd.nr_hooks, why, arg);
 	err = err && !c->cmd.hooks ? err : 0;
 	snoop_collect_close(c);
 	return err;

@@ -86,6 +86,8 @@ static void fold_stat(void *row, const void *key, const void *vals, int ncpus, v
 		r->d2c_sum += v->d2c_sum;
 		r->nr_q2c += v->nr_q2c;
 		r->nr_d2c += v->nr_d2c;
+		r->nr_q2c_write += v->nr_q2c_write;
+		r->q2c_write_sum += v->q2c_write_sum;
 		r->flags |= v->flags;
 		if (v->bdev)
 			r->bdev = v->bdev;
@@ -215,6 +217,36 @@ static void fold_dev_flush(void *row, const void *key, const void *vals, int ncp
 	}
 }
 
+static void fold_dhist(void *row, const void *key, const void *vals, int ncpus, void *arg)
+{
+	const struct top_dhist_key *k = key;
+	const uint64_t *v = vals;
+	struct top_disk_hist *r = row;
+	uint64_t *sum = (uint64_t *)&r->h;
+	const size_t n = sizeof(r->h) / sizeof(uint64_t);
+	size_t i;
+	int cpu;
+
+	_Static_assert(sizeof(struct top_dhist) % sizeof(uint64_t) == 0, "u64 fields only");
+	r->dev = k->dev;
+	r->op = k->op;
+	for (cpu = 0; cpu < ncpus; cpu++)
+		for (i = 0; i < n; i++)
+			sum[i] += v[cpu * n + i];
+}
+
+int top_collect_disk_hists(struct top_ctx *c, struct top_disk_hist **rows, size_t *nr)
+{
+	*rows = NULL;
+	*nr = 0;
+	if (!c->o->disk_hists)
+		return 0;
+	return bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.dhists),
+				     sizeof(struct top_dhist_key), sizeof(struct top_dhist),
+				     sizeof(struct top_disk_hist), fold_dhist, NULL, (void **)rows,
+				     nr);
+}
+
 /* The disks' cache flushes: cumulative in *@cum, in the window in *@out (periodic). */
 static int read_dev_flushes(struct top_ctx *c, struct dev_flush_row **cum, size_t *nr,
 			    struct dev_flush_row **out)
@@ -318,6 +350,8 @@ static int rows_delta(struct top_ctx *c, struct row *cur, size_t nr, struct row 
 		d[i].d2c_sum = top_sub0(cur[i].d2c_sum, p->d2c_sum);
 		d[i].nr_q2c = top_sub0(cur[i].nr_q2c, p->nr_q2c);
 		d[i].nr_d2c = top_sub0(cur[i].nr_d2c, p->nr_d2c);
+		d[i].nr_q2c_write = top_sub0(cur[i].nr_q2c_write, p->nr_q2c_write);
+		d[i].q2c_write_sum = top_sub0(cur[i].q2c_write_sum, p->q2c_write_sum);
 	}
 	*out = d;
 	return 0;
@@ -524,7 +558,8 @@ const char *top_wb_path(struct top_ctx *c, const struct report *rep, const struc
 				.dev = w->key.dev,
 				.ino = w->key.ino,
 				.gen = w->key.gen}};
-	const struct row *r = bsearch(&k, rep->rows, rep->nr_rows, sizeof(k), top_row_cmp_key);
+	const struct row *r =
+		bsearch(&k, rep->snap->rows, rep->snap->nr_rows, sizeof(k), top_row_cmp_key);
 
 	return r ? top_file_path(c, r) :
 		   fspath_current(c->fspaths, w->key.dev, w->key.gen, w->key.ino);
@@ -573,25 +608,14 @@ static void top_names_init(struct top_ctx *c, struct top_names *n)
 	};
 }
 
-int top_collect_report(struct top_ctx *c, const struct top_snapshot *snap, bool stopped,
+int top_collect_report(struct top_ctx *c, struct top_snapshot *snap, bool stopped,
 		       struct report *rep)
 {
 	int err;
 
 	memset(rep, 0, sizeof(*rep));
-	rep->seconds = snap->seconds;
-	rep->timestamp = snap->timestamp;
-	rep->rates = snap->deltas;
+	rep->snap = snap;
 	rep->stopped = stopped;
-	rep->rows = snap->rows;
-	rep->nr_rows = snap->nr_rows;
-	rep->wb = snap->wb;
-	rep->nr_wb = snap->nr_wb;
-	rep->flushes = snap->flushes;
-	rep->nr_flushes = snap->nr_flushes;
-	rep->open = snap->open;
-	rep->nr_open = snap->nr_open;
-	memcpy(rep->drops, snap->drops, sizeof(rep->drops));
 	err = top_group_procs(c->o, &c->names, rep);
 	if (!err && c->o->by != BY_PROCESS)
 		err = top_group_by(c->o, &c->names, rep);

@@ -33,6 +33,7 @@ const struct counter_def top_counters[TOP_DROP_NR] = {
 	[TOP_DROP_RQ_UNSEEN] = {"completions_unseen"},
 	[TOP_DROP_RQ_UNSEEN_BYTES] = {"completion_unseen_bytes", .info = true},
 	[TOP_DROP_FLUSH_LOST] = {"flushes_not_counted"},
+	[TOP_DROP_DHIST_FULL] = {"disk_histograms_full"},
 };
 
 void top_opts_default(struct top_opts *o)
@@ -44,16 +45,19 @@ void top_opts_default(struct top_opts *o)
 	o->stall_ns = 100 * 1000000ULL;
 }
 
+/* Orders by the field @f of @a and @b if they differ there (a step of a key compare). */
+#define CMP_FIELD(a, b, f)                               \
+	do {                                             \
+		if ((a)->f != (b)->f)                    \
+			return (a)->f < (b)->f ? -1 : 1; \
+	} while (0)
+
 int top_key_cmp(const struct top_key *a, const struct top_key *b)
 {
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->dev != b->dev)
-		return a->dev < b->dev ? -1 : 1;
-	if (a->ino != b->ino)
-		return a->ino < b->ino ? -1 : 1;
-	if (a->gen != b->gen)
-		return a->gen < b->gen ? -1 : 1;
+	CMP_FIELD(a, b, pid);
+	CMP_FIELD(a, b, dev);
+	CMP_FIELD(a, b, ino);
+	CMP_FIELD(a, b, gen);
 	return 0;
 }
 
@@ -67,16 +71,11 @@ int top_wb_cmp_key(const void *a, const void *b)
 	const struct top_wb_key *x = &((const struct wbrow *)a)->key;
 	const struct top_wb_key *y = &((const struct wbrow *)b)->key;
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	if (x->gen != y->gen)
-		return x->gen < y->gen ? -1 : 1;
-	if (x->flusher != y->flusher)
-		return x->flusher < y->flusher ? -1 : 1;
+	CMP_FIELD(x, y, pid);
+	CMP_FIELD(x, y, dev);
+	CMP_FIELD(x, y, ino);
+	CMP_FIELD(x, y, gen);
+	CMP_FIELD(x, y, flusher);
 	return 0;
 }
 
@@ -197,6 +196,8 @@ void top_row_add(struct row *sum, const struct row *r)
 	sum->d2c_sum += r->d2c_sum;
 	sum->nr_q2c += r->nr_q2c;
 	sum->nr_d2c += r->nr_d2c;
+	sum->nr_q2c_write += r->nr_q2c_write;
+	sum->q2c_write_sum += r->q2c_write_sum;
 	if (r->q2c_max > sum->q2c_max)
 		sum->q2c_max = r->q2c_max;
 	if (r->d2c_max > sum->d2c_max)
@@ -211,19 +212,19 @@ int top_group_procs(const struct top_opts *o, const struct top_names *nm, struct
 	size_t i, j, n = 0;
 	int err = 0;
 
-	procs = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*procs));
+	procs = calloc(rep->snap->nr_rows ? rep->snap->nr_rows : 1, sizeof(*procs));
 	if (!procs)
 		return -ENOMEM;
-	for (i = 0; i < rep->nr_rows; i++) {
-		struct row *r = &rep->rows[i];
+	for (i = 0; i < rep->snap->nr_rows; i++) {
+		struct row *r = &rep->snap->rows[i];
 
 		if (!top_row_active(r))
 			continue;
 		if (!p || p->pid != r->key.pid) {
 			p = &procs[n++];
 			p->pid = r->key.pid;
-			p->files = calloc(rep->nr_rows - i, sizeof(*p->files));
-			p->flushes = calloc(rep->nr_rows - i, sizeof(*p->flushes));
+			p->files = calloc(rep->snap->nr_rows - i, sizeof(*p->files));
+			p->flushes = calloc(rep->snap->nr_rows - i, sizeof(*p->flushes));
 			if (!p->files || !p->flushes) {
 				err = -ENOMEM;
 				goto cleanup;
@@ -244,9 +245,9 @@ int top_group_procs(const struct top_opts *o, const struct top_names *nm, struct
 	for (i = 0; i < n; i++) {
 		qsort_r(procs[i].files, procs[i].nr_rows, sizeof(*procs[i].files), top_row_ptr_cmp,
 			(void *)&o->sort);
-		for (j = 0; j < rep->nr_wb; j++)
-			if (rep->wb[j].key.pid == procs[i].pid)
-				procs[i].writeback_bytes += rep->wb[j].bytes;
+		for (j = 0; j < rep->snap->nr_wb; j++)
+			if (rep->snap->wb[j].key.pid == procs[i].pid)
+				procs[i].writeback_bytes += rep->snap->wb[j].bytes;
 	}
 	qsort_r(procs, n, sizeof(*procs), proc_cmp, (void *)&o->sort);
 	rep->procs = procs;
@@ -312,8 +313,8 @@ int top_compute_coverage(const struct top_opts *o, const struct top_names *nm,
 	struct dev_cov *d;
 	size_t i;
 
-	for (i = 0; i < rep->nr_rows; i++) {
-		const struct row *r = &rep->rows[i];
+	for (i = 0; i < rep->snap->nr_rows; i++) {
+		const struct row *r = &rep->snap->rows[i];
 		uint32_t bdev = r->bdev ? r->bdev : r->key.dev;
 
 		if (!r->disk_read && !r->disk_write)
@@ -332,8 +333,8 @@ int top_compute_coverage(const struct top_opts *o, const struct top_names *nm,
 		}
 	}
 	/* Flushes are the whole disk's: shown unless -d names a partition. */
-	for (i = 0; i < rep->nr_flushes; i++) {
-		const struct dev_flush_row *f = &rep->flushes[i];
+	for (i = 0; i < rep->snap->nr_flushes; i++) {
+		const struct dev_flush_row *f = &rep->snap->flushes[i];
 
 		if (!f->nr || !cov_selected(o, KDEV_MAJOR(f->dev), KDEV_MINOR(f->dev)))
 			continue;
@@ -346,8 +347,8 @@ int top_compute_coverage(const struct top_opts *o, const struct top_names *nm,
 		d->flush_untimed_ns = f->untimed_ns;
 	}
 	/* Requests not seen complete, on their coverage line (a flush on its disk's). */
-	for (i = 0; i < rep->nr_open; i++) {
-		const struct rq_open *q = &rep->open[i];
+	for (i = 0; i < rep->snap->nr_open; i++) {
+		const struct rq_open *q = &rep->snap->open[i];
 		struct rq_open *u;
 
 		cov_target(o, nm, KDEV_MAJOR(q->dev), KDEV_MINOR(q->dev), &tmaj, &tmin);
@@ -461,12 +462,9 @@ static int file_key_cmp(const void *a, const void *b)
 {
 	const struct row *x = *(struct row *const *)a, *y = *(struct row *const *)b;
 
-	if (x->key.dev != y->key.dev)
-		return x->key.dev < y->key.dev ? -1 : 1;
-	if (x->key.ino != y->key.ino)
-		return x->key.ino < y->key.ino ? -1 : 1;
-	if (x->key.gen != y->key.gen)
-		return x->key.gen < y->key.gen ? -1 : 1;
+	CMP_FIELD(x, y, key.dev);
+	CMP_FIELD(x, y, key.ino);
+	CMP_FIELD(x, y, key.gen);
 	return 0;
 }
 
@@ -543,13 +541,13 @@ static int group_files(const struct top_names *nm, const struct report *rep, str
 	size_t i, j, n = 0, k = 0;
 	int err = -ENOMEM;
 
-	rows = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*rows));
-	v = calloc(rep->nr_rows ? rep->nr_rows : 1, sizeof(*v));
+	rows = calloc(rep->snap->nr_rows ? rep->snap->nr_rows : 1, sizeof(*rows));
+	v = calloc(rep->snap->nr_rows ? rep->snap->nr_rows : 1, sizeof(*v));
 	if (!rows || !v)
 		goto cleanup;
-	for (i = 0; i < rep->nr_rows; i++)
-		if (top_row_active(&rep->rows[i]))
-			rows[k++] = &rep->rows[i];
+	for (i = 0; i < rep->snap->nr_rows; i++)
+		if (top_row_active(&rep->snap->rows[i]))
+			rows[k++] = &rep->snap->rows[i];
 	qsort(rows, k, sizeof(*rows), file_key_cmp);
 	for (i = 0; i < k; i++) {
 		if (!g || file_key_cmp(&rows[i], &rows[i - 1])) {

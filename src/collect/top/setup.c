@@ -10,11 +10,11 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <sys/mman.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "bpfcmd.h"
 #include "bpfmap.h"
 #include "err.h"
@@ -29,43 +29,43 @@
 #include "top.skel.h"
 #include "top_compat.skel.h"
 
-/*
- * The syscall programs' table (top.bpf.c): which syscall reads, writes, syncs or
- * resizes.
- */
+/* The syscalls top follows, and what each does to a file. */
+static const struct {
+	const char *name;
+	enum top_sys_op op;
+} top_syscalls[] = {
+	/* read and write first: they must attach (top_hooks()) */
+	{"read", SYS_READ},
+	{"write", SYS_WRITE},
+	{"pread64", SYS_READ},
+	{"pwrite64", SYS_WRITE},
+	{"readv", SYS_READ},
+	{"writev", SYS_WRITE},
+	{"preadv", SYS_READ},
+	{"pwritev", SYS_WRITE},
+	{"preadv2", SYS_READ},
+	{"pwritev2", SYS_WRITE},
+	{"fsync", SYS_SYNC},
+	{"fdatasync", SYS_SYNC},
+	{"sync_file_range", SYS_SYNC},
+	{"truncate", SYS_RESIZE},
+	{"ftruncate", SYS_RESIZE},
+	{"fallocate", SYS_RESIZE},
+};
+
+#define NR_TOP_SYSCALLS (ARRAY_SIZE(top_syscalls))
+
+/* The syscall programs' table (top.bpf.c): what each syscall followed does. */
 static void fill_sys_ops(struct top_bpf *s)
 {
-	static const struct {
-		const char *name;
-		enum top_sys_op op;
-	} ops[] = {
-		{"read", SYS_READ},
-		{"pread64", SYS_READ},
-		{"readv", SYS_READ},
-		{"preadv", SYS_READ},
-		{"preadv2", SYS_READ},
-		{"write", SYS_WRITE},
-		{"pwrite64", SYS_WRITE},
-		{"writev", SYS_WRITE},
-		{"pwritev", SYS_WRITE},
-		{"pwritev2", SYS_WRITE},
-		{"fsync", SYS_SYNC},
-		{"fdatasync", SYS_SYNC},
-		{"sync_file_range", SYS_SYNC},
-	};
-	/* Not trace's ops: by number. */
-	static const int resize[] = {SYS_truncate, SYS_ftruncate, SYS_fallocate};
 	size_t i;
 	int nr;
 
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		nr = syscall_nr(ops[i].name);
+	for (i = 0; i < NR_TOP_SYSCALLS; i++) {
+		nr = syscall_nr(top_syscalls[i].name);
 		if (nr >= 0)
-			s->rodata->sys_op[nr] = ops[i].op;
+			s->rodata->sys_op[nr] = top_syscalls[i].op;
 	}
-	for (i = 0; i < sizeof(resize) / sizeof(resize[0]); i++)
-		if (resize[i] >= 0 && resize[i] < SYS_NR_TABLE)
-			s->rodata->sys_op[resize[i]] = SYS_RESIZE;
 }
 
 /* Whether the hook named @name is in the plan of @c. */
@@ -137,16 +137,12 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 			      "owners of buffered reads blk-throttle held"),
 		{.name = NULL}, /* room for mm_filemap_get_pages */
 	};
-	static const char *const top_syscalls[] = {
-		"read",	     "write",	  "pread64",	     "pwrite64", "readv",
-		"writev",    "preadv",	  "pwritev",	     "preadv2",	 "pwritev2",
-		"fsync",     "fdatasync", "sync_file_range", "truncate", "ftruncate",
-		"fallocate",
-	};
+	const char *names[NR_TOP_SYSCALLS];
 	struct syscall_progs sys = SYSCALL_PROGS_OF(s, top_sys);
-	int n = sizeof(hooks) / sizeof(hooks[0]) - 1, i, j, err;
+	int n = ARRAY_SIZE(hooks) - 1, i, j, err;
 
-	_Static_assert(sizeof(hooks) / sizeof(hooks[0]) + 2 * 16 <= TOP_MAX_HOOKS, "TOP_MAX_HOOKS");
+	/* Two hooks a syscall where each has its tracepoints. */
+	_Static_assert(ARRAY_SIZE(hooks) + 2 * NR_TOP_SYSCALLS <= TOP_MAX_HOOKS, "TOP_MAX_HOOKS");
 
 	/* Features turned off are neither planned nor loaded. */
 	bpf_program__set_autoload(s->progs.top_filemap_get_pages, o->no_syscalls);
@@ -186,8 +182,10 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 	 * flusher of bios blk-throttle held), truncations (pages the file system dirties
 	 * zeroing a block's tail are no FS writes): by number (fill_sys_ops()).
 	 */
-	err = syscall_hooks_add(out, &n, TOP_MAX_HOOKS, o->syscalls, &sys, top_syscalls,
-				sizeof(top_syscalls) / sizeof(top_syscalls[0]), 2);
+	for (i = 0; i < (int)NR_TOP_SYSCALLS; i++)
+		names[i] = top_syscalls[i].name;
+	err = syscall_hooks_add(out, &n, TOP_MAX_HOOKS, o->syscalls, &sys, names, NR_TOP_SYSCALLS,
+				2);
 	return err ?: n;
 }
 
@@ -261,15 +259,15 @@ static int make_unattributed_rows(struct top_ctx *c)
 static int map_rq_slots(struct top_ctx *c)
 {
 	const struct bpf_map *m = c->skel->maps.rq_issues;
-	size_t len = (size_t)bpf_map__max_entries(m) * sizeof(struct top_rq_slot);
-	void *p;
+	const void *p;
+	int err;
 
 	_Static_assert(sizeof(struct top_rq_slot) % 8 == 0, "rq_issues value stride");
 	if (!c->skel->rodata->track_unseen)
 		return 0;
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
-	if (p == MAP_FAILED)
-		return fail(-errno, "cannot map the requests table: %s", strerror(errno));
+	err = bpfmap_array_map(m, &p);
+	if (err)
+		return fail(err, "cannot map the requests table: %s", strerror(-err));
 	c->rq_slots = p;
 	c->nr_rq_slots = bpf_map__max_entries(m);
 	return 0;
@@ -346,6 +344,9 @@ int top_setup(struct top_ctx *c)
 										o->max_entries * 4);
 	if (!o->stall_ns && !o->slow_rq_ns)
 		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
+	s->rodata->disk_hists = o->disk_hists;
+	if (!o->disk_hists)
+		bpf_map__set_max_entries(s->maps.dhists, 1);
 
 	n = top_hooks(s, o, hooks);
 	if (n < 0)
@@ -383,7 +384,7 @@ int top_setup(struct top_ctx *c)
 	if (o->stall_ns || o->slow_rq_ns) {
 		err = bpfcmd_ringbuf(&c->cmd, bpf_map__fd(s->maps.stall_events),
 				     bpf_map__fd(s->maps.stall_events_counts), handlers,
-				     sizeof(handlers) / sizeof(handlers[0]), c);
+				     ARRAY_SIZE(handlers), c);
 		if (err)
 			return err;
 	}
@@ -393,8 +394,8 @@ int top_setup(struct top_ctx *c)
 /* Frees what top_setup() set up, whatever step it reached. */
 void top_teardown(struct top_ctx *c)
 {
-	if (c->rq_slots)
-		munmap((void *)c->rq_slots, c->nr_rq_slots * sizeof(*c->rq_slots));
+	if (c->skel)
+		bpfmap_array_unmap(c->skel->maps.rq_issues, c->rq_slots);
 	c->rq_slots = NULL;
 	bpfcmd_close(&c->cmd);
 	c->skel = NULL;
@@ -408,9 +409,10 @@ void top_teardown(struct top_ctx *c)
 	ds_snapshot_free(&c->ds_end);
 }
 
-int top_collect_plan(const struct top_opts *o, plan_show_fn show, void *arg)
+int top_collect_plan(plan_show_fn show, void *arg)
 {
 	struct attach_hook hooks[TOP_MAX_HOOKS];
+	struct top_opts o;
 	struct top_ctx *c;
 	struct top_bpf *s;
 	char why[256];
@@ -420,26 +422,22 @@ int top_collect_plan(const struct top_opts *o, plan_show_fn show, void *arg)
 	if (!c)
 		return -ENOMEM;
 	/* Set up as the command would run: a plan that cannot load or attach is no plan. */
-	c->o = o;
+	top_opts_default(&o);
+	c->o = &o;
 	ds_snapshot_init(&c->ds_start);
 	ds_snapshot_init(&c->ds_end);
 	err_capture(why, sizeof(why));
-	err = top_setup(c);
-	err_capture(NULL, 0);
-	if (!err)
-		show("top", c->cmd.hooks, c->cmd.nr_hooks, NULL, arg);
+	err = bpfcmd_plan_report(&c->cmd, "top", top_setup(c), why, sizeof(why), show, arg);
 	top_teardown(c);
 	if (!err)
 		goto cleanup;
-	if (!why[0])
-		snprintf(why, sizeof(why), "%s", strerror(-err));
 	/* Then what it would try, evaluated without loading. */
 	s = SKEL_OPEN(top);
 	if (!s) {
 		err = -errno;
 		goto cleanup;
 	}
-	n = top_hooks(s, o, hooks);
+	n = top_hooks(s, &o, hooks);
 	if (n >= 0)
 		show("top", hooks, n, why, arg);
 	top_bpf__destroy(s);

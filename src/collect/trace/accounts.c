@@ -80,6 +80,19 @@ static int sweep_req(const void *key, const void *val, void *arg)
 	return 0;
 }
 
+/* The records of mapped array @map (@values) whose state, at @state_off, is active. */
+static uint64_t count_active(const struct bpf_map *map, const void *values, size_t state_off)
+{
+	size_t stride = bpfmap_array_stride(map);
+	const char *v = values;
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (i = 0; v && i < bpf_map__max_entries(map); i++, v += stride)
+		n += *(const volatile uint32_t *)(v + state_off) == TRACE_S_ACTIVE;
+	return n;
+}
+
 /*
  * Writeback requests whose bios never all completed would stay in the map until LRU
  * evicts them, silently: old ones are given up here and counted. At exit, also counts
@@ -93,30 +106,22 @@ void trace_sweep_writeback(struct trace_ctx *c, bool at_exit)
 		.now = now_ns(CLOCK_MONOTONIC),
 		.at_exit = at_exit,
 	};
-	static struct trace_rec r;
-	static struct trace_async_slot as;
-	uint32_t idx;
-	int fd;
 
 	c->in_flight = 0;
 	/* Read in batches; a failed read leaves the count as far as it got. */
 	bpfmap_walk(sw.fd, sizeof(uint64_t), sizeof(struct trace_rec), false, sweep_req, &sw);
 	if (!at_exit)
 		return;
-	/* Syscalls and faults still in progress (a thread blocked in one, say). */
-	fd = bpf_map__fd(c->skel->maps.thread_recs);
-	for (idx = 0; idx < bpf_map__max_entries(c->skel->maps.thread_recs); idx++) {
-		if (!bpf_map_lookup_elem(fd, &idx, &r) && r.state == TRACE_S_ACTIVE)
-			c->in_flight++;
-	}
-	if (!c->skel->rodata->trace_aio)
-		return;
-	/* Async direct I/O still in flight (or whose completion was never seen). */
-	fd = bpf_map__fd(c->skel->maps.async_slots);
-	for (idx = 0; idx < bpf_map__max_entries(c->skel->maps.async_slots); idx++) {
-		if (!bpf_map_lookup_elem(fd, &idx, &as) && as.rec.state == TRACE_S_ACTIVE)
-			c->in_flight++;
-	}
+	/*
+	 * Syscalls and faults still in progress (a thread blocked in one, say), and async
+	 * direct I/O still in flight (or whose completion was never seen), from the tables
+	 * mapped: copying their 18 MB out took 80 ms of the exit here.
+	 */
+	c->in_flight += count_active(c->skel->maps.thread_recs, c->thread_recs,
+				     offsetof(struct trace_rec, state));
+	if (c->skel->rodata->trace_aio)
+		c->in_flight += count_active(c->skel->maps.async_slots, c->async_slots,
+					     offsetof(struct trace_async_slot, rec.state));
 }
 
 void trace_collect_totals(struct trace_ctx *c, struct trace_totals *t)

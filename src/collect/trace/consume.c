@@ -4,6 +4,7 @@
  * consumer (src/lib/bpf/rbuf.h: batches, size checks, losses counted per CPU) that the
  * command's life cycle (src/lib/bpf/bpfcmd.h) runs and drains.
  */
+#include "array.h"
 #include "priv.h"
 
 /*
@@ -59,5 +60,5 @@ int trace_consume_open(struct trace_ctx *c)
 {
 	return bpfcmd_ringbuf(&c->cmd, bpf_map__fd(c->skel->maps.events),
 			      bpf_map__fd(c->skel->maps.events_counts), handlers,
-			      sizeof(handlers) / sizeof(handlers[0]), c);
+			      ARRAY_SIZE(handlers), c);
 }

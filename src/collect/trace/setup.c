@@ -3,6 +3,7 @@
  * trace's collector: the BPF side with its options (hooks, globals, map sizes), load,
  * attach, the plan, and its end.
  */
+#include "array.h"
 #include "priv.h"
 
 #define TP_HOOK(s, nm, hook, opt) TP_BTF_HOOK(s, #hook, trace_##nm, opt, NULL)
@@ -108,11 +109,10 @@ static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct a
 	};
 	struct syscall_progs sys = SYSCALL_PROGS_OF(s, trace_sys);
 	const char *sys_names[TRACE_OP_SYNC_FILE_RANGE + 1];
-	int n = sizeof(hooks) / sizeof(hooks[0]), i, nr_sys, err;
+	int n = ARRAY_SIZE(hooks), i, nr_sys, err;
 	bool aio = o->ops & (1U << TRACE_OP_AIO_READ | 1U << TRACE_OP_AIO_WRITE);
 
-	_Static_assert(sizeof(hooks) / sizeof(hooks[0]) + 2 * (TRACE_OP_SYNC_FILE_RANGE + 1) <=
-			       TRACE_MAX_HOOKS,
+	_Static_assert(ARRAY_SIZE(hooks) + 2 * (TRACE_OP_SYNC_FILE_RANGE + 1) <= TRACE_MAX_HOOKS,
 		       "TRACE_MAX_HOOKS");
 
 	if (!need_insert_hook(o))
@@ -144,35 +144,52 @@ static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct a
 	return err ?: n;
 }
 
-int trace_collect_plan(const struct trace_opts *o, plan_show_fn show, void *arg)
+void trace_opts_default(struct trace_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->threshold_ns = 10 * 1000000ULL;
+	o->ops = TRACE_OPS_ALL;
+	o->delayacct = read_int_file("/proc/sys/kernel/task_delayacct") == 1;
+	o->rb_bytes = TRACE_RB_DEFAULT;
+}
+
+int trace_collect_plan(plan_show_fn show, void *arg)
 {
 	static struct trace_ctx c;
 	struct attach_hook hooks[TRACE_MAX_HOOKS];
+	struct trace_opts o;
 	struct trace_bpf *s;
 	char why[256];
 	int err, n;
 
 	/* Set up as the command would run: a plan that cannot load or attach is no plan. */
 	memset(&c, 0, sizeof(c));
+	trace_opts_default(&o);
 	err_capture(why, sizeof(why));
-	err = trace_collect_open(&c, o, NULL);
-	err_capture(NULL, 0);
-	if (!err)
-		show("trace", c.cmd.hooks, c.cmd.nr_hooks, NULL, arg);
+	err = bpfcmd_plan_report(&c.cmd, "trace", trace_collect_open(&c, &o, NULL), why,
+				 sizeof(why), show, arg);
 	trace_collect_close(&c);
 	if (!err)
 		return 0;
-	if (!why[0])
-		snprintf(why, sizeof(why), "%s", strerror(-err));
 	/* Then what it would try, evaluated without loading. */
 	s = SKEL_OPEN(trace);
 	if (!s)
 		return -errno;
-	n = trace_hooks(s, o, hooks);
+	n = trace_hooks(s, &o, hooks);
 	if (n >= 0)
 		show("trace", hooks, n, why, arg);
 	trace_bpf__destroy(s);
 	return 0;
+}
+
+/* The tables counted at exit (trace_sweep_writeback()), mapped read-only. */
+static int map_tables(struct trace_ctx *c)
+{
+	int err = bpfmap_array_map(c->skel->maps.thread_recs, &c->thread_recs);
+
+	if (!err && c->skel->rodata->trace_aio)
+		err = bpfmap_array_map(c->skel->maps.async_slots, &c->async_slots);
+	return err ? fail(err, "cannot map the requests tables: %s", strerror(-err)) : 0;
 }
 
 int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
@@ -244,8 +261,8 @@ int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
 	return bpfcmd_plan(&c->cmd, hooks, n,
 			   "its maps have fixed sizes: free memory, or raise the memory cgroup "
 			   "limit") ?:
-		       bpfcmd_load_filter(&c->cmd, &o->filter) ?: trace_consume_open(c) ?:
-		       bpfcmd_attach(&c->cmd);
+		       bpfcmd_load_filter(&c->cmd, &o->filter) ?: map_tables(c) ?:
+		       trace_consume_open(c) ?: bpfcmd_attach(&c->cmd);
 }
 
 int trace_collect_stop(struct trace_ctx *c)
@@ -255,6 +272,11 @@ int trace_collect_stop(struct trace_ctx *c)
 
 void trace_collect_close(struct trace_ctx *c)
 {
+	if (c->skel) {
+		bpfmap_array_unmap(c->skel->maps.thread_recs, c->thread_recs);
+		bpfmap_array_unmap(c->skel->maps.async_slots, c->async_slots);
+	}
+	c->thread_recs = c->async_slots = NULL;
 	bpfcmd_close(&c->cmd);
 	c->skel = NULL;
 	free(c->pcpu);

@@ -77,6 +77,19 @@ int bpfcmd_kernel_addrs(struct bpfcmd *c, const char *const *syms, uint64_t *add
 	return err;
 }
 
+int bpfcmd_plan_report(struct bpfcmd *c, const char *name, int err, char *why, size_t len,
+		       plan_show_fn show, void *arg)
+{
+	err_capture(NULL, 0);
+	if (!err) {
+		show(name, c->hooks, c->nr_hooks, NULL, arg);
+		return 0;
+	}
+	if (!why[0])
+		snprintf(why, len, "%s", strerror(-err));
+	return err;
+}
+
 int bpfcmd_plan(struct bpfcmd *c, const struct attach_hook *hooks, int n, const char *mem_hint)
 {
 	/* Before anything is loaded: a size the machine cannot give is refused at once. */

@@ -29,6 +29,7 @@
 
 #include "err.h"
 #include "ksyms.h"
+#include "probe.h"
 #include "skel.h"
 
 struct attach_hook;
@@ -114,6 +115,15 @@ void bpfcmd_kernel_addrs_start(struct bpfcmd *c, const char *const *syms, size_t
  * plan (attach_plan_choose()).
  */
 int bpfcmd_plan(struct bpfcmd *c, const struct attach_hook *hooks, int n, const char *mem_hint);
+
+/*
+ * For doctor's plans: a collector set up as its command would run, with its messages
+ * captured into @why (err_capture(@why, @len) before the set-up), ends the capture;
+ * then with @err 0 shows the plan @c attached (@show, @arg) and returns 0, else
+ * returns @err with why in @why (never empty), nothing shown.
+ */
+int bpfcmd_plan_report(struct bpfcmd *c, const char *name, int err, char *why, size_t len,
+		       plan_show_fn show, void *arg);
 
 /*
  * Loads the programs and fills the target filter maps (filter_devs, filter_cgroups)

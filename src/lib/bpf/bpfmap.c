@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -72,6 +73,32 @@ cleanup:
 #define WALK_BATCH 256
 /* The kernel's own ENOTSUPP, which bpf() returns for a command a map type lacks. */
 #define KERNEL_ENOTSUPP 524
+
+size_t bpfmap_array_stride(const struct bpf_map *map)
+{
+	return ((size_t)bpf_map__value_size(map) + 7) & ~(size_t)7;
+}
+
+static size_t array_bytes(const struct bpf_map *map)
+{
+	return bpfmap_array_stride(map) * bpf_map__max_entries(map);
+}
+
+int bpfmap_array_map(const struct bpf_map *map, const void **values)
+{
+	void *p = mmap(NULL, array_bytes(map), PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	*values = p;
+	return 0;
+}
+
+void bpfmap_array_unmap(const struct bpf_map *map, const void *values)
+{
+	if (values)
+		munmap((void *)values, array_bytes(map));
+}
 
 /*
  * The batched walk (5.6+): -EINVAL or -EOPNOTSUPP before any entry if the kernel or the
@@ -269,10 +296,10 @@ cleanup:
 	return err;
 }
 
-uint64_t bpfobj_missed_runs(const struct bpf_object *obj)
+int bpfobj_prog_stats(const struct bpf_object *obj, struct bpf_prog_stat *out, int max)
 {
 	struct bpf_program *prog;
-	uint64_t sum = 0;
+	int n = 0;
 
 	bpf_object__for_each_program(prog, obj)
 	{
@@ -280,8 +307,25 @@ uint64_t bpfobj_missed_runs(const struct bpf_object *obj)
 		__u32 len = sizeof(info);
 		int fd = bpf_program__fd(prog);
 
-		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
-			sum += info.recursion_misses;
+		if (n == max || fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		out[n++] = (struct bpf_prog_stat){
+			.name = bpf_program__name(prog),
+			.run_ns = info.run_time_ns,
+			.runs = info.run_cnt,
+			.missed = info.recursion_misses,
+		};
 	}
+	return n;
+}
+
+uint64_t bpfobj_missed_runs(const struct bpf_object *obj)
+{
+	struct bpf_prog_stat st[128];
+	uint64_t sum = 0;
+	int i, n = bpfobj_prog_stats(obj, st, 128);
+
+	for (i = 0; i < n; i++)
+		sum += st[i].missed;
 	return sum;
 }

@@ -13,6 +13,18 @@
  */
 int bpfmap_sum_percpu_u64(int map_fd, uint32_t nr, uint64_t *out);
 
+struct bpf_map;
+
+/*
+ * Maps the values of @map, a BPF_MAP_TYPE_ARRAY created with BPF_F_MMAPABLE, read-only
+ * into *@values (value i at i * bpfmap_array_stride()): a table read whole costs no
+ * syscall and no copy. Unmap with bpfmap_array_unmap(). 0 or -errno.
+ */
+int bpfmap_array_map(const struct bpf_map *map, const void **values);
+void bpfmap_array_unmap(const struct bpf_map *map, const void *values);
+/* The bytes from one value of a mapped array to the next (the kernel's element size). */
+size_t bpfmap_array_stride(const struct bpf_map *map);
+
 /* One entry of a walk: nonzero stops it (bpfmap_walk() then returns 0). */
 typedef int (*bpfmap_entry_fn)(const void *key, const void *vals, void *arg);
 
@@ -69,5 +81,15 @@ struct bpf_object;
  * 0 where the kernel does not count them (before 5.12).
  */
 uint64_t bpfobj_missed_runs(const struct bpf_object *obj);
+
+/* What the kernel says of one loaded program. */
+struct bpf_prog_stat {
+	const char *name;      /* the program's, valid while @obj is */
+	uint64_t run_ns, runs; /* counted while kernel.bpf_stats_enabled is 1 */
+	uint64_t missed;       /* recursion_misses, as above */
+};
+
+/* The loaded programs of @obj, at most @max of them into @out; how many. */
+int bpfobj_prog_stats(const struct bpf_object *obj, struct bpf_prog_stat *out, int max);
 
 #endif

@@ -232,8 +232,6 @@ static int parse_one(const char *cmd, int opt, const char *arg, struct filter_op
 	struct stat st;
 	int err;
 
-	if (args_common_opt(opt))
-		return 0;
 	switch (opt) {
 	case 'p':
 		return args_once("-p/--pid", &f->have_pid) ?: args_task_id(arg, "pid", &tf->pid);
@@ -282,8 +280,9 @@ static int parse_one(const char *cmd, int opt, const char *arg, struct filter_op
 	}
 }
 
-int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_opts *f)
+int filter_parse_opt(const char *cmd, int opt, const char *arg, void *filter_opts)
 {
+	struct filter_opts *f = filter_opts;
 	struct target_filter *tf = &f->tf;
 	int ret = parse_one(cmd, opt, arg, f);
 
@@ -291,23 +290,6 @@ int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_op
 	tf->proc_on = tf->pid || tf->tid || tf->comm_on || tf->cgroups;
 	tf->file_on = tf->file_dev || tf->dir_dev;
 	return ret;
-}
-
-int filter_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
-		  const char *cmd, struct filter_opts *f, int *err)
-{
-	int opt, ret;
-
-	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		ret = filter_parse_opt(cmd, opt, optarg, f);
-		if (ret > 0)
-			return opt;
-		if (ret < 0) {
-			*err = ret;
-			return FILTER_GETOPT_ERR;
-		}
-	}
-	return -1;
 }
 
 int filter_maps_fill_opts(int devs_fd, int cgroups_fd, const struct filter_opts *f)

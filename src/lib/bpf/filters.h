@@ -72,22 +72,24 @@ enum filter_opt {
 #define FILTER_SHORT_OPTS "p:d:"
 
 /*
- * Takes getopt's @opt and @arg if it is an option every BPF command has: a common one
- * (args_common_opt()) or a target filter option of command @cmd (into @f). Returns 0,
- * 1 if it is the command's own, or -errno (said: bad usage).
+ * Takes getopt's @opt and @arg if it is a target filter option of command @cmd (into
+ * @filter_opts, a struct filter_opts): args_spec.shared of every BPF command. Returns 0,
+ * 1 if it is not one, or -errno (said: bad usage).
  */
-int filter_parse_opt(const char *cmd, int opt, const char *arg, struct filter_opts *f);
-
-struct option;
+int filter_parse_opt(const char *cmd, int opt, const char *arg, void *filter_opts);
 
 /*
- * getopt_long() for BPF command @cmd: the options every such command has are taken
- * (filter_parse_opt()) and the next of the command's own returned; -1 at the end, or
- * FILTER_GETOPT_ERR with *@err the -errno of bad usage (already said).
+ * The args_spec of BPF command @name: its own short options @own_short (the filter's
+ * and the common ones added) and @long_opts (FILTER_LONG_OPTS and COMMON_LONG_OPTS in
+ * it), the filter options into @filter_opts; @opts_only: no arguments after them.
  */
-#define FILTER_GETOPT_ERR (-2)
-int filter_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
-		  const char *cmd, struct filter_opts *f, int *err);
+#define FILTER_ARGS_SPEC(name, usage_text, own_short, long_opts_, filter_opts, opts_only)    \
+	{                                                                                    \
+		.cmd = (name), .usage = (usage_text),                                        \
+		.short_opts = own_short FILTER_SHORT_OPTS COMMON_SHORT_OPTS,                 \
+		.long_opts = (long_opts_), .shared = filter_parse_opt, .ctx = (filter_opts), \
+		.options_only = (opts_only)                                                  \
+	}
 
 /* The disk of -d and the cgroup directory of --cgroup; NULL without them. */
 static inline const struct disk *filter_opts_disk(const struct filter_opts *f)

@@ -25,7 +25,7 @@
 #define HTAB_ELEM_SIZE	   48  /* struct htab_elem, before key and value */
 #define HTAB_BUCKET_SIZE   16  /* struct bucket */
 #define HTAB_LOCKS	   8   /* HASHTAB_MAP_LOCK_COUNT ints per CPU */
-#define ARRAY_SIZE	   312 /* struct bpf_array */
+#define BPF_ARRAY_HDR	   312 /* struct bpf_array */
 #define RINGBUF_SIZE	   304 /* struct bpf_ringbuf_map */
 #define RINGBUF_META_PAGES 3
 #define STACK_BUCKET_SIZE  16 /* struct stack_map_bucket, before the ips */
@@ -96,13 +96,13 @@ static void map_cost(const struct bpf_map *map, int ncpus, uint64_t page, struct
 		return;
 	case BPF_MAP_TYPE_ARRAY:
 		if (bpf_map__map_flags(map) & BPF_F_MMAPABLE)
-			n = page_align(ARRAY_SIZE, page) +
+			n = page_align(BPF_ARRAY_HDR, page) +
 			    page_align(round_up8(value) * entries, page);
 		else
-			n = ARRAY_SIZE + round_up8(value) * entries;
+			n = BPF_ARRAY_HDR + round_up8(value) * entries;
 		break;
 	case BPF_MAP_TYPE_PERCPU_ARRAY:
-		n = ARRAY_SIZE + (sizeof(void *) + round_up8(value) * ncpus) * entries;
+		n = BPF_ARRAY_HDR + (sizeof(void *) + round_up8(value) * ncpus) * entries;
 		break;
 	case BPF_MAP_TYPE_RINGBUF:
 		n = entries / page;

@@ -21,6 +21,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "err.h"
 #include "json.h"
 #include "mounts.h"
@@ -53,14 +54,22 @@ struct probe_def {
 	const char *prog; /* program in probe.bpf.c, NULL if not a program probe */
 	const char *map;  /* the one map that program needs, or NULL */
 	enum probe_attach attach;
+	/* A probe of its own kind (not a program's load and attach), or NULL. */
+	int (*run)(const struct probe_def *def, struct probe_result *res);
 };
 
+static int probe_btf(const struct probe_def *def, struct probe_result *res);
+static int probe_tp_btf(const struct probe_def *def, struct probe_result *res);
+static int probe_tracepoint(const struct probe_def *def, struct probe_result *res);
+static int probe_kptr_cast(const struct probe_def *def, struct probe_result *res);
+static int probe_bpf_stats(const struct probe_def *def, struct probe_result *res);
+
 static const struct probe_def probe_defs[PROBE_NR] = {
-	[PROBE_BTF] = {"btf", "vmlinux BTF", NULL, NULL, PA_NONE},
-	[PROBE_TP_BTF] = {"tp_btf", "BTF tracepoints (tp_btf)", NULL, NULL, PA_AUTO},
+	[PROBE_BTF] = {"btf", "vmlinux BTF", NULL, NULL, PA_NONE, probe_btf},
+	[PROBE_TP_BTF] = {"tp_btf", "BTF tracepoints (tp_btf)", NULL, NULL, PA_AUTO, probe_tp_btf},
 	[PROBE_RAW_TP] = {"raw_tp", "raw tracepoints (raw_tp)", "probe_raw_tp", NULL, PA_AUTO},
 	[PROBE_TRACEPOINT] = {"tracepoint", "classic tracepoints", "probe_tracepoint", NULL,
-			      PA_AUTO},
+			      PA_AUTO, probe_tracepoint},
 	[PROBE_FENTRY] = {"fentry", "fentry/fexit", "probe_fentry", NULL, PA_AUTO},
 	[PROBE_KPROBE] = {"kprobe", "kprobes", "probe_kprobe", NULL, PA_AUTO},
 	[PROBE_UPROBE] = {"uprobe", "uprobes", "probe_uprobe", "probe_hits", PA_UPROBE},
@@ -71,9 +80,11 @@ static const struct probe_def probe_defs[PROBE_NR] = {
 	[PROBE_STACK_TRACE_MAP] = {"stack_trace_map", "stack trace map (get_stackid)",
 				   "probe_stack_map_prog", "probe_stack_map", PA_NONE},
 	[PROBE_GET_STACK] = {"get_stack", "bpf_get_stack", "probe_get_stack_prog", NULL, PA_NONE},
-	[PROBE_KPTR_CAST] = {"kptr_cast", "kfunc bpf_rdonly_cast", NULL, NULL, PA_NONE},
+	[PROBE_KPTR_CAST] = {"kptr_cast", "kfunc bpf_rdonly_cast", NULL, NULL, PA_NONE,
+			     probe_kptr_cast},
 	[PROBE_LOOP] = {"loop", "helper bpf_loop", "probe_loop_prog", NULL, PA_NONE},
-	[PROBE_BPF_STATS] = {"bpf_stats", "run-time stats (bpf_stats)", NULL, NULL, PA_NONE},
+	[PROBE_BPF_STATS] = {"bpf_stats", "run-time stats (bpf_stats)", NULL, NULL, PA_NONE,
+			     probe_bpf_stats},
 };
 
 static struct probe_result probe_cache[PROBE_NR];
@@ -295,12 +306,12 @@ static int tp_btf_load(const char *name, const struct bpf_insn *insns, size_t nr
 	return fd;
 }
 
-static int probe_tp_btf(struct probe_result *res)
+static int probe_tp_btf(const struct probe_def *def, struct probe_result *res)
 {
 	const struct bpf_insn insns[] = {INSN_MOV_IMM(BPF_REG_0, 0), INSN_EXIT()};
 	int fd, link;
 
-	fd = tp_btf_load("probe_tp_btf", insns, sizeof(insns) / sizeof(insns[0]), res);
+	fd = tp_btf_load("probe_tp_btf", insns, ARRAY_SIZE(insns), res);
 	if (fd < 0)
 		return 0;
 	/* As libbpf attaches tp_btf (a raw tracepoint open on kernels before links). */
@@ -339,7 +350,7 @@ static int btf_member_offset(const struct btf *btf, const char *type, const char
  * What the commands do with bpf_rdonly_cast(): a typed, read-only view of a pointer
  * known only as a number, read through. An unresolved kfunc would not load at all.
  */
-static int probe_kptr_cast(struct probe_result *res)
+static int probe_kptr_cast(const struct probe_def *def, struct probe_result *res)
 {
 	const struct btf *btf = probe_vmlinux_btf();
 	int func, rq, tag, fd;
@@ -360,7 +371,7 @@ static int probe_kptr_cast(struct probe_result *res)
 			INSN_EXIT(),
 		};
 
-		fd = tp_btf_load("probe_kptr_cast", insns, sizeof(insns) / sizeof(insns[0]), res);
+		fd = tp_btf_load("probe_kptr_cast", insns, ARRAY_SIZE(insns), res);
 	}
 	if (fd < 0)
 		return 0;
@@ -369,7 +380,7 @@ static int probe_kptr_cast(struct probe_result *res)
 	return 0;
 }
 
-static int probe_bpf_stats(struct probe_result *res)
+static int probe_bpf_stats(const struct probe_def *def, struct probe_result *res)
 {
 	int fd;
 
@@ -384,7 +395,7 @@ static int probe_bpf_stats(struct probe_result *res)
 	return 0;
 }
 
-static int probe_btf(struct probe_result *res)
+static int probe_btf(const struct probe_def *def, struct probe_result *res)
 {
 	const struct btf *btf = probe_vmlinux_btf();
 	char buf[64];
@@ -430,39 +441,25 @@ static const char *missing_privilege(enum probe_feature f, const struct probe_re
 	}
 }
 
+/* libbpf attaches classic tracepoints through tracefs: mounted first. */
+static int probe_tracepoint(const struct probe_def *def, struct probe_result *res)
+{
+	int err = tracefs_ensure_mounted();
+
+	if (err) {
+		result_fail(res, err, "tracefs");
+		return 0;
+	}
+	return probe_program(def, res);
+}
+
 /* Runs the probe of @f and caches its result; -errno if it could not run at all. */
 static int probe_run(enum probe_feature f)
 {
 	struct probe_result r = {};
 	int err;
 
-	switch (f) {
-	case PROBE_BTF:
-		err = probe_btf(&r);
-		break;
-	case PROBE_BPF_STATS:
-		err = probe_bpf_stats(&r);
-		break;
-	case PROBE_KPTR_CAST:
-		err = probe_kptr_cast(&r);
-		break;
-	case PROBE_TP_BTF:
-		err = probe_tp_btf(&r);
-		break;
-	case PROBE_TRACEPOINT:
-		/* libbpf attaches classic tracepoints through tracefs. */
-		err = tracefs_ensure_mounted();
-		if (err) {
-			result_fail(&r, err, "tracefs");
-			err = 0;
-			break;
-		}
-		err = probe_program(&probe_defs[f], &r);
-		break;
-	default:
-		err = probe_program(&probe_defs[f], &r);
-		break;
-	}
+	err = (probe_defs[f].run ?: probe_program)(&probe_defs[f], &r);
 	if (err)
 		return err;
 	r.needs = missing_privilege(f, &r);
@@ -487,7 +484,7 @@ void probe_prefetch(void)
 
 	/* Shared by the probes: parsed once, before they start. */
 	probe_vmlinux_btf();
-	for (i = 0; i < sizeof(common) / sizeof(common[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(common); i++) {
 		enum probe_feature f = common[i];
 
 		if (!probe_cached[f] && !probe_running[f])
@@ -768,7 +765,7 @@ static void variant_resolve(struct attach_variant *v)
 	if (!v->prog || (v->mode != ATTACH_AUTO && v->target))
 		return;
 	sec = bpf_program__section_name(v->prog);
-	for (i = 0; i < sizeof(sec_modes) / sizeof(sec_modes[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(sec_modes); i++) {
 		size_t len = strlen(sec_modes[i].prefix);
 
 		if (strncmp(sec, sec_modes[i].prefix, len))
@@ -1102,10 +1099,7 @@ void attach_plan_print(const struct attach_hook *hooks, int n, struct jw *jw)
 			jw_kv_null(jw, "mode");
 			jw_kv_null(jw, "target");
 		}
-		if (prog)
-			jw_kv_string(jw, "program", prog);
-		else
-			jw_kv_null(jw, "program");
+		jw_kv_string_or_null(jw, "program", prog);
 		jw_kv_bool(jw, "optional", h->optional);
 		jw_end_object(jw);
 	}

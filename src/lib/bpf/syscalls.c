@@ -2,20 +2,27 @@
 /* The hooks of the syscalls a command follows (syscalls.h). */
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include <bpf/libbpf.h>
 
+#include "array.h"
+#include "common_abi.h"
 #include "syscalls.h"
 
-/* Hook names and tracepoints live as long as the program: a table of literals. */
+/*
+ * The syscalls iospan follows: their numbers, and hook names and tracepoints, which
+ * live as long as the program (a table of literals).
+ */
 #define SYSCALL_NAMES(nm)                                                          \
 	{                                                                          \
 #nm, "sys_enter_" #nm, "sys_exit_" #nm, "syscalls/sys_enter_" #nm, \
-			"syscalls/sys_exit_" #nm                                   \
+			"syscalls/sys_exit_" #nm, SYS_##nm                         \
 	}
 
 static const struct syscall_names {
 	const char *name, *enter, *exit, *enter_tp, *exit_tp;
+	int nr;
 } syscall_names[] = {
 	SYSCALL_NAMES(read),
 	SYSCALL_NAMES(write),
@@ -39,10 +46,17 @@ static const struct syscall_names *names_of(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(syscall_names) / sizeof(syscall_names[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(syscall_names); i++)
 		if (!strcmp(syscall_names[i].name, name))
 			return &syscall_names[i];
 	return NULL;
+}
+
+int syscall_nr(const char *name)
+{
+	const struct syscall_names *sn = names_of(name);
+
+	return sn && sn->nr < SYS_NR_TABLE ? sn->nr : -1;
 }
 
 static int add_hook(struct attach_hook *hooks, int *n, int max, struct attach_hook h)
@@ -84,7 +98,7 @@ int syscall_hooks_add(struct attach_hook *hooks, int *n, int max, enum syscall_a
 	size_t i;
 
 	if (how == SYSCALL_ATTACH_PER_CALL) {
-		for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(other); i++)
 			bpf_program__set_autoload(other[i], false);
 		return add_per_call(hooks, n, max, p, names, nr, nr_required);
 	}
@@ -104,6 +118,6 @@ void syscall_progs_off(const struct syscall_progs *p)
 				     p->exit,  p->exit_raw,  p->exit_tp};
 	size_t i;
 
-	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(all); i++)
 		bpf_program__set_autoload(all[i], false);
 }

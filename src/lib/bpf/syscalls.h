@@ -2,8 +2,8 @@
 /*
  * The hooks of the syscalls a command follows, in one of the two ways of
  * src/bpf/syscall.bpf.h: the raw sys_enter/sys_exit pair, or a classic tracepoint per
- * syscall and direction. Interactive commands take the pair (they exit at once); the
- * always-on daemon the classic ones (a syscall it does not follow costs it less; its
+ * syscall and direction. Every command takes the pair by default (it exits at once);
+ * watch takes the classic ones when asked (a syscall it does not follow costs less; its
  * exit waits about 20 ms per tracepoint for the kernel to let go).
  */
 #ifndef IOSPAN_SYSCALLS_H
@@ -42,6 +42,13 @@ struct syscall_progs {
 int syscall_hooks_add(struct attach_hook *hooks, int *n, int max, enum syscall_attach how,
 		      const struct syscall_progs *p, const char *const *names, int nr,
 		      int nr_required);
+
+/*
+ * The number of syscall @name, one of those a command may follow (the syscall ops
+ * "read" ... "sync_file_range", and "truncate", "ftruncate", "fallocate"); -1 for any
+ * other name or a number the BPF syscall tables cannot hold (SYS_NR_TABLE).
+ */
+int syscall_nr(const char *name);
 
 /* Leaves every syscall program of @p unloaded (a command that follows no syscall). */
 void syscall_progs_off(const struct syscall_progs *p);

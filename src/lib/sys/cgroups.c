@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cgroups.h"
 #include "mounts.h"
 
@@ -36,7 +37,7 @@ static bool component_container(const char *s, size_t len, const char *parent, s
 	const char *hex = NULL;
 	size_t i, n, plen_i;
 
-	for (i = 0; i < sizeof(scopes) / sizeof(scopes[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(scopes); i++) {
 		plen_i = strlen(scopes[i].prefix);
 		if (len > plen_i && !strncmp(s, scopes[i].prefix, plen_i)) {
 			hex = s + plen_i;
@@ -191,15 +192,8 @@ struct id_list {
 static int collect_id(void *arg, const char *rel, uint64_t id)
 {
 	struct id_list *l = arg;
-	uint64_t *grown;
-
-	if (l->nr == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 64;
-		grown = realloc(l->ids, l->cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		l->ids = grown;
-	}
+	if (ARRAY_RESERVE(l->ids, l->nr, l->cap, 64))
+		return -ENOMEM;
 	l->ids[l->nr++] = id;
 	return 0;
 }
@@ -234,15 +228,8 @@ struct cgroup_map {
 static int map_add(void *arg, const char *rel, uint64_t id)
 {
 	struct cgroup_map *m = arg;
-	struct cg_entry *grown;
-
-	if (m->nr == m->cap) {
-		m->cap = m->cap ? 2 * m->cap : 256;
-		grown = realloc(m->v, m->cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		m->v = grown;
-	}
+	if (ARRAY_RESERVE(m->v, m->nr, m->cap, 256))
+		return -ENOMEM;
 	m->v[m->nr].id = id;
 	m->v[m->nr].path = strdup(rel);
 	if (!m->v[m->nr].path)
@@ -276,7 +263,6 @@ static const char *map_find(const struct cgroup_map *m, uint64_t id);
 static int map_scan(struct cgroup_map *m)
 {
 	struct cgroup_map fresh = {.root = m->root};
-	struct cg_entry *grown;
 	size_t i;
 	int err;
 
@@ -286,15 +272,9 @@ static int map_scan(struct cgroup_map *m)
 	for (i = 0; !err && i < m->nr; i++) {
 		if (map_find(&fresh, m->v[i].id))
 			continue;
-		if (fresh.nr == fresh.cap) {
-			fresh.cap = fresh.cap ? 2 * fresh.cap : 256;
-			grown = realloc(fresh.v, fresh.cap * sizeof(*grown));
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			fresh.v = grown;
-		}
+		err = ARRAY_RESERVE(fresh.v, fresh.nr, fresh.cap, 256);
+		if (err)
+			break;
 		fresh.v[fresh.nr++] = m->v[i];
 		m->v[i].path = NULL; /* moved */
 	}

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "array.h"
 #include "diskstats.h"
 #include "printable.h"
 #include "units.h"
@@ -151,15 +152,8 @@ void ds_snapshot_clear(struct ds_snapshot *s)
 
 int ds_snapshot_add(struct ds_snapshot *s, const struct ds_dev *dev)
 {
-	if (s->nr == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
-		struct ds_dev *devs = realloc(s->devs, cap * sizeof(*devs));
-
-		if (!devs)
-			return -ENOMEM;
-		s->devs = devs;
-		s->cap = cap;
-	}
+	if (ARRAY_RESERVE(s->devs, s->nr, s->cap, 32))
+		return -ENOMEM;
 	s->devs[s->nr++] = *dev;
 	return 0;
 }

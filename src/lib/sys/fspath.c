@@ -21,6 +21,7 @@
 
 #include <bpf/bpf.h>
 
+#include "array.h"
 #include "fspath.h"
 
 #define BUCKETS 4096
@@ -214,7 +215,7 @@ static bool local_fs(const char *fstype)
 	};
 	size_t i;
 
-	for (i = 0; fstype && i < sizeof(local) / sizeof(local[0]); i++)
+	for (i = 0; fstype && i < ARRAY_SIZE(local); i++)
 		if (!strcmp(fstype, local[i]))
 			return true;
 	return false;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "ksyms.h"
 #include "probe.h" /* read_int_file(), PRIV_KSYMS: why the kernel hides them */
 #include "thread.h"
@@ -170,7 +171,6 @@ static int ksyms_read(struct ksyms *ks, const char *path)
 	const char *last_mod = NULL;
 	char line[512], *name, *mod;
 	bool nonzero = false;
-	struct ksym *grown;
 	int err = 0;
 	FILE *f;
 
@@ -180,17 +180,9 @@ static int ksyms_read(struct ksyms *ks, const char *path)
 	while (fgets(line, sizeof(line), f)) {
 		if (!parse_line(line, &addr, &name, &mod))
 			continue;
-		if (ks->nr == ks->cap) {
-			size_t cap = ks->cap ? ks->cap * 2 : 65536;
-
-			grown = realloc(ks->syms, cap * sizeof(*grown));
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			ks->syms = grown;
-			ks->cap = cap;
-		}
+		err = ARRAY_RESERVE(ks->syms, ks->nr, ks->cap, 65536);
+		if (err)
+			goto cleanup;
 		ks->syms[ks->nr].addr = addr;
 		ks->syms[ks->nr].name = ksyms_strdup(ks, name);
 		if (!ks->syms[ks->nr].name) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "array.h"
 #include "mounts.h"
 
 #define MKDEV_K(ma, mi) ((uint32_t)(((ma) << 20) | (mi)))
@@ -48,7 +49,7 @@ void mounts_free(struct mounts *m)
 int mounts_load(const char *path, struct mounts *m)
 {
 	char *line = NULL, *tok, *save, *fields[6], *sep;
-	struct mount_entry *e, *grown;
+	struct mount_entry *e;
 	size_t cap = 0, vcap = 0;
 	unsigned int maj, min;
 	int err = 0, i;
@@ -71,15 +72,9 @@ int mounts_load(const char *path, struct mounts *m)
 			fields[i] = tok;
 		if (i < 5 || sscanf(fields[2], "%u:%u", &maj, &min) != 2)
 			continue;
-		if (m->nr == vcap) {
-			vcap = vcap ? 2 * vcap : 64;
-			grown = realloc(m->v, vcap * sizeof(*grown));
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			m->v = grown;
-		}
+		err = ARRAY_RESERVE(m->v, m->nr, vcap, 64);
+		if (err)
+			goto cleanup;
 		e = &m->v[m->nr];
 		e->id = strtoul(fields[0], NULL, 10);
 		e->major = maj;

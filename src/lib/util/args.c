@@ -58,33 +58,50 @@ int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-static const struct {
+/* A number's unit: its suffix and what one of it is worth (ns, bytes). */
+struct unit {
 	const char *suffix;
-	double ns;
-} duration_units[] = {
-	{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 }, { "h", 3600e9 },
+	uint64_t value;
 };
+
+static const struct unit duration_units[] = {
+	{"ns", 1},
+	{"us", 1000},
+	{"ms", 1000000},
+	{"s", 1000000000ULL},
+	{"m", 60000000000ULL},
+	{"h", 3600000000000ULL},
+	{NULL, 0},
+};
+
+static const struct unit size_units[] = {
+	{"K", 1ULL << 10},   {"M", 1ULL << 20},	  {"G", 1ULL << 30}, {"KiB", 1ULL << 10},
+	{"MiB", 1ULL << 20}, {"GiB", 1ULL << 30}, {NULL, 0},
+};
+
+/* The worth of unit @suffix of @units ("": @bare), 0 if it is none of them. */
+static uint64_t unit_value(const struct unit *units, const char *suffix, uint64_t bare)
+{
+	if (!*suffix)
+		return bare;
+	for (; units->suffix; units++)
+		if (!strcmp(suffix, units->suffix))
+			return units->value;
+	return 0;
+}
 
 int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
 {
-	double v, unit = bare_unit_ns;
-	const char *end;
-	size_t i, n;
+	uint64_t unit;
+	size_t n;
+	double v;
 
 	if (!s)
 		return -EINVAL;
 	n = scan_decimal(s, &v);
-	if (!n)
+	unit = n ? unit_value(duration_units, s + n, bare_unit_ns) : 0;
+	if (!unit)
 		return -EINVAL;
-	end = s + n;
-	if (*end) {
-		for (i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
-			if (!strcmp(end, duration_units[i].suffix))
-				break;
-		if (i == sizeof(duration_units) / sizeof(duration_units[0]))
-			return -EINVAL;
-		unit = duration_units[i].ns;
-	}
 	v *= unit;
 	if (!isfinite(v) || v > 1e18)
 		return -EINVAL;
@@ -92,47 +109,39 @@ int parse_duration_ns(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
 	return 0;
 }
 
-static const struct {
-	const char *suffix;
-	uint64_t bytes;
-} size_units[] = {
-	{"K", 1ULL << 10},   {"M", 1ULL << 20},	  {"G", 1ULL << 30},
-	{"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30},
-};
-
 int parse_size_bytes(const char *s, uint64_t bare_unit, uint64_t *bytes)
 {
-	uint64_t v, unit = bare_unit;
+	uint64_t v, unit;
 	char *end;
-	size_t i;
 
 	if (!s || !isdigit((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	if (*end) {
-		for (i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++)
-			if (!strcmp(end, size_units[i].suffix))
-				break;
-		if (i == sizeof(size_units) / sizeof(size_units[0]))
-			return -EINVAL;
-		unit = size_units[i].bytes;
-	}
-	if (unit && v > UINT64_MAX / unit)
+	unit = errno ? 0 : unit_value(size_units, end, bare_unit);
+	if (!unit || v > UINT64_MAX / unit)
 		return -EINVAL;
 	*bytes = v * unit;
 	return 0;
 }
 
+int args_duration_in(const char *where, const char *opt, const char *arg, uint64_t min_ns,
+		     uint64_t max_ns, const char *range, uint64_t *ns)
+{
+	uint64_t v;
+
+	if (parse_duration_ns(arg, 1000000000ULL, &v) || v < min_ns || v > max_ns)
+		return fail_usage("%sinvalid %s '%s': give a duration %s (a bare number is "
+				  "seconds: 5, 0.5, 250ms)",
+				  where, opt, arg, range);
+	*ns = v;
+	return 0;
+}
+
 int args_period(const char *opt, const char *arg, uint64_t *ns)
 {
-	if (parse_duration_ns(arg, 1000000000ULL, ns) || *ns < ARGS_MIN_PERIOD_NS)
-		return fail_usage("invalid %s '%s': give a duration of at least 1ms (a bare "
-				  "number is seconds: 5, 0.5, 250ms)",
-				  opt, arg);
-	return 0;
+	return args_duration_in("", opt, arg, ARGS_MIN_PERIOD_NS, UINT64_MAX, "of at least 1ms",
+				ns);
 }
 
 int args_threshold(const char *opt, const char *arg, uint64_t *ns)
@@ -146,7 +155,7 @@ int args_threshold(const char *opt, const char *arg, uint64_t *ns)
 
 int parse_interval_count(int argc, char **argv, uint64_t *interval_ns, uint64_t *count)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	int ret;
 
 	if (argc > 2)
@@ -236,6 +245,20 @@ bool sleep_until_ns(uint64_t deadline_ns)
 	return true;
 }
 
+int args_buffer_size(const char *arg, uint64_t *bytes)
+{
+	uint64_t v;
+
+	if (parse_size_bytes(arg, 1ULL << 20, &v) || v < (1ULL << 20) || v > (1ULL << 30))
+		return fail_usage("invalid --buffer-size '%s': give a size from 1M to 1G (e.g. "
+				  "64M; a bare number is MiB)",
+				  arg);
+	while (v & (v - 1))
+		v += v & -v;
+	*bytes = v;
+	return 0;
+}
+
 int args_bad_option(const char *cmd, char **argv)
 {
 	const char *arg = optind > 0 ? argv[optind - 1] : "?";
@@ -252,3 +275,29 @@ int args_bad_option(const char *cmd, char **argv)
 			  cmd);
 }
 
+int args_next(const struct args_spec *spec, int argc, char **argv)
+{
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, spec->short_opts, spec->long_opts,
+				  spec->longindex)) != -1) {
+		if (args_common_opt(opt))
+			continue;
+		if (opt == OPT_HELP) {
+			fputs(spec->usage, stdout);
+			return ARGS_HELP;
+		}
+		if (opt == '?' || opt == ':')
+			return args_bad_option(spec->cmd, argv);
+		ret = spec->shared ? spec->shared(spec->cmd, opt, optarg, spec->ctx) : 1;
+		if (ret < 0)
+			return ret;
+		if (ret > 0)
+			return opt;
+	}
+	if (spec->options_only && optind < argc)
+		return fail_usage("unexpected argument '%s': iospan %s takes options only (see "
+				  "'iospan %s --help')",
+				  argv[optind], spec->cmd, spec->cmd);
+	return 0;
+}

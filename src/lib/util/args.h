@@ -65,8 +65,19 @@ int parse_size_bytes(const char *s, uint64_t bare_unit, uint64_t *bytes);
  * An interval or duration (bare number: seconds), at least ARGS_MIN_PERIOD_NS.
  */
 int args_period(const char *opt, const char *arg, uint64_t *ns);
+/*
+ * A duration (bare number: seconds) from @min_ns to @max_ns, which @range says in words
+ * ("from 10ms to 1h"); the error starts with @where (a config file's line, or "").
+ */
+int args_duration_in(const char *where, const char *opt, const char *arg, uint64_t min_ns,
+		     uint64_t max_ns, const char *range, uint64_t *ns);
 /* A latency threshold (bare number: milliseconds); 0 is allowed. */
 int args_threshold(const char *opt, const char *arg, uint64_t *ns);
+/*
+ * --buffer-size: a BPF ring buffer of 1 MiB to 1 GiB (bare number: MiB), rounded up to
+ * the power of two the kernel wants.
+ */
+int args_buffer_size(const char *arg, uint64_t *bytes);
 
 /*
  * `[interval [count]]`: interval as args_period(), count a positive integer. Missing
@@ -94,4 +105,29 @@ int64_t mono_to_real_ns(void);
 
 /* Reports the option getopt_long just refused ('?' or ':') as a usage error. */
 int args_bad_option(const char *cmd, char **argv);
+
+/* One command's options, for args_next(). */
+struct args_spec {
+	const char *cmd;		/* named in usage errors: "top" */
+	const char *usage;		/* what -h/--help prints */
+	const char *short_opts;		/* getopt_long()'s, COMMON_SHORT_OPTS included */
+	const struct option *long_opts; /* COMMON_LONG_OPTS included */
+	/*
+	 * Options several commands share (the target filter), taken before the command's
+	 * own: returns 0 (taken), 1 (not one of them) or -errno (said). NULL: none.
+	 */
+	int (*shared)(const char *cmd, int opt, const char *arg, void *ctx);
+	void *ctx;
+	int *longindex;	   /* getopt_long()'s, where the command wants it */
+	bool options_only; /* an argument after the options is refused */
+};
+
+#define ARGS_HELP 1
+/*
+ * getopt_long() over @spec: the common options (--json, -v) and the shared ones are
+ * taken here. Returns the next of the command's own options (> ARGS_HELP), 0 after
+ * the last (optind: the first argument), ARGS_HELP once -h/--help printed the usage,
+ * or -errno of bad usage (said).
+ */
+int args_next(const struct args_spec *spec, int argc, char **argv);
 #endif

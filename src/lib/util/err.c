@@ -123,6 +123,14 @@ int fail(int err, const char *fmt, ...)
 	return err < 0 ? err : -EIO;
 }
 
+/* One line on stderr: "iospan: <kind>message". */
+static void say(const char *kind, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: %s", err_prog, kind);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void warn(const char *fmt, ...)
 {
 	va_list ap;
@@ -130,9 +138,7 @@ void warn(const char *fmt, ...)
 	if (err_json_mode || capture_buf)
 		return;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: warning: ", err_prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	say("warning: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -143,9 +149,7 @@ void info(const char *fmt, ...)
 	if (!err_verbose_mode)
 		return;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", err_prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	say("", fmt, ap);
 	va_end(ap);
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "json.h"
 #include "units.h"
 
@@ -216,6 +217,11 @@ bool utf8_copy(char *dst, size_t len, const char *src)
 	return true;
 }
 
+/* The characters JSON escapes with a letter (the other controls: \uXXXX). */
+static const char *const short_escapes['\\' + 1] = {
+	['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\t'] = "\\t", ['\r'] = "\\r",
+};
+
 static void jw_quoted(struct jw *jw, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
@@ -231,38 +237,22 @@ static void jw_quoted(struct jw *jw, const char *s)
 			p += n - 1;
 			continue;
 		}
-		switch (*p) {
-		case '"':
-			jw_puts(jw, "\\\"");
-			break;
-		case '\\':
-			jw_puts(jw, "\\\\");
-			break;
-		case '\n':
-			jw_puts(jw, "\\n");
-			break;
-		case '\t':
-			jw_puts(jw, "\\t");
-			break;
-		case '\r':
-			jw_puts(jw, "\\r");
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f) {
-				char u[8];
+		if (*p < ARRAY_SIZE(short_escapes) && short_escapes[*p]) {
+			jw_puts(jw, short_escapes[*p]);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			char u[8];
 
-				jw_put(jw, u, snprintf(u, sizeof(u), "\\u%04x", *p));
-			} else if (*p < 0x80) {
-				jw_putc(jw, *p);
+			jw_put(jw, u, snprintf(u, sizeof(u), "\\u%04x", *p));
+		} else if (*p < 0x80) {
+			jw_putc(jw, *p);
+		} else {
+			n = utf8_seq_len(p);
+			if (!n) {
+				/* Not UTF-8 (a raw byte of a name): U+FFFD. */
+				jw_puts(jw, "\\ufffd");
 			} else {
-				n = utf8_seq_len(p);
-				if (!n) {
-					/* Not UTF-8 (a raw byte of a name): U+FFFD. */
-					jw_puts(jw, "\\ufffd");
-				} else {
-					jw_put(jw, p, n);
-					p += n - 1;
-				}
+				jw_put(jw, p, n);
+				p += n - 1;
 			}
 		}
 	}
@@ -427,6 +417,14 @@ void jw_kv_null(struct jw *jw, const char *name)
 {
 	jw_name(jw, name);
 	jw_null(jw);
+}
+
+void jw_kv_string_or_null(struct jw *jw, const char *name, const char *s)
+{
+	if (s)
+		jw_kv_string(jw, name, s);
+	else
+		jw_kv_null(jw, name);
 }
 
 void jw_kv_object(struct jw *jw, const char *name)

@@ -43,6 +43,8 @@ void jw_kv_float(struct jw *jw, const char *name, double v, int decimals);
 void jw_kv_fixed(struct jw *jw, const char *name, int64_t v, int decimals);
 void jw_kv_bool(struct jw *jw, const char *name, bool v);
 void jw_kv_null(struct jw *jw, const char *name);
+/* @s, or null where there is none (@s NULL). */
+void jw_kv_string_or_null(struct jw *jw, const char *name, const char *s);
 void jw_kv_object(struct jw *jw, const char *name);
 void jw_kv_array(struct jw *jw, const char *name);
 

@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 
+#include "array.h"
 #include "ops.h"
 
 static const char *const op_names[TRACE_OP_NR] = {
@@ -25,22 +25,6 @@ static const char *const op_names[TRACE_OP_NR] = {
 	[TRACE_OP_WRITEBACK] = "writeback",
 	[TRACE_OP_AIO_READ] = "aio_read",
 	[TRACE_OP_AIO_WRITE] = "aio_write",
-};
-
-static const int op_syscalls[TRACE_OP_NR] = {
-	[TRACE_OP_READ] = SYS_read,
-	[TRACE_OP_WRITE] = SYS_write,
-	[TRACE_OP_PREAD64] = SYS_pread64,
-	[TRACE_OP_PWRITE64] = SYS_pwrite64,
-	[TRACE_OP_READV] = SYS_readv,
-	[TRACE_OP_WRITEV] = SYS_writev,
-	[TRACE_OP_PREADV] = SYS_preadv,
-	[TRACE_OP_PWRITEV] = SYS_pwritev,
-	[TRACE_OP_PREADV2] = SYS_preadv2,
-	[TRACE_OP_PWRITEV2] = SYS_pwritev2,
-	[TRACE_OP_FSYNC] = SYS_fsync,
-	[TRACE_OP_FDATASYNC] = SYS_fdatasync,
-	[TRACE_OP_SYNC_FILE_RANGE] = SYS_sync_file_range,
 };
 
 static const char *const stage_names[TRACE_ST_NR] = {
@@ -85,16 +69,6 @@ const char *trace_op_name(unsigned int op)
 	return op < TRACE_OP_NR ? op_names[op] : "?";
 }
 
-int syscall_nr(const char *name)
-{
-	unsigned int op;
-
-	for (op = 0; op <= TRACE_OP_SYNC_FILE_RANGE; op++)
-		if (!strcmp(op_names[op], name))
-			return op_syscalls[op] < SYS_NR_TABLE ? op_syscalls[op] : -1;
-	return -1;
-}
-
 const char *trace_stage_name(unsigned int stage)
 {
 	return stage < TRACE_ST_NR ? stage_names[stage] : "?";
@@ -108,7 +82,7 @@ static uint32_t lookup(const char *s, size_t len)
 	for (i = 0; i < TRACE_OP_NR; i++)
 		if (strlen(op_names[i]) == len && !strncmp(op_names[i], s, len))
 			return BIT(i);
-	for (i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(aliases); i++)
 		if (strlen(aliases[i].name) == len && !strncmp(aliases[i].name, s, len))
 			return aliases[i].mask;
 	return 0;

@@ -16,12 +16,6 @@
 
 /* "read", "pread64", "fault", "aio_read"...; "?" if out of range. */
 const char *trace_op_name(unsigned int op);
-/*
- * The number of syscall @name, one of the syscall ops ("read" ... "sync_file_range"),
- * which are also the syscalls top traces; -1 for any other name (or a number the BPF
- * syscall tables cannot hold, see SYS_NR_TABLE).
- */
-int syscall_nr(const char *name);
 /* "total", "pre_block", "q2q", ... (the JSON keys); "?" if out of range. */
 const char *trace_stage_name(unsigned int stage);
 

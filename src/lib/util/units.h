@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define NSEC_PER_SEC ((uint64_t)1000000000)
+
 /* Longest result of either function, including the NUL. */
 #define UNITS_BUF 16
 

@@ -108,7 +108,7 @@ snap() { cat /proc/diskstats >"$1/diskstats.$2"; }
 # over 0.2 s, so that no request straddles the window's edge (a journal commit whose
 # data part the disk counted before the snapshot and whose post-flush after it). Takes
 # what it has after 10 s.
-snap_settled() {
+settle() {
 	local disk last= cur i=0
 	disk=$(cat "$1/disk")
 	while [ $i -lt 50 ]; do
@@ -118,7 +118,45 @@ snap_settled() {
 		i=$((i + 1))
 		sleep 0.2
 	done
+}
+
+snap_settled() {
+	settle "$1"
 	snap "$1" "$2"
+}
+
+# mark D EDGE: a window's edge in snoop's lines and in diskstats at once. A marker read
+# of the disk (its pid in its JSON line) between two reads of /proc/diskstats; kept only
+# when the disk completed nothing else between them, so no request (a file system's
+# background I/O, xfs's log push and AIL writes) completes between the marker and the
+# snapshot on the window's side: diskstats.before is read after the first edge's marker,
+# diskstats.after before the last edge's. Tried up to 20 times, each on a settled disk.
+mark() {
+	local d=$1 edge=$2 disk i=0
+	disk=$(cat "$d/disk")
+	while [ $i -lt 20 ]; do
+		settle "$d"
+		cat /proc/diskstats >"$d/diskstats.mark-$edge-pre"
+		step "$d" mark-$edge iowork pread "/dev/$disk" -b 4096 -n 1 --direct
+		cat /proc/diskstats >"$d/diskstats.mark-$edge-post"
+		# rd_ios +1, rd_sectors +8, no write, discard or flush, nothing in flight.
+		if awk -v n="$disk" '$3 != n { next }
+			FNR == NR { for (i = 4; i <= NF; i++) a[i] = $i; next }
+			{ ok = $4 == a[4] + 1 && $6 == a[6] + 8 && $8 == a[8] && $12 == 0 &&
+			  $15 == a[15] && $19 == a[19] }
+			END { exit !ok }' "$d/diskstats.mark-$edge-pre" "$d/diskstats.mark-$edge-post"; then
+			if [ "$edge" = before ]; then
+				cp "$d/diskstats.mark-$edge-post" "$d/diskstats.$edge"
+			else
+				cp "$d/diskstats.mark-$edge-pre" "$d/diskstats.$edge"
+			fi
+			echo $i >"$d/mark-$edge.retries"
+			return 0
+		fi
+		i=$((i + 1))
+	done
+	log "$d: no marker read of $disk alone in 20 tries"
+	return 1
 }
 
 doctor() {
@@ -150,15 +188,26 @@ stat_scenario() {
 # Under emulation (TCG, on a loaded host) the hooks slow the reads down and loading
 # takes long: a
 # capture of 10 s bridges their gaps, and a window of 5 s keeps the first ones, which
-# may come slower than the rule.
+# may come slower than the rule. Its metrics endpoint is scraped at the window's start
+# (metrics0.txt, beside diskstats.before) and once the reads are done and two samples
+# have passed since (metrics.txt, beside diskstats.mid).
+# The samples watch has taken, from its endpoint @2 (also into @1/samples); 0 if none.
+samples_now() {
+	busybox wget -q -O - "$2" 2>/dev/null |
+		awk '$1 == "iospan_watch_samples_total" { n = $2 } END { print n + 0 }' >"$1/samples"
+	cat "$1/samples"
+}
+
 watch_scenario() {
-	local disk=$1 dev=$2 d pid i=0
+	local disk=$1 dev=$2 d pid url i=0
 	log "watch-$disk"
 	d=$(scenario "watch-$disk" "$disk")
 	rm -f /tmp/watch.db
+	busybox ip link set lo up
 	timeout -s KILL 150 iospan watch --db /tmp/watch.db -d "$disk" --interval 0.2 \
 		--read-mbps 1 --util 0 --await 0 --write-mbps 0 --pre 5 --capture 10 \
-		--capture-threshold 1us --duration 35 >"$d/watch.out" 2>"$d/watch.err" &
+		--capture-threshold 1us --duration 35 --listen 127.0.0.1:0 \
+		>"$d/watch.out" 2>"$d/watch.err" &
 	pid=$!
 	# Sampling begins at the start line, after the collectors have loaded.
 	while [ $i -lt 900 ] && ! grep -q " start: " "$d/watch.err"; do
@@ -168,11 +217,22 @@ watch_scenario() {
 	i=0
 	sleep 0.5
 	snap "$d" before
+	url=$(sed -n 's|.*metrics at \(http://[^ ]*/metrics\).*|\1|p' "$d/watch.err" | head -n 1)
+	step "$d" metrics0 busybox wget -q -O "$d/metrics0.txt" "$url"
 	while [ $i -lt 15 ]; do
 		step "$d" w-read iowork pread "$dev" -b 65536 -n 16 --direct
 		sleep 0.1
 		i=$((i + 1))
 	done
+	snap "$d" mid
+	samples_now "$d" "$url"
+	want=$(($(cat "$d/samples") + 2))
+	i=0
+	while [ $i -lt 150 ] && [ "$(samples_now "$d" "$url")" -lt "$want" ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	step "$d" metrics busybox wget -q -O "$d/metrics.txt" "$url"
 	wait $pid
 	echo $? >"$d/watch.rc"
 	snap "$d" after
@@ -287,9 +347,7 @@ snoop_scenario() {
 	start_tracer "$d" snoop iospan snoop --json -d "$disk" --duration $TRACER_MAX_S || return
 	sync
 	sleep 1
-	# Marker reads (their pids in their JSON lines) bound the window in snoop's lines.
-	step "$d" mark-before iowork pread "/dev/$disk" -b 4096 -n 1 --direct
-	snap_settled "$d" before
+	mark "$d" before
 	if [ -n "$raw" ]; then
 		step "$d" w-dio-write iowork pwrite "$raw" -b 1048576 -n 8 --direct
 		step "$d" w-dio-read iowork pread "$raw" -b 65536 -n 64 --direct --random
@@ -303,8 +361,7 @@ snoop_scenario() {
 	fi
 	sync
 	sleep 1
-	snap_settled "$d" after
-	step "$d" mark-after iowork pread "/dev/$disk" -b 4096 -n 1 --direct
+	mark "$d" after
 	stop_tracer "$d" snoop
 }
 

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The metrics endpoint's HTTP side, over libmicrohttpd (http.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "args.h"
+#include "err.h"
+#include "export/http.h"
+#include "prom.h"
+
+struct http_endpoint {
+	struct MHD_Daemon *daemon;
+	http_render_fn render;
+	void *arg;
+	uint16_t port;
+};
+
+static int listen_fail(const char *where, const char *opt, const char *spec, const char *why)
+{
+	return fail_usage("%sinvalid %s '%s': %s (give [ADDR:]PORT: 9464, :9464, "
+			  "192.0.2.1:9464, [::1]:9464)",
+			  where, opt, spec, why);
+}
+
+int http_listen_parse(const char *where, const char *opt, const char *spec, struct http_listen *out)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
+	const char *colon = strrchr(spec, ':'), *port_text = colon ? colon + 1 : spec;
+	char host[64];
+	struct addrinfo *res;
+	uint64_t port;
+	size_t n;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (parse_u64_range(port_text, 0, 65535, &port))
+		return listen_fail(where, opt, spec, "the port is not a number from 0 to 65535");
+	if (!colon) {
+		snprintf(host, sizeof(host), "127.0.0.1");
+	} else if (colon == spec) {
+		snprintf(host, sizeof(host), "0.0.0.0");
+	} else {
+		n = colon - spec;
+		if (spec[0] == '[') { /* [IPv6]:PORT */
+			if (n < 3 || spec[n - 1] != ']')
+				return listen_fail(where, opt, spec, "an IPv6 address goes in [ ]");
+			spec++;
+			n -= 2;
+		}
+		if (n >= sizeof(host))
+			return listen_fail(where, opt, spec, "the address is too long");
+		memcpy(host, spec, n);
+		host[n] = 0;
+	}
+	ret = getaddrinfo(host, port_text, &hints, &res);
+	if (ret)
+		return listen_fail(where, opt, spec, gai_strerror(ret));
+	memcpy(&out->addr, res->ai_addr, res->ai_addrlen);
+	out->addr_len = res->ai_addrlen;
+	freeaddrinfo(res);
+	snprintf(out->text, sizeof(out->text), "%s%s%s:%u", strchr(host, ':') ? "[" : "", host,
+		 strchr(host, ':') ? "]" : "", (unsigned int)port);
+	return 0;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned int status, const char *type,
+			      void *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	enum MHD_Result ret;
+
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO; /* out of memory: the connection is closed */
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static const char index_page[] =
+	"<!DOCTYPE html>\n<html><head><title>iospan</title></head><body>\n"
+	"<h1>iospan watch</h1>\n<p><a href=\"/metrics\">Metrics</a> (Prometheus text format; "
+	"manual: iospan-watch(8), \"Metrics\")</p>\n</body></html>\n";
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **req)
+{
+	static const char not_found[] = "404 not found: the metrics are at /metrics\n";
+	static const char not_allowed[] = "405 method not allowed: GET or HEAD\n";
+	static const char failed[] = "500 the metrics could not be gathered: see the log\n";
+	struct http_endpoint *e = cls;
+	struct prom_buf b;
+	size_t len;
+	char *text;
+	int err;
+
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", (void *)not_allowed,
+			      sizeof(not_allowed) - 1, MHD_RESPMEM_PERSISTENT);
+	if (!strcmp(url, "/"))
+		return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8", (void *)index_page,
+			      sizeof(index_page) - 1, MHD_RESPMEM_PERSISTENT);
+	if (strcmp(url, "/metrics"))
+		return answer(c, MHD_HTTP_NOT_FOUND, "text/plain", (void *)not_found,
+			      sizeof(not_found) - 1, MHD_RESPMEM_PERSISTENT);
+	prom_buf_init(&b);
+	err = e->render(e->arg, &b);
+	text = err ? NULL : prom_buf_take(&b, &len);
+	prom_buf_free(&b);
+	if (!text)
+		return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", (void *)failed,
+			      sizeof(failed) - 1, MHD_RESPMEM_PERSISTENT);
+	return answer(c, MHD_HTTP_OK, PROM_CONTENT_TYPE, text, len, MHD_RESPMEM_MUST_FREE);
+}
+
+/* The listening socket, made here so that a bind that fails says why. */
+static int listen_socket(const struct http_listen *l, uint16_t *port)
+{
+	struct sockaddr_storage bound;
+	socklen_t len = sizeof(bound);
+	int fd, one = 1, err;
+
+	fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return fail(-errno, "cannot listen on %s: %s", l->text, strerror(errno));
+	/* A restart finds the port free while the last run's connections time out. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&l->addr, l->addr_len) ||
+	    listen(fd, HTTP_MAX_CONNECTIONS) || getsockname(fd, (struct sockaddr *)&bound, &len)) {
+		err = -errno;
+		close(fd);
+		return fail(err, "cannot listen on %s: %s", l->text, strerror(-err));
+	}
+	*port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port :
+						    ((struct sockaddr_in *)&bound)->sin_port);
+	return fd;
+}
+
+/* Room for every connection besides the files the daemon has open (as many again, at most). */
+static void raise_open_files(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur >= 2 * HTTP_MAX_CONNECTIONS)
+		return;
+	r.rlim_cur = r.rlim_max < 2 * HTTP_MAX_CONNECTIONS ? r.rlim_max : 2 * HTTP_MAX_CONNECTIONS;
+	setrlimit(RLIMIT_NOFILE, &r);
+}
+
+int http_endpoint_start(const struct http_listen *l, http_render_fn render, void *arg,
+			struct http_endpoint **out)
+{
+	sigset_t stops, was;
+	struct http_endpoint *e;
+	int fd, ret;
+
+	*out = NULL;
+	raise_open_files();
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return fail(-ENOMEM, "out of memory");
+	e->render = render;
+	e->arg = arg;
+	fd = listen_socket(l, &e->port);
+	if (fd < 0) {
+		ret = fd;
+		goto cleanup;
+	}
+	/*
+	 * The server's thread inherits these blocked: a stop request (SIGINT, SIGTERM) goes
+	 * to the thread that waits for it, whose sleep it cuts short.
+	 */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stops, &was);
+	e->daemon = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, handle, e,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned int)HTTP_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned int)HTTP_MAX_PER_ADDRESS, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)HTTP_CONN_MEMORY, MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (!e->daemon) {
+		close(fd);
+		ret = fail(-EIO, "cannot serve on %s: libmicrohttpd did not start", l->text);
+		goto cleanup;
+	}
+	*out = e;
+	return 0;
+cleanup:
+	free(e);
+	return ret;
+}
+
+uint16_t http_endpoint_port(const struct http_endpoint *e)
+{
+	return e->port;
+}
+
+void http_endpoint_stop(struct http_endpoint *e)
+{
+	if (!e)
+		return;
+	MHD_stop_daemon(e->daemon);
+	free(e);
+}
