@@ -35,7 +35,7 @@ CFLAGS += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
 	  -DIOSPAN_VERSION='"$(VERSION)"' -Isrc -Isrc/abi -Isrc/lib/util -Isrc/lib/sys -Isrc/lib/bpf -I$(OUT)
-LDLIBS += -lbpf -lelf -lz -lm -lsqlite3 -lmicrohttpd -lpthread
+LDLIBS += -lbpf -lelf -lz -lm -lsqlite3 -lmicrohttpd -lgnutls -lyaml -lcrypt -lcurl -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Wno-unused-function \
 	      -I$(OUT) -Isrc/bpf -Isrc/abi
 
@@ -147,8 +147,10 @@ $(OUT)/tests/test_skel: $(OUT)/probe.skel.h
 $(OUT)/tests/test_top_model: $(OUT)/collect/top/model.o
 $(OUT)/tests/test_snoop_render: $(OUT)/cmd/snoop/render.o $(OUT)/collect/snoop/format.o
 $(OUT)/tests/test_trace_perfetto: $(OUT)/cmd/trace/perfetto.o $(OUT)/collect/trace/record.o
-$(OUT)/tests/test_http: $(OUT)/export/http.o
-$(OUT)/tests/test_metrics: $(OUT)/export/metrics.o $(OUT)/collect/sampler.o \
+$(OUT)/tests/test_http: $(OUT)/export/http.o $(OUT)/export/webconf.o
+$(OUT)/tests/test_webconf: $(OUT)/export/webconf.o
+$(OUT)/tests/test_otlp: $(OUT)/export/otlp.o
+$(OUT)/tests/test_metrics: $(OUT)/export/metrics.o $(OUT)/export/otlp.o $(OUT)/collect/sampler.o \
 	$(OUT)/collect/psi.o $(OUT)/incident/rules.o
 
 $(OUT):

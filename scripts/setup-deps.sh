@@ -10,6 +10,8 @@ PACKAGES=(
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
 	libsqlite3-dev # the incident store of iospan watch
 	libmicrohttpd-dev # the metrics endpoint of iospan watch (--listen)
+	libgnutls28-dev libyaml-dev libcrypt-dev # its --web-config: TLS, the YAML file, bcrypt
+	libcurl4-openssl-dev # OTLP export of iospan watch (--otlp-endpoint)
 	sqlite3 # end-to-end tests read the store as a user would
 	clang-format # make format
 	pandoc man-db # man pages (make man, make install) and the test that renders them
@@ -27,6 +29,8 @@ PACKAGES=(
 	rocksdb-tools
 	# a real Prometheus server (and promtool) scraping the metrics endpoint in the tests
 	prometheus
+	# TLS certificates for the tests of the endpoint's --web-config
+	openssl
 )
 
 missing=()
@@ -35,7 +39,16 @@ for pkg in "${PACKAGES[@]}"; do
 	[[ $status == ii* ]] || missing+=("$pkg")
 done
 
-((${#missing[@]} == 0)) && exit 0
+# A real OTLP receiver for the export tests: npm's @elastic/mockotlpserver, in a cache
+# folder (scripts/setup-otlp-receiver.sh; Node.js from Debian if none is installed).
+otlp_receiver() {
+	bash "$(dirname "$0")/setup-otlp-receiver.sh"
+}
+
+if ((${#missing[@]} == 0)); then
+	otlp_receiver
+	exit 0
+fi
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "setup-deps: missing packages: ${missing[*]}; run 'sudo scripts/setup-deps.sh' (or install them) and retry" >&2
@@ -46,3 +59,4 @@ echo "setup-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+otlp_receiver

@@ -18,6 +18,8 @@
  *
  *   bio_q_stamp(bio, now)   at block_bio_queue, @now read first thing in the program
  *   bio_q_split(split)      at block_split: the split was queued with its original
+ *   bio_q_seen(tag, take)   at completion: whether a bio's queue was seen (its stamp
+ *                           is on record); taken away if @take
  *   rq_q_take(rq, last)     at completion: Q of the request's first bio, 0 if none is
  *                           on record (queued before tracing, its slot taken by another
  *                           bio, or its queue ran no program); taken away if @last, the
@@ -76,6 +78,23 @@ static __always_inline void bio_q_split(struct bio *split)
 	s = bio_q_claim(pv(split));
 	if (s)
 		s->q = q;
+}
+
+/*
+ * Whether the bio tagged @tag was seen queued (its stamp is on record); taken away if
+ * @take, at its request's end. Global: verified once, not in each state of a walk.
+ */
+__noinline int bio_q_seen(__u64 tag, __u32 take)
+{
+	struct bio_q_slot *s = bio_q_find(tag);
+
+	if (!s)
+		return 0;
+	if (take) {
+		s->tag = 0;
+		s->q = 0;
+	}
+	return 1;
 }
 
 static __always_inline __u64 rq_q_take(struct request *rq, bool last)

@@ -1500,6 +1500,7 @@ struct walk {
 	struct top_key first;
 	__u32 first_flags, first_valid;
 	__u32 left;	     /* completed bytes not yet given to a bio */
+	__u32 end;	     /* the request's last completion: the bios' stamps are taken away */
 	bool counted;
 };
 
@@ -1648,6 +1649,13 @@ static int walk_bio(__u32 i, void *ctx)
 	next.bytes = sz;
 	next.bdev = bdev;
 	s = find_slot(bio);
+	/*
+	 * A bio whose queue ran no program (the kernel skips one that fires while the
+	 * same program runs on that CPU, preempted) has no stamp: the owner slot at its
+	 * address, never released, is an earlier bio's.
+	 */
+	if (s && !bio_q_seen(pv(bio), w->end))
+		s = NULL;
 	if (s) {
 		next.key = s->key;
 		next.flags = s->flags;
@@ -2030,7 +2038,9 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 	end = !nr_bytes ||
 	      (nr_bytes >= rq->__data_len && w.bio &&
 	       !(w.bio->bi_opf & (BLK_REQ_FLAG(__REQ_PREFLUSH) | BLK_REQ_FLAG(__REQ_FUA))));
-	t0 = rq_q_take(rq, end);
+	/* The walk takes the stamps away, the first bio's too (bio_q_seen()). */
+	t0 = rq_q_take(rq, false);
+	w.end = end | loop_opaque_zero; /* its value untracked: no state per value */
 	if (t0 && t0 <= now)
 		w.ri.q2c = now - t0;
 	else if (w.counted && w.bio && dev_ok(w.bio->bi_bdev ? w.bio->bi_bdev->bd_dev : 0))

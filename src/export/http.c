@@ -12,17 +12,20 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #include "args.h"
 #include "err.h"
 #include "export/http.h"
+#include "export/webconf.h"
 #include "prom.h"
 
 struct http_endpoint {
 	struct MHD_Daemon *daemon;
 	http_render_fn render;
 	void *arg;
+	struct web_config *web; /* TLS and users, or NULL */
 	uint16_t port;
 };
 
@@ -89,9 +92,57 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned int status, con
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-	ret = MHD_queue_response(c, status, r);
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		ret = MHD_queue_basic_auth_fail_response(c, "iospan", r);
+	else
+		ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+#define ANSWER_TEXT(c, status, text) \
+	answer(c, status, "text/plain", (void *)(text), sizeof(text) - 1, MHD_RESPMEM_PERSISTENT)
+
+/*
+ * The client's certificate, as client_auth_type asks: 0 if it may go on. MHD asks for
+ * one (the CA list is set) but leaves verifying it to the application.
+ */
+static int check_client_cert(const struct web_config *w, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci;
+	unsigned int status = 0;
+	int ret;
+
+	if (!web_config_tls(w) || w->client_auth == WEB_CLIENT_NONE)
+		return 0;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return -EACCES;
+	ret = gnutls_certificate_verify_peers2(ci->tls_session, &status);
+	if (ret == GNUTLS_E_NO_CERTIFICATE_FOUND)
+		return w->client_auth == WEB_CLIENT_VERIFY_IF_GIVEN ? 0 : -EACCES;
+	return ret < 0 || status ? -EACCES : 0;
+}
+
+/* basic_auth_users, if any: the request's user and password. */
+static enum web_auth_result check_user(struct web_config *w, struct MHD_Connection *c)
+{
+	enum web_auth_result res;
+	char *user, *password = NULL;
+
+	if (!w || !w->nr_users)
+		return WEB_AUTH_OK;
+	user = MHD_basic_auth_get_username_password(c, &password);
+	res = web_config_auth(w, user, password);
+	if (password) {
+		explicit_bzero(password, strlen(password));
+		MHD_free(password);
+	}
+	if (user)
+		MHD_free(user);
+	return res;
 }
 
 static const char index_page[] =
@@ -106,28 +157,36 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	static const char not_found[] = "404 not found: the metrics are at /metrics\n";
 	static const char not_allowed[] = "405 method not allowed: GET or HEAD\n";
 	static const char failed[] = "500 the metrics could not be gathered: see the log\n";
+	static const char forbidden[] = "403 a client certificate the CA signed is needed\n";
+	static const char unauthorized[] = "401 a user and password are needed\n";
+	static const char busy[] = "503 too many password checks: try again in a second\n";
 	struct http_endpoint *e = cls;
+	enum web_auth_result auth;
 	struct prom_buf b;
 	size_t len;
 	char *text;
 	int err;
 
+	if (check_client_cert(e->web, c))
+		return ANSWER_TEXT(c, MHD_HTTP_FORBIDDEN, forbidden);
+	auth = check_user(e->web, c);
+	if (auth == WEB_AUTH_BUSY)
+		return ANSWER_TEXT(c, MHD_HTTP_SERVICE_UNAVAILABLE, busy);
+	if (auth != WEB_AUTH_OK)
+		return ANSWER_TEXT(c, MHD_HTTP_UNAUTHORIZED, unauthorized);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
-		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", (void *)not_allowed,
-			      sizeof(not_allowed) - 1, MHD_RESPMEM_PERSISTENT);
+		return ANSWER_TEXT(c, MHD_HTTP_METHOD_NOT_ALLOWED, not_allowed);
 	if (!strcmp(url, "/"))
 		return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8", (void *)index_page,
 			      sizeof(index_page) - 1, MHD_RESPMEM_PERSISTENT);
 	if (strcmp(url, "/metrics"))
-		return answer(c, MHD_HTTP_NOT_FOUND, "text/plain", (void *)not_found,
-			      sizeof(not_found) - 1, MHD_RESPMEM_PERSISTENT);
+		return ANSWER_TEXT(c, MHD_HTTP_NOT_FOUND, not_found);
 	prom_buf_init(&b);
 	err = e->render(e->arg, &b);
 	text = err ? NULL : prom_buf_take(&b, &len);
 	prom_buf_free(&b);
 	if (!text)
-		return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", (void *)failed,
-			      sizeof(failed) - 1, MHD_RESPMEM_PERSISTENT);
+		return ANSWER_TEXT(c, MHD_HTTP_INTERNAL_SERVER_ERROR, failed);
 	return answer(c, MHD_HTTP_OK, PROM_CONTENT_TYPE, text, len, MHD_RESPMEM_MUST_FREE);
 }
 
@@ -165,11 +224,35 @@ static void raise_open_files(void)
 	setrlimit(RLIMIT_NOFILE, &r);
 }
 
-int http_endpoint_start(const struct http_listen *l, http_render_fn render, void *arg,
-			struct http_endpoint **out)
+/* The daemon's options: limits, and TLS as the web configuration says. */
+static void daemon_options(const struct web_config *w, int fd, struct MHD_OptionItem *o)
 {
+	int n = 0;
+
+#define OPT(opt, v, p) (o[n++] = (struct MHD_OptionItem){opt, (intptr_t)(v), (void *)(p)})
+	OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
+	OPT(MHD_OPTION_CONNECTION_LIMIT, HTTP_MAX_CONNECTIONS, NULL);
+	OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_MAX_PER_ADDRESS, NULL);
+	OPT(MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_TIMEOUT_S, NULL);
+	OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_CONN_MEMORY, NULL);
+	if (web_config_tls(w)) {
+		OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem);
+		OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, w->key_pem);
+		OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, w->priorities);
+		if (w->client_ca_pem)
+			OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, w->client_ca_pem);
+	}
+	OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+}
+
+int http_endpoint_start(const struct http_listen *l, struct web_config *web, http_render_fn render,
+			void *arg, struct http_endpoint **out)
+{
+	struct MHD_OptionItem opts[HTTP_MAX_OPTIONS];
 	sigset_t stops, was;
 	struct http_endpoint *e;
+	unsigned int flags;
 	int fd, ret;
 
 	*out = NULL;
@@ -179,6 +262,7 @@ int http_endpoint_start(const struct http_listen *l, http_render_fn render, void
 		return fail(-ENOMEM, "out of memory");
 	e->render = render;
 	e->arg = arg;
+	e->web = web;
 	fd = listen_socket(l, &e->port);
 	if (fd < 0) {
 		ret = fd;
@@ -192,13 +276,12 @@ int http_endpoint_start(const struct http_listen *l, http_render_fn render, void
 	sigaddset(&stops, SIGINT);
 	sigaddset(&stops, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &stops, &was);
-	e->daemon = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, handle, e,
-		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned int)HTTP_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned int)HTTP_MAX_PER_ADDRESS, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned int)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)HTTP_CONN_MEMORY, MHD_OPTION_END);
+	daemon_options(web, fd, opts);
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+	if (web_config_tls(web))
+		flags |= MHD_USE_TLS;
+	e->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, e, MHD_OPTION_ARRAY, opts,
+				     MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &was, NULL);
 	if (!e->daemon) {
 		close(fd);

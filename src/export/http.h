@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 struct prom_buf;
+struct web_config;
 
 /* Where to listen: --listen [ADDR:]PORT, resolved. */
 struct http_listen {
@@ -42,16 +43,19 @@ typedef int (*http_render_fn)(void *arg, struct prom_buf *out);
 #define HTTP_MAX_PER_ADDRESS (HTTP_MAX_CONNECTIONS / 2)
 #define HTTP_CONN_MEMORY     (16 * 1024)
 #define HTTP_IDLE_TIMEOUT_S  10
+#define HTTP_MAX_OPTIONS     12 /* of the daemon: limits and TLS */
 
 struct http_endpoint;
 
 /*
  * Listens on @l and serves from a thread of its own: @render runs in that thread, one
- * request at a time. 0, or -errno said in one line (the address taken, not local...).
- * The port actually bound (for port 0: the kernel's choice) is in http_endpoint_port().
+ * request at a time. With @web (webconf.h; kept by the caller until the endpoint
+ * stops): HTTPS, client certificates and basic authentication as it says. 0, or -errno
+ * said in one line (the address taken, not local...). The port actually bound (for port
+ * 0: the kernel's choice) is in http_endpoint_port().
  */
-int http_endpoint_start(const struct http_listen *l, http_render_fn render, void *arg,
-			struct http_endpoint **out);
+int http_endpoint_start(const struct http_listen *l, struct web_config *web, http_render_fn render,
+			void *arg, struct http_endpoint **out);
 uint16_t http_endpoint_port(const struct http_endpoint *e);
 /* Stops serving (open connections are closed) and frees @e; NULL is fine. */
 void http_endpoint_stop(struct http_endpoint *e);

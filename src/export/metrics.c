@@ -882,6 +882,56 @@ static int render_watch(struct metrics *m, struct prom_buf *b)
 	return 0;
 }
 
+void metrics_note_otlp(struct metrics *m, const struct otlp_stats *s)
+{
+	pthread_mutex_lock(&m->lock);
+	m->otlp = *s;
+	m->have_otlp = true;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void render_otlp(struct metrics *m, struct prom_buf *b)
+{
+	struct prom_label l[2];
+	struct otlp_stats st;
+	bool have;
+	int s, d;
+
+	pthread_mutex_lock(&m->lock);
+	st = m->otlp;
+	have = m->have_otlp;
+	pthread_mutex_unlock(&m->lock);
+	if (!have)
+		return;
+	prom_family(b, "iospan_otlp_exported_total", PROM_COUNTER,
+		    "Items the OTLP receiver took: traces (a slow request with its stages), "
+		    "logs (incidents).");
+	for (s = 0; s < OTLP_NR_SIGNALS; s++) {
+		l[0] = (struct prom_label){"signal", otlp_signal_name(s)};
+		prom_sample_u64(b, "iospan_otlp_exported_total", l, 1, st.sent[s]);
+	}
+	prom_family(b, "iospan_otlp_dropped_total", PROM_COUNTER,
+		    "Items not exported, by reason: queue_full, rejected (the receiver refused "
+		    "them), retries_exhausted, at_exit.");
+	for (s = 0; s < OTLP_NR_SIGNALS; s++)
+		for (d = 0; d < OTLP_NR_DROPS; d++) {
+			l[0] = (struct prom_label){"signal", otlp_signal_name(s)};
+			l[1] = (struct prom_label){"reason", otlp_drop_name(d)};
+			prom_sample_u64(b, "iospan_otlp_dropped_total", l, 2, st.dropped[s][d]);
+		}
+	prom_family(b, "iospan_otlp_queued", PROM_GAUGE, "Items waiting to be exported.");
+	for (s = 0; s < OTLP_NR_SIGNALS; s++) {
+		l[0] = (struct prom_label){"signal", otlp_signal_name(s)};
+		prom_sample_u64(b, "iospan_otlp_queued", l, 1, st.queued[s]);
+	}
+	prom_family(b, "iospan_otlp_requests_total", PROM_COUNTER,
+		    "Export requests made to the OTLP receiver.");
+	prom_sample_u64(b, "iospan_otlp_requests_total", NULL, 0, st.requests);
+	prom_family(b, "iospan_otlp_request_failures_total", PROM_COUNTER,
+		    "Export requests that failed (no answer, or not 2xx).");
+	prom_sample_u64(b, "iospan_otlp_request_failures_total", NULL, 0, st.failures);
+}
+
 int metrics_render(void *metrics, struct prom_buf *b)
 {
 	const struct prom_label version = {"version", IOSPAN_VERSION};
@@ -897,6 +947,7 @@ int metrics_render(void *metrics, struct prom_buf *b)
 	render_pressure(&m->sample->psi, b);
 	ret = render_cgroups(m, b) ?: ret;
 	ret = render_watch(m, b) ?: ret;
+	render_otlp(m, b);
 	prom_family(b, "iospan_build_info", PROM_GAUGE, "1, labelled with iospan's version.");
 	prom_sample(b, "iospan_build_info", &version, 1, 1);
 	return b->oom ? -ENOMEM : ret;

@@ -9,6 +9,7 @@
 #ifndef IOSPAN_EXPORT_METRICS_H
 #define IOSPAN_EXPORT_METRICS_H
 
+#include "export/otlp.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -130,6 +131,8 @@ struct metrics {
 	bool have_cgroups;
 	char cgroup2[256]; /* the cgroup2 mount: io.pressure, and whether a cgroup is gone */
 	bool have_dhists;  /* top's collector gave them (it may have none yet) */
+	struct otlp_stats otlp; /* OTLP export's figures, with --otlp-endpoint */
+	bool have_otlp;
 };
 
 /*
@@ -157,6 +160,9 @@ void metrics_note_cgroups(struct metrics *m, const struct metrics_cgroup_io *d, 
 
 /* The disks' histograms now (@nr of them, at most METRICS_MAX_DHISTS). */
 void metrics_note_disk_hists(struct metrics *m, const struct metrics_dhist *h, int nr);
+
+/* OTLP export's figures now. */
+void metrics_note_otlp(struct metrics *m, const struct otlp_stats *s);
 
 /* The exposition (an http_render_fn): reads /proc/diskstats and the pressure now. */
 int metrics_render(void *metrics, struct prom_buf *out);

@@ -49,6 +49,8 @@ const struct option watch_conf_opts[] = {
 	{ "syscall-hooks", required_argument, NULL, WATCH_OPT_SYSCALL_HOOKS },
 	{ "listen", required_argument, NULL, WATCH_OPT_LISTEN },
 	{ "metrics-max-cgroups", required_argument, NULL, WATCH_OPT_METRICS_MAX_CGROUPS },
+	{ "web-config", required_argument, NULL, WATCH_OPT_WEB_CONFIG },
+	{ "otlp-endpoint", required_argument, NULL, WATCH_OPT_OTLP_ENDPOINT },
 	COMMON_LONG_OPTS,
 	{ 0 },
 };

@@ -3,7 +3,7 @@
 
 - makes tests/lib importable (import iospan_testlib);
 - under CI (CI=true), a test skipped because it "needs root", "needs blk-throttle" or
-  "needs prometheus" FAILS, so CI can never pass with the root tests silently skipped;
+  "needs prometheus" (or the OTLP receiver, or openssl) FAILS, so CI can never pass with the root tests silently skipped;
 - at session end, anything the tests created and left behind (loop devices, mounts,
   cgroups) is reported, torn down, and fails the session.
 """
@@ -30,7 +30,8 @@ def pytest_report_header(config):
 
 # Skips that mean "not run as root, or on a machine short of what root tests need"
 # (.ci/run installs Prometheus).
-ROOT_SKIP_PREFIXES = ("needs root", "needs blk-throttle", "needs prometheus")
+ROOT_SKIP_PREFIXES = ("needs root", "needs blk-throttle", "needs prometheus",
+                      "needs the OTLP receiver", "needs openssl")
 
 
 def _under_ci():

@@ -3,6 +3,7 @@
 the endpoint every second while known workloads run on a loop device, promtool checking
 the text, and clients that misbehave. Ground truth: /proc/diskstats read at the same
 quiet moments, and the workloads' own counts."""
+import base64
 import json
 import math
 import os
@@ -61,9 +62,11 @@ def free_port():
 
 
 class Endpoint:
-    """`iospan watch --listen 127.0.0.1:0` on @dev, fast; its URL from its log."""
+    """`iospan watch --listen 127.0.0.1:0` on @dev, fast; its URL from its log. With
+    --web-config, @tls is the client's ssl context and @auth its (user, password)."""
 
-    def __init__(self, db, dev, *extra):
+    def __init__(self, db, dev, *extra, tls=None, auth=None):
+        self.tls, self.auth = tls, auth
         self.args = ["watch", "--db", db, "-d", dev, "--interval", str(INTERVAL),
                      "--listen", "127.0.0.1:0", "--util", "0", "--await", "10000",
                      "--read-mbps", "0", "--write-mbps", "0"] + [str(a) for a in extra]
@@ -75,7 +78,7 @@ class Endpoint:
             if not line:
                 break
             self.log.append(line)
-            m = re.search(r"metrics at (http://\S+)/metrics", line)
+            m = re.search(r"metrics at (https?://\S+)/metrics", line)
             if m:
                 self.base = m.group(1)
             if " start: watching " in line:
@@ -91,10 +94,14 @@ class Endpoint:
         for line in self.proc.stderr:
             self.log.append(line)
 
-    def get(self, path="/metrics", method="GET"):
+    def get(self, path="/metrics", method="GET", auth=None, tls=None):
         req = urllib.request.Request(self.base + path, method=method)
+        auth = auth or self.auth
+        if auth:
+            req.add_header("Authorization", "Basic " + base64.b64encode(
+                ("%s:%s" % auth).encode()).decode())
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=10, context=tls or self.tls) as r:
                 return r.status, dict(r.headers), r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, dict(e.headers), e.read().decode()
@@ -194,13 +201,19 @@ def test_paths_and_methods(endpoint):
 class Prometheus:
     """Debian's Prometheus scraping @target every second, its data in a temporary folder."""
 
-    def __init__(self, target):
+    def __init__(self, target, jobs=None):
+        """@jobs: {job name: its scrape settings (YAML lines under the job)}; default one
+        job, "iospan", over plain HTTP."""
         self.dir = tempfile.mkdtemp(prefix=tl.TMP_PREFIX + "prom-")
         cfg = os.path.join(self.dir, "prometheus.yml")
         with open(cfg, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                    "scrape_configs:\n  - job_name: iospan\n    static_configs:\n"
-                    "      - targets: ['%s']\n" % target)
+                    "scrape_configs:\n")
+            for job, settings in (jobs or {"iospan": ""}).items():
+                f.write("  - job_name: %s\n    static_configs:\n      - targets: ['%s']\n"
+                        % (job, target))
+                for line in settings.splitlines():
+                    f.write("    %s\n" % line)
         self.base = "http://127.0.0.1:%d" % free_port()
         self.log = open(os.path.join(self.dir, "log"), "w+")
         self.proc = subprocess.Popen(

@@ -26,10 +26,10 @@ READ_RULE = ["--read-mbps", "20", "--util", "0", "--await", "0", "--write-mbps",
 class Watcher:
     """`iospan watch` in the background; its stderr log lines collected as they come."""
 
-    def __init__(self, db, dev, *extra):
+    def __init__(self, db, dev, *extra, env=None):
         self.args = ["watch", "--db", db, "-d", dev, "--interval", str(INTERVAL)] + \
             [str(a) for a in extra]
-        self.proc = tl.popen_iospan(*self.args)
+        self.proc = tl.popen_iospan(*self.args, **({"env": env} if env else {}))
         self.lines = []
         self.cond = threading.Condition()
         self.reader = threading.Thread(target=self._read, daemon=True)

@@ -77,7 +77,7 @@ static void test_endpoint(void **state)
 	char *r;
 
 	assert_int_equal(http_listen_parse("", "--listen", "0", &l), 0);
-	assert_int_equal(http_endpoint_start(&l, render, &result, &e), 0);
+	assert_int_equal(http_endpoint_start(&l, NULL, render, &result, &e), 0);
 	port = http_endpoint_port(e);
 	assert_true(port > 0);
 
@@ -114,11 +114,11 @@ static void test_endpoint(void **state)
 	/* The port is taken: one error, nothing started. */
 	snprintf(l.text, sizeof(l.text), "127.0.0.1:%u", port);
 	assert_int_equal(http_listen_parse("", "--listen", l.text, &taken), 0);
-	assert_int_equal(http_endpoint_start(&taken, render, &result, &e2), -EADDRINUSE);
+	assert_int_equal(http_endpoint_start(&taken, NULL, render, &result, &e2), -EADDRINUSE);
 	assert_null(e2);
 	http_endpoint_stop(e);
 	/* Stopped: the port is free again. */
-	assert_int_equal(http_endpoint_start(&taken, render, &result, &e2), 0);
+	assert_int_equal(http_endpoint_start(&taken, NULL, render, &result, &e2), 0);
 	http_endpoint_stop(e2);
 }
 

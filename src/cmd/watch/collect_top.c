@@ -93,6 +93,7 @@ struct topc {
 	struct io_sample *cur; /* the sample being observed */
 	double slowest_ns[WATCH_MAX_DISKS];
 	bool capturing; /* an incident is open: the larger cap */
+	bool slow_fresh; /* the newest sample's slow requests were not handed out yet */
 	int64_t mono_to_real;
 	uint64_t prev_lost;
 	uint64_t drops[TOP_DROP_NR]; /* top's counters since it opened */
@@ -152,6 +153,22 @@ static void fill_block_stages(struct jw *jw, const void *arg)
 	jw_end_object(jw);
 }
 
+/* The stages that add up to q2c: queue (q2d) and device (d2c), where both are known. */
+static void block_stages(struct coll_slow_req *q, const struct top_slow_rq *e)
+{
+	if (e->d2c_ns && e->d2c_ns <= e->q2c_ns) {
+		q->stage[0].name = "q2d";
+		q->stage[0].ns = e->q2c_ns - e->d2c_ns;
+		q->stage[1].name = "d2c";
+		q->stage[1].ns = e->d2c_ns;
+		q->nr_stages = 2;
+	} else {
+		q->stage[0].name = "q2c";
+		q->stage[0].ns = e->q2c_ns;
+		q->nr_stages = 1;
+	}
+}
+
 /* top's completion program sends each slow request here, while a sample is observed. */
 static void on_slow_rq(void *arg, const struct top_slow_rq *e)
 {
@@ -186,6 +203,15 @@ static void on_slow_rq(void *arg, const struct top_slow_rq *e)
 	q->bytes = e->bytes;
 	q->total_ns = e->q2c_ns;
 	q->stages = coll_json(fill_block_stages, e);
+	block_stages(q, e);
+	if (q->owner_known) {
+		struct cg_desc d;
+
+		top_describe_cgroup(t->top, info.cgid, &d);
+		q->cgroup = dup_or_null(d.path);
+		if (d.has_ct)
+			memcpy(q->container, d.ct.id, sizeof(q->container));
+	}
 	if (!top_ino_special(e->ino)) {
 		q->fs_dev = e->dev;
 		q->ino = e->ino;
@@ -785,6 +811,7 @@ static int topc_sample(void *priv, const struct watch_tick *tick)
 	name_slow_files(t, &snap);
 	s->slow = t->pending;
 	s->slow.time = s->time;
+	t->slow_fresh = true;
 	memset(&t->pending, 0, sizeof(t->pending));
 	if (t->o.slow_rq_ns && !rbuf_stats(t->top->cmd.rb, &rs)) {
 		lost = rs.lost + rs.malformed;
@@ -862,11 +889,24 @@ static void topc_export(void *priv, struct metrics *m, struct metrics_collector 
 	t->nr_cg = 0;
 }
 
+static const struct coll_slow_sample *topc_slow_requests(void *priv)
+{
+	struct topc *t = priv;
+	const struct topc_sample *s;
+
+	if (!t->slow_fresh || !t->ring.nr)
+		return NULL;
+	t->slow_fresh = false;
+	s = coll_ring_at(&t->ring, t->ring.nr - 1);
+	return &s->slow;
+}
+
 const struct watch_collector_ops watch_collector_top = {
 	.name = "top",
 	.open = topc_open,
 	.observe = topc_observe,
 	.sample = topc_sample,
 	.export = topc_export,
+	.slow_requests = topc_slow_requests,
 	.close = topc_close,
 };

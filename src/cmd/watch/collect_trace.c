@@ -36,6 +36,7 @@
 
 struct slowc {
 	struct trace_ctx c;
+	bool slow_fresh; /* the newest sample's slow requests were not handed out yet */
 	struct trace_opts o;
 	uint64_t keep_ns; /* requests kept: this slow or slower */
 	struct coll_devs devs;
@@ -74,6 +75,28 @@ static uint32_t req_bdev(struct slowc *t, const struct trace_rec *r)
 	return fs_disk ? fs_disk : r->dev;
 }
 
+/*
+ * The stages that add up to the total (iospan-trace(8)), laid end to end: without bios,
+ * the request is all pre_block.
+ */
+static void trace_stages(struct coll_slow_req *q, const struct trace_rec *r)
+{
+	static const int order[] = {TRACE_ST_PRE_BLOCK, TRACE_ST_THROTTLE,  TRACE_ST_Q2Q,
+				    TRACE_ST_Q2G,	TRACE_ST_G2I,	    TRACE_ST_I2D,
+				    TRACE_ST_D2C,	TRACE_ST_POST_BLOCK};
+	unsigned int i;
+
+	_Static_assert(sizeof(order) / sizeof(order[0]) <= COLL_SLOW_STAGES, "stages");
+	q->nr_stages = 0;
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (!r->stages[order[i]])
+			continue; /* a stage it did not go through */
+		q->stage[q->nr_stages].name = trace_stage_name(order[i]);
+		q->stage[q->nr_stages].ns = r->stages[order[i]];
+		q->nr_stages++;
+	}
+}
+
 /* trace's collector hands each slow request here (its sink). */
 static void on_request(void *arg, const struct trace_rec *r, const struct trace_names *n)
 {
@@ -108,6 +131,14 @@ static void on_request(void *arg, const struct trace_rec *r, const struct trace_
 	q->total_ns = total;
 	q->path = n->path ? strdup(n->path) : NULL;
 	q->stages = coll_json(fill_stages, r);
+	trace_stages(q, r);
+	if (n->cgroup && strcmp(n->cgroup, "?")) {
+		struct container ct;
+
+		q->cgroup = strdup(n->cgroup);
+		if (cgroup_container(n->cgroup, &ct))
+			memcpy(q->container, ct.id, sizeof(q->container));
+	}
 }
 
 static int slowc_open(const struct watch_opts *wo, void **priv)
@@ -174,6 +205,7 @@ static int slowc_sample(void *priv, const struct watch_tick *tick)
 	*s = t->pending;
 	memset(&t->pending, 0, sizeof(t->pending));
 	s->time = tick->sample->epoch_s;
+	t->slow_fresh = true;
 	if (!rbuf_stats(t->c.cmd.rb, &rs)) {
 		lost = rs.lost + t->c.malformed;
 		s->lost = lost - t->prev_lost;
@@ -207,11 +239,22 @@ static void slowc_export(void *priv, struct metrics *m, struct metrics_collector
 	metrics_collector_fill(out, "trace", &t->c.cmd, trace_counters, cnt, TRACE_CNT_NR);
 }
 
+static const struct coll_slow_sample *slowc_slow_requests(void *priv)
+{
+	struct slowc *t = priv;
+
+	if (!t->slow_fresh || !t->ring.nr)
+		return NULL;
+	t->slow_fresh = false;
+	return coll_ring_at(&t->ring, t->ring.nr - 1);
+}
+
 const struct watch_collector_ops watch_collector_trace = {
 	.name = "trace",
 	.open = slowc_open,
 	.observe = slowc_observe,
 	.sample = slowc_sample,
 	.export = slowc_export,
+	.slow_requests = slowc_slow_requests,
 	.close = slowc_close,
 };

@@ -167,31 +167,13 @@ cleanup:
 
 char *coll_json(void (*fill)(struct jw *jw, const void *arg), const void *arg)
 {
-	char *text = NULL;
-	size_t len = 0;
-	struct jw *jw;
-	FILE *f;
-
-	f = open_memstream(&text, &len);
-	if (!f)
-		return NULL;
-	jw = jw_new(f);
-	if (jw) {
-		fill(jw, arg);
-		jw_free(jw);
-	}
-	if (fclose(f) || !jw) {
-		free(text);
-		return NULL;
-	}
-	while (len && text[len - 1] == '\n')
-		text[--len] = '\0';
-	return text;
+	return jw_text(fill, arg, NULL);
 }
 
 static void slow_req_clear(struct coll_slow_req *q)
 {
 	free(q->path);
+	free(q->cgroup);
 	free(q->stages);
 	memset(q, 0, sizeof(*q));
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cgroups.h"
 #include "common_abi.h"
 #include "disks.h"
 
@@ -69,6 +70,11 @@ struct watch_collector_ops {
 	 * @self, and what it measured noted in @m (top's: the disks' histograms).
 	 */
 	void (*export)(void *priv, struct metrics *m, struct metrics_collector *self);
+	/*
+	 * Optional, after ->sample(): the slow requests read for that sample, each handed
+	 * out once (for OTLP export); NULL if none.
+	 */
+	const struct coll_slow_sample *(*slow_requests)(void *priv);
 	void (*close)(void *priv);
 };
 
@@ -131,6 +137,7 @@ int coll_devs_disk(struct coll_devs *d, uint32_t dev);
  */
 #define COLL_SLOW_PRE_MAX     20
 #define COLL_SLOW_CAPTURE_MAX 500
+#define COLL_SLOW_STAGES      8 /* stages of a request that add up to its total */
 
 struct coll_slow_req {
 	double time;	   /* its start, wall clock */
@@ -142,7 +149,15 @@ struct coll_slow_req {
 	int64_t offset;
 	uint64_t bytes, total_ns;
 	char *path;
+	char *cgroup; /* its cgroup v2 path, NULL if not known */
+	char container[CONTAINER_ID_LEN + 1];
 	char *stages; /* JSON object: each stage in µs, and what the collector says of it */
+	/* The stages that add up to total_ns, in time order (names are static). */
+	struct {
+		const char *name;
+		uint64_t ns;
+	} stage[COLL_SLOW_STAGES];
+	unsigned int nr_stages;
 	/* The file (fs device, inode, generation) for a collector that names it later. */
 	uint32_t fs_dev, gen;
 	uint64_t ino;

@@ -76,6 +76,13 @@ static const char watch_usage[] =
 	"                         (a port alone: on loopback; :PORT on every address)\n"
 	"      --metrics-max-cgroups N  cgroups with series of their own (the busiest; the\n"
 	"                         rest add to cgroup \"other\"), 0 to 2000 (default 100)\n"
+	"      --otlp-endpoint URL  send slow requests (traces, their stages as child\n"
+	"                         spans) and incidents (log records) to an OpenTelemetry\n"
+	"                         collector, OTLP/HTTP JSON (http://collector:4318); the\n"
+	"                         OTEL_EXPORTER_OTLP_* variables are read too\n"
+	"      --web-config FILE  HTTPS, client certificates and basic authentication for\n"
+	"                         --listen, in the web configuration file of Prometheus'\n"
+	"                         exporters (tls_server_config, basic_auth_users)\n"
 	"Store:\n"
 	"      --db PATH          the database (default " WATCH_DEFAULT_DB ")\n"
 	"      --keep N           keep the newest N incidents, 0: any number (default 500)\n"
@@ -205,6 +212,14 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 	case WATCH_OPT_LISTEN:
 		o->have_listen = true;
 		return http_listen_parse(where, "--listen", arg, &o->listen);
+	case WATCH_OPT_OTLP_ENDPOINT:
+		o->otlp_endpoint = arg;
+		return 0;
+	case WATCH_OPT_WEB_CONFIG:
+		if (!*arg)
+			return fail_usage("%sinvalid --web-config '': give a file path", where);
+		o->web_config_path = arg;
+		return 0;
 	case WATCH_OPT_SYSCALL_HOOKS:
 		if (strcmp(arg, "per-call") && strcmp(arg, "raw"))
 			return fail_usage("%sinvalid --syscall-hooks '%s': give raw or per-call",
@@ -332,6 +347,11 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	if (o->capture_s * 1e9 < o->interval_ns)
 		return fail_usage("--capture (%.3g s) is shorter than --interval (%.3g s)",
 				  o->capture_s, o->interval_ns / 1e9);
+	ret = otlp_config_parse(o->otlp_endpoint, &o->otlp, &o->otlp_on);
+	if (ret)
+		return ret;
+	if (o->web_config_path && !o->have_listen)
+		return fail_usage("--web-config secures the metrics endpoint: it needs --listen");
 	/* Said now, not found out when no incident ever opens. */
 	if (o->rules.threshold[WT_SLOW_REQUEST] > 0 && o->no_bpf)
 		return fail_usage("--slow-request needs a BPF collector: it cannot be used with "
@@ -360,6 +380,7 @@ enum syscall_attach watch_syscall_attach(const struct watch_opts *o)
 
 void watch_opts_free(struct watch_opts *o)
 {
+	otlp_config_free(&o->otlp);
 	free(o->config_text);
 	o->config_text = NULL;
 }

@@ -18,8 +18,11 @@
 #include "err.h"
 #include "json.h"
 #include "printable.h"
+#include <sqlite3.h>
 #include "collector.h"
 #include "export/metrics.h"
+#include "export/otlp.h"
+#include "export/webconf.h"
 #include "watch.h"
 
 /* The BPF collectors (collector.h). */
@@ -58,6 +61,10 @@ struct watch_ctx {
 	/* --listen: the metrics endpoint and what the loop tells it. */
 	struct metrics *metrics;
 	struct http_endpoint *endpoint;
+	struct web_config *web; /* --web-config, read at start */
+	/* --otlp-endpoint: the exporter, and what was last said of it. */
+	struct otlp_exporter *otlp;
+	bool otlp_failing_logged;
 	struct metrics_collector *self_scratch; /* a collector's figures, on their way */
 };
 
@@ -138,7 +145,7 @@ static void disk_values(const struct io_disk_sample *d, double v[WT_NR_METRICS])
 
 /* The values of @rule on disk @disk (-1: pressure) over the last @n samples. */
 static unsigned int held_values(const struct watch_ctx *ctx, int disk_idx, const char *name,
-				enum wt_metric rule, double *out, unsigned int n)
+				enum wt_metric rule, double *out, double *times, unsigned int n)
 {
 	const struct watch_window *w = &ctx->window;
 	const struct io_sample *s;
@@ -159,6 +166,8 @@ static unsigned int held_values(const struct watch_ctx *ctx, int disk_idx, const
 				continue;
 			disk_values(&s->disks[j], v);
 		}
+		if (times)
+			times[got] = s->epoch_s;
 		out[got++] = v[rule];
 	}
 	return got;
@@ -235,6 +244,134 @@ static void format_trigger(const struct watch_ctx *ctx, const struct store_trigg
 		snprintf(buf + n, len - n, ")");
 }
 
+/* A sample's slow requests, each a trace (--otlp-endpoint). */
+static void otlp_slow(struct watch_ctx *ctx, const struct coll_slow_sample *s)
+{
+	struct otlp_stage st[COLL_SLOW_STAGES];
+	unsigned int i, k;
+
+	for (i = 0; s && i < s->nr; i++) {
+		const struct coll_slow_req *q = &s->reqs[i];
+		struct otlp_request r = {
+			.start_unix_ns = (uint64_t)(q->time * 1e9),
+			.total_ns = q->total_ns,
+			.op = q->op,
+			.disk = q->disk,
+			.comm = q->owner_known ? q->comm : NULL,
+			.path = q->path,
+			.cgroup = q->cgroup,
+			.container = q->container,
+			.detail = ctx->o->full_detail ? "full" : "block",
+			.pid = q->owner_known ? q->pid : 0,
+			.tid = q->owner_known ? q->tid : 0,
+			.offset = q->offset,
+			.bytes = q->bytes,
+			.stages = st,
+			.nr_stages = q->nr_stages,
+		};
+
+		for (k = 0; k < q->nr_stages; k++)
+			st[k] = (struct otlp_stage){q->stage[k].name, q->stage[k].ns};
+		otlp_add_request(ctx->otlp, &r);
+	}
+}
+
+/* The exporter's figures to the endpoint, a failure said once until it ends. */
+static void otlp_note(struct watch_ctx *ctx, const struct otlp_stats *st)
+{
+	if (ctx->metrics)
+		metrics_note_otlp(ctx->metrics, st);
+	if (st->failing && !ctx->otlp_failing_logged)
+		watch_event("error",
+			    "OTLP export: %s (retried as the protocol allows; what cannot wait "
+			    "is dropped and counted)",
+			    st->last_error);
+	else if (!st->failing && ctx->otlp_failing_logged)
+		watch_event("info", "OTLP export works again");
+	ctx->otlp_failing_logged = st->failing;
+}
+
+static void otlp_tick(struct watch_ctx *ctx)
+{
+	struct otlp_stats st;
+
+	if (!ctx->otlp)
+		return;
+	otlp_get_stats(ctx->otlp, &st);
+	otlp_note(ctx, &st);
+}
+
+/* The incident's opening as a log record: the trigger, and the onset of its rise. */
+static void otlp_incident_opened(struct watch_ctx *ctx, const struct store_trigger *t, int disk_idx,
+				 const char *msg)
+{
+	unsigned int n = ctx->window.nr, got;
+	double *v, *times, onset = 0;
+	struct otlp_attr a[8];
+	char body[640], value[32], threshold[32];
+	unsigned int nr = 0;
+	int idx;
+
+	if (!ctx->otlp)
+		return;
+	v = calloc(n + 1, sizeof(*v));
+	times = calloc(n + 1, sizeof(*times));
+	if (v && times) {
+		got = held_values(ctx, disk_idx, t->disk, t->rule, v, times, n);
+		idx = wt_onset(v, (int)got, t->threshold);
+		onset = idx >= 0 ? times[idx] : 0;
+	}
+	free(v);
+	free(times);
+	snprintf(body, sizeof(body), "incident %lld opened: %s", (long long)ctx->incident_id, msg);
+	snprintf(value, sizeof(value), "%.2f", t->value);
+	snprintf(threshold, sizeof(threshold), "%.2f", t->threshold);
+	a[nr++] = (struct otlp_attr){"iospan.incident.id", NULL, ctx->incident_id};
+	a[nr++] = (struct otlp_attr){"iospan.incident.event", "opened", 0};
+	a[nr++] = (struct otlp_attr){"iospan.disk", t->disk ?: "system", 0};
+	a[nr++] = (struct otlp_attr){"iospan.rule", wt_metric_name(t->rule), 0};
+	a[nr++] = (struct otlp_attr){"iospan.value", value, 0};
+	a[nr++] = (struct otlp_attr){"iospan.threshold", threshold, 0};
+	if (onset > 0)
+		a[nr++] = (struct otlp_attr){"iospan.onset_unix_ms", NULL, (int64_t)(onset * 1000)};
+	otlp_add_log(ctx->otlp, (uint64_t)(t->epoch_s * 1e9), OTLP_SEVERITY_WARN, body, a, nr);
+}
+
+/* The incident's end as a log record, with its busiest processes. */
+static void otlp_incident_closed(struct watch_ctx *ctx, double end_epoch_s, const char *what)
+{
+	static const char busiest_sql[] =
+		"SELECT comm, pid, sum(disk_read_bytes + disk_write_bytes) FROM processes"
+		" WHERE incident_id = ?1 AND phase = 'capture' GROUP BY pid, comm ORDER BY"
+		" sum(disk_read_bytes + disk_write_bytes) DESC,"
+		" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 5";
+	char top[512] = "", body[640];
+	struct otlp_attr a[4];
+	sqlite3_stmt *s = NULL;
+	unsigned int nr = 0;
+	size_t n = 0;
+
+	if (!ctx->otlp)
+		return;
+	if (sqlite3_prepare_v2(store_db(ctx->store), busiest_sql, -1, &s, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(s, 1, ctx->incident_id);
+		while (sqlite3_step(s) == SQLITE_ROW && n < sizeof(top))
+			n += snprintf(top + n, sizeof(top) - n, "%s%s (%lld) %lld bytes",
+				      n ? ", " : "",
+				      printable((const char *)sqlite3_column_text(s, 0) ?: "?"),
+				      (long long)sqlite3_column_int64(s, 1),
+				      (long long)sqlite3_column_int64(s, 2));
+	}
+	sqlite3_finalize(s);
+	snprintf(body, sizeof(body), "incident %lld %s", (long long)ctx->incident_id, what);
+	a[nr++] = (struct otlp_attr){"iospan.incident.id", NULL, ctx->incident_id};
+	a[nr++] = (struct otlp_attr){"iospan.incident.event", "closed", 0};
+	a[nr++] = (struct otlp_attr){"iospan.samples", NULL, ctx->stored_samples};
+	if (top[0])
+		a[nr++] = (struct otlp_attr){"iospan.top_processes", top, 0};
+	otlp_add_log(ctx->otlp, (uint64_t)(end_epoch_s * 1e9), OTLP_SEVERITY_INFO, body, a, nr);
+}
+
 /* Collectors see every sample; with an incident open, inside its transaction. */
 static void run_collectors(struct watch_ctx *ctx, const struct io_sample *s, bool opened,
 			   bool closing)
@@ -256,6 +393,8 @@ static void run_collectors(struct watch_ctx *ctx, const struct io_sample *s, boo
 		if (ret)
 			watch_event("error", "collector %s: %s", watch_collectors[i]->name,
 				    strerror(-ret));
+		if (ctx->otlp && watch_collectors[i]->slow_requests)
+			otlp_slow(ctx, watch_collectors[i]->slow_requests(ctx->collector_priv[i]));
 		if (ctx->metrics && watch_collectors[i]->export) {
 			watch_collectors[i]->export(ctx->collector_priv[i], ctx->metrics,
 						    ctx->self_scratch);
@@ -289,8 +428,8 @@ static void store_succeeded(struct watch_ctx *ctx)
 }
 
 /* A new incident: its row, the pre-trigger window and this sample, in one transaction. */
-static void incident_open(struct watch_ctx *ctx, const struct io_sample *s,
-			  struct store_trigger *t)
+static void incident_open(struct watch_ctx *ctx, const struct io_sample *s, struct store_trigger *t,
+			  int disk_idx)
 {
 	const struct watch_window *w = &ctx->window;
 	char msg[512];
@@ -325,6 +464,7 @@ static void incident_open(struct watch_ctx *ctx, const struct io_sample *s,
 	store_succeeded(ctx);
 	watch_event("trigger", "incident %lld opened: %s; capturing %g s",
 		    (long long)ctx->incident_id, msg, ctx->o->capture_s);
+	otlp_incident_opened(ctx, t, disk_idx, msg);
 }
 
 /* One more sample of the open incident (and a trigger that extended it), on its own. */
@@ -389,10 +529,12 @@ static void incident_close(struct watch_ctx *ctx, double end_epoch_s, const char
 	} else if (complete) {
 		watch_event("stored", "incident %lld stored: %u samples",
 			    (long long)ctx->incident_id, ctx->stored_samples);
+		otlp_incident_closed(ctx, end_epoch_s, "stored");
 	} else {
 		watch_event("stored", "incident %lld stored incomplete (%s): %u samples, %u lost",
 			    (long long)ctx->incident_id, reason, ctx->stored_samples,
 			    ctx->lost_samples);
+		otlp_incident_closed(ctx, end_epoch_s, "stored incomplete");
 	}
 	ctx->incident_id = 0;
 	apply_retention(ctx);
@@ -426,13 +568,14 @@ static void handle_sample(struct watch_ctx *ctx, const struct io_sample *s)
 				disk_idx = i;
 		t.held = held;
 		hold = wt_hold(&ctx->o->rules, t.rule);
-		t.nr_held = held_values(ctx, disk_idx, t.disk, t.rule, held, hold < 64 ? hold : 64);
+		t.nr_held = held_values(ctx, disk_idx, t.disk, t.rule, held, NULL,
+					hold < 64 ? hold : 64);
 	}
 	act = wt_gate_step(&ctx->gate, s->uptime_s, fired);
 	switch (act) {
 	case WT_OPEN:
 		ctx->held_logged = false;
-		incident_open(ctx, s, &t);
+		incident_open(ctx, s, &t, disk_idx);
 		return;
 	case WT_EXTEND:
 		/* A rule still holding extends quietly; one that comes to hold is logged. */
@@ -591,6 +734,71 @@ static void seed_hourly_cap(struct watch_ctx *ctx, const struct io_sample *s)
 		wt_gate_seed(&ctx->gate, s->uptime_s - (s->epoch_s - starts[i]));
 }
 
+/* --otlp-endpoint (or the OTEL_ variables): the exporter's thread. */
+static int otlp_open(struct watch_ctx *ctx)
+{
+	int ret;
+
+	if (!ctx->o->otlp_on)
+		return 0;
+	ret = otlp_start(&ctx->o->otlp, &ctx->otlp);
+	if (ret)
+		return ret;
+	watch_event("info", "slow requests (traces) and incidents (logs) exported to %s and %s",
+		    ctx->o->otlp.url[OTLP_TRACES], ctx->o->otlp.url[OTLP_LOGS]);
+	return 0;
+}
+
+/* Sends what waits (for a few seconds at most), then says what was sent and dropped. */
+static void otlp_close(struct watch_ctx *ctx)
+{
+	struct otlp_stats st;
+	uint64_t dropped[OTLP_NR_SIGNALS] = {};
+	int s, d;
+
+	if (!ctx->otlp)
+		return;
+	otlp_finish(ctx->otlp, &st);
+	otlp_stop(ctx->otlp);
+	otlp_note(ctx, &st); /* what the flush at exit changed */
+	ctx->otlp = NULL;
+	for (s = 0; s < OTLP_NR_SIGNALS; s++)
+		for (d = 0; d < OTLP_NR_DROPS; d++)
+			dropped[s] += st.dropped[s][d];
+	watch_event(
+		"info",
+		"OTLP export: %llu traces and %llu log records sent, %llu and %llu dropped "
+		"(queue full %llu, refused %llu, retries exhausted %llu, at exit %llu)",
+		(unsigned long long)st.sent[OTLP_TRACES], (unsigned long long)st.sent[OTLP_LOGS],
+		(unsigned long long)dropped[OTLP_TRACES], (unsigned long long)dropped[OTLP_LOGS],
+		(unsigned long long)(st.dropped[0][OTLP_DROP_QUEUE_FULL] +
+				     st.dropped[1][OTLP_DROP_QUEUE_FULL]),
+		(unsigned long long)(st.dropped[0][OTLP_DROP_REJECTED] +
+				     st.dropped[1][OTLP_DROP_REJECTED]),
+		(unsigned long long)(st.dropped[0][OTLP_DROP_RETRIES] +
+				     st.dropped[1][OTLP_DROP_RETRIES]),
+		(unsigned long long)(st.dropped[0][OTLP_DROP_AT_EXIT] +
+				     st.dropped[1][OTLP_DROP_AT_EXIT]));
+}
+
+/* --web-config, read before anything is opened: a mistake in it stops the start. */
+static int web_config_read(struct watch_ctx *ctx)
+{
+	int ret;
+
+	if (!ctx->o->web_config_path)
+		return 0;
+	ctx->web = calloc(1, sizeof(*ctx->web));
+	if (!ctx->web)
+		return fail(-ENOMEM, "out of memory");
+	ret = web_config_load(ctx->o->web_config_path, ctx->web);
+	if (ret) {
+		free(ctx->web);
+		ctx->web = NULL;
+	}
+	return ret;
+}
+
 /* --listen: serving before the collectors load, so a port taken fails the start alone. */
 static int endpoint_start(struct watch_ctx *ctx)
 {
@@ -604,12 +812,18 @@ static int endpoint_start(struct watch_ctx *ctx)
 	if (!ctx->metrics || !ctx->self_scratch ||
 	    metrics_init(ctx->metrics, o->disks, o->nr_disks, o->metrics_max_cgroups))
 		return fail(-ENOMEM, "out of memory");
-	ret = http_endpoint_start(&o->listen, metrics_render, ctx->metrics, &ctx->endpoint);
+	ret = http_endpoint_start(&o->listen, ctx->web, metrics_render, ctx->metrics,
+				  &ctx->endpoint);
 	if (ret)
 		return ret;
-	watch_event("info", "metrics at http://%.*s:%u/metrics",
+	watch_event("info", "metrics at http%s://%.*s:%u/metrics%s%s",
+		    web_config_tls(ctx->web) ? "s" : "",
 		    (int)(strrchr(o->listen.text, ':') - o->listen.text), o->listen.text,
-		    http_endpoint_port(ctx->endpoint));
+		    http_endpoint_port(ctx->endpoint),
+		    ctx->web && ctx->web->nr_users ? " (basic authentication)" : "",
+		    ctx->web && ctx->web->client_auth == WEB_CLIENT_REQUIRE_VERIFY ?
+			    " (client certificates)" :
+			    "");
 	return 0;
 }
 
@@ -617,6 +831,10 @@ static void endpoint_stop(struct watch_ctx *ctx)
 {
 	http_endpoint_stop(ctx->endpoint);
 	ctx->endpoint = NULL;
+	if (ctx->web)
+		web_config_free(ctx->web);
+	free(ctx->web);
+	ctx->web = NULL;
 	if (ctx->metrics)
 		metrics_free(ctx->metrics);
 	free(ctx->metrics);
@@ -646,6 +864,9 @@ static int watch_run(struct watch_ctx *ctx)
 	ret = check_disks(o, &ctx->sampler.prev);
 	if (ret)
 		goto cleanup;
+	ret = web_config_read(ctx);
+	if (ret)
+		goto cleanup;
 	/* Samples of the window: --pre seconds before the trigger's sample, and that one. */
 	ret = watch_window_init(&ctx->window,
 				(unsigned int)ceil(o->pre_s * 1e9 / o->interval_ns) + 1);
@@ -657,6 +878,9 @@ static int watch_run(struct watch_ctx *ctx)
 	if (ret)
 		goto cleanup;
 	ret = endpoint_start(ctx);
+	if (ret)
+		goto cleanup;
+	ret = otlp_open(ctx);
 	if (ret)
 		goto cleanup;
 	/* Loading BPF takes a while: "start" means sampling with the collectors on. */
@@ -683,12 +907,14 @@ static int watch_run(struct watch_ctx *ctx)
 		}
 		collectors_observe(ctx, s);
 		handle_sample(ctx, s);
+		otlp_tick(ctx);
 	}
 	ret = 0;
 	if (ctx->incident_open)
 		incident_close(ctx, s->epoch_s, "the watcher was stopped during the capture");
 	watch_event("stop", "stopped%s", stopped ? " by a signal" : " (--duration)");
 	collectors_close(ctx);
+	otlp_close(ctx);
 cleanup:
 	free(s);
 	return ret;

@@ -21,6 +21,7 @@
 #include "disks.h"
 #include "diskstats.h"
 #include "export/http.h"
+#include "export/otlp.h"
 #include "incident/conf.h"
 #include "incident/rules.h"
 #include "incident/store.h"
@@ -65,6 +66,10 @@ struct watch_opts {
 	bool have_listen;	       /* --listen: the metrics endpoint is on */
 	int metrics_max_cgroups;       /* cgroups with series of their own */
 	struct http_listen listen;
+	const char *web_config_path; /* --web-config: TLS and users of the endpoint */
+	const char *otlp_endpoint;   /* --otlp-endpoint, NULL if not given */
+	struct otlp_config otlp;     /* it and the OTEL_ variables */
+	bool otlp_on;
 	const char *db_path;
 	const char *config_path;
 	char *config_text; /* the config file's contents, which option values point into */

@@ -438,3 +438,30 @@ void jw_kv_array(struct jw *jw, const char *name)
 	jw_name(jw, name);
 	jw_start_array(jw);
 }
+
+char *jw_text(void (*fill)(struct jw *jw, const void *arg), const void *arg, size_t *len)
+{
+	char *text = NULL;
+	size_t n = 0;
+	struct jw *jw;
+	FILE *f;
+
+	f = open_memstream(&text, &n);
+	if (!f)
+		return NULL;
+	jw = jw_new(f);
+	if (jw) {
+		jw_flush_lines(jw, false);
+		fill(jw, arg);
+		jw_free(jw);
+	}
+	if (fclose(f) || !jw) {
+		free(text);
+		return NULL;
+	}
+	while (n && text[n - 1] == '\n')
+		text[--n] = '\0';
+	if (len)
+		*len = n;
+	return text;
+}

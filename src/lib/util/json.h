@@ -60,6 +60,12 @@ size_t utf8_seq_len(const unsigned char *p);
  */
 bool utf8_copy(char *dst, size_t len, const char *src);
 
+/*
+ * The JSON text @fill writes, malloc'ed (each top-level value ends with a newline, the
+ * last one's trimmed), its length in *@len if not NULL; NULL: no memory.
+ */
+char *jw_text(void (*fill)(struct jw *jw, const void *arg), const void *arg, size_t *len);
+
 /* Depth of open containers, for callers that must close what they opened on error. */
 int jw_depth(const struct jw *jw);
 

@@ -1,0 +1,281 @@
+# SPDX-License-Identifier: GPL-2.0
+"""iospan watch --otlp-endpoint against a real OTLP receiver (npm's @elastic/mockotlpserver,
+installed by scripts/setup-otlp-receiver.sh; tests/e2e/otlp_receiver.js checks each request
+against the OTLP protobuf definitions): slow requests as traces, each once, its stages as
+child spans that add up to it; incidents as log records; a receiver that fails, stops and
+comes back costs only its own data, counted."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+import iospan_testlib as tl
+from test_watch import DIRECT_READER, NO_IOSTAT_RULES, Watcher, finish, incidents
+
+NPM_DIR = os.environ.get("IOSPAN_NPM_CACHE", "/var/cache/iospan/npm")
+MODULE = os.path.join(NPM_DIR, "node_modules", "@elastic", "mockotlpserver")
+DRIVER = os.path.join(os.path.dirname(__file__), "otlp_receiver.js")
+BS, COUNT = 64 * 1024, 8
+
+
+class Receiver:
+    """The OTLP receiver on @port (0: any), failing its first @fail requests with 503."""
+
+    def __init__(self, port=0, fail=0):
+        if not (shutil.which("node") and os.path.isdir(MODULE)):
+            pytest.skip("needs the OTLP receiver: scripts/setup-otlp-receiver.sh installs it")
+        self.proc = subprocess.Popen(["node", DRIVER, MODULE, str(port), str(fail)],
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.match(r"listening (http://\S+)", line)
+        assert m, line
+        self.url = m.group(1)
+        self.requests = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.requests.append(json.loads(line))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.reader.join(timeout=10)
+
+    def refused(self):
+        return [r for r in self.requests if r["signal"] == "refused"]
+
+    def spans(self):
+        return [s for r in self.requests if r["signal"] == "traces"
+                for rs in r["data"]["resourceSpans"] for ss in rs["scopeSpans"]
+                for s in ss["spans"]]
+
+    def logs(self):
+        return [lr for r in self.requests if r["signal"] == "logs"
+                for rl in r["data"]["resourceLogs"] for sl in rl["scopeLogs"]
+                for lr in sl["logRecords"]]
+
+    def resources(self):
+        return [res["resource"] for r in self.requests if "data" in r
+                for res in r["data"].get("resourceSpans", []) + r["data"].get("resourceLogs", [])]
+
+
+def attrs(obj):
+    out = {}
+    for a in obj.get("attributes", []):
+        v = a["value"]
+        out[a["key"]] = int(v["intValue"]) if "intValue" in v else v.get("stringValue")
+    return out
+
+
+def traces(spans):
+    """{trace id: (root span, [children in time order])}; each trace has one root."""
+    by = {}
+    for s in spans:
+        by.setdefault(s["traceId"], []).append(s)
+    out = {}
+    for tid, ss in by.items():
+        roots = [s for s in ss if not s.get("parentSpanId")]
+        assert len(roots) == 1, ss
+        kids = sorted((s for s in ss if s.get("parentSpanId")),
+                      key=lambda s: int(s["startTimeUnixNano"]))
+        assert all(k["parentSpanId"] == roots[0]["spanId"] for k in kids), ss
+        out[tid] = (roots[0], kids)
+    return out
+
+
+def check_trace(root, kids):
+    """The stages laid end to end from the request's start add up to it, exactly."""
+    start, end = int(root["startTimeUnixNano"]), int(root["endTimeUnixNano"])
+    assert kids, root
+    at = start
+    for k in kids:
+        assert int(k["startTimeUnixNano"]) == at, (root, kids)
+        at = int(k["endTimeUnixNano"])
+        assert at > int(k["startTimeUnixNano"]), k
+    assert at == end, (root, kids)
+    assert attrs(root)["iospan.total_ns"] == end - start
+
+
+def slow_reads_watched(tmp_path, receiver_url, *extra, env=None, during=None):
+    """COUNT direct reads of BS bytes, each ~125 ms on a disk blk-throttle slows, under
+    watch --slow-request 80ms with OTLP export; returns (watcher, reader pid, path, the
+    reader's own timings, disk name, db)."""
+    tl.require_root("creates loop devices, a file system and a blkio cgroup")
+    tl.require_blkio()
+    db = str(tmp_path / "otlp.db")
+    with tl.slow_disk(size_mb=48, read_bps=512 * 1024) as (dev, cgroup), \
+            tl.filesystem(dev, "ext4") as mnt:
+        name = os.path.basename(dev)
+        path = os.path.join(mnt, "otlpdata")
+        subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=1",
+                        "status=none", "conv=fsync"], check=True)
+        exe = tmp_path / "otlpreader"
+        exe.symlink_to("/usr/bin/python3")
+        reader = subprocess.Popen([str(exe), "-c", DIRECT_READER, path, str(BS), str(COUNT),
+                                   "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, preexec_fn=lambda: tl.move_to_cgroup(cgroup))
+        assert reader.stdout.readline().strip() == "ready"
+        args = ["--pre", "2", "--capture", "2", "--slow-request", "80ms"]
+        if receiver_url:
+            args += ["--otlp-endpoint", receiver_url]
+        w = Watcher(db, dev, *args, *extra, *NO_IOSTAT_RULES, env=env)
+        try:
+            w.wait_for(r" info: collector (top|trace) loaded")
+            if during:
+                threading.Timer(0.3, during).start()
+            took = finish(reader)
+            w.wait_for(r"stored: incident 1 stored", timeout=30)
+        finally:
+            assert w.stop() == 0, w.lines
+    return w, reader.pid, path, took, name, db
+
+
+def sent_at_exit(w):
+    line = w.wait_for(r"OTLP export: \d+ traces")
+    m = re.search(r"OTLP export: (\d+) traces and (\d+) log records sent, (\d+) and (\d+) "
+                  r"dropped", line)
+    return tuple(int(x) for x in m.groups())
+
+
+@pytest.mark.parametrize("detail", ["block", "full"])
+def test_slow_requests_and_incidents_arrive_once(tmp_path, detail):
+    """Each of the reader's slow reads is one trace at the receiver, with its process,
+    file, disk, op and bytes, its stages child spans adding up to it, within the reader's
+    own timing; every slow request the incident stored is among them; the incident's
+    opening and end are log records (trigger, busiest process); what watch says it sent
+    is what arrived."""
+    rx = Receiver()
+    try:
+        w, pid, path, took, name, db = slow_reads_watched(
+            tmp_path, rx.url, "--detail", detail, "--capture-threshold", "80ms")
+        time.sleep(0.5)  # the receiver prints what it took after answering
+    finally:
+        rx.stop()
+    assert all(not r.get("errors") for r in rx.requests), rx.requests
+    tr = traces(rx.spans())
+    for root, kids in tr.values():
+        check_trace(root, kids)
+    mine = sorted(((root, kids) for root, kids in tr.values()
+                   if attrs(root).get("process.pid") == pid),
+                  key=lambda t: int(t[0]["startTimeUnixNano"]))
+    assert len(mine) == COUNT, [attrs(r) for r, _ in mine]
+    for (root, kids), t in zip(mine, took):
+        a = attrs(root)
+        assert (a["process.executable.name"], a["iospan.disk"], a["iospan.bytes"],
+                a["iospan.detail"]) == ("otlpreader", name, BS, detail), a
+        assert a["file.path"] == path, a
+        assert a.get("thread.id") == pid or (detail == "block" and "thread.id" not in a), a
+        assert a["iospan.total_ns"] <= t * 1e9, (a, t)
+        stages = [k["name"] for k in kids]
+        if detail == "block":
+            assert stages == ["q2d", "d2c"], stages
+            assert root["name"] == "read" and a["iospan.offset"] >= 0, root
+        else:
+            assert "d2c" in stages and "pre_block" in stages, stages
+            # Python's os.preadv is the preadv2 syscall (flags 0).
+            assert root["name"] == "preadv2", root
+    # What the incident stored, each among the traces (by offset, op and time).
+    doc = incidents(db, "show", "1")
+    assert doc["slow_requests"], doc
+    got = {(attrs(r)["iospan.offset"], r["name"], round(attrs(r)["iospan.total_ns"] / 1e3))
+           for r, _ in tr.values()}
+    for q in doc["slow_requests"]:
+        assert (q["offset"], q["op"], round(q["total_us"])) in got, (q, sorted(got))
+    # The incident's two log records.
+    logs = {attrs(lr)["iospan.incident.event"]: lr for lr in rx.logs()}
+    opened, closed = attrs(logs["opened"]), attrs(logs["closed"])
+    assert (opened["iospan.incident.id"], opened["iospan.rule"], opened["iospan.disk"]) == \
+        (1, "slow-request", name), opened
+    assert logs["opened"]["severityText"] == "WARN" and "opened" in \
+        logs["opened"]["body"]["stringValue"]
+    assert "otlpreader (%d)" % pid in closed["iospan.top_processes"], closed
+    assert sent_at_exit(w) == (len(tr), 2, 0, 0)
+    res = attrs(rx.resources()[0])
+    assert res["service.name"] == "iospan" and res["host.name"] == os.uname().nodename, res
+
+
+def test_receiver_gone_then_failing_costs_only_its_data(tmp_path):
+    """A receiver that stops, then comes back answering 503 to its first two requests:
+    watch retries (as the protocol allows), says so once and when it works again, samples
+    on, and every trace it counts as sent arrived, the reader's all (but what it counts as
+    dropped). The OTEL_ variables configure it."""
+    rx = Receiver()
+    rx2 = []
+    port = int(rx.url.rsplit(":", 1)[1])
+
+    def bounce():
+        rx.stop()
+        time.sleep(1.5)
+        rx2.append(Receiver(port=port, fail=2))
+
+    env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=rx.url + "/",
+               OTEL_SERVICE_NAME="iospan-ci",
+               OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci,team=storage%20ops")
+    try:
+        w, pid, path, took, name, db = slow_reads_watched(tmp_path, None, env=env,
+                                                          during=bounce)
+        time.sleep(0.5)
+    finally:
+        rx.stop()
+        for r in rx2:
+            r.stop()
+    assert rx2, "the receiver did not come back"
+    received = rx.requests + rx2[0].requests
+    assert all(not r.get("errors") for r in received), received
+    assert len(rx2[0].refused()) == 2, rx2[0].requests
+    spans = [s for r in (rx, rx2[0]) for s in r.spans()]
+    tr = traces(spans)
+    for root, kids in tr.values():
+        check_trace(root, kids)
+    sent, logs_sent, dropped, logs_dropped = sent_at_exit(w)
+    assert sent == len(tr), (sent, len(tr))
+    assert logs_sent == len(rx.logs()) + len(rx2[0].logs())
+    mine = [r for r, _ in tr.values() if attrs(r).get("process.pid") == pid]
+    assert len(mine) == COUNT or len(mine) >= COUNT - dropped, (len(mine), dropped)
+    # Said once while it failed (no connection, then 503), and once when it worked again.
+    assert len(w.matching(r" error: OTLP export: ")) == 1, w.lines
+    assert w.matching(r" info: OTLP export works again"), w.lines
+    res = attrs((rx.resources() or rx2[0].resources())[0])
+    assert (res["service.name"], res["deployment.environment"], res["team"]) == \
+        ("iospan-ci", "ci", "storage ops"), res
+    # Sampling went on at its interval all along: the incident's samples are complete and
+    # (absolute deadlines) as many as its time span holds.
+    assert not w.matching(r"stored incomplete"), w.lines
+    times = sorted({s["time"] for s in incidents(db, "show", "1")["samples"]})
+    assert len(times) >= 2 / 0.2, times
+    assert abs((times[-1] - times[0]) / (len(times) - 1) - 0.2) < 0.05, times
+
+
+def test_bad_otlp_settings():
+    """Each is one line and exit code 2, before anything starts."""
+    db = tempfile.mktemp(prefix=tl.TMP_PREFIX, suffix=".db")
+    cases = [
+        (["--otlp-endpoint", "ftp://collector:4318"], {}, "--otlp-endpoint"),
+        (["--otlp-endpoint", "not a url"], {}, "--otlp-endpoint"),
+        ([], {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        (["--otlp-endpoint", "http://127.0.0.1:4318"],
+         {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "http/json"),
+        (["--otlp-endpoint", "http://127.0.0.1:4318"],
+         {"OTEL_RESOURCE_ATTRIBUTES": "novalue"}, "OTEL_RESOURCE_ATTRIBUTES"),
+        (["--otlp-endpoint", "http://127.0.0.1:4318"],
+         {"OTEL_EXPORTER_OTLP_HEADERS": "a=b\r\nc"}, "OTEL_EXPORTER_OTLP_HEADERS"),
+        (["--otlp-endpoint", "http://127.0.0.1:4318"],
+         {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, "OTEL_EXPORTER_OTLP_TIMEOUT"),
+    ]
+    for args, extra_env, said in cases:
+        env = dict(os.environ, **extra_env)
+        r = tl.run_iospan("watch", "--db", db, "--bpf", "off", *args, "--duration", "1",
+                          env=env)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2, (args, extra_env, r.returncode, r.stderr)
+        assert len(lines) == 1 and said in lines[0], (args, extra_env, r.stderr)
+        assert not os.path.exists(db)
