@@ -223,7 +223,7 @@ BUILD_JOBS ?= $(shell nproc)
 # the fuzzing pass on the sanitizer build (asan).
 test: deps
 	$(Q)$(MAKE) --no-print-directory -j$(BUILD_JOBS) all $(UNIT_BINS) $(OUT)/bench/hookfloor $(OUT)/bench/syscallcost \
-		$(OUT)/bench/snooplines $(OUT)/iowork asan
+		$(OUT)/bench/snooplines $(OUT)/bench/scrapecost $(OUT)/iowork asan
 	$(Q)OUT=$(OUT) IOSPAN_ASAN_BIN=$(abspath $(ASAN_OUT))/iospan scripts/run-tests.sh
 
 # Only the kernel matrix (tests/kernels): Debian's kernels under QEMU, the guest suite in
@@ -260,6 +260,14 @@ $(OUT)/bench/syscallcost: bench/syscallcost.c | $(OUT)
 # The user-space cost of one snoop line (format and render), without BPF.
 $(OUT)/bench/snooplines: bench/snooplines.c $(LIB_OBJS) $(OUT)/collect/snoop/format.o \
 		$(OUT)/cmd/snoop/render.o | $(OUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $< $(filter %.o,$^) -o $@ $(LDLIBS)
+
+# The CPU of one scrape of the metrics endpoint, by the number of series, without BPF.
+$(OUT)/bench/scrapecost: bench/scrapecost.c $(LIB_OBJS) $(OUT)/export/metrics.o \
+		$(OUT)/export/otlp.o $(OUT)/collect/sampler.o $(OUT)/collect/psi.o \
+		$(OUT)/incident/rules.o | $(OUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(filter %.o,$^) -o $@ $(LDLIBS)

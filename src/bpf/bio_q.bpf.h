@@ -80,13 +80,11 @@ static __always_inline void bio_q_split(struct bio *split)
 		s->q = q;
 }
 
-/*
- * Whether the bio tagged @tag was seen queued (its stamp is on record); taken away if
- * @take, at its request's end. Global: verified once, not in each state of a walk.
- */
-__noinline int bio_q_seen(__u64 tag, __u32 take)
+/* Whether the bio tagged @tag was seen queued (its stamp is on record); taken away if @take. */
+static __always_inline int bio_q_seen(__u64 tag, __u32 take)
 {
-	struct bio_q_slot *s = bio_q_find(tag);
+	__u32 i;
+	struct bio_q_slot *s = slot_find_tag2(&bio_qs, tag, BIO_Q_SLOTS, &i);
 
 	if (!s)
 		return 0;
