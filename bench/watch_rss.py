@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Memory of a long `iospan watch` run with incidents opening and closing.
 
-usage: bench/watch_rss.py [--minutes 60] [--bin build/iospan] [--save FILE] [-- WATCH ARGS...]
+usage: bench/watch_rss.py [--minutes 60] [--bin build/iospan] [--cgroups N] [--save FILE]
+                          [-- WATCH ARGS...]
 
 A tmpfs-backed loop device carries a steady light load (fio, 200 reads/s) and, every
 --period seconds, a burst (fio, 2,000 reads/s for --burst seconds) over the watch's
@@ -13,12 +14,21 @@ seconds. "Flat" means: the RSS of the last quarter of the run is no higher than 
 highest RSS of the second quarter (after the pre-trigger window and the caches filled)
 plus a small slack, and the descriptors do not grow.
 
+With --cgroups N, watch also serves its metrics (--listen, scraped every second as
+Prometheus would) while N short-lived cgroups come and go over the run, each doing a
+little direct I/O on the device before it is removed: the endpoint's cgroup table is
+bounded (--metrics-max-cgroups) and a cgroup that is gone loses its series, so memory
+must stay flat however many come and go. The scrapes' series are in the samples.
+
 The result (one line per sample and a summary) goes to stdout and --save.
 See bench/README.md.
 """
 
 import argparse
 import os
+import random
+import socket
+import urllib.request
 import signal
 import subprocess
 import sys
@@ -50,6 +60,57 @@ def fio_cmd(dev, seconds, iops):
             "--output=/dev/null"]
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(url):
+    """Series of one scrape (lines that are not comments), or -1 if it failed."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return sum(1 for line in r.read().decode().splitlines()
+                       if line and not line.startswith("#"))
+    except OSError:
+        return -1
+
+
+class Churn:
+    """Short-lived cgroups, one started every @every seconds, each reading 64 KiB of @dev
+    directly (4 KiB at a time) and removed as soon as its reader ends."""
+
+    def __init__(self, dev, root, every):
+        self.dev, self.root, self.every = dev, root, every
+        self.live = []  # (path, process)
+        self.made = 0
+        self.next = time.monotonic()
+
+    def step(self):
+        for path, p in list(self.live):
+            if p.poll() is not None:
+                os.rmdir(path)
+                self.live.remove((path, p))
+        now = time.monotonic()
+        while now >= self.next:
+            path = os.path.join(self.root, "iospan-rss-%d-%d" % (os.getpid(), self.made))
+            os.mkdir(path)
+            skip = random.randrange(0, 1024 * 256 - 16)
+            p = subprocess.Popen(
+                ["dd", "if=" + self.dev, "of=/dev/null", "bs=4k", "count=16",
+                 "skip=%d" % skip, "iflag=direct", "status=none"],
+                preexec_fn=lambda c=path: testlib.move_to_cgroup(c))
+            self.live.append((path, p))
+            self.made += 1
+            self.next += self.every
+
+    def stop(self):
+        for path, p in self.live:
+            p.wait()
+            os.rmdir(path)
+        self.live = []
+
+
 def interrupted(signum, frame):
     raise KeyboardInterrupt
 
@@ -64,6 +125,8 @@ def main():
     ap.add_argument("--period", type=float, default=30, help="seconds between bursts")
     ap.add_argument("--burst", type=float, default=6, help="burst length, seconds")
     ap.add_argument("--sample", type=float, default=10, help="RSS sampling period, seconds")
+    ap.add_argument("--cgroups", type=int, default=0,
+                    help="short-lived cgroups over the run, with the metrics endpoint on")
     ap.add_argument("--save", metavar="FILE")
     ap.add_argument("watch_args", nargs="*", help="extra watch options (after --)")
     a = ap.parse_args()
@@ -84,6 +147,11 @@ def main():
                  "--read-mbps", "0", "--write-mbps", "0", "--iops", "1000", "--for", "2",
                  "--capture", "5", "--cooldown", "0", "--max-per-hour", "0", "--keep", "50",
                  ] + a.watch_args
+        url = None
+        if a.cgroups:
+            port = free_port()
+            watch += ["--listen", "127.0.0.1:%d" % port]
+            url = "http://127.0.0.1:%d/metrics" % port
         say("# %s" % " ".join(watch))
         say("# %.0f min; burst %.0f s every %.0f s; samples every %.0f s"
             % (a.minutes, a.burst, a.period, a.sample))
@@ -96,6 +164,9 @@ def main():
         next_burst = t0 + a.period
         next_sample = t0 + a.sample  # start-up (loading the BPF collector) is not the run
         rows = []
+        churn = Churn(dev, testlib.cgroup2_root(), total / a.cgroups) if a.cgroups else None
+        series = 0
+        next_scrape = t0
         try:
             while time.monotonic() - t0 < total:
                 if w.poll() is not None:
@@ -104,13 +175,22 @@ def main():
                 if now >= next_burst and (burst is None or burst.poll() is not None):
                     burst = subprocess.Popen(fio_cmd(dev, int(a.burst), 2000))
                     next_burst = now + a.period
+                if churn:
+                    churn.step()
+                if url and now >= next_scrape:
+                    series = scrape(url)
+                    next_scrape = now + 1
                 if now >= next_sample:
                     rss, fds = vm_kb(w.pid, "VmRSS"), nfds(w.pid)
                     rows.append((now - t0, rss, fds))
-                    say("%7.0f s  rss %6d kB  fds %3d" % (now - t0, rss, fds))
+                    say("%7.0f s  rss %6d kB  fds %3d%s" % (
+                        now - t0, rss, fds,
+                        "  cgroups made %d, series %d" % (churn.made, series) if churn else ""))
                     next_sample = now + a.sample
-                time.sleep(0.5)
+                time.sleep(0.1 if churn else 0.5)
         finally:
+            if churn:
+                churn.stop()
             for p in (steady, burst):
                 if p and p.poll() is None:
                     p.terminate()

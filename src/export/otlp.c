@@ -15,7 +15,6 @@
 
 #include "err.h"
 #include "export/otlp.h"
-#include "iospan.h"
 #include "json.h"
 
 static const char *const signal_names[OTLP_NR_SIGNALS] = {"traces", "logs"};
