@@ -14,10 +14,15 @@ PKG=$DIR/node_modules/@elastic/mockotlpserver/package.json
 if [[ -f $PKG ]] && grep -q "\"version\": \"$VERSION\"" "$PKG"; then
 	exit 0
 fi
+if [[ $(id -u) -ne 0 ]] && ! mkdir -p "$DIR" 2>/dev/null; then
+	# Not a build dependency: the OTLP tests say they need it (a failure under CI=true).
+	echo "setup-otlp-receiver: $DIR is not writable; run it as root to install the OTLP receiver the tests use" >&2
+	exit 0
+fi
 if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "setup-otlp-receiver: needs node and npm; run it as root to install Debian's" >&2
-		exit 2
+		exit 0
 	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
 fi
