@@ -142,3 +142,23 @@ def test_snooplines_writes_snoop_lines_and_their_cost(tmp_path):
     bad = subprocess.run([path, "text", "/dev/null", "0"], capture_output=True, text=True,
                          timeout=30)
     assert bad.returncode == 2 and "LINES_PER_RUN" in bad.stderr
+
+
+def test_scrapecost_renders_the_series_it_claims():
+    """bench/scrapecost fills the endpoint's figures with N cgroups on every disk and
+    times real renders: each cgroup adds the same series on each disk (its counters per
+    op), so the series it reports grow by the same step per cgroup, and a scrape costs
+    some CPU."""
+    path = os.path.join(os.path.dirname(tl.iospan_bin()), "bench", "scrapecost")
+    assert os.path.exists(path), "%s not built ('make test' builds it)" % path
+    docs = []
+    for n in (1, 2, 3):
+        p = subprocess.run([path, str(n), "3"], capture_output=True, text=True, timeout=60,
+                           check=True)
+        docs.append(json.loads(p.stdout))
+    step = docs[1]["series"] - docs[0]["series"]
+    assert step > 0 and docs[2]["series"] - docs[1]["series"] == step, docs
+    assert step % docs[0]["disks"] == 0, docs  # the same series on each disk
+    assert all(d["scrape_cpu_ms_median"] > 0 for d in docs), docs
+    p = subprocess.run([path, "0"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "usage" in p.stderr
