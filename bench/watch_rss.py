@@ -78,10 +78,10 @@ def scrape(url):
 
 class Churn:
     """Short-lived cgroups, one started every @every seconds, each reading 64 KiB of @dev
-    directly (4 KiB at a time) and removed as soon as its reader ends."""
+    directly (4 KiB at a time), then idle, removed after @life seconds."""
 
-    def __init__(self, dev, root, every):
-        self.dev, self.root, self.every = dev, root, every
+    def __init__(self, dev, root, every, life=5):
+        self.dev, self.root, self.every, self.life = dev, root, every, life
         self.live = []  # (path, process)
         self.made = 0
         self.next = time.monotonic()
@@ -96,9 +96,10 @@ class Churn:
             path = os.path.join(self.root, "iospan-rss-%d-%d" % (os.getpid(), self.made))
             os.mkdir(path)
             skip = random.randrange(0, 1024 * 256 - 16)
+            # It lives a few samples: long enough to have series of its own.
             p = subprocess.Popen(
-                ["dd", "if=" + self.dev, "of=/dev/null", "bs=4k", "count=16",
-                 "skip=%d" % skip, "iflag=direct", "status=none"],
+                ["sh", "-c", "dd if=%s of=/dev/null bs=4k count=16 skip=%d iflag=direct "
+                 "status=none; sleep %g" % (self.dev, skip, self.life)],
                 preexec_fn=lambda c=path: testlib.move_to_cgroup(c))
             self.live.append((path, p))
             self.made += 1
