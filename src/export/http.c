@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
@@ -76,6 +79,115 @@ int http_listen_parse(const char *where, const char *opt, const char *spec, stru
 	snprintf(out->text, sizeof(out->text), "%s%s%s:%u", strchr(host, ':') ? "[" : "", host,
 		 strchr(host, ':') ? "]" : "", (unsigned int)port);
 	return 0;
+}
+
+/*
+ * What a TLS client may send before it is answered, read through tls_pull(): GnuTLS
+ * keeps a handshake message until it has all of it, and one may say it is 16 MiB long,
+ * before the handshake (a ClientHello) or after it (TLS 1.3's post-handshake messages).
+ * So GnuTLS is given at most HTTP_TLS_HANDSHAKE_MAX bytes until the client's Finished,
+ * then HTTP_TLS_REQUEST_MAX until its request is answered, and so on for the next one;
+ * past them reading fails and the connection is closed.
+ */
+struct tls_peer {
+	gnutls_session_t session; /* NULL: no memory for this, the connection is refused */
+	int fd;
+	bool handshaken;
+	size_t received; /* since the handshake began, then since the last answer */
+};
+
+static struct tls_peer no_room;
+
+static ssize_t tls_pull(gnutls_transport_ptr_t p, void *buf, size_t len)
+{
+	struct tls_peer *t = p;
+	size_t budget = t->handshaken ? HTTP_TLS_REQUEST_MAX : HTTP_TLS_HANDSHAKE_MAX;
+	ssize_t n;
+
+	if (!t->session) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (t->received >= budget) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	n = recv(t->fd, buf, len < budget - t->received ? len : budget - t->received, 0);
+	if (n > 0)
+		t->received += n;
+	return n;
+}
+
+/* GnuTLS's wait for data, on the connection's socket (not the pointer tls_pull has). */
+static int tls_pull_timeout(gnutls_transport_ptr_t p, unsigned int ms)
+{
+	struct tls_peer *t = p;
+	struct pollfd pfd = {.fd = t->fd, .events = POLLIN};
+
+	if (!t->session)
+		return 1; /* tls_pull says why */
+	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+}
+
+/* The client's Finished, the last of its handshake (TLS 1.2 and 1.3, resumed or not). */
+static int tls_finished(gnutls_session_t session, unsigned int type, unsigned int when,
+			unsigned int incoming, const gnutls_datum_t *msg)
+{
+	gnutls_transport_ptr_t recv_ptr, send_ptr;
+	struct tls_peer *t;
+
+	gnutls_transport_get_ptr2(session, &recv_ptr, &send_ptr);
+	t = recv_ptr;
+	if (incoming && t->session) {
+		t->handshaken = true;
+		t->received = 0;
+	}
+	return 0;
+}
+
+/* A request is answered: the client may send as much again. */
+static void tls_answered(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct tls_peer *t;
+
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	t = ci ? ci->socket_context : NULL;
+	if (t && t->session)
+		t->received = 0;
+}
+
+/* Each TLS connection, as it starts, reads through tls_pull(); and is forgotten. */
+static void tls_peer_notify(void *cls, struct MHD_Connection *c, void **ctx,
+			    enum MHD_ConnectionNotificationCode toe)
+{
+	const union MHD_ConnectionInfo *session, *fd;
+	struct tls_peer *t;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (*ctx != &no_room)
+			free(*ctx);
+		*ctx = NULL;
+		return;
+	}
+	session = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!session || !session->tls_session || !fd)
+		return;
+	t = calloc(1, sizeof(*t));
+	if (t) {
+		t->session = session->tls_session;
+		t->fd = fd->connect_fd;
+	} else {
+		t = &no_room;
+	}
+	*ctx = t;
+	gnutls_transport_set_ptr2(session->tls_session, t,
+				  (gnutls_transport_ptr_t)(intptr_t)fd->connect_fd);
+	gnutls_transport_set_pull_function(session->tls_session, tls_pull);
+	gnutls_transport_set_pull_timeout_function(session->tls_session, tls_pull_timeout);
+	gnutls_handshake_set_hook_function(session->tls_session, GNUTLS_HANDSHAKE_FINISHED,
+					   GNUTLS_HOOK_POST, tls_finished);
 }
 
 static enum MHD_Result answer(struct MHD_Connection *c, unsigned int status, const char *type,
@@ -167,6 +279,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	char *text;
 	int err;
 
+	tls_answered(c);
 	if (check_client_cert(e->web, c))
 		return ANSWER_TEXT(c, MHD_HTTP_FORBIDDEN, forbidden);
 	auth = check_user(e->web, c);
@@ -241,6 +354,7 @@ static void daemon_options(const struct web_config *w, int fd, struct MHD_Option
 		OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, w->priorities);
 		if (w->client_ca_pem)
 			OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, w->client_ca_pem);
+		OPT(MHD_OPTION_NOTIFY_CONNECTION, tls_peer_notify, NULL);
 	}
 	OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT

@@ -37,13 +37,19 @@ typedef int (*http_render_fn)(void *arg, struct prom_buf *out);
  * Limits of what clients can make the daemon hold: connections (of one address: half,
  * so one client cannot shut out the others), memory per connection (its request line
  * and headers, and the answer's headers: 32 MiB in all), and the seconds a connection
- * may stay idle. The open-files limit is raised to fit.
+ * may stay idle, its TLS handshake included. Over TLS, what a client may send before
+ * its handshake is done (its hello and certificates: 1 to 8 KiB in practice), then
+ * before each answer (a request, at most HTTP_CONN_MEMORY, and its records' headers):
+ * GnuTLS keeps a handshake message until it is whole, and one may say it is 16 MiB
+ * long. The open-files limit is raised to fit.
  */
-#define HTTP_MAX_CONNECTIONS 2048
-#define HTTP_MAX_PER_ADDRESS (HTTP_MAX_CONNECTIONS / 2)
-#define HTTP_CONN_MEMORY     (16 * 1024)
-#define HTTP_IDLE_TIMEOUT_S  10
-#define HTTP_MAX_OPTIONS     12 /* of the daemon: limits and TLS */
+#define HTTP_MAX_CONNECTIONS   2048
+#define HTTP_MAX_PER_ADDRESS   (HTTP_MAX_CONNECTIONS / 2)
+#define HTTP_CONN_MEMORY       (16 * 1024)
+#define HTTP_IDLE_TIMEOUT_S    10
+#define HTTP_TLS_HANDSHAKE_MAX (16 * 1024)
+#define HTTP_TLS_REQUEST_MAX   (2 * HTTP_CONN_MEMORY)
+#define HTTP_MAX_OPTIONS       12 /* of the daemon: limits and TLS */
 
 struct http_endpoint;
 

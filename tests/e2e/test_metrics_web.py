@@ -4,9 +4,12 @@ configured as Prometheus' own exporters are (exporter-toolkit's web configuratio
 checked with real clients: Debian's Prometheus scraping over TLS with a password, Python's
 TLS client with good and wrong certificates and passwords, and the configurations a user
 gets wrong."""
+import base64
 import os
+import re
 import shutil
 import socket
+import struct
 import ssl
 import subprocess
 import tempfile
@@ -281,3 +284,258 @@ def test_bad_web_configs(disk, certs):
                       "--duration", "1")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "--listen" in lines[0], r.stderr
+
+
+
+def http_limits():
+    """The endpoint's limits as src/export/http.h declares them: {name: value}."""
+    with open(os.path.join(tl.repo_root(), "src", "export", "http.h")) as f:
+        text = f.read()
+    out = {}
+    for name in ("HTTP_CONN_MEMORY", "HTTP_IDLE_TIMEOUT_S", "HTTP_TLS_HANDSHAKE_MAX",
+                 "HTTP_TLS_REQUEST_MAX"):
+        m = re.search(r"^#define %s\s+\(?(\d+)(?: \* (\w+)\))?\s*$" % name, text, re.M)
+        assert m, name
+        out[name] = int(m.group(1)) * (out[m.group(2)] if m.group(2) in out else
+                                       int(m.group(2) or 1))
+    return out
+
+
+def per_connection_kib(lim):
+    """What one connection can make the daemon hold, in KiB, by the limits of http.h:
+    libmicrohttpd's pool for the request (HTTP_CONN_MEMORY); GnuTLS's session as
+    gnutls_init() makes it (8 KiB in GnuTLS 3.7); what the client sent in its handshake
+    twice over (the records read, the messages assembled from them and their
+    transcript); what it may send after it before an answer (HTTP_TLS_REQUEST_MAX);
+    one record being read (2^14 bytes and 256 of overhead, TLS 1.3's most); and a page
+    for libmicrohttpd's connection and iospan's: 109 KiB. All 2,048 connections: 218 MiB."""
+    return (lim["HTTP_CONN_MEMORY"] // 1024 + 8 + 2 * lim["HTTP_TLS_HANDSHAKE_MAX"] // 1024 +
+            lim["HTTP_TLS_REQUEST_MAX"] // 1024 + 17 + 4)
+
+
+def status_kib(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"^%s:\s+(\d+) kB" % field, f.read(), re.M).group(1))
+
+
+def open_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def sockets(pid):
+    """The inodes of the sockets the process @pid has open."""
+    out = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            m = re.match(r"socket:\[(\d+)\]$", os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except FileNotFoundError:
+            continue
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def listener(pid, port):
+    """The inode of the socket listening on @port that the process @pid has."""
+    mine = sockets(pid)
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()  # 0A: listening
+                if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port and \
+                        cols[9] in mine:
+                    return cols[9]
+    raise AssertionError("no socket listening on %d" % port)
+
+
+def connections(pid, listening):
+    """How many connections the process @pid holds: its sockets but @listening (watch
+    with --bpf off and no OTLP has no other). From its files, not /proc/net/tcp: a
+    table that changes as it is read can be read with lines twice or missing."""
+    return len(sockets(pid) - {listening})
+
+
+def wait_for(what, deadline, check):
+    """Polls @check until it returns true; fails naming @what at monotonic @deadline."""
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def client_hello(ctx):
+    """The first flight of @ctx's client: its ClientHello, as it goes on the wire."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def huge_hello_start(size):
+    """The first @size bytes of a ClientHello that says it is 16 MiB long (the most a
+    handshake message can say), in records of 16 KiB, the most a record holds."""
+    msg = bytes([1]) + (2**24 - 1).to_bytes(3, "big") + b"\x03\x03" + bytes(size - 6)
+    return b"".join(b"\x16\x03\x01" + struct.pack(">H", len(msg[i:i + 16384])) +
+                    msg[i:i + 16384] for i in range(0, len(msg), 16384))
+
+
+def closed_by_peer(s):
+    """True if the other end closed @s (a plain socket): EOF or a reset, past whatever it
+    sent first."""
+    s.setblocking(False)
+    try:
+        while True:
+            if not s.recv(65536):
+                return True
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+REQUEST = ("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic %s\r\n"
+           "User-Agent: %s\r\nConnection: close\r\n\r\n" % (base64.b64encode(
+               ("prom:" + PASSWORD).encode()).decode(), "x" * 800)).encode()
+
+
+def tls_request(ctx, addr, one_byte_records=False):
+    """REQUEST over TLS with @ctx, written a byte at a time (a record each) if asked;
+    the start of the answer."""
+    with ctx.wrap_socket(socket.create_connection(addr, timeout=10),
+                         server_hostname="127.0.0.1") as s:
+        for i in range(len(REQUEST)) if one_byte_records else [None]:
+            s.sendall(REQUEST[i:i + 1] if i is not None else REQUEST)
+        return s.recv(64)
+
+
+def test_misbehaving_tls_clients_cost_only_themselves(disk, certs):
+    """Over HTTPS with client certificates and a password, clients that misbehave at
+    each step of TLS: 1,000 connections that never send a ClientHello, 100 that send half
+    of one and stall, 64 that send 4 MiB of a ClientHello that says it is 16 MiB long,
+    100 that finish the handshake and say nothing, 100 that send half a request line,
+    a certificate another CA signed, a wrong password. The huge hellos are cut off at
+    once; while the others are all held, a good client is answered 200 with valid
+    metrics within a scrape timeout, watch samples every interval, and the daemon holds
+    at most what the limits declare (http.h). The stalled handshakes are closed by the
+    idle timeout as idle requests are, and afterwards the daemon has the files it had
+    before."""
+    web = certs.web_config("tls_server_config:\n  cert_file: server.crt\n"
+                           "  key_file: server.key\n  client_ca_file: ca.crt\n"
+                           "  client_auth_type: RequireAndVerifyClientCert\n"
+                           "basic_auth_users:\n  prom: %s\n" % bcrypt(PASSWORD))
+    lim = http_limits()
+    timeout = lim["HTTP_IDLE_TIMEOUT_S"]
+    per_connection = per_connection_kib(lim)
+    ep, db = start(disk, web, certs.client(cert="client"), ("prom", PASSWORD))
+    pid = ep.proc.pid
+    host, port = ep.base[len("https://"):].rsplit(":", 1)
+    port = int(port)
+    listening = listener(pid, port)
+
+    def connect(src):
+        # The abusers come from addresses of their own: what they cost is checked here,
+        # not the limit of connections from one address (half the connections).
+        return socket.create_connection((host, port), timeout=10, source_address=(src, 0))
+
+    stalled, huge, talked = [], [], []
+    try:
+        assert ep.get()[0] == 200  # the password checked once, and remembered
+        wait_for("the scrapes' connections closed", time.monotonic() + timeout,
+                 lambda: connections(pid, listening) == 0)
+        fds0, rss0 = open_fds(pid), status_kib(pid, "VmRSS")
+        with open("/proc/%d/clear_refs" % pid, "w") as f:
+            f.write("5")  # VmHWM from now on: the peak while the abusers are held
+        n0 = value(ep.samples(), "iospan_watch_samples_total")
+        t0 = time.monotonic()
+
+        hello = client_hello(certs.client())
+        for _ in range(1000):
+            stalled.append(connect("127.0.0.2"))  # never says a word
+        for _ in range(100):
+            s = connect("127.0.0.3")
+            s.sendall(hello[:len(hello) // 2])  # half a ClientHello, then nothing
+            stalled.append(s)
+        start_of_huge = huge_hello_start(4 << 20)
+        for _ in range(64):
+            s = connect("127.0.0.3")
+            try:
+                s.sendall(start_of_huge)
+            except (ConnectionResetError, BrokenPipeError):
+                pass  # cut off before it was all sent
+            huge.append(s)
+        for i in range(200):
+            s = certs.client().wrap_socket(connect("127.0.0.4"), server_hostname="127.0.0.1")
+            if i % 2:
+                s.sendall(b"GET /metr")  # half a request line
+            talked.append(s)
+        held = len(stalled) + len(talked)
+
+        # The huge hellos are cut off at HTTP_TLS_HANDSHAKE_MAX, not left to the idle
+        # timeout: before the others, which said their last word earlier, could time out
+        # (t0 + the timeout), the huge are gone and the others all held.
+        wait_for("the huge ClientHellos cut off", t0 + timeout,
+                 lambda: all(closed_by_peer(s) for s in huge))
+        wait_for("the huge ClientHellos gone, the others held", t0 + timeout,
+                 lambda: connections(pid, listening) == held)
+        assert open_fds(pid) >= fds0 + held, (open_fds(pid), fds0, held)
+        # A certificate another CA signed, a wrong password: refused.
+        assert ep.get(tls=certs.client(cert="stranger"))[0] == 403
+        assert ep.get(auth=("prom", "wrong"))[0] == 401
+        # A good client, among them all: each scrape within the scrape timeout the
+        # Prometheus of these tests has (test_metrics.Prometheus: 1 s).
+        slowest = 0.0
+        for _ in range(5):
+            t = time.monotonic()
+            status, _, text = ep.get()
+            slowest = max(slowest, time.monotonic() - t)
+            assert status == 200, status
+            s = parse_exposition(text)
+            assert ("iospan_disk_requests_total", frozenset(
+                {("disk", disk), ("op", "read")})) in s, text[:2000]
+        assert slowest < 1.0, slowest
+        n1 = value(s, "iospan_watch_samples_total")
+        elapsed = time.monotonic() - t0
+        # One whose request comes a byte a record (of 22 bytes or more, TLS 1.2 or 1.3),
+        # more on the wire than a handshake may take: its limit is not the request's.
+        assert len(REQUEST) * 22 > lim["HTTP_TLS_HANDSHAKE_MAX"]
+        assert tls_request(certs.client(cert="client"), (host, port),
+                           one_byte_records=True).startswith(b"HTTP/1.1 200 ")
+        rss1, peak = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+        fds1 = open_fds(pid)
+        # The good clients' connections closed, and no abuser's yet (none could time out
+        # before t0 + the idle timeout): all were held meanwhile.
+        wait_for("all the abusers still held", t0 + timeout,
+                 lambda: connections(pid, listening) == held)
+        t_held = time.monotonic() - t0
+
+        # The clients that finished their handshake go; the stalled handshakes stay
+        # until the daemon's idle timeout closes them (from their last byte, after t0).
+        for s in talked:
+            s.close()
+        talked = []
+        wait_for("the stalled handshakes closed by the idle timeout", t0 + 3 * timeout,
+                 lambda: connections(pid, listening) == 0)
+        t_freed = time.monotonic() - t0
+        assert all(closed_by_peer(s) for s in stalled)
+        wait_for("the daemon's files back to %d" % fds0, time.monotonic() + timeout,
+                 lambda: open_fds(pid) == fds0)
+        for s in stalled:
+            s.close()
+        stalled = []
+        assert ep.get()[0] == 200
+        wait_for("the daemon's files back to %d" % fds0, time.monotonic() + timeout,
+                 lambda: open_fds(pid) == fds0 and connections(pid, listening) == 0)
+        rss2 = status_kib(pid, "VmRSS")
+    finally:
+        for s in stalled + huge + talked:
+            s.close()
+        stop(ep, db)
+    print("\nheld %d connections for %.2f s; RSS %d kB, %d with them (peak %d, bound %d), "
+          "%d after; fds %d, %d with them, %d after; slowest good scrape %.3f s; samples "
+          "%d -> %d in %.2f s; stalled handshakes closed %.2f s after t0" % (
+              held, t_held, rss0, rss1, peak, rss0 + (held + len(huge)) * per_connection,
+              rss2, fds0, fds1, fds0, slowest, n0, n1, elapsed, t_freed))
+    # Samples come at absolute deadlines, one per interval: a late one is still taken.
+    assert n1 - n0 >= int(elapsed / INTERVAL) - 2, (n0, n1, elapsed)
+    assert peak - rss0 <= (held + len(huge)) * per_connection, (rss0, peak, held)
+
