@@ -153,44 +153,27 @@
  * one has the folio that triggered it): handler(struct inode *, pgoff_t index,
  * unsigned long req).
  */
-#define RA_SYNC_PROGS(name, handler)                                                         \
-	SEC("tp_btf/page_cache_sync_ra")                                                     \
+#define RA_PROGS(name, func, handler, ...)                                                     \
+	SEC("tp_btf/" #func)                                                                   \
 	int BPF_PROG(name, struct inode *inode, unsigned long index, struct file_ra_state *ra, \
-		     unsigned long req)                                                      \
-	{                                                                                    \
-		return handler(KVIEW(struct inode, inode), index, req);                    \
-	}                                                                                    \
-	SEC("fentry/page_cache_sync_ra")                                                     \
-	int BPF_PROG(name##_fentry, struct readahead_control *ractl, unsigned long req)      \
-	{                                                                                    \
-		return handler(ractl->mapping->host, ractl->_index, req);                    \
-	}                                                                                    \
-	SEC("kprobe/page_cache_sync_ra")                                                     \
-	int BPF_KPROBE(name##_kprobe, struct readahead_control *ractl, unsigned long req)    \
-	{                                                                                    \
-		return handler(KPTR_AS(struct inode, BPF_CORE_READ(ractl, mapping, host)),   \
-			       BPF_CORE_READ(ractl, _index), req);                           \
+		     unsigned long req)                                                        \
+	{                                                                                      \
+		return handler(KVIEW(struct inode, inode), index, req);                        \
+	}                                                                                      \
+	SEC("fentry/" #func)                                                                   \
+	int BPF_PROG(name##_fentry, struct readahead_control *ractl, __VA_ARGS__)              \
+	{                                                                                      \
+		return handler(ractl->mapping->host, ractl->_index, req);                      \
+	}                                                                                      \
+	SEC("kprobe/" #func)                                                                   \
+	int BPF_KPROBE(name##_kprobe, struct readahead_control *ractl, __VA_ARGS__)            \
+	{                                                                                      \
+		return handler(KPTR_AS(struct inode, BPF_CORE_READ(ractl, mapping, host)),     \
+			       BPF_CORE_READ(ractl, _index), req);                             \
 	}
 
-#define RA_ASYNC_PROGS(name, handler)                                                        \
-	SEC("tp_btf/page_cache_async_ra")                                                    \
-	int BPF_PROG(name, struct inode *inode, unsigned long index, struct file_ra_state *ra, \
-		     unsigned long req)                                                      \
-	{                                                                                    \
-		return handler(KVIEW(struct inode, inode), index, req);                    \
-	}                                                                                    \
-	SEC("fentry/page_cache_async_ra")                                                    \
-	int BPF_PROG(name##_fentry, struct readahead_control *ractl, struct folio *folio,    \
-		     unsigned long req)                                                      \
-	{                                                                                    \
-		return handler(ractl->mapping->host, ractl->_index, req);                    \
-	}                                                                                    \
-	SEC("kprobe/page_cache_async_ra")                                                    \
-	int BPF_KPROBE(name##_kprobe, struct readahead_control *ractl, struct folio *folio,  \
-		       unsigned long req)                                                    \
-	{                                                                                    \
-		return handler(KPTR_AS(struct inode, BPF_CORE_READ(ractl, mapping, host)),   \
-			       BPF_CORE_READ(ractl, _index), req);                           \
-	}
+#define RA_SYNC_PROGS(name, handler) RA_PROGS(name, page_cache_sync_ra, handler, unsigned long req)
+#define RA_ASYNC_PROGS(name, handler) \
+	RA_PROGS(name, page_cache_async_ra, handler, struct folio *folio, unsigned long req)
 
 #endif

@@ -1264,7 +1264,7 @@ SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct file_key fk = {};
+	struct file_key fk;
 	struct dirtier *d, nd = {};
 	struct inode *host;
 
@@ -1273,9 +1273,7 @@ int BPF_PROG(trace_dirty_folio, struct folio *folio, struct address_space *mappi
 	host = dirtied_inode(task, KVIEW(struct address_space, mapping));
 	if (!host)
 		return 0;
-	fk.dev = host->i_sb->s_dev;
-	fk.gen = host->i_generation;
-	fk.ino = host->i_ino;
+	fk = file_key_of(host);
 	d = bpf_map_lookup_elem(&dirtiers, &fk);
 	if (d && d->tid == task->pid)
 		return 0;
@@ -1324,7 +1322,7 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	     unsigned long nr_to_write)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct file_key fk = {};
+	struct file_key fk;
 	struct task_state *t;
 	struct trace_rec *r;
 	struct dirtier *d;
@@ -1338,9 +1336,7 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->kind)
 		return 0; /* written back inside a traced request: its bios are that request's */
-	fk.dev = inode->i_sb->s_dev;
-	fk.gen = inode->i_generation;
-	fk.ino = inode->i_ino;
+	fk = file_key_of(inode);
 	d = bpf_map_lookup_elem(&dirtiers, &fk);
 	if (!dirtier_ok(d) || !file_ok(fk.dev, inode, vfs_dentry((__u64)inode, VFS_FROM_INODE)))
 		return 0;
@@ -1382,16 +1378,12 @@ int BPF_PROG(trace_wb_start, struct inode *inode, struct writeback_control *wbc,
 	now = bpf_ktime_get_ns();
 	rec_reset(r, TRACE_OP_WRITEBACK, now);
 	r->wb_holds = 1;
+	/* The record started as a copy of rec_zero: no dirtier on record leaves no owner. */
 	if (d) {
 		r->pid = d->pid;
 		r->tid = d->tid;
 		r->cgid = d->cgid;
 		__builtin_memcpy(r->comm, d->comm, sizeof(r->comm));
-	} else {
-		r->pid = 0;
-		r->tid = 0;
-		r->cgid = 0;
-		__builtin_memset(r->comm, 0, sizeof(r->comm));
 	}
 	r->flusher = task->pid;
 	r->dev = fk.dev;

@@ -141,6 +141,18 @@ static __always_inline bool memory_fs(struct inode *inode)
 #define BTRFS_SUPER_MAGIC	   0x9123683e
 #define BTRFS_BTREE_INODE_OBJECTID 1
 
+/* The identity of the file of @inode (a trusted BTF pointer): its key in the maps. */
+static __always_inline struct file_key file_key_of(struct inode *inode)
+{
+	struct file_key k = {
+		.dev = inode->i_sb->s_dev,
+		.gen = inode->i_generation,
+		.ino = inode->i_ino,
+	};
+
+	return k;
+}
+
 /*
  * An inode whose page cache is file system metadata although it is a regular file:
  * btrfs's btree inode (its extent buffers). Tests the inode number first, so other

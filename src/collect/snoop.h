@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "counters.h"
 #include "disks.h"
 #include "filters.h"
 #include "snoop_abi.h"
@@ -73,11 +74,12 @@ void snoop_rwbs(uint32_t op, uint32_t rq_flags, char *buf);
 /* The closing counts. */
 struct snoop_totals {
 	uint64_t events, lost, malformed, sent;
-	uint64_t no_owner, no_issue, filtered, partial, inflight_full;
-	uint64_t dirtier_full, no_dirtier, completion_unseen, no_queue;
+	uint64_t cnt[SNOOP_CNT_NR]; /* the BPF side's counters, named by snoop_counters */
 	uint64_t missed_runs;
 	double seconds;
 };
+
+extern const struct counter_def snoop_counters[SNOOP_CNT_NR];
 /* Where the collector delivers each record, in words, as it arrives. */
 struct snoop_sink {
 	void (*event)(void *arg, const struct snoop_io *e, const struct snoop_line *l);

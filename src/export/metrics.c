@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* What iospan watch exports at GET /metrics (metrics.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,12 @@ static const struct disk_op {
 
 _Static_assert(ARRAY_SIZE(disk_ops) == TOP_DH_NR_OPS, "disk_ops[] in enum top_dh_op's order");
 
+/* A time of day (Unix time) as exported: to the microsecond. */
+static struct mw_num epoch_us(double epoch_s)
+{
+	return MW_SCALED((uint64_t)llround(epoch_s * 1e6), 6);
+}
+
 /* The counters the kernel prints as 32-bit milliseconds. */
 static const int tick_fields[] = {
 	DS_RD_TICKS, DS_WR_TICKS, DS_IO_TICKS, DS_TIME_IN_QUEUE, DS_DC_TICKS, DS_FL_TICKS,
@@ -50,6 +57,7 @@ int metrics_init(struct metrics *m, const struct disk_spec *disks, int nr, int m
 		return -ENOMEM;
 	io_sampler_init(&m->sampler, disks, nr);
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->render_lock, NULL);
 	return 0;
 }
 
@@ -63,6 +71,7 @@ void metrics_free(struct metrics *m)
 	free(m->cgroups);
 	m->cgroups = NULL;
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->render_lock);
 }
 
 void metrics_note_sample(struct metrics *m, double epoch_s)
@@ -440,8 +449,8 @@ static void update_disks(struct metrics *m)
 /* What a per-op family counts. */
 enum op_figure { OP_REQUESTS, OP_BYTES, OP_MERGED, OP_TIME };
 
-static void disk_op_family(struct metrics *m, struct prom_buf *b, const char *name,
-			   const char *help, enum op_figure what)
+static void disk_op_family(struct metrics *m, struct mwriter *w, const char *name, const char *help,
+			   enum op_figure what)
 {
 	const struct metrics_disk *md;
 	const struct disk_op *op;
@@ -449,7 +458,7 @@ static void disk_op_family(struct metrics *m, struct prom_buf *b, const char *na
 	int field, j;
 	size_t k;
 
-	prom_family(b, name, PROM_COUNTER, help);
+	mw_family(w, name, PROM_COUNTER, help);
 	for (j = 0; j < m->nr_disks; j++) {
 		md = &m->disks[j];
 		for (k = 0; md->seen && k < ARRAY_SIZE(disk_ops); k++) {
@@ -463,70 +472,68 @@ static void disk_op_family(struct metrics *m, struct prom_buf *b, const char *na
 			l[0] = (struct prom_label){"disk", md->last.name};
 			l[1] = (struct prom_label){"op", op->name};
 			if (what == OP_TIME)
-				prom_sample(b, name, l, 2, md->ticks[field] / 1e3);
+				mw_sample(w, l, 2, MW_SCALED(md->ticks[field], 3));
 			else
-				prom_sample_u64(b, name, l, 2,
-						md->last.f[field] * (what == OP_BYTES ? 512 : 1));
+				mw_sample(w, l, 2,
+					  MW_INT(md->last.f[field] * (what == OP_BYTES ? 512 : 1)));
 		}
 	}
 }
 
-static void disk_family(struct metrics *m, struct prom_buf *b, const char *name,
-			enum prom_type type, const char *help, int field)
+static void disk_family(struct metrics *m, struct mwriter *w, const char *name, enum prom_type type,
+			const char *help, int field)
 {
 	const struct metrics_disk *md;
 	struct prom_label l;
 	int j;
 
-	prom_family(b, name, type, help);
+	mw_family(w, name, type, help);
 	for (j = 0; j < m->nr_disks; j++) {
 		md = &m->disks[j];
 		if (!md->seen)
 			continue;
 		l = (struct prom_label){"disk", md->last.name};
 		if (type == PROM_GAUGE)
-			prom_sample_u64(b, name, &l, 1, md->last.f[field]);
+			mw_sample(w, &l, 1, MW_INT(md->last.f[field]));
 		else
-			prom_sample(b, name, &l, 1, md->ticks[field] / 1e3);
+			mw_sample(w, &l, 1, MW_SCALED(md->ticks[field], 3));
 	}
 }
 
-static void render_disks(struct metrics *m, struct prom_buf *b)
+static void render_disks(struct metrics *m, struct mwriter *w)
 {
-	disk_op_family(m, b, "iospan_disk_requests_total",
+	disk_op_family(m, w, "iospan_disk_requests_total",
 		       "Requests completed, per disk and op (/proc/diskstats).", OP_REQUESTS);
-	disk_op_family(m, b, "iospan_disk_bytes_total",
+	disk_op_family(m, w, "iospan_disk_bytes_total",
 		       "Bytes of the requests completed, per disk and op (sectors x 512).",
 		       OP_BYTES);
-	disk_op_family(m, b, "iospan_disk_merged_total",
+	disk_op_family(m, w, "iospan_disk_merged_total",
 		       "Requests merged into others before they were issued, per disk and op.",
 		       OP_MERGED);
-	disk_op_family(m, b, "iospan_disk_request_time_seconds_total",
+	disk_op_family(m, w, "iospan_disk_request_time_seconds_total",
 		       "Time the completed requests took, summed (from queue to completion).",
 		       OP_TIME);
-	disk_family(m, b, "iospan_disk_io_time_seconds_total", PROM_COUNTER,
+	disk_family(m, w, "iospan_disk_io_time_seconds_total", PROM_COUNTER,
 		    "Time the disk had requests in flight (iostat's %util is its rate).",
 		    DS_IO_TICKS);
-	disk_family(m, b, "iospan_disk_io_time_weighted_seconds_total", PROM_COUNTER,
+	disk_family(m, w, "iospan_disk_io_time_weighted_seconds_total", PROM_COUNTER,
 		    "Time in flight weighted by the requests in flight (aqu-sz is its rate).",
 		    DS_TIME_IN_QUEUE);
-	disk_family(m, b, "iospan_disk_in_flight", PROM_GAUGE,
+	disk_family(m, w, "iospan_disk_in_flight", PROM_GAUGE,
 		    "Requests in flight now (issued to the driver, not completed).", DS_IN_FLIGHT);
 }
 
-static void render_pressure(const struct psi_io *p, struct prom_buf *b)
+static void render_pressure(const struct psi_io *p, struct mwriter *w)
 {
 	const struct prom_label some = {"kind", "some"}, full = {"kind", "full"};
 
 	if (!p->valid)
 		return; /* a kernel without PSI: no series rather than zeros */
-	prom_family(b, "iospan_pressure_io_stalled_seconds_total", PROM_COUNTER,
-		    "Time some (or all: full) non-idle tasks were stalled on I/O "
-		    "(/proc/pressure/io).");
-	prom_sample(b, "iospan_pressure_io_stalled_seconds_total", &some, 1,
-		    p->some_total_us / 1e6);
-	prom_sample(b, "iospan_pressure_io_stalled_seconds_total", &full, 1,
-		    p->full_total_us / 1e6);
+	mw_family(w, "iospan_pressure_io_stalled_seconds_total", PROM_COUNTER,
+		  "Time some (or all: full) non-idle tasks were stalled on I/O "
+		  "(/proc/pressure/io).");
+	mw_sample(w, &some, 1, MW_SCALED(p->some_total_us, 6));
+	mw_sample(w, &full, 1, MW_SCALED(p->full_total_us, 6));
 }
 
 /* Whether the kernel counts the programs' run time now (kernel.bpf_stats_enabled). */
@@ -535,42 +542,42 @@ static bool bpf_stats_on(void)
 	return read_int_file("/proc/sys/kernel/bpf_stats_enabled") == 1;
 }
 
-static void render_losses(const struct metrics_collector *col, int nc, struct prom_buf *b)
+static void render_losses(const struct metrics_collector *col, int nc, struct mwriter *w)
 {
 	const char *name = "iospan_events_lost_total";
 	struct prom_label l[2] = {{"collector", NULL}, {"reason", NULL}};
 	int i, j;
 
-	prom_family(b, name, PROM_COUNTER,
-		    "What a collector lost since it opened, by reason (its counters, "
-		    "iospan-top(8) and iospan-trace(8)).");
+	mw_family(w, name, PROM_COUNTER,
+		  "What a collector lost since it opened, by reason (its counters, "
+		  "iospan-top(8) and iospan-trace(8)).");
 	for (i = 0; i < nc; i++)
 		for (l[0].value = col[i].name, j = 0; j < col[i].nr_losses; j++) {
 			l[1].value = col[i].losses[j].reason;
-			prom_sample_u64(b, name, l, 2, col[i].losses[j].count);
+			mw_sample(w, l, 2, MW_INT(col[i].losses[j].count));
 		}
 }
 
-static void render_hooks(const struct metrics_collector *col, int nc, struct prom_buf *b)
+static void render_hooks(const struct metrics_collector *col, int nc, struct mwriter *w)
 {
 	struct prom_label l[3] = {{"collector", NULL}, {"hook", NULL}, {"mode", NULL}};
 	int i, j;
 
-	prom_family(b, "iospan_hook_info", PROM_GAUGE,
-		    "1 for each hook of a collector, with the way it is attached here (tp_btf, "
-		    "raw_tp, tracepoint, fentry, kprobe; none: not available).");
+	mw_family(w, "iospan_hook_info", PROM_GAUGE,
+		  "1 for each hook of a collector, with the way it is attached here (tp_btf, "
+		  "raw_tp, tracepoint, fentry, kprobe; none: not available).");
 	for (i = 0; i < nc; i++) {
 		l[0].value = col[i].name;
 		for (j = 0; j < col[i].nr_hooks; j++) {
 			l[1].value = col[i].hooks[j].name;
 			l[2].value = col[i].hooks[j].mode;
-			prom_sample(b, "iospan_hook_info", l, 3, 1);
+			mw_sample(w, l, 3, MW_INT(1));
 		}
 	}
 }
 
 /* The programs' run time and runs: counted only while the sysctl is on, else no series. */
-static void render_programs(const struct metrics_collector *col, int nc, struct prom_buf *b)
+static void render_programs(const struct metrics_collector *col, int nc, struct mwriter *w)
 {
 	static const char *const names[] = {"iospan_bpf_program_run_seconds_total",
 					    "iospan_bpf_program_runs_total"};
@@ -582,16 +589,15 @@ static void render_programs(const struct metrics_collector *col, int nc, struct 
 	if (!bpf_stats_on())
 		return;
 	for (f = 0; f < 2; f++) {
-		prom_family(b, names[f], PROM_COUNTER, helps[f]);
+		mw_family(w, names[f], PROM_COUNTER, helps[f]);
 		for (i = 0; i < nc; i++) {
 			l[0].value = col[i].name;
 			for (j = 0; j < col[i].nr_progs; j++) {
 				l[1].value = col[i].progs[j].name;
 				if (f)
-					prom_sample_u64(b, names[f], l, 2, col[i].progs[j].runs);
+					mw_sample(w, l, 2, MW_INT(col[i].progs[j].runs));
 				else
-					prom_sample(b, names[f], l, 2,
-						    col[i].progs[j].run_ns / 1e9);
+					mw_sample(w, l, 2, MW_SCALED(col[i].progs[j].run_ns, 9));
 			}
 		}
 	}
@@ -615,22 +621,35 @@ static void *copy_of(const void *src, int n, size_t size, int *err)
 	return memcpy(p, src, n * size);
 }
 
-/* Latency: 1.024 us to 34.4 s; sizes: 512 bytes to 1 GiB (top_abi.h's slots). */
-static const struct prom_log2_bounds lat_buckets = {10, 35, 1e-9};
-static const struct prom_log2_bounds size_buckets = {9, 30, 1};
+/* The kernel's log2 slots as exported: upper bounds 2^k (in 10^-scale units). */
+struct log2_bounds {
+	int first, last, scale;
+};
 
-/* A histogram of top_abi.h (the kernel's __u64 slots). */
-static void log2_hist(struct prom_buf *b, const char *name, const struct prom_label *l, int nr,
-		      const __u64 *slots, int nr_slots, __u64 sum,
-		      const struct prom_log2_bounds *bounds)
+/* Latency: 1.024 us to 34.4 s (slots of ns); sizes: 512 bytes to 1 GiB (top_abi.h's). */
+static const struct log2_bounds lat_buckets = {10, 35, 9};
+static const struct log2_bounds size_buckets = {9, 30, 0};
+
+/*
+ * A histogram of top_abi.h, whose slot k counts the values in (2^(k-1), 2^k] (slot 0:
+ * 0 and 1): upper bounds 2^k for k from @b->first to @b->last, each exact (a value of
+ * 2^k is in le=2^k), the slots below first in the first bucket, those past last in
+ * +Inf only; @sum of the values, in the slots' unit.
+ */
+static void log2_hist(struct mwriter *w, const struct prom_label *l, int nr, const __u64 *slots,
+		      int nr_slots, __u64 sum, const struct log2_bounds *b)
 {
-	uint64_t v[TOP_DH_LAT_SLOTS];
-	int k;
+	uint64_t le[MW_MAX_BUCKETS], cum[MW_MAX_BUCKETS], count = 0;
+	int k, n = 0;
 
-	_Static_assert(TOP_DH_LAT_SLOTS >= TOP_DH_SIZE_SLOTS, "room for both");
-	for (k = 0; k < nr_slots && k < TOP_DH_LAT_SLOTS; k++)
-		v[k] = slots[k];
-	prom_log2_histogram(b, name, l, nr, v, k, sum, bounds);
+	for (k = 0; k < nr_slots; k++) {
+		count += slots[k];
+		if (k >= b->first && k <= b->last && n < MW_MAX_BUCKETS) {
+			le[n] = 1ULL << k;
+			cum[n++] = count;
+		}
+	}
+	w->ops->histogram(w, l, nr, le, b->scale, cum, n, MW_SCALED(sum, b->scale), count);
 }
 
 static const struct top_dhist *dhist_of(const struct metrics_dhist *h, int n,
@@ -651,10 +670,9 @@ static const struct top_dhist *dhist_of(const struct metrics_dhist *h, int n,
  * and flushes from the first one.
  */
 static void render_disk_hists(struct metrics *m, const struct metrics_dhist *h, int n,
-			      struct prom_buf *b, bool sizes)
+			      struct mwriter *w, bool sizes)
 {
 	static const struct top_dhist zero;
-	const char *name = sizes ? "iospan_disk_request_size_bytes" : "iospan_disk_latency_seconds";
 	const struct metrics_disk *md;
 	const struct top_dhist *d;
 	struct prom_label l[3];
@@ -672,22 +690,20 @@ static void render_disk_hists(struct metrics *m, const struct metrics_dhist *h, 
 			l[1] = (struct prom_label){"op", disk_ops[op].name};
 			if (sizes) {
 				if (op != TOP_DH_FLUSH)
-					log2_hist(b, name, l, 2, d->size, TOP_DH_SIZE_SLOTS,
-						  d->bytes_sum, &size_buckets);
+					log2_hist(w, l, 2, d->size, TOP_DH_SIZE_SLOTS, d->bytes_sum,
+						  &size_buckets);
 				continue;
 			}
 			l[2] = (struct prom_label){"stage", "q2c"};
-			log2_hist(b, name, l, 3, d->q2c, TOP_DH_LAT_SLOTS, d->q2c_sum,
-				  &lat_buckets);
+			log2_hist(w, l, 3, d->q2c, TOP_DH_LAT_SLOTS, d->q2c_sum, &lat_buckets);
 			l[2].value = "d2c";
-			log2_hist(b, name, l, 3, d->d2c, TOP_DH_LAT_SLOTS, d->d2c_sum,
-				  &lat_buckets);
+			log2_hist(w, l, 3, d->d2c, TOP_DH_LAT_SLOTS, d->d2c_sum, &lat_buckets);
 		}
 	}
 }
 
 /* The histograms, with top's collector (a copy taken under the lock). */
-static int render_hists(struct metrics *m, struct prom_buf *b)
+static int render_hists(struct metrics *m, struct mwriter *w)
 {
 	struct metrics_dhist *h;
 	int n, err = 0;
@@ -700,13 +716,13 @@ static int render_hists(struct metrics *m, struct prom_buf *b)
 	pthread_mutex_unlock(&m->lock);
 	if (!on || err)
 		return err;
-	prom_family(b, "iospan_disk_latency_seconds", PROM_HISTOGRAM,
-		    "Request latency per disk and op: stage q2c from the first bio's queue to "
-		    "completion, d2c from the issue to the driver to completion.");
-	render_disk_hists(m, h, n, b, false);
-	prom_family(b, "iospan_disk_request_size_bytes", PROM_HISTOGRAM,
-		    "Request size per disk and op, in bytes.");
-	render_disk_hists(m, h, n, b, true);
+	mw_family(w, "iospan_disk_latency_seconds", PROM_HISTOGRAM,
+		  "Request latency per disk and op: stage q2c from the first bio's queue to "
+		  "completion, d2c from the issue to the driver to completion.");
+	render_disk_hists(m, h, n, w, false);
+	mw_family(w, "iospan_disk_request_size_bytes", PROM_HISTOGRAM,
+		  "Request size per disk and op, in bytes.");
+	render_disk_hists(m, h, n, w, true);
 	free(h);
 	return 0;
 }
@@ -716,13 +732,13 @@ enum cg_figure { CG_DISK_BYTES, CG_REQUESTS, CG_REQUEST_TIME, CG_FS_BYTES, CG_WR
 
 static const char *const cg_op_names[MCG_NR_OPS] = {"read", "write", "flush"};
 
-static void cg_family(const struct metrics_cgroup_io *cg, int n, struct prom_buf *b,
+static void cg_family(const struct metrics_cgroup_io *cg, int n, struct mwriter *w,
 		      const char *name, const char *help, enum cg_figure what)
 {
 	struct prom_label l[4];
 	int i, op, nr_ops;
 
-	prom_family(b, name, PROM_COUNTER, help);
+	mw_family(w, name, PROM_COUNTER, help);
 	nr_ops = what == CG_WRITEBACK				? 1 :
 		 what == CG_REQUESTS || what == CG_REQUEST_TIME ? MCG_NR_OPS :
 								  2;
@@ -734,19 +750,19 @@ static void cg_family(const struct metrics_cgroup_io *cg, int n, struct prom_buf
 			l[3] = (struct prom_label){"op", cg_op_names[op]};
 			switch (what) {
 			case CG_DISK_BYTES:
-				prom_sample_u64(b, name, l, 4, cg[i].disk_bytes[op]);
+				mw_sample(w, l, 4, MW_INT(cg[i].disk_bytes[op]));
 				break;
 			case CG_REQUESTS:
-				prom_sample_u64(b, name, l, 4, cg[i].requests[op]);
+				mw_sample(w, l, 4, MW_INT(cg[i].requests[op]));
 				break;
 			case CG_REQUEST_TIME:
-				prom_sample(b, name, l, 4, cg[i].request_ns[op] / 1e9);
+				mw_sample(w, l, 4, MW_SCALED(cg[i].request_ns[op], 9));
 				break;
 			case CG_FS_BYTES:
-				prom_sample_u64(b, name, l, 4, cg[i].fs_bytes[op]);
+				mw_sample(w, l, 4, MW_INT(cg[i].fs_bytes[op]));
 				break;
 			case CG_WRITEBACK:
-				prom_sample_u64(b, name, l, 3, cg[i].writeback_bytes);
+				mw_sample(w, l, 3, MW_INT(cg[i].writeback_bytes));
 				break;
 			}
 		}
@@ -755,7 +771,7 @@ static void cg_family(const struct metrics_cgroup_io *cg, int n, struct prom_buf
 
 /* Each cgroup's own io.pressure (cgroup v2 with PSI), read now; once per cgroup. */
 static void cg_pressure(const struct metrics *m, const struct metrics_cgroup_io *cg, int n,
-			struct prom_buf *b)
+			struct mwriter *w)
 {
 	static const char *const name = "iospan_cgroup_pressure_io_stalled_seconds_total";
 	char path[sizeof(m->cgroup2) + METRICS_CGROUP_LEN + 16];
@@ -776,21 +792,21 @@ static void cg_pressure(const struct metrics *m, const struct metrics_cgroup_io 
 		if (!p.valid)
 			continue; /* no PSI, or the cgroup went: no series rather than zeros */
 		if (!family)
-			prom_family(b, name, PROM_COUNTER,
-				    "Time some (all) of the cgroup's tasks stalled on I/O "
-				    "(its io.pressure).");
+			mw_family(w, name, PROM_COUNTER,
+				  "Time some (all) of the cgroup's tasks stalled on I/O "
+				  "(its io.pressure).");
 		family = true;
 		l[0] = (struct prom_label){"cgroup", cg[i].cgroup};
 		l[1] = (struct prom_label){"container", cg[i].container};
 		l[2] = (struct prom_label){"kind", "some"};
-		prom_sample(b, name, l, 3, p.some_total_us / 1e6);
+		mw_sample(w, l, 3, MW_SCALED(p.some_total_us, 6));
 		l[2].value = "full";
-		prom_sample(b, name, l, 3, p.full_total_us / 1e6);
+		mw_sample(w, l, 3, MW_SCALED(p.full_total_us, 6));
 	}
 }
 
 /* The cgroups' figures, with top's collector (a copy taken under the lock). */
-static int render_cgroups(struct metrics *m, struct prom_buf *b)
+static int render_cgroups(struct metrics *m, struct mwriter *w)
 {
 	struct metrics_cgroup_io *cg;
 	int n, err = 0;
@@ -803,28 +819,28 @@ static int render_cgroups(struct metrics *m, struct prom_buf *b)
 	pthread_mutex_unlock(&m->lock);
 	if (!on || err)
 		return err;
-	cg_family(cg, n, b, "iospan_cgroup_disk_bytes_total",
+	cg_family(cg, n, w, "iospan_cgroup_disk_bytes_total",
 		  "Bytes the cgroup's processes read from and wrote to the disk (writeback "
 		  "credited to the cgroup that dirtied the pages).",
 		  CG_DISK_BYTES);
-	cg_family(cg, n, b, "iospan_cgroup_disk_requests_total",
+	cg_family(cg, n, w, "iospan_cgroup_disk_requests_total",
 		  "Requests of the cgroup's processes completed on the disk.", CG_REQUESTS);
-	cg_family(cg, n, b, "iospan_cgroup_disk_request_time_seconds_total",
+	cg_family(cg, n, w, "iospan_cgroup_disk_request_time_seconds_total",
 		  "Time those requests took, from queue to completion, summed.", CG_REQUEST_TIME);
-	cg_family(cg, n, b, "iospan_cgroup_fs_bytes_total",
+	cg_family(cg, n, w, "iospan_cgroup_fs_bytes_total",
 		  "Bytes the cgroup's processes read and wrote through the file system "
 		  "(syscalls, mmap), on files of the disk.",
 		  CG_FS_BYTES);
-	cg_family(cg, n, b, "iospan_cgroup_writeback_bytes_total",
+	cg_family(cg, n, w, "iospan_cgroup_writeback_bytes_total",
 		  "Of the written bytes, those kernel threads wrote back for the cgroup.",
 		  CG_WRITEBACK);
-	cg_pressure(m, cg, n, b);
+	cg_pressure(m, cg, n, w);
 	free(cg);
 	return 0;
 }
 
 /* Watch's own state: a copy taken under the lock, written without it. */
-static int render_watch(struct metrics *m, struct prom_buf *b)
+static int render_watch(struct metrics *m, struct mwriter *w)
 {
 	struct metrics_incidents *inc;
 	struct metrics_collector *col;
@@ -850,34 +866,33 @@ static int render_watch(struct metrics *m, struct prom_buf *b)
 		return err;
 	}
 
-	prom_family(b, "iospan_watch_samples_total", PROM_COUNTER,
-		    "Samples watch took (one per --interval).");
-	prom_sample_u64(b, "iospan_watch_samples_total", NULL, 0, samples);
+	mw_family(w, "iospan_watch_samples_total", PROM_COUNTER,
+		  "Samples watch took (one per --interval).");
+	mw_sample(w, NULL, 0, MW_INT(samples));
 	if (samples) {
-		prom_family(b, "iospan_watch_last_sample_timestamp_seconds", PROM_GAUGE,
-			    "When watch took its last sample (Unix time).");
-		prom_sample(b, "iospan_watch_last_sample_timestamp_seconds", NULL, 0, last_sample);
+		mw_family(w, "iospan_watch_last_sample_timestamp_seconds", PROM_GAUGE,
+			  "When watch took its last sample (Unix time).");
+		mw_sample(w, NULL, 0, epoch_us(last_sample));
 	}
-	prom_family(b, "iospan_watch_incidents_total", PROM_COUNTER,
-		    "Incidents opened since watch started, per disk and the rule that fired.");
+	mw_family(w, "iospan_watch_incidents_total", PROM_COUNTER,
+		  "Incidents opened since watch started, per disk and the rule that fired.");
 	for (i = 0; i < n; i++) {
 		l[0] = (struct prom_label){"disk", inc[i].disk};
 		l[1] = (struct prom_label){"rule", wt_metric_name(inc[i].rule)};
-		prom_sample_u64(b, "iospan_watch_incidents_total", l, 2, inc[i].count);
+		mw_sample(w, l, 2, MW_INT(inc[i].count));
 	}
-	prom_family(b, "iospan_watch_incident_open", PROM_GAUGE,
-		    "1 while an incident is being captured, else 0.");
-	prom_sample(b, "iospan_watch_incident_open", NULL, 0, open);
+	mw_family(w, "iospan_watch_incident_open", PROM_GAUGE,
+		  "1 while an incident is being captured, else 0.");
+	mw_sample(w, NULL, 0, MW_INT(open));
 	if (last_incident > 0) {
-		prom_family(b, "iospan_watch_last_incident_timestamp_seconds", PROM_GAUGE,
-			    "When the last incident since watch started opened (Unix time).");
-		prom_sample(b, "iospan_watch_last_incident_timestamp_seconds", NULL, 0,
-			    last_incident);
+		mw_family(w, "iospan_watch_last_incident_timestamp_seconds", PROM_GAUGE,
+			  "When the last incident since watch started opened (Unix time).");
+		mw_sample(w, NULL, 0, epoch_us(last_incident));
 	}
 	free(inc);
-	render_losses(col, nc, b);
-	render_hooks(col, nc, b);
-	render_programs(col, nc, b);
+	render_losses(col, nc, w);
+	render_hooks(col, nc, w);
+	render_programs(col, nc, w);
 	free(col);
 	return 0;
 }
@@ -890,12 +905,12 @@ void metrics_note_otlp(struct metrics *m, const struct otlp_stats *s)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static void render_otlp(struct metrics *m, struct prom_buf *b)
+static void render_otlp(struct metrics *m, struct mwriter *w)
 {
 	struct prom_label l[2];
 	struct otlp_stats st;
 	bool have;
-	int s, d;
+	int s, d, nr;
 
 	pthread_mutex_lock(&m->lock);
 	st = m->otlp;
@@ -903,52 +918,109 @@ static void render_otlp(struct metrics *m, struct prom_buf *b)
 	pthread_mutex_unlock(&m->lock);
 	if (!have)
 		return;
-	prom_family(b, "iospan_otlp_exported_total", PROM_COUNTER,
-		    "Items the OTLP receiver took: traces (a slow request with its stages), "
-		    "logs (incidents).");
-	for (s = 0; s < OTLP_NR_SIGNALS; s++) {
+	nr = st.metrics ? OTLP_NR_SIGNALS : OTLP_METRICS; /* signal "metrics" when pushed */
+	mw_family(w, "iospan_otlp_exported_total", PROM_COUNTER,
+		  "Items the OTLP receiver took: traces (a slow request with its stages), "
+		  "logs (incidents), metrics (a family of a push, or a part of one).");
+	for (s = 0; s < nr; s++) {
 		l[0] = (struct prom_label){"signal", otlp_signal_name(s)};
-		prom_sample_u64(b, "iospan_otlp_exported_total", l, 1, st.sent[s]);
+		mw_sample(w, l, 1, MW_INT(st.sent[s]));
 	}
-	prom_family(b, "iospan_otlp_dropped_total", PROM_COUNTER,
-		    "Items not exported, by reason: queue_full, rejected (the receiver refused "
-		    "them), retries_exhausted, at_exit.");
-	for (s = 0; s < OTLP_NR_SIGNALS; s++)
+	mw_family(w, "iospan_otlp_dropped_total", PROM_COUNTER,
+		  "Items not exported, by reason: queue_full, rejected (the receiver refused "
+		  "them), retries_exhausted, at_exit.");
+	for (s = 0; s < nr; s++)
 		for (d = 0; d < OTLP_NR_DROPS; d++) {
 			l[0] = (struct prom_label){"signal", otlp_signal_name(s)};
 			l[1] = (struct prom_label){"reason", otlp_drop_name(d)};
-			prom_sample_u64(b, "iospan_otlp_dropped_total", l, 2, st.dropped[s][d]);
+			mw_sample(w, l, 2, MW_INT(st.dropped[s][d]));
 		}
-	prom_family(b, "iospan_otlp_queued", PROM_GAUGE, "Items waiting to be exported.");
-	for (s = 0; s < OTLP_NR_SIGNALS; s++) {
+	mw_family(w, "iospan_otlp_queued", PROM_GAUGE, "Items waiting to be exported.");
+	for (s = 0; s < nr; s++) {
 		l[0] = (struct prom_label){"signal", otlp_signal_name(s)};
-		prom_sample_u64(b, "iospan_otlp_queued", l, 1, st.queued[s]);
+		mw_sample(w, l, 1, MW_INT(st.queued[s]));
 	}
-	prom_family(b, "iospan_otlp_requests_total", PROM_COUNTER,
-		    "Export requests made to the OTLP receiver.");
-	prom_sample_u64(b, "iospan_otlp_requests_total", NULL, 0, st.requests);
-	prom_family(b, "iospan_otlp_request_failures_total", PROM_COUNTER,
-		    "Export requests that failed (no answer, or not 2xx).");
-	prom_sample_u64(b, "iospan_otlp_request_failures_total", NULL, 0, st.failures);
+	mw_family(w, "iospan_otlp_requests_total", PROM_COUNTER,
+		  "Export requests made to the OTLP receiver.");
+	mw_sample(w, NULL, 0, MW_INT(st.requests));
+	mw_family(w, "iospan_otlp_request_failures_total", PROM_COUNTER,
+		  "Export requests that failed (no answer, or not 2xx).");
+	mw_sample(w, NULL, 0, MW_INT(st.failures));
 }
 
-int metrics_render(void *metrics, struct prom_buf *b)
+int metrics_write(struct metrics *m, struct mwriter *w)
 {
 	const struct prom_label version = {"version", IOSPAN_VERSION};
-	struct metrics *m = metrics;
 	int ret;
 
+	/* A scrape and a push may come at once: one at a time reads and unwraps the disks. */
+	pthread_mutex_lock(&m->render_lock);
 	ret = io_sampler_read(&m->sampler, m->sample);
 	if (!ret) {
 		update_disks(m);
-		render_disks(m, b);
-		ret = render_hists(m, b);
+		render_disks(m, w);
+		ret = render_hists(m, w);
 	}
-	render_pressure(&m->sample->psi, b);
-	ret = render_cgroups(m, b) ?: ret;
-	ret = render_watch(m, b) ?: ret;
-	render_otlp(m, b);
-	prom_family(b, "iospan_build_info", PROM_GAUGE, "1, labelled with iospan's version.");
-	prom_sample(b, "iospan_build_info", &version, 1, 1);
+	render_pressure(&m->sample->psi, w);
+	ret = render_cgroups(m, w) ?: ret;
+	ret = render_watch(m, w) ?: ret;
+	render_otlp(m, w);
+	mw_family(w, "iospan_build_info", PROM_GAUGE, "1, labelled with iospan's version.");
+	mw_sample(w, &version, 1, MW_INT(1));
+	pthread_mutex_unlock(&m->render_lock);
+	return ret;
+}
+
+/* ------------------------------------------------ the Prometheus text writer */
+
+struct prom_writer {
+	struct mwriter w;
+	struct prom_buf *b;
+	const char *name; /* the family's */
+};
+
+static void pw_family(struct mwriter *w, const char *name, enum prom_type type, const char *help)
+{
+	struct prom_writer *pw = (struct prom_writer *)w;
+
+	pw->name = name;
+	prom_family(pw->b, name, type, help);
+}
+
+static void pw_sample(struct mwriter *w, const struct prom_label *labels, int nr, struct mw_num v)
+{
+	struct prom_writer *pw = (struct prom_writer *)w;
+
+	if (v.scale)
+		prom_sample(pw->b, pw->name, labels, nr, v.n / mw_pow10(v.scale));
+	else
+		prom_sample_u64(pw->b, pw->name, labels, nr, v.n);
+}
+
+static void pw_histogram(struct mwriter *w, const struct prom_label *labels, int nr,
+			 const uint64_t *le, int le_scale, const uint64_t *cum, int nr_le,
+			 struct mw_num sum, uint64_t count)
+{
+	struct prom_writer *pw = (struct prom_writer *)w;
+	double bounds[MW_MAX_BUCKETS];
+	int i;
+
+	for (i = 0; i < nr_le && i < MW_MAX_BUCKETS; i++)
+		bounds[i] = le[i] / mw_pow10(le_scale);
+	prom_histogram(pw->b, pw->name, labels, nr, bounds, cum, i, sum.n / mw_pow10(sum.scale),
+		       count);
+}
+
+static const struct mwriter_ops prom_writer_ops = {
+	.family = pw_family,
+	.sample = pw_sample,
+	.histogram = pw_histogram,
+};
+
+int metrics_render(void *metrics, struct prom_buf *b)
+{
+	struct prom_writer pw = {.w = {&prom_writer_ops}, .b = b};
+	int ret = metrics_write(metrics, &pw.w);
+
 	return b->oom ? -ENOMEM : ret;
 }

@@ -3,13 +3,14 @@
  * What iospan watch exports at GET /metrics (docs/iospan-watch.md, "Metrics"): each
  * disk's counters from /proc/diskstats and the I/O pressure, read when scraped (so
  * increase() over any window is the kernel's own), and watch's own state (samples,
- * incidents), which its loop notes here. The loop and the endpoint's thread share
- * only that state, under a lock held for a copy.
+ * incidents), which its loop notes here. The loop and the endpoint's thread (or the
+ * OTLP pusher's, --otlp-metrics) share only that state, under a lock held for a copy.
+ * Every family is written once, through a writer (export/mwriter.h): the Prometheus
+ * text here, OTLP's JSON in otlp.c.
  */
 #ifndef IOSPAN_EXPORT_METRICS_H
 #define IOSPAN_EXPORT_METRICS_H
 
-#include "export/otlp.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@
 #include "collect/sampler.h"
 #include "disks.h"
 #include "cgroups.h"
+#include "export/mwriter.h"
+#include "export/otlp.h"
 #include "incident/rules.h"
 #include "top_abi.h"
 
@@ -107,7 +110,8 @@ struct metrics_disk {
 };
 
 struct metrics {
-	/* The scrape's side (the endpoint's thread only). */
+	/* The scrape's side (a scrape or a push, one at a time: @render_lock). */
+	pthread_mutex_t render_lock;
 	struct io_sampler sampler;
 	struct io_sample *sample;
 	struct metrics_disk disks[SAMPLER_MAX_DISKS];
@@ -164,7 +168,13 @@ void metrics_note_disk_hists(struct metrics *m, const struct metrics_dhist *h, i
 /* OTLP export's figures now. */
 void metrics_note_otlp(struct metrics *m, const struct otlp_stats *s);
 
-/* The exposition (an http_render_fn): reads /proc/diskstats and the pressure now. */
+/*
+ * Every family, written to @w (the Prometheus text, an OTLP push): reads
+ * /proc/diskstats and the pressure now. 0 or -errno (what could be read is written).
+ */
+int metrics_write(struct metrics *m, struct mwriter *w);
+
+/* The exposition (an http_render_fn): metrics_write() as Prometheus text. */
 int metrics_render(void *metrics, struct prom_buf *out);
 
 #endif

@@ -17,7 +17,7 @@
 #include "export/otlp.h"
 #include "json.h"
 
-static const char *const signal_names[OTLP_NR_SIGNALS] = {"traces", "logs"};
+static const char *const signal_names[OTLP_NR_SIGNALS] = {"traces", "logs", "metrics"};
 static const char *const drop_names[OTLP_NR_DROPS] = {"queue_full", "rejected", "retries_exhausted",
 						      "at_exit"};
 
@@ -251,7 +251,8 @@ static int make_resource(struct otlp_config *c)
 static int signal_url(struct otlp_config *c, enum otlp_signal s, const char *base)
 {
 	static const char *const vars[] = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-					   "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"};
+					   "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+					   "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"};
 	const char *own = env(vars[s]);
 	size_t n;
 
@@ -275,7 +276,7 @@ int otlp_config_parse(const char *endpoint, struct otlp_config *c, bool *on)
 
 	memset(c, 0, sizeof(*c));
 	*on = base || env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") ||
-	      env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT");
+	      env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") || env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
 	if (!*on)
 		return 0;
 	if (base) {
@@ -325,6 +326,23 @@ cleanup:
 	return ret;
 }
 
+int otlp_config_metrics(struct otlp_config *c, long opt_ms)
+{
+	const char *v = env("OTEL_METRIC_EXPORT_INTERVAL");
+	char *end;
+
+	c->metrics_interval_ms = opt_ms ?: 60000; /* the specification's default */
+	if (opt_ms || !v)
+		return 0;
+	errno = 0;
+	c->metrics_interval_ms = strtol(v, &end, 10);
+	if (errno || *end || c->metrics_interval_ms < 100 || c->metrics_interval_ms > 86400000)
+		return fail_usage("invalid OTEL_METRIC_EXPORT_INTERVAL '%s': give milliseconds, "
+				  "100 to 86400000",
+				  v);
+	return 0;
+}
+
 void otlp_config_free(struct otlp_config *c)
 {
 	int i;
@@ -349,12 +367,19 @@ static void random_hex(char *out, size_t bytes)
 		sprintf(out + 2 * i, "%02x", b[i]);
 }
 
-static void kv_nanos(struct jw *jw, const char *name, uint64_t ns)
+/* A 64-bit count as a decimal string (fixed64 in protobuf's JSON mapping). */
+static void u64_string(struct jw *jw, uint64_t v)
 {
 	char num[24];
 
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)ns);
-	jw_kv_string(jw, name, num);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+	jw_string(jw, num);
+}
+
+static void kv_u64(struct jw *jw, const char *name, uint64_t v)
+{
+	jw_name(jw, name);
+	u64_string(jw, v);
 }
 
 static void span_start(struct jw *jw, const char *trace, const char *id, const char *parent,
@@ -367,8 +392,8 @@ static void span_start(struct jw *jw, const char *trace, const char *id, const c
 		jw_kv_string(jw, "parentSpanId", parent);
 	jw_kv_string(jw, "name", name);
 	jw_kv_int(jw, "kind", 1); /* SPAN_KIND_INTERNAL */
-	kv_nanos(jw, "startTimeUnixNano", start);
-	kv_nanos(jw, "endTimeUnixNano", end);
+	kv_u64(jw, "startTimeUnixNano", start);
+	kv_u64(jw, "endTimeUnixNano", end);
 }
 
 /* One request: its span, then a child span per stage, end to end from its start. */
@@ -425,8 +450,8 @@ static void fill_log(struct jw *jw, const void *arg)
 	unsigned int i;
 
 	jw_start_object(jw);
-	kv_nanos(jw, "timeUnixNano", l->time);
-	kv_nanos(jw, "observedTimeUnixNano", l->time);
+	kv_u64(jw, "timeUnixNano", l->time);
+	kv_u64(jw, "observedTimeUnixNano", l->time);
 	jw_kv_int(jw, "severityNumber", l->severity);
 	jw_kv_string(jw, "severityText", l->severity >= OTLP_SEVERITY_WARN ? "WARN" : "INFO");
 	jw_kv_object(jw, "body");
@@ -443,15 +468,357 @@ static void fill_log(struct jw *jw, const void *arg)
 	jw_end_object(jw);
 }
 
-/* ---- the queue and the sender ---- */
+/* ---- metrics: the OTLP JSON writer ---- */
 
-struct otlp_item {
-	char *json; /* one or more JSON values, each ending with a newline */
-	size_t len;
+/* A series seen in a push: when its cumulative count started, and the count. */
+struct otlp_series {
+	uint64_t key; /* 0: a free place */
+	uint64_t start_ns, last;
 };
 
+/* Open addressing, a power of two places, at most half of them taken. */
+struct series_table {
+	struct otlp_series *s;
+	size_t cap, nr;
+};
+
+struct otlp_metrics {
+	struct mwriter w;
+	uint64_t now;
+	struct series_table prev, seen; /* the last push's series, this one's */
+	/* The family being written, and its name and unit in OTLP. */
+	const char *name, *help;
+	enum prom_type type;
+	char oname[128];
+	const char *unit;
+	/* The metric (an item) being written: no jw while none is. */
+	char *text;
+	size_t len;
+	FILE *f;
+	struct jw *jw;
+	unsigned int points;
+	struct otlp_blob *items;
+	unsigned int nr, cap;
+	bool oom;
+};
+
+static struct otlp_series *series_slot(struct series_table *t, uint64_t key)
+{
+	size_t i;
+
+	for (i = key & (t->cap - 1); t->s[i].key && t->s[i].key != key; i = (i + 1) & (t->cap - 1))
+		;
+	return &t->s[i];
+}
+
+static const struct otlp_series *series_find(const struct series_table *t, uint64_t key)
+{
+	const struct otlp_series *p;
+
+	if (!t->cap)
+		return NULL;
+	p = series_slot((struct series_table *)t, key);
+	return p->key ? p : NULL;
+}
+
+static int series_put(struct series_table *t, const struct otlp_series *v)
+{
+	struct series_table big;
+	struct otlp_series *p;
+	size_t i;
+
+	if (2 * (t->nr + 1) > t->cap) {
+		big.cap = t->cap ? 2 * t->cap : 64;
+		big.nr = 0;
+		big.s = calloc(big.cap, sizeof(*big.s));
+		if (!big.s)
+			return -ENOMEM;
+		for (i = 0; i < t->cap; i++)
+			if (t->s[i].key) {
+				*series_slot(&big, t->s[i].key) = t->s[i];
+				big.nr++;
+			}
+		free(t->s);
+		*t = big;
+	}
+	p = series_slot(t, v->key);
+	t->nr += !p->key;
+	*p = *v;
+	return 0;
+}
+
+/*
+ * The series' identity: its family and labels (FNV-1a, 64 bits; never 0). Two series
+ * of one hash would share a start time: at 10^5 series, a chance in 10^9.
+ */
+static uint64_t series_key(const char *name, const struct prom_label *l, int nr)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *parts[2 * 16 + 1];
+	const unsigned char *p;
+	int i, n = 0;
+
+	parts[n++] = name;
+	for (i = 0; i < nr && i < 16; i++) {
+		parts[n++] = l[i].name;
+		parts[n++] = l[i].value ?: "";
+	}
+	for (i = 0; i < n; i++)
+		for (p = (const unsigned char *)parts[i];; p++) {
+			h = (h ^ *p) * 0x100000001b3ULL;
+			if (!*p)
+				break;
+		}
+	return h ?: 1;
+}
+
+/*
+ * The start of a cumulative series now at @count: that of the last push, unless the
+ * series is new or went back (a counter reset), when it starts now.
+ */
+static uint64_t series_start(struct otlp_metrics *om, const struct prom_label *l, int nr,
+			     uint64_t count)
+{
+	struct otlp_series v = {series_key(om->name, l, nr), om->now, count};
+	const struct otlp_series *old = series_find(&om->prev, v.key);
+
+	if (old && count >= old->last)
+		v.start_ns = old->start_ns;
+	if (series_put(&om->seen, &v))
+		om->oom = true;
+	return v.start_ns;
+}
+
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+/* The metric being written ends: its JSON an item. */
+static void omw_close(struct otlp_metrics *om)
+{
+	struct otlp_blob *items;
+
+	if (!om->jw)
+		return;
+	jw_end_array(om->jw); /* dataPoints */
+	if (om->type != PROM_GAUGE)
+		jw_kv_int(om->jw, "aggregationTemporality", 2); /* CUMULATIVE */
+	if (om->type == PROM_COUNTER)
+		jw_kv_bool(om->jw, "isMonotonic", true);
+	jw_end_object(om->jw);
+	jw_end_object(om->jw);
+	jw_free(om->jw);
+	om->jw = NULL;
+	if (fclose(om->f) || !om->text) {
+		om->oom = true;
+		free(om->text);
+		return;
+	}
+	if (om->nr == om->cap) {
+		items = realloc(om->items, (om->cap ? 2 * om->cap : 32) * sizeof(*items));
+		if (!items) {
+			om->oom = true;
+			free(om->text);
+			return;
+		}
+		om->items = items;
+		om->cap = om->cap ? 2 * om->cap : 32;
+	}
+	om->items[om->nr++] = (struct otlp_blob){om->text, om->len};
+}
+
+/*
+ * The OTLP name of a Prometheus family as the specification's compatibility rules
+ * would have it (a counter without "_total"; the unit from the suffix left), so that a
+ * Prometheus fed through OTLP gets back the names of /metrics.
+ */
+static void omw_family(struct mwriter *w, const char *name, enum prom_type type, const char *help)
+{
+	struct otlp_metrics *om = (struct otlp_metrics *)w;
+	size_t n = strlen(name);
+
+	omw_close(om); /* the last family's */
+	if (type == PROM_COUNTER && ends_with(name, n, "_total"))
+		n -= strlen("_total");
+	snprintf(om->oname, sizeof(om->oname), "%.*s", (int)n, name);
+	om->unit = ends_with(name, n, "_seconds") ? "s" : ends_with(name, n, "_bytes") ? "By" : "";
+	om->name = name;
+	om->type = type;
+	om->help = help;
+}
+
+/* A point of the family: in the metric being written, or a new one. False: no memory. */
+static bool omw_point(struct otlp_metrics *om, const struct prom_label *l, int nr)
+{
+	static const char *const kinds[] = {
+		[PROM_COUNTER] = "sum", [PROM_GAUGE] = "gauge", [PROM_HISTOGRAM] = "histogram"};
+	int i;
+
+	if (om->points >= OTLP_METRIC_POINTS)
+		omw_close(om);
+	if (!om->jw) {
+		om->text = NULL;
+		om->f = open_memstream(&om->text, &om->len);
+		om->jw = om->f ? jw_new(om->f) : NULL;
+		if (!om->jw) {
+			if (om->f)
+				fclose(om->f);
+			free(om->text);
+			om->oom = true;
+			return false;
+		}
+		jw_flush_lines(om->jw, false);
+		jw_start_object(om->jw);
+		jw_kv_string(om->jw, "name", om->oname);
+		jw_kv_string(om->jw, "description", om->help);
+		if (*om->unit)
+			jw_kv_string(om->jw, "unit", om->unit);
+		jw_kv_object(om->jw, kinds[om->type]);
+		jw_kv_array(om->jw, "dataPoints");
+		om->points = 0;
+	}
+	om->points++;
+	jw_start_object(om->jw);
+	jw_kv_array(om->jw, "attributes");
+	for (i = 0; i < nr; i++)
+		attr_string(om->jw, l[i].name, l[i].value);
+	jw_end_array(om->jw);
+	return true;
+}
+
+/* An exact decimal as a JSON number (a double in OTLP). */
+static void kv_num(struct jw *jw, const char *name, struct mw_num v)
+{
+	jw_kv_fixed(jw, name, v.n > INT64_MAX ? INT64_MAX : (int64_t)v.n, v.scale);
+}
+
+static void omw_sample(struct mwriter *w, const struct prom_label *l, int nr, struct mw_num v)
+{
+	struct otlp_metrics *om = (struct otlp_metrics *)w;
+	if (!omw_point(om, l, nr))
+		return;
+	if (om->type != PROM_GAUGE)
+		kv_u64(om->jw, "startTimeUnixNano", series_start(om, l, nr, v.n));
+	kv_u64(om->jw, "timeUnixNano", om->now);
+	if (v.scale) {
+		kv_num(om->jw, "asDouble", v);
+	} else {
+		kv_u64(om->jw, "asInt", v.n > INT64_MAX ? INT64_MAX : v.n); /* sfixed64 */
+	}
+	jw_end_object(om->jw);
+}
+
+/* Prometheus' cumulative le buckets as OTLP's: each bucket's own count, +Inf's last. */
+static void omw_histogram(struct mwriter *w, const struct prom_label *l, int nr, const uint64_t *le,
+			  int le_scale, const uint64_t *cum, int nr_le, struct mw_num sum,
+			  uint64_t count)
+{
+	struct otlp_metrics *om = (struct otlp_metrics *)w;
+	uint64_t below = 0;
+	int i;
+
+	if (!omw_point(om, l, nr))
+		return;
+	kv_u64(om->jw, "startTimeUnixNano", series_start(om, l, nr, count));
+	kv_u64(om->jw, "timeUnixNano", om->now);
+	kv_u64(om->jw, "count", count);
+	kv_num(om->jw, "sum", sum);
+	jw_kv_array(om->jw, "bucketCounts");
+	for (i = 0; i <= nr_le; i++) {
+		/* Cumulative counts never go down; were they to, the bucket counts 0. */
+		uint64_t upto = i < nr_le ? cum[i] : count;
+
+		u64_string(om->jw, upto > below ? upto - below : 0);
+		below = upto > below ? upto : below;
+	}
+	jw_end_array(om->jw);
+	jw_kv_array(om->jw, "explicitBounds");
+	for (i = 0; i < nr_le; i++)
+		jw_fixed(om->jw, (int64_t)le[i], le_scale);
+	jw_end_array(om->jw);
+	jw_end_object(om->jw);
+}
+
+static const struct mwriter_ops otlp_writer_ops = {
+	.family = omw_family,
+	.sample = omw_sample,
+	.histogram = omw_histogram,
+};
+
+struct otlp_metrics *otlp_metrics_new(void)
+{
+	struct otlp_metrics *om = calloc(1, sizeof(*om));
+
+	if (om)
+		om->w.ops = &otlp_writer_ops;
+	return om;
+}
+
+static void drop_items(struct otlp_metrics *om)
+{
+	unsigned int i;
+
+	for (i = 0; i < om->nr; i++)
+		free(om->items[i].json);
+	free(om->items);
+	om->items = NULL;
+	om->nr = om->cap = 0;
+}
+
+void otlp_metrics_free(struct otlp_metrics *om)
+{
+	if (!om)
+		return;
+	if (om->jw) {
+		jw_free(om->jw);
+		fclose(om->f);
+		free(om->text);
+	}
+	drop_items(om);
+	free(om->prev.s);
+	free(om->seen.s);
+	free(om);
+}
+
+struct mwriter *otlp_metrics_begin(struct otlp_metrics *om, uint64_t now_unix_ns)
+{
+	om->now = now_unix_ns;
+	om->oom = false;
+	om->points = OTLP_METRIC_POINTS;
+	return &om->w;
+}
+
+int otlp_metrics_end(struct otlp_metrics *om, struct otlp_blob **items, unsigned int *nr)
+{
+	int ret = 0;
+
+	omw_close(om);
+	/* The series of this push are those the next one looks back at; the rest are gone. */
+	free(om->prev.s);
+	om->prev = om->seen;
+	memset(&om->seen, 0, sizeof(om->seen));
+	*items = NULL;
+	*nr = 0;
+	if (om->oom) {
+		drop_items(om);
+		ret = -ENOMEM;
+	} else {
+		*items = om->items;
+		*nr = om->nr;
+		om->items = NULL;
+		om->nr = om->cap = 0;
+	}
+	return ret;
+}
+
+/* ---- the queue and the sender ---- */
+
+/* An item of a queue: one or more JSON values, each ending with a newline. */
 struct otlp_queue {
-	struct otlp_item items[OTLP_QUEUE_ITEMS];
+	struct otlp_blob items[OTLP_QUEUE_ITEMS];
 	unsigned int head, nr;
 	size_t bytes;
 };
@@ -468,6 +835,13 @@ struct otlp_exporter {
 	CURL *curl;
 	struct curl_slist *headers;
 	char errbuf[CURL_ERROR_SIZE];
+	/* Metrics pushed (otlp_start_metrics()): the pusher's thread, woken to stop. */
+	otlp_collect_fn collect;
+	void *collect_arg;
+	struct otlp_metrics *om;
+	pthread_t pusher;
+	pthread_cond_t push_wake; /* on CLOCK_MONOTONIC */
+	bool pushing, push_stop;
 };
 
 /* Takes @json (malloc'ed) into @s's queue, or counts it dropped. */
@@ -483,7 +857,7 @@ static void enqueue(struct otlp_exporter *e, enum otlp_signal s, char *json, siz
 		e->st.dropped[s][OTLP_DROP_QUEUE_FULL]++;
 		free(json);
 	} else {
-		q->items[(q->head + q->nr) % OTLP_QUEUE_ITEMS] = (struct otlp_item){json, len};
+		q->items[(q->head + q->nr) % OTLP_QUEUE_ITEMS] = (struct otlp_blob){json, len};
 		q->nr++;
 		q->bytes += len;
 		if (q->nr >= OTLP_BATCH_ITEMS)
@@ -516,6 +890,7 @@ void otlp_get_stats(struct otlp_exporter *e, struct otlp_stats *out)
 
 	pthread_mutex_lock(&e->lock);
 	*out = e->st;
+	out->metrics = e->collect != NULL;
 	for (s = 0; s < OTLP_NR_SIGNALS; s++)
 		out->queued[s] = e->q[s].nr;
 	pthread_mutex_unlock(&e->lock);
@@ -523,11 +898,11 @@ void otlp_get_stats(struct otlp_exporter *e, struct otlp_stats *out)
 
 /* The export request's body: the batch's items within the resource and scope. */
 static char *batch_body(const struct otlp_exporter *e, enum otlp_signal s,
-			const struct otlp_item *items, unsigned int nr, size_t *len)
+			const struct otlp_blob *items, unsigned int nr, size_t *len)
 {
-	static const char *const outer[] = {"resourceSpans", "resourceLogs"};
-	static const char *const inner[] = {"scopeSpans", "scopeLogs"};
-	static const char *const list[] = {"spans", "logRecords"};
+	static const char *const outer[] = {"resourceSpans", "resourceLogs", "resourceMetrics"};
+	static const char *const inner[] = {"scopeSpans", "scopeLogs", "scopeMetrics"};
+	static const char *const list[] = {"spans", "logRecords", "metrics"};
 	char *body = NULL;
 	bool first = true;
 	unsigned int i;
@@ -672,16 +1047,18 @@ static bool past(const struct timespec *t)
 /* Sends the oldest batch of @s (lock held; dropped while sending). */
 static void send_batch(struct otlp_exporter *e, enum otlp_signal s)
 {
-	struct otlp_item batch[OTLP_BATCH_ITEMS];
+	struct otlp_blob batch[OTLP_BATCH_ITEMS];
 	struct otlp_queue *q = &e->q[s];
 	enum send_result res = RETRY;
 	unsigned int nr = 0, i, attempt;
+	size_t len = 0, bytes = 0;
 	long retry_after;
 	struct timespec t;
-	size_t len = 0;
 	char *body;
 
-	while (nr < OTLP_BATCH_ITEMS && q->nr) {
+	while (nr < OTLP_BATCH_ITEMS && q->nr &&
+	       (!nr || bytes + q->items[q->head].len <= OTLP_BATCH_BYTES)) {
+		bytes += q->items[q->head].len;
 		batch[nr++] = q->items[q->head];
 		q->bytes -= q->items[q->head].len;
 		q->head = (q->head + 1) % OTLP_QUEUE_ITEMS;
@@ -730,8 +1107,9 @@ static void *sender(void *arg)
 				send_batch(e, s);
 		if (e->stopping)
 			break;
+		/* Until the next batch's time, or a full batch, a push or a stop. */
 		t = in_seconds(OTLP_BATCH_WAIT_S);
-		wait_until(e, &t);
+		pthread_cond_timedwait(&e->wake, &e->lock, &t);
 	}
 	for (s = 0; s < OTLP_NR_SIGNALS; s++) {
 		e->st.dropped[s][OTLP_DROP_AT_EXIT] += e->q[s].nr;
@@ -744,6 +1122,139 @@ static void *sender(void *arg)
 	}
 	pthread_mutex_unlock(&e->lock);
 	return NULL;
+}
+
+/* A thread of the exporter: 0 or -errno. */
+static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t stops, was;
+	int ret;
+
+	/* The thread inherits these blocked: a stop goes to the thread that waits for it. */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stops, &was);
+	ret = -pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	return ret;
+}
+
+/* ---- metrics: the pusher ---- */
+
+/* Takes a push's @nr items into the metrics' queue, all of them or none (counted). */
+static void enqueue_push(struct otlp_exporter *e, struct otlp_blob *items, unsigned int nr)
+{
+	struct otlp_queue *q = &e->q[OTLP_METRICS];
+	size_t bytes = 0;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		bytes += items[i].len;
+	pthread_mutex_lock(&e->lock);
+	if (q->nr + nr > OTLP_QUEUE_ITEMS || q->bytes + bytes > OTLP_QUEUE_BYTES) {
+		e->st.dropped[OTLP_METRICS][OTLP_DROP_QUEUE_FULL] += nr;
+		for (i = 0; i < nr; i++)
+			free(items[i].json);
+	} else {
+		for (i = 0; i < nr; i++)
+			q->items[(q->head + q->nr++) % OTLP_QUEUE_ITEMS] = items[i];
+		q->bytes += bytes;
+		pthread_cond_signal(&e->wake); /* a push goes now, not at the next batch's time */
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* One push: the metrics written now, queued. */
+static void push_metrics(struct otlp_exporter *e)
+{
+	struct otlp_blob *items;
+	struct timespec now;
+	unsigned int nr;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	e->collect(e->collect_arg,
+		   otlp_metrics_begin(e->om, now.tv_sec * 1000000000ULL + now.tv_nsec));
+	if (otlp_metrics_end(e->om, &items, &nr)) {
+		pthread_mutex_lock(&e->lock);
+		e->st.dropped[OTLP_METRICS][OTLP_DROP_QUEUE_FULL]++; /* no memory to hold it */
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
+	enqueue_push(e, items, nr);
+	free(items);
+}
+
+static void *pusher(void *arg)
+{
+	struct otlp_exporter *e = arg;
+	long period = e->c.metrics_interval_ms;
+	struct timespec next, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		/* Absolute deadlines: pushes do not drift by the time they take. */
+		next.tv_sec += period / 1000;
+		next.tv_nsec += period % 1000 * 1000000L;
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000L;
+		}
+		while (!e->push_stop &&
+		       pthread_cond_timedwait(&e->push_wake, &e->lock, &next) != ETIMEDOUT)
+			;
+		if (e->push_stop)
+			break;
+		pthread_mutex_unlock(&e->lock);
+		push_metrics(e);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > next.tv_sec + period / 1000 + 1)
+			next = now; /* a push that took longer than its period: skip, do not hurry
+				     */
+		pthread_mutex_lock(&e->lock);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+int otlp_start_metrics(struct otlp_exporter *e, otlp_collect_fn collect, void *arg)
+{
+	pthread_condattr_t attr;
+	int ret;
+
+	if (e->c.metrics_interval_ms <= 0)
+		return fail(-EINVAL, "OTLP metrics: no push period");
+	e->om = otlp_metrics_new();
+	if (!e->om)
+		return fail(-ENOMEM, "out of memory");
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->push_wake, &attr);
+	pthread_condattr_destroy(&attr);
+	e->collect = collect;
+	e->collect_arg = arg;
+	ret = start_thread(&e->pusher, pusher, e);
+	if (ret) {
+		e->collect = NULL;
+		return fail(ret, "cannot start OTLP metrics: %s", strerror(-ret));
+	}
+	e->pushing = true;
+	return 0;
+}
+
+/* The pusher stops; the last push goes with what is queued (as the SDKs' shutdown). */
+static void stop_pushing(struct otlp_exporter *e)
+{
+	if (!e->pushing)
+		return;
+	pthread_mutex_lock(&e->lock);
+	e->push_stop = true;
+	pthread_cond_signal(&e->push_wake);
+	pthread_mutex_unlock(&e->lock);
+	pthread_join(e->pusher, NULL);
+	e->pushing = false;
+	push_metrics(e);
 }
 
 static int setup_curl(struct otlp_exporter *e)
@@ -796,7 +1307,6 @@ static int config_copy(struct otlp_config *d, const struct otlp_config *c)
 int otlp_start(const struct otlp_config *c, struct otlp_exporter **out)
 {
 	struct otlp_exporter *e;
-	sigset_t stops, was;
 	int ret;
 
 	*out = NULL;
@@ -814,13 +1324,7 @@ int otlp_start(const struct otlp_config *c, struct otlp_exporter **out)
 		ret = fail(ret, "out of memory");
 		goto cleanup;
 	}
-	/* The thread inherits these blocked: a stop goes to the thread that waits for it. */
-	sigemptyset(&stops);
-	sigaddset(&stops, SIGINT);
-	sigaddset(&stops, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &stops, &was);
-	ret = -pthread_create(&e->thread, NULL, sender, e);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	ret = start_thread(&e->thread, sender, e);
 	if (ret) {
 		ret = fail(ret, "cannot start OTLP export: %s", strerror(-ret));
 		goto cleanup;
@@ -835,6 +1339,7 @@ cleanup:
 
 void otlp_finish(struct otlp_exporter *e, struct otlp_stats *st)
 {
+	stop_pushing(e);
 	if (e->started) {
 		pthread_mutex_lock(&e->lock);
 		e->stopping = true;
@@ -856,6 +1361,10 @@ void otlp_stop(struct otlp_exporter *e)
 	if (e->curl)
 		curl_easy_cleanup(e->curl);
 	curl_slist_free_all(e->headers);
+	if (e->om) {
+		otlp_metrics_free(e->om);
+		pthread_cond_destroy(&e->push_wake);
+	}
 	otlp_config_free(&e->c);
 	pthread_cond_destroy(&e->wake);
 	pthread_mutex_destroy(&e->lock);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "args.h"
+#include "array.h"
 #include "err.h"
 #include "incident/conf.h"
 #include "units.h"
@@ -51,20 +52,11 @@ const struct option watch_conf_opts[] = {
 	{ "metrics-max-cgroups", required_argument, NULL, WATCH_OPT_METRICS_MAX_CGROUPS },
 	{ "web-config", required_argument, NULL, WATCH_OPT_WEB_CONFIG },
 	{ "otlp-endpoint", required_argument, NULL, WATCH_OPT_OTLP_ENDPOINT },
+	{ "otlp-metrics", required_argument, NULL, WATCH_OPT_OTLP_METRICS },
+	{ "otlp-metrics-interval", required_argument, NULL, WATCH_OPT_OTLP_METRICS_INTERVAL },
 	COMMON_LONG_OPTS,
 	{ 0 },
 };
-
-static const struct option *find_long(const char *name)
-{
-	const struct option *opt;
-
-	for (opt = watch_conf_opts; opt->name; opt++)
-		if (!strcmp(opt->name, name))
-			return opt;
-	return NULL;
-}
-
 
 static char *trim(char *s)
 {
@@ -128,7 +120,7 @@ int conf_read(const char *path, bool given, char **text, conf_apply_fn apply, vo
 		*eq = '\0';
 		key = trim(line);
 		value = trim(eq + 1);
-		opt = find_long(key);
+		opt = TABLE_FIND(watch_conf_opts, key);
 		if (!opt || opt->has_arg != required_argument || !strcmp(key, "config"))
 			return fail_usage("%sunknown key '%s' (keys are watch's long options, such "
 					  "as util, db, disk)",
@@ -146,10 +138,7 @@ static int take_db(void *arg, int opt, const char *key, const char *value, const
 
 	if (opt != WATCH_OPT_DB)
 		return 0; /* watch's */
-	if (!*value)
-		return fail_usage("%sinvalid --db '': give a file path", where);
-	*db = value;
-	return 0;
+	return args_path(where, "--db", value, db);
 }
 
 int conf_db_path(const char *path, char **db_path)
@@ -197,13 +186,9 @@ int conf_parse_seconds(const char *where, const char *opt, const char *arg, bool
 int conf_parse_retention(const char *where, const char *opt, const char *arg,
 			 struct store_retention *r)
 {
-	if (!strcmp(opt, "keep")) {
-		if (parse_u64_range(arg, 0, 1000000000, &r->keep))
-			return fail_usage("%sinvalid --keep '%s': give a number of incidents, 0 "
-					  "for any number",
-					  where, arg);
-		return 0;
-	}
+	if (!strcmp(opt, "keep"))
+		return args_number_in(where, "--keep", arg, 0, 1000000000,
+				      "a number of incidents, 0 for any number", &r->keep);
 	if (!strcmp(opt, "max-age"))
 		return conf_parse_seconds(where, opt, arg, true, &r->max_age_s);
 	if (parse_size_bytes(arg, 1, &r->max_db_size))

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -129,6 +130,14 @@ static int sqlite_errno(int rc)
 	default:
 		return -EIO;
 	}
+}
+
+/* Prepares @sql on the store's database into @s: 0 or a negative errno. */
+static int store_prepare(struct watch_store *st, const char *sql, sqlite3_stmt **s)
+{
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, s, NULL);
+
+	return rc == SQLITE_OK ? 0 : sqlite_errno(rc);
 }
 
 const char *store_errmsg(struct watch_store *st)
@@ -507,11 +516,36 @@ static int step_done(struct watch_store *st, sqlite3_stmt *s)
 	return rc == SQLITE_DONE ? 0 : sqlite_errno(rc);
 }
 
+/*
+ * Runs @sql, which returns no rows, with its parameters bound in order as @types says
+ * of each: 'i' an int64_t, 'd' a double, 's' a string (NULL: SQL NULL).
+ */
+static int store_run(struct watch_store *st, const char *sql, const char *types, ...)
+{
+	sqlite3_stmt *s = NULL;
+	va_list ap;
+	int i, rc;
+
+	rc = store_prepare(st, sql, &s);
+	if (rc)
+		return rc;
+	va_start(ap, types);
+	for (i = 0; types[i]; i++) {
+		if (types[i] == 'i')
+			sqlite3_bind_int64(s, i + 1, va_arg(ap, int64_t));
+		else if (types[i] == 'd')
+			sqlite3_bind_double(s, i + 1, va_arg(ap, double));
+		else
+			bind_text_or_null(s, i + 1, va_arg(ap, const char *));
+	}
+	va_end(ap);
+	return step_done(st, s);
+}
+
 int store_incident_open(struct watch_store *st, const struct store_trigger *t, double pre_s,
 			double capture_s, int64_t *id)
 {
 	char held[64 * 24] = "[", host[256] = "";
-	sqlite3_stmt *s = NULL;
 	size_t n = 1;
 	unsigned int i;
 	int rc;
@@ -520,26 +554,12 @@ int store_incident_open(struct watch_store *st, const struct store_trigger *t, d
 		n += snprintf(held + n, sizeof(held) - n, "%s%.3f", i ? "," : "", t->held[i]);
 	snprintf(held + n, sizeof(held) - n, "]");
 	gethostname(host, sizeof(host) - 1);
-	rc = sqlite3_prepare_v2(
-		st->db,
-		"INSERT INTO incidents (start_time, disk, dev, rule, value,"
-		" threshold, held_values, state, pre_s, capture_s, hostname, version)"
-		" VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)",
-		-1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return sqlite_errno(rc);
-	sqlite3_bind_double(s, 1, t->epoch_s);
-	bind_text_or_null(s, 2, t->disk);
-	bind_text_or_null(s, 3, t->dev);
-	sqlite3_bind_text(s, 4, wt_metric_name(t->rule), -1, SQLITE_STATIC);
-	sqlite3_bind_double(s, 5, t->value);
-	sqlite3_bind_double(s, 6, t->threshold);
-	sqlite3_bind_text(s, 7, held, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_double(s, 8, pre_s);
-	sqlite3_bind_double(s, 9, capture_s);
-	sqlite3_bind_text(s, 10, host, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 11, IOSPAN_VERSION, -1, SQLITE_STATIC);
-	rc = step_done(st, s);
+	rc = store_run(st,
+		       "INSERT INTO incidents (start_time, disk, dev, rule, value, threshold,"
+		       " held_values, state, pre_s, capture_s, hostname, version)"
+		       " VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)",
+		       "dsssddsddss", t->epoch_s, t->disk, t->dev, wt_metric_name(t->rule),
+		       t->value, t->threshold, held, pre_s, capture_s, host, IOSPAN_VERSION);
 	if (rc)
 		return rc;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -548,32 +568,18 @@ int store_incident_open(struct watch_store *st, const struct store_trigger *t, d
 
 int store_trigger_add(struct watch_store *st, int64_t id, const struct store_trigger *t)
 {
-	sqlite3_stmt *s = NULL;
 	int rc;
 
-	rc = sqlite3_prepare_v2(st->db, "INSERT INTO triggers VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &s,
-				NULL);
-	if (rc != SQLITE_OK)
-		return sqlite_errno(rc);
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_double(s, 2, t->epoch_s);
-	bind_text_or_null(s, 3, t->disk);
-	bind_text_or_null(s, 4, t->dev);
-	sqlite3_bind_text(s, 5, wt_metric_name(t->rule), -1, SQLITE_STATIC);
-	sqlite3_bind_double(s, 6, t->value);
-	sqlite3_bind_double(s, 7, t->threshold);
-	rc = step_done(st, s);
+	rc = store_run(st, "INSERT INTO triggers VALUES (?, ?, ?, ?, ?, ?, ?)", "idsssdd",
+		       (int64_t)id, t->epoch_s, t->disk, t->dev, wt_metric_name(t->rule), t->value,
+		       t->threshold);
 	if (rc)
 		return rc;
 	/* The count of triggers an incident had, for list without a join. */
-	rc = sqlite3_prepare_v2(st->db,
-				"UPDATE incidents SET triggers = (SELECT count(*) FROM triggers"
-				" WHERE incident_id = ?1) WHERE id = ?1",
-				-1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return sqlite_errno(rc);
-	sqlite3_bind_int64(s, 1, id);
-	return step_done(st, s);
+	return store_run(st,
+			 "UPDATE incidents SET triggers = (SELECT count(*) FROM triggers"
+			 " WHERE incident_id = ?1) WHERE id = ?1",
+			 "i", (int64_t)id);
 }
 
 int store_sample_add(struct watch_store *st, int64_t id, const struct io_sample *smp,
@@ -636,20 +642,9 @@ int store_sample_add(struct watch_store *st, int64_t id, const struct io_sample 
 int store_incident_close(struct watch_store *st, int64_t id, double end_epoch_s, bool complete,
 			 const char *end_reason)
 {
-	sqlite3_stmt *s = NULL;
-	int rc;
-
-	rc = sqlite3_prepare_v2(st->db,
-				"UPDATE incidents SET end_time = ?, state = ?, end_reason = ?"
-				" WHERE id = ?",
-				-1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return sqlite_errno(rc);
-	sqlite3_bind_double(s, 1, end_epoch_s);
-	sqlite3_bind_text(s, 2, complete ? "complete" : "incomplete", -1, SQLITE_STATIC);
-	bind_text_or_null(s, 3, end_reason);
-	sqlite3_bind_int64(s, 4, id);
-	return step_done(st, s);
+	return store_run(
+		st, "UPDATE incidents SET end_time = ?, state = ?, end_reason = ? WHERE id = ?",
+		"dssi", end_epoch_s, complete ? "complete" : "incomplete", end_reason, (int64_t)id);
 }
 
 int store_recent_starts(struct watch_store *st, double since, double *out, int max, int *nr)
@@ -658,12 +653,12 @@ int store_recent_starts(struct watch_store *st, double since, double *out, int m
 	int rc;
 
 	*nr = 0;
-	rc = sqlite3_prepare_v2(st->db,
-				"SELECT start_time FROM incidents WHERE start_time > ?"
-				" ORDER BY start_time",
-				-1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return sqlite_errno(rc);
+	rc = store_prepare(st,
+			   "SELECT start_time FROM incidents WHERE start_time > ?"
+			   " ORDER BY start_time",
+			   &s);
+	if (rc)
+		return rc;
 	sqlite3_bind_double(s, 1, since);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW && *nr < max)
 		out[(*nr)++] = sqlite3_column_double(s, 0);
@@ -695,9 +690,9 @@ static int delete_where(struct watch_store *st, const char *sql, double arg, int
 	sqlite3_stmt *s = NULL;
 	int rc;
 
-	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return sqlite_errno(rc);
+	rc = store_prepare(st, sql, &s);
+	if (rc)
+		return rc;
 	if (sqlite3_bind_parameter_count(s))
 		sqlite3_bind_double(s, 1, arg);
 	rc = sqlite3_step(s);

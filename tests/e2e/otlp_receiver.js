@@ -4,7 +4,7 @@
 // Each export request that reached the receiver is checked against the OTLP protobuf
 // definitions the package ships (every field known, of its type; OTLP/JSON's hex ids of
 // their length) and printed on stdout as one JSON line:
-//   {"signal": "traces"|"logs", "errors": [...], "data": <the request as received>}
+//   {"signal": "traces"|"logs"|"metrics", "errors": [...], "data": <the request as received>}
 // and each request the front answered 503 as {"signal": "refused", "path": ...}.
 // Usage: node otlp_receiver.js MODULE_DIR PORT [FAIL_FIRST_N]
 'use strict';
@@ -20,6 +20,8 @@ const root = getProtoRoot();
 const requestTypes = {
     traces: root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest'),
     logs: root.lookupType('opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest'),
+    metrics: root.lookupType(
+        'opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest'),
 };
 const idBytes = {traceId: 16, spanId: 8, parentSpanId: 8};
 let failFirst = Number(failArg || 0);
@@ -29,6 +31,11 @@ function check(obj, type, where, errors) {
     if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
         errors.push(`${where}: not an object`);
         return;
+    }
+    for (const oneof of type.oneofsArray) {
+        const set = oneof.fieldsArray.filter((f) => f.name in obj);
+        if (set.length > 1)
+            errors.push(`${where}: more than one of ${oneof.name}`);
     }
     for (const [key, value] of Object.entries(obj)) {
         const field = type.fields[key];
@@ -91,6 +98,7 @@ async function main() {
         httpPort: 0,
         onTrace: (d) => report('traces', d),
         onLogs: (d) => report('logs', d),
+        onMetrics: (d) => report('metrics', d),
     });
     await mock.start();
     const target = new URL(mock.httpUrl);

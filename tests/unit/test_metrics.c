@@ -172,12 +172,94 @@ static void test_cgroup_gone_or_anew(void **state)
 	metrics_free(&m);
 }
 
+/* A writer that keeps one histogram: @want's family, its first series with @stage. */
+struct hist_catch {
+	struct mwriter w;
+	const char *family, *want, *stage;
+	uint64_t le[MW_MAX_BUCKETS], cum[MW_MAX_BUCKETS], count;
+	struct mw_num sum;
+	int le_scale, nr_le;
+	bool found;
+};
+
+static void hc_family(struct mwriter *w, const char *name, enum prom_type type, const char *help)
+{
+	((struct hist_catch *)w)->family = name;
+}
+
+static void hc_sample(struct mwriter *w, const struct prom_label *l, int nr, struct mw_num v)
+{
+}
+
+static void hc_histogram(struct mwriter *w, const struct prom_label *l, int nr, const uint64_t *le,
+			 int le_scale, const uint64_t *cum, int nr_le, struct mw_num sum,
+			 uint64_t count)
+{
+	struct hist_catch *h = (struct hist_catch *)w;
+
+	if (h->found || strcmp(h->family, h->want) || nr < 3 || strcmp(l[1].value, "read") ||
+	    strcmp(l[2].value, h->stage))
+		return;
+	h->found = true;
+	memcpy(h->le, le, nr_le * sizeof(*le));
+	memcpy(h->cum, cum, nr_le * sizeof(*cum));
+	h->nr_le = nr_le;
+	h->le_scale = le_scale;
+	h->sum = sum;
+	h->count = count;
+}
+
+static const struct mwriter_ops hc_ops = {hc_family, hc_sample, hc_histogram};
+
+/*
+ * The kernel's log2 slots as exported, to both writers alike: bounds 2^k ns exact
+ * (1.024 us to 34.4 s), a slot below the first bound in the first bucket, one past the
+ * last in the count (+Inf) only; the sum in ns, exact.
+ */
+static void test_latency_buckets(void **state)
+{
+	static struct metrics m;
+	static struct metrics_dhist d;
+	struct hist_catch h = {
+		.w = {&hc_ops}, .want = "iospan_disk_latency_seconds", .stage = "q2c"};
+
+	assert_int_equal(metrics_init(&m, NULL, 0, 4), 0);
+	assert_int_equal(metrics_write(&m, &h.w), 0); /* the disks of /proc/diskstats */
+	if (!m.nr_disks) {
+		metrics_free(&m);
+		skip();
+	}
+	d.major = m.disks[0].last.major;
+	d.minor = m.disks[0].last.minor;
+	d.op = TOP_DH_READ;
+	d.h.q2c[9] = 1;	 /* (256, 512] ns: below the first bound */
+	d.h.q2c[10] = 2; /* (512, 1024] ns */
+	d.h.q2c[35] = 1; /* the last bound, 2^35 ns */
+	d.h.q2c[36] = 4; /* past it */
+	d.h.q2c_sum = 123456789;
+	metrics_note_disk_hists(&m, &d, 1);
+	assert_int_equal(metrics_write(&m, &h.w), 0);
+	assert_true(h.found);
+	assert_int_equal(h.nr_le, 26);
+	assert_int_equal(h.le_scale, 9);
+	assert_int_equal(h.le[0], 1024);
+	assert_int_equal(h.le[25], 1ULL << 35);
+	assert_int_equal(h.cum[0], 3);
+	assert_int_equal(h.cum[24], 3);
+	assert_int_equal(h.cum[25], 4);
+	assert_int_equal(h.count, 8);
+	assert_int_equal(h.sum.n, 123456789);
+	assert_int_equal(h.sum.scale, 9);
+	metrics_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_incident_keys_are_bounded),
 		cmocka_unit_test(test_cgroups_are_bounded),
 		cmocka_unit_test(test_cgroup_gone_or_anew),
+		cmocka_unit_test(test_latency_buckets),
 	};
 
 	return cmocka_run_group_tests_name("metrics", tests, NULL, NULL);

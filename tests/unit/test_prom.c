@@ -83,40 +83,6 @@ static void test_histogram(void **state)
 	prom_buf_free(&b);
 }
 
-/*
- * A log2 histogram's bounds are exact: a value of 2^k (slot k holds (2^(k-1), 2^k]) is in
- * le=2^k, not only in the bucket above (ebpf_exporter's #488); slots below the first
- * bound are in it, slots past the last only in +Inf.
- */
-static void test_log2_histogram(void **state)
-{
-	const struct prom_log2_bounds bytes = {12, 14, 1}, ns = {10, 11, 1e-9};
-	uint64_t slots[20] = {};
-	struct prom_buf b;
-
-	slots[0] = 1;  /* a 0-byte request */
-	slots[12] = 2; /* two of 4096 */
-	slots[13] = 3; /* three in (4096, 8192] */
-	slots[19] = 4; /* four past the last bound */
-	prom_buf_init(&b);
-	prom_log2_histogram(&b, "s_bytes", NULL, 0, slots, 20, 1000, &bytes);
-	assert_string_equal(text(&b), "s_bytes_bucket{le=\"4096\"} 3\n"
-				      "s_bytes_bucket{le=\"8192\"} 6\n"
-				      "s_bytes_bucket{le=\"16384\"} 6\n"
-				      "s_bytes_bucket{le=\"+Inf\"} 10\n"
-				      "s_bytes_sum 1000\n"
-				      "s_bytes_count 10\n");
-	prom_buf_free(&b);
-	prom_buf_init(&b);
-	prom_log2_histogram(&b, "l_seconds", NULL, 0, slots, 12, 1500, &ns);
-	assert_string_equal(text(&b), "l_seconds_bucket{le=\"1.024e-06\"} 1\n"
-				      "l_seconds_bucket{le=\"2.048e-06\"} 1\n"
-				      "l_seconds_bucket{le=\"+Inf\"} 1\n"
-				      "l_seconds_sum 1.5e-06\n"
-				      "l_seconds_count 1\n");
-	prom_buf_free(&b);
-}
-
 /* The text is handed over whole, or not at all. */
 static void test_take(void **state)
 {
@@ -140,9 +106,11 @@ static void test_take(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_family_and_samples), cmocka_unit_test(test_special_values),
-		cmocka_unit_test(test_escaping),	   cmocka_unit_test(test_histogram),
-		cmocka_unit_test(test_log2_histogram),	   cmocka_unit_test(test_take),
+		cmocka_unit_test(test_family_and_samples),
+		cmocka_unit_test(test_special_values),
+		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_histogram),
+		cmocka_unit_test(test_take),
 	};
 
 	return cmocka_run_group_tests_name("prom", tests, NULL, NULL);

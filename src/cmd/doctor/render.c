@@ -313,13 +313,8 @@ void doctor_render_json(const struct doctor_report *r)
 			jw_kv_object(jw, p->cmd);
 		}
 		jw_kv_object(jw, p->hook);
-		if (p->mode[0]) {
-			jw_kv_string(jw, "mode", p->mode);
-			jw_kv_string(jw, "target", p->target);
-		} else {
-			jw_kv_null(jw, "mode");
-			jw_kv_null(jw, "target");
-		}
+		jw_kv_string_or_null(jw, "mode", p->mode[0] ? p->mode : NULL);
+		jw_kv_string_or_null(jw, "target", p->mode[0] ? p->target : NULL);
 		jw_kv_string_or_null(jw, "program", p->prog[0] ? p->prog : NULL);
 		jw_kv_bool(jw, "optional", p->optional);
 		jw_end_object(jw);

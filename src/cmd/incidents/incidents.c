@@ -12,6 +12,7 @@
 
 #include "iospan.h"
 #include "args.h"
+#include "array.h"
 #include "err.h"
 #include "json.h"
 #include "outfile.h"
@@ -20,9 +21,6 @@
 #include "units.h"
 #include "incidents.h"
 #include "incident/conf.h"
-
-
-static const struct incidents_verb *find_verb(const char *name);
 
 static const char incidents_usage[] =
 	"Usage: iospan incidents [--db PATH | --config FILE] [--json] list\n"
@@ -56,6 +54,8 @@ static const char incidents_usage[] =
 	"\n"
 	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-incidents(8).\n";
 
+static const struct incidents_verb *find_verb(const char *name);
+
 static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 {
 	enum { OPT_DB = 0x2000, OPT_CONFIG, OPT_FORMAT, OPT_KEEP, OPT_MAX_AGE, OPT_MAX_DB_SIZE };
@@ -87,9 +87,9 @@ static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		switch (opt) {
 		case OPT_DB:
-			if (!*optarg)
-				return fail_usage("invalid --db '': give a file path");
-			db = optarg;
+			ret = args_path("", "--db", optarg, &db);
+			if (ret)
+				return ret;
 			break;
 		case OPT_CONFIG:
 			config = optarg;
@@ -212,12 +212,7 @@ static const struct incidents_verb verbs[] = {
 
 static const struct incidents_verb *find_verb(const char *name)
 {
-	const struct incidents_verb *v;
-
-	for (v = verbs; v->name; v++)
-		if (!strcmp(v->name, name))
-			return v;
-	return NULL;
+	return TABLE_FIND(verbs, name);
 }
 
 int cmd_incidents(int argc, char **argv)

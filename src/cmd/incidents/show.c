@@ -122,18 +122,10 @@ static void json_incident(struct jw *jw, sqlite3 *db, const struct incident_row 
 
 	jw_kv_int(jw, "id", r->id);
 	jw_kv_float(jw, "start", r->start, 3);
-	if (isnan(r->end))
-		jw_kv_null(jw, "end");
-	else
-		jw_kv_float(jw, "end", r->end, 3);
+	jw_kv_float(jw, "end", r->end, 3); /* NaN (null): open */
 	jw_kv_float(jw, "duration_s", incident_duration(db, r), 3);
-	if (r->disk[0]) {
-		jw_kv_string(jw, "disk", r->disk);
-		jw_kv_string(jw, "dev", r->dev);
-	} else {
-		jw_kv_null(jw, "disk");
-		jw_kv_null(jw, "dev");
-	}
+	jw_kv_string_or_null(jw, "disk", r->disk[0] ? r->disk : NULL);
+	jw_kv_string_or_null(jw, "dev", r->disk[0] ? r->dev : NULL);
 	jw_kv_string(jw, "rule", r->rule);
 	jw_kv_float(jw, "value", r->value, 3);
 	jw_kv_float(jw, "threshold", r->threshold, 3);
@@ -287,6 +279,28 @@ struct onset {
 };
 
 /*
+ * The samples of incident @r on its disk (all disks for a system-wide rule) in time
+ * order, up to its trigger if @to_trigger: a statement to step, NULL if it fails.
+ */
+static sqlite3_stmt *samples_of(struct watch_store *st, const struct incident_row *r,
+				bool to_trigger)
+{
+	sqlite3_stmt *s = NULL;
+
+	if (sqlite3_prepare_v2(store_db(st),
+			       "SELECT * FROM samples WHERE incident_id = ?1 AND (?2 IS NULL OR"
+			       " time <= ?2) AND (?3 IS NULL OR disk = ?3) ORDER BY time, rowid",
+			       -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, r->id);
+	if (to_trigger)
+		sqlite3_bind_double(s, 2, r->start);
+	if (r->disk[0])
+		sqlite3_bind_text(s, 3, r->disk, -1, SQLITE_TRANSIENT);
+	return s;
+}
+
+/*
  * The onset: where the trigger's metric began to rise on its disk, in the samples up to
  * the trigger (the pre-trigger window and the trigger's sample).
  */
@@ -302,16 +316,9 @@ static int find_onset(struct watch_store *st, const struct incident_row *r, stru
 	memset(o, 0, sizeof(*o));
 	if (rule < 0)
 		return 0;
-	rc = sqlite3_prepare_v2(store_db(st),
-				"SELECT * FROM samples WHERE incident_id = ?1 AND time <= ?2"
-				" AND (?3 IS NULL OR disk = ?3) ORDER BY time, rowid",
-				-1, &s, NULL);
-	if (rc != SQLITE_OK)
+	s = samples_of(st, r, true);
+	if (!s)
 		return query_fail(st, "samples");
-	sqlite3_bind_int64(s, 1, r->id);
-	sqlite3_bind_double(s, 2, r->start);
-	if (r->disk[0])
-		sqlite3_bind_text(s, 3, r->disk, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		read_sample_metrics(s, &m, &psi, &have);
 		wt_values(have ? &m : NULL, &psi, v);
@@ -407,10 +414,7 @@ int incident_json(struct watch_store *st, struct jw *jw, const struct incident_r
 		jw_kv_float(jw, "time", on.time, 3);
 		jw_kv_float(jw, "value", on.value, 3);
 		jw_kv_float(jw, "before_trigger_s", on.trigger_time - on.time, 3);
-		if (on.have_before)
-			jw_kv_float(jw, "quiet_value", on.before, 3);
-		else
-			jw_kv_null(jw, "quiet_value");
+		jw_kv_float(jw, "quiet_value", on.have_before ? on.before : NAN, 3);
 	}
 	jw_end_object(jw);
 	ret = json_table(st, jw, "triggers",
@@ -685,15 +689,9 @@ int incident_text(struct watch_store *st, const struct incident_row *r)
 	printf("\nsamples%s%s (pre: before the trigger; capture: from it on):\n",
 	       r->disk[0] ? " of " : "", r->disk[0] ? printable(r->disk) : "");
 	print_sample_header();
-	rc = sqlite3_prepare_v2(store_db(st),
-				"SELECT * FROM samples WHERE incident_id = ?1 AND (?2 IS NULL OR"
-				" disk = ?2) ORDER BY time, rowid",
-				-1, &s, NULL);
-	if (rc != SQLITE_OK)
+	s = samples_of(st, r, false);
+	if (!s)
 		return query_fail(st, "samples");
-	sqlite3_bind_int64(s, 1, r->id);
-	if (r->disk[0])
-		sqlite3_bind_text(s, 2, r->disk, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		read_sample_metrics(s, &m, &psi, &have);
 		t = sqlite3_column_double(s, SC_TIME);

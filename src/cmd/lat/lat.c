@@ -108,7 +108,7 @@ static int lat_parse(int argc, char **argv, struct lat_cmd *l)
 	};
 	struct lat_opts *o = &l->o;
 	const struct args_spec spec =
-		FILTER_ARGS_SPEC("lat", lat_usage, "mDFT", long_opts, &o->filter, false);
+		FILTER_ARGS_SPEC("lat", lat_usage, "mDFT", long_opts, &o->filter, false, NULL);
 	bool have_by = false, have_stage = false;
 	int opt, err;
 
@@ -150,9 +150,10 @@ static int lat_parse(int argc, char **argv, struct lat_cmd *l)
 			o->timestamps = true;
 			break;
 		case OPT_MAX_ENTRIES:
-			if (parse_u64_range(optarg, 64, LAT_MAX_ENTRIES, &o->max_entries))
-				return fail_usage("invalid --max-entries '%s': give 64 to %u",
-						  optarg, LAT_MAX_ENTRIES);
+			err = args_number_in("", "--max-entries", optarg, 64, LAT_MAX_ENTRIES,
+					     "64 to " ARGS_STR(LAT_MAX_ENTRIES), &o->max_entries);
+			if (err)
+				return err;
 			break;
 		}
 	}

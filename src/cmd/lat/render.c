@@ -359,10 +359,7 @@ static void json_report(const struct lat_view *v, const struct lat_report *r)
 	jw_kv_object(jw, "drops");
 	counters_json(jw, lat_counters, r->drops, LAT_DROP_NR);
 	jw_kv_uint(jw, "programs_skipped", r->skipped);
-	if (r->not_seen_known)
-		jw_kv_uint(jw, "requests_not_seen", r->not_seen);
-	else
-		jw_kv_null(jw, "requests_not_seen");
+	jw_kv_uint_or_null(jw, "requests_not_seen", r->not_seen_known, r->not_seen);
 	jw_end_object(jw);
 	jw_kv_array(jw, "histograms");
 	for (i = 0; i < r->nr; i++) {

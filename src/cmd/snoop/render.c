@@ -33,6 +33,15 @@ struct snoop_render {
 	size_t hms_len;
 };
 
+void snoop_render_free(struct snoop_render *r)
+{
+	if (!r)
+		return;
+	jw_free(r->jw);
+	free(r->batch);
+	free(r);
+}
+
 int snoop_render_new(FILE *out, bool json, struct snoop_render **outp)
 {
 	struct snoop_render *r = calloc(1, sizeof(*r));
@@ -50,20 +59,11 @@ int snoop_render_new(FILE *out, bool json, struct snoop_render **outp)
 	} else
 		r->batch = malloc(BATCH_BYTES);
 	if (!r->jw && !r->batch) {
-		free(r);
+		snoop_render_free(r);
 		return -ENOMEM;
 	}
 	*outp = r;
 	return 0;
-}
-
-void snoop_render_free(struct snoop_render *r)
-{
-	if (!r)
-		return;
-	jw_free(r->jw);
-	free(r->batch);
-	free(r);
 }
 
 static void kv_dur_us(struct jw *jw, const char *name, int64_t ns)
@@ -78,6 +78,7 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 			const struct snoop_line *l)
 {
 	struct jw *jw = r->jw;
+	bool issued;
 
 	jw_start_object(jw);
 	jw_kv_fixed(jw, "time", (l->wall_ns + 500) / 1000, 6);
@@ -89,21 +90,14 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 		jw_kv_string(jw, "container", l->container);
 	jw_kv_string(jw, "disk", l->disk);
 	jw_kv_string(jw, "rwbs", l->rwbs);
-	if (e->sector == SNOOP_NO_SECTOR)
-		jw_kv_null(jw, "sector");
-	else
-		jw_kv_uint(jw, "sector", e->sector);
+	jw_kv_uint_or_null(jw, "sector", e->sector != SNOOP_NO_SECTOR, e->sector);
 	jw_kv_uint(jw, "bytes", e->bytes);
 	kv_dur_us(jw, "queue_us", l->queue_ns);
 	kv_dur_us(jw, "device_us", l->device_ns);
 	kv_dur_us(jw, "total_us", l->total_ns);
-	if (e->flags & SNOOP_IO_NO_ISSUE) {
-		jw_kv_null(jw, "inflight");
-		jw_kv_null(jw, "merged");
-	} else {
-		jw_kv_uint(jw, "inflight", e->inflight);
-		jw_kv_uint(jw, "merged", e->nr_bios ? e->nr_bios - 1 : 0);
-	}
+	issued = !(e->flags & SNOOP_IO_NO_ISSUE);
+	jw_kv_uint_or_null(jw, "inflight", issued, e->inflight);
+	jw_kv_uint_or_null(jw, "merged", issued, e->nr_bios ? e->nr_bios - 1 : 0);
 	jw_kv_string(jw, "kind", l->kind);
 	jw_kv_bool(jw, "writeback", e->flags & SNOOP_IO_WRITEBACK);
 	if (e->flags & SNOOP_IO_WRITEBACK)
@@ -321,16 +315,8 @@ void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
 		jw_kv_uint(jw, "not_arrived",
 			   t->sent > t->events + t->malformed ? t->sent - t->events - t->malformed :
 								0);
-		jw_kv_uint(jw, "owner_unknown", t->no_owner);
-		jw_kv_uint(jw, "dispatch_not_seen", t->no_issue);
-		jw_kv_uint(jw, "queue_not_seen", t->no_queue);
-		jw_kv_uint(jw, "filtered", t->filtered);
-		jw_kv_uint(jw, "partial_completions", t->partial);
-		jw_kv_uint(jw, "inflight_map_full", t->inflight_full);
-		jw_kv_uint(jw, "dirtier_map_full", t->dirtier_full);
-		jw_kv_uint(jw, "writeback_dirtier_unknown", t->no_dirtier);
+		counters_json(jw, snoop_counters, t->cnt, SNOOP_CNT_NR);
 		jw_kv_uint(jw, "missed_runs", t->missed_runs);
-		jw_kv_uint(jw, "completion_not_seen", t->completion_unseen);
 		jw_end_object(jw);
 		jw_end_object(jw);
 		return;
@@ -341,13 +327,13 @@ void snoop_render_totals(struct snoop_render *r, const struct snoop_totals *t)
 		" (ring buffer full), malformed %" PRIu64 "; submitter unknown %" PRIu64
 		", dispatch not seen %" PRIu64 ", queue not seen %" PRIu64 ", filtered out %" PRIu64
 		"\n",
-		t->events, t->seconds, t->lost, t->malformed, t->no_owner, t->no_issue, t->no_queue,
-		t->filtered);
-	if (t->completion_unseen)
+		t->events, t->seconds, t->lost, t->malformed, t->cnt[SNOOP_CNT_NO_OWNER],
+		t->cnt[SNOOP_CNT_NO_ISSUE], t->cnt[SNOOP_CNT_NO_QUEUE], t->cnt[SNOOP_CNT_FILTERED]);
+	if (t->cnt[SNOOP_CNT_COMPLETION_UNSEEN])
 		fprintf(stderr,
 			"iospan snoop: %" PRIu64 " completions ran no program (the request was "
 			"dispatched again unseen): their lines are missing\n",
-			t->completion_unseen);
+			t->cnt[SNOOP_CNT_COMPLETION_UNSEEN]);
 	if (t->missed_runs)
 		fprintf(stderr,
 			"iospan snoop: %" PRIu64 " program runs skipped by the kernel (nested): "

@@ -73,8 +73,6 @@ static const char snoop_usage[] =
 enum {
 	OPT_OPS = 0x2000,
 	OPT_MIN_LATENCY,
-	OPT_DURATION,
-	OPT_BUFFER_SIZE,
 };
 
 static const struct {
@@ -123,15 +121,16 @@ static int snoop_parse(int argc, char **argv, struct snoop_cmd *t)
 		FILTER_LONG_OPTS,
 		{"ops", required_argument, NULL, OPT_OPS},
 		{"min-latency", required_argument, NULL, OPT_MIN_LATENCY},
-		{"duration", required_argument, NULL, OPT_DURATION},
+		DURATION_LONG_OPT,
 		{"output", required_argument, NULL, 'o'},
-		{"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
+		BUFFER_SIZE_LONG_OPT,
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct snoop_opts *o = &t->o;
+	struct args_run run = {.duration_ns = &t->duration_ns, .rb_bytes = &o->rb_bytes};
 	const struct args_spec spec =
-		FILTER_ARGS_SPEC("snoop", snoop_usage, "o:", long_opts, &o->filter, true);
+		FILTER_ARGS_SPEC("snoop", snoop_usage, "o:", long_opts, &o->filter, true, &run);
 	bool have_ops = false, have_out = false, have_lat = false;
 	int opt, err = 0;
 
@@ -145,17 +144,9 @@ static int snoop_parse(int argc, char **argv, struct snoop_cmd *t)
 			err = args_once("--min-latency", &have_lat) ?:
 				      args_threshold("--min-latency", optarg, &o->min_latency_ns);
 			break;
-		case OPT_DURATION:
-			err = args_period("--duration", optarg, &t->duration_ns);
-			break;
 		case 'o':
-			err = args_once("-o/--output", &have_out);
-			if (!err && !*optarg)
-				err = fail_usage("-o needs a file name");
-			t->out_path = optarg;
-			break;
-		case OPT_BUFFER_SIZE:
-			err = args_buffer_size(optarg, &o->rb_bytes);
+			err = args_once("-o/--output", &have_out) ?:
+				      args_path("", "-o/--output", optarg, &t->out_path);
 			break;
 		}
 		if (err)

@@ -72,19 +72,11 @@ static int stat_parse(int argc, char **argv, struct stat_opts *o)
 	int opt, ret;
 
 	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
+		ret = 0;
 		switch (opt) {
 		case 'd':
-			if (o->nr_disks == STAT_MAX_DISKS)
-				return fail_usage("too many -d options (at most %d)",
-						  STAT_MAX_DISKS);
-			ret = disk_spec_parse(optarg, &o->disks[o->nr_disks]);
-			if (ret == -ENOTBLK)
-				return fail_usage("'%s' is not a block device", optarg);
-			if (ret)
-				return fail_usage("unknown disk '%s': name a device listed in "
-						  "/proc/diskstats (sda, /dev/loop0, 7:0)",
-						  optarg);
-			o->disk_text[o->nr_disks++] = optarg;
+			ret = disk_spec_add("", optarg, o->disks, o->disk_text, &o->nr_disks,
+					    STAT_MAX_DISKS);
 			break;
 		case 'z':
 			o->omit_idle = true;
@@ -96,12 +88,14 @@ static int stat_parse(int argc, char **argv, struct stat_opts *o)
 			o->partitions = true;
 			break;
 		case OPT_RECORD:
-			o->record_path = optarg;
+			ret = args_path("", "--record", optarg, &o->record_path);
 			break;
 		case OPT_REPLAY:
-			o->replay_path = optarg;
+			ret = args_path("", "--replay", optarg, &o->replay_path);
 			break;
 		}
+		if (ret)
+			return ret;
 	}
 	if (opt)
 		return opt;

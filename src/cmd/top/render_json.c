@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* iospan top: the report as one JSON document (one object per line when periodic). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -174,14 +175,8 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 	jw_kv_bool(jw, "syscalls_traced", !o->no_syscalls);
 
 	jw_kv_object(jw, "filters");
-	if (o->filter.tf.pid)
-		jw_kv_uint(jw, "pid", o->filter.tf.pid);
-	else
-		jw_kv_null(jw, "pid");
-	if (o->filter.tf.tid)
-		jw_kv_uint(jw, "tid", o->filter.tf.tid);
-	else
-		jw_kv_null(jw, "tid");
+	jw_kv_uint_or_null(jw, "pid", o->filter.tf.pid, o->filter.tf.pid);
+	jw_kv_uint_or_null(jw, "tid", o->filter.tf.tid, o->filter.tf.tid);
 	jw_kv_string_or_null(jw, "comm", o->filter.tf.comm_on ? o->filter.tf.comm : NULL);
 	jw_kv_string_or_null(jw, "cgroup", o->filter.have_cgroup ? o->filter.cgroup_rel : NULL);
 	jw_kv_string_or_null(jw, "file", o->filter.have_file ? o->filter.file_arg : NULL);
@@ -294,10 +289,7 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 		jw_end_object(jw);
 	}
 	jw_end_array(jw);
-	if (o->stall_ns)
-		jw_kv_float(jw, "stall_threshold_ms", o->stall_ns / 1e6, 3);
-	else
-		jw_kv_null(jw, "stall_threshold_ms");
+	jw_kv_float(jw, "stall_threshold_ms", o->stall_ns ? o->stall_ns / 1e6 : NAN, 3);
 	/* Why there are none to show: a stall belongs to no file. */
 	jw_kv_bool(jw, "stalls_not_traced_by_file", o->filter.have_file || o->filter.have_dir);
 
@@ -306,6 +298,7 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 		const struct dev_cov *d = &rep->devs[i];
 		uint64_t ds = d->ds_read + d->ds_write, seen = d->seen_read + d->seen_write;
 		uint64_t unattr = d->unattr_read + d->unattr_write;
+		bool flush_known, cov_known;
 		char dev[32];
 
 		jw_start_object(jw);
@@ -316,31 +309,18 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 		jw_kv_uint(jw, "disk_read_bytes", d->seen_read);
 		jw_kv_uint(jw, "disk_write_bytes", d->seen_write);
 		jw_kv_uint(jw, "unattributed_bytes", unattr);
-		if (d->ds_known) {
-			jw_kv_uint(jw, "diskstats_read_bytes", d->ds_read);
-			jw_kv_uint(jw, "diskstats_write_bytes", d->ds_write);
-		} else {
-			jw_kv_null(jw, "diskstats_read_bytes");
-			jw_kv_null(jw, "diskstats_write_bytes");
-		}
+		jw_kv_uint_or_null(jw, "diskstats_read_bytes", d->ds_known, d->ds_read);
+		jw_kv_uint_or_null(jw, "diskstats_write_bytes", d->ds_known, d->ds_write);
 		jw_kv_uint(jw, "flush_requests", d->flushes);
 		jw_kv_float(jw, "flush_time_ms", d->flush_ns / 1e6, 3);
 		jw_kv_uint(jw, "flush_requests_untimed", d->flushes_untimed);
 		jw_kv_float(jw, "flush_untimed_ms_max", d->flush_untimed_ns / 1e6, 3);
-		if (d->ds_known && d->ds_flush_known) {
-			jw_kv_uint(jw, "diskstats_flush_requests", d->ds_flushes);
-			jw_kv_uint(jw, "diskstats_flush_ms", d->ds_flush_ms);
-		} else {
-			jw_kv_null(jw, "diskstats_flush_requests");
-			jw_kv_null(jw, "diskstats_flush_ms");
-		}
-		if (ds && d->traced && top_coverage_meaningful(o)) {
-			jw_kv_float(jw, "coverage_pct", top_pct(seen, ds), 2);
-			jw_kv_float(jw, "attributed_pct", top_pct(seen - unattr, ds), 2);
-		} else {
-			jw_kv_null(jw, "coverage_pct");
-			jw_kv_null(jw, "attributed_pct");
-		}
+		flush_known = d->ds_known && d->ds_flush_known;
+		jw_kv_uint_or_null(jw, "diskstats_flush_requests", flush_known, d->ds_flushes);
+		jw_kv_uint_or_null(jw, "diskstats_flush_ms", flush_known, d->ds_flush_ms);
+		cov_known = ds && d->traced && top_coverage_meaningful(o);
+		jw_kv_float(jw, "coverage_pct", cov_known ? top_pct(seen, ds) : NAN, 2);
+		jw_kv_float(jw, "attributed_pct", cov_known ? top_pct(seen - unattr, ds) : NAN, 2);
 		jw_kv_object(jw, "unresolved");
 		jw_kv_uint(jw, "requests", d->unresolved.requests);
 		jw_kv_uint(jw, "read_bytes", d->unresolved.read_bytes);

@@ -104,7 +104,6 @@ enum {
 	OPT_SORT,
 	OPT_THREADS,
 	OPT_STALL,
-	OPT_DURATION,
 	OPT_MAX_ENTRIES,
 	OPT_NO_SYSCALLS,
 	OPT_BY,
@@ -141,7 +140,7 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 		{"sort", required_argument, NULL, OPT_SORT},
 		{"threads", no_argument, NULL, OPT_THREADS},
 		{"stall-threshold", required_argument, NULL, OPT_STALL},
-		{"duration", required_argument, NULL, OPT_DURATION},
+		DURATION_LONG_OPT,
 		{"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
 		{"no-syscalls", no_argument, NULL, OPT_NO_SYSCALLS},
 		{"by", required_argument, NULL, OPT_BY},
@@ -149,8 +148,9 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 		{NULL, 0, NULL, 0},
 	};
 	struct top_opts *o = &t->o;
+	struct args_run run = {.duration_ns = &t->duration_ns};
 	const struct args_spec spec =
-		FILTER_ARGS_SPEC("top", top_usage, "n:", long_opts, &o->filter, false);
+		FILTER_ARGS_SPEC("top", top_usage, "n:", long_opts, &o->filter, false, &run);
 	bool stall_set = false;
 	int opt, err;
 	size_t i;
@@ -159,23 +159,22 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 	top_opts_default(o);
 	t->duration_ns = 8 * NSEC_PER_SEC;
 	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
+		err = 0;
 		switch (opt) {
 		case 'n':
-			if (parse_u64_range(optarg, 1, 100000, &o->max_procs))
-				return fail_usage("invalid --max-processes '%s': give 1 or more",
-						  optarg);
+			err = args_number_in("", "--max-processes", optarg, 1, 100000, "1 or more",
+					     &o->max_procs);
 			break;
 		case OPT_MAX_FILES:
-			if (parse_u64_range(optarg, 0, 100000, &o->max_files))
-				return fail_usage("invalid --max-files '%s': give 0 or more",
-						  optarg);
+			err = args_number_in("", "--max-files", optarg, 0, 100000, "0 or more",
+					     &o->max_files);
 			break;
 		case OPT_SORT:
 			for (i = 0; i < ARRAY_SIZE(sort_names); i++)
 				if (!strcmp(optarg, sort_names[i]))
 					break;
 			if (i == ARRAY_SIZE(sort_names))
-				return fail_usage(
+				err = fail_usage(
 					"invalid --sort '%s': use disk, fs, read, write or "
 					"latency",
 					optarg);
@@ -189,28 +188,20 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 			break;
 		case OPT_BY:
 			err = parse_by(o, optarg, argc, argv);
-			if (err)
-				return err;
 			break;
 		case OPT_STALL:
 			err = args_threshold("--stall-threshold", optarg, &o->stall_ns);
-			if (err)
-				return err;
 			stall_set = true;
-			break;
-		case OPT_DURATION:
-			err = args_period("--duration", optarg, &t->duration_ns);
-			if (err)
-				return err;
-			t->duration_set = true;
 			break;
 		case OPT_MAX_ENTRIES:
 			if (parse_u64_range(optarg, 64, TOP_MAX_ENTRIES, &o->max_entries))
-				return fail_usage("invalid --max-entries '%s': give 64 to %u (each "
-						  "costs about 0.8 KiB of kernel memory)",
-						  optarg, TOP_MAX_ENTRIES);
+				err = fail_usage("invalid --max-entries '%s': give 64 to %u (each "
+						 "costs about 0.8 KiB of kernel memory)",
+						 optarg, TOP_MAX_ENTRIES);
 			break;
 		}
+		if (err)
+			return err;
 	}
 	if (opt)
 		return opt;
@@ -226,7 +217,7 @@ static int top_parse(int argc, char **argv, struct top_cmd *t)
 					  "to no file, so none is traced there");
 		o->stall_ns = 0;
 	}
-	if (o->interval_ns && t->duration_set)
+	if (o->interval_ns && run.duration_set)
 		return fail_usage("--duration is for the one-shot report: give either --duration "
 				  "or an interval");
 	return 0;

@@ -19,7 +19,6 @@ struct top_cmd {
 	struct top_opts o;    /* the collector's and the report's */
 	uint64_t duration_ns; /* one-shot window */
 	uint64_t count;	      /* periodic reports, 0: until stopped */
-	bool duration_set;
 	struct top_ctx *c;
 	struct jw *jw; /* --json */
 };

@@ -69,9 +69,7 @@ static const char trace_usage[] =
 enum {
 	OPT_OPS = 0x2000,
 	OPT_PERFETTO,
-	OPT_DURATION,
 	OPT_OFFCPU_PERIODS,
-	OPT_BUFFER_SIZE,
 };
 
 static int trace_parse(int argc, char **argv, struct trace_cmd *t)
@@ -79,21 +77,21 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 	static const struct option long_opts[] = {
 		{"threshold", required_argument, NULL, 't'},
 		{"interval", required_argument, NULL, 'i'},
-		{"duration", required_argument, NULL, OPT_DURATION},
+		DURATION_LONG_OPT,
 		FILTER_LONG_OPTS,
 		{"ops", required_argument, NULL, OPT_OPS},
 		{"perfetto", required_argument, NULL, OPT_PERFETTO},
 		{"offcpu-periods", no_argument, NULL, OPT_OFFCPU_PERIODS},
-		{"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
+		BUFFER_SIZE_LONG_OPT,
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct trace_opts *o = &t->o;
+	struct args_run run = {.duration_ns = &t->duration_ns, .rb_bytes = &o->rb_bytes};
 	const struct args_spec spec =
-		FILTER_ARGS_SPEC("trace", trace_usage, "t:i:", long_opts, &o->filter, true);
+		FILTER_ARGS_SPEC("trace", trace_usage, "t:i:", long_opts, &o->filter, true, &run);
 	const char *bad;
 	size_t bad_len;
-	bool have_rb = false;
 	int opt, err;
 
 	trace_opts_default(o);
@@ -110,11 +108,6 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 			if (err)
 				return err;
 			break;
-		case OPT_DURATION:
-			err = args_period("--duration", optarg, &t->duration_ns);
-			if (err)
-				return err;
-			break;
 		case OPT_OPS:
 			if (trace_ops_parse(optarg, &o->ops, &bad, &bad_len))
 				return fail_usage(
@@ -128,23 +121,17 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 		case OPT_OFFCPU_PERIODS:
 			o->offcpu_periods = true;
 			break;
-		case OPT_BUFFER_SIZE:
-			err = args_buffer_size(optarg, &o->rb_bytes);
+		case OPT_PERFETTO:
+			err = args_path("", "--perfetto", optarg, &t->perfetto_path);
 			if (err)
 				return err;
-			have_rb = true;
-			break;
-		case OPT_PERFETTO:
-			if (!*optarg)
-				return fail_usage("--perfetto needs a file name");
-			t->perfetto_path = optarg;
 			break;
 		}
 	}
 	if (opt)
 		return opt;
 	/* Every request goes to the output with -t 0: room for a longer burst. */
-	if (!have_rb && !o->threshold_ns)
+	if (!run.rb_set && !o->threshold_ns)
 		o->rb_bytes = TRACE_RB_ALL;
 	return 0;
 }

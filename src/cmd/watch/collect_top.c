@@ -260,7 +260,7 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	t->o.syscalls = watch_syscall_attach(wo);
 	t->o.stall_ns = wo->stall_threshold_ns;
 	t->o.stalls_on_demand = !wo->stalls_always;
-	t->o.disk_hists = wo->have_listen;
+	t->o.disk_hists = wo->have_listen || wo->otlp_metrics; /* the metrics' histograms */
 	if (!wo->full_detail) {
 		t->o.slow_rq_ns = watch_slow_keep_ns(wo);
 		sink.slow_rq = on_slow_rq;

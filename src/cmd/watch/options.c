@@ -80,6 +80,10 @@ static const char watch_usage[] =
 	"                         spans) and incidents (log records) to an OpenTelemetry\n"
 	"                         collector, OTLP/HTTP JSON (http://collector:4318); the\n"
 	"                         OTEL_EXPORTER_OTLP_* variables are read too\n"
+	"      --otlp-metrics on|off  push the metrics of /metrics there too (no --listen\n"
+	"                         needed), OTLP JSON to /v1/metrics (default off)\n"
+	"      --otlp-metrics-interval D  their push period (default\n"
+	"                         OTEL_METRIC_EXPORT_INTERVAL ms, else 60s)\n"
 	"      --web-config FILE  HTTPS, client certificates and basic authentication for\n"
 	"                         --listen, in the web configuration file of Prometheus'\n"
 	"                         exporters (tls_server_config, basic_auth_users)\n"
@@ -140,11 +144,22 @@ static int parse_rule(enum wt_metric m, const char *where, const char *arg, doub
 	return 0;
 }
 
+/* An option of two values, @a or @b: *@is_b whether it is @b. */
+static int parse_pair(const char *where, const char *opt, const char *arg, const char *a,
+		      const char *b, bool *is_b)
+{
+	if (strcmp(arg, a) && strcmp(arg, b))
+		return fail_usage("%sinvalid --%s '%s': give %s or %s", where, opt, arg, a, b);
+	*is_b = !strcmp(arg, b);
+	return 0;
+}
+
 /* Applies one option from the command line (@where "") or the config file. */
 static int watch_apply(struct watch_opts *o, int opt, const char *name, const char *arg,
 		       const char *where, bool cmdline)
 {
-	uint64_t v;
+	uint64_t v = 0;
+	bool off;
 	int ret;
 
 	if (opt >= WATCH_OPT_RULE && opt < WATCH_OPT_RULE + WT_NR_METRICS)
@@ -155,23 +170,13 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 			o->nr_disks = 0; /* the command line's disks replace the file's */
 			o->disks_from_cmdline = true;
 		}
-		if (o->nr_disks == WATCH_MAX_DISKS)
-			return fail_usage("%stoo many disks (at most %d)", where, WATCH_MAX_DISKS);
-		ret = disk_spec_parse(arg, &o->disks[o->nr_disks]);
-		if (ret == -ENOTBLK)
-			return fail_usage("%s'%s' is not a block device", where, arg);
-		if (ret)
-			return fail_usage("%sunknown disk '%s': name a device listed in "
-					  "/proc/diskstats (sda, /dev/loop0, 7:0)",
-					  where, arg);
-		o->disk_text[o->nr_disks++] = arg;
-		return 0;
+		return disk_spec_add(where, arg, o->disks, o->disk_text, &o->nr_disks,
+				     WATCH_MAX_DISKS);
 	case WATCH_OPT_FOR:
-		if (parse_u64_range(arg, 1, 3600, &v))
-			return fail_usage(
-				"%sinvalid --for '%s': give a number of samples from 1 to "
-				"3600",
-				where, arg);
+		ret = args_number_in(where, "--for", arg, 1, 3600,
+				     "a number of samples from 1 to 3600", &v);
+		if (ret)
+			return ret;
 		o->rules.hold = v;
 		return 0;
 	case WATCH_OPT_INTERVAL:
@@ -187,10 +192,7 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 		return args_duration_in(where, "--duration", arg, ARGS_MIN_PERIOD_NS, UINT64_MAX,
 					"of at least 1ms", &o->duration_ns);
 	case WATCH_OPT_BPF:
-		if (strcmp(arg, "on") && strcmp(arg, "off"))
-			return fail_usage("%sinvalid --bpf '%s': give on or off", where, arg);
-		o->no_bpf = !strcmp(arg, "off");
-		return 0;
+		return parse_pair(where, name, arg, "on", "off", &o->no_bpf);
 	case WATCH_OPT_NO_BPF:
 		o->no_bpf = true;
 		return 0;
@@ -199,57 +201,43 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 	case WATCH_OPT_STALL_THRESHOLD:
 		return parse_request_ns(where, name, arg, &o->stall_threshold_ns);
 	case WATCH_OPT_DETAIL:
-		if (strcmp(arg, "block") && strcmp(arg, "full"))
-			return fail_usage("%sinvalid --detail '%s': give block or full", where, arg);
-		o->full_detail = !strcmp(arg, "full");
-		return 0;
+		return parse_pair(where, name, arg, "block", "full", &o->full_detail);
 	case WATCH_OPT_STALLS:
-		if (strcmp(arg, "capture") && strcmp(arg, "always"))
-			return fail_usage("%sinvalid --stalls '%s': give capture or always", where,
-					  arg);
-		o->stalls_always = !strcmp(arg, "always");
-		return 0;
+		return parse_pair(where, name, arg, "capture", "always", &o->stalls_always);
 	case WATCH_OPT_LISTEN:
 		o->have_listen = true;
 		return http_listen_parse(where, "--listen", arg, &o->listen);
 	case WATCH_OPT_OTLP_ENDPOINT:
 		o->otlp_endpoint = arg;
 		return 0;
+	case WATCH_OPT_OTLP_METRICS:
+		ret = parse_pair(where, name, arg, "on", "off", &off);
+		o->otlp_metrics = !ret && !off;
+		return ret;
+	case WATCH_OPT_OTLP_METRICS_INTERVAL:
+		return args_duration_in(where, "--otlp-metrics-interval", arg, 100000000ULL,
+					86400 * NSEC_PER_SEC, "from 100ms to 24h",
+					&o->otlp_metrics_interval_ns);
 	case WATCH_OPT_WEB_CONFIG:
-		if (!*arg)
-			return fail_usage("%sinvalid --web-config '': give a file path", where);
-		o->web_config_path = arg;
-		return 0;
+		return args_path(where, "--web-config", arg, &o->web_config_path);
 	case WATCH_OPT_SYSCALL_HOOKS:
-		if (strcmp(arg, "per-call") && strcmp(arg, "raw"))
-			return fail_usage("%sinvalid --syscall-hooks '%s': give raw or per-call",
-					  where, arg);
-		o->per_call_syscalls = !strcmp(arg, "per-call");
-		return 0;
+		return parse_pair(where, name, arg, "raw", "per-call", &o->per_call_syscalls);
 	case WATCH_OPT_METRICS_MAX_CGROUPS:
-		if (parse_u64_range(arg, 0, METRICS_MAX_CGROUPS, &v))
-			return fail_usage(
-				"%sinvalid --metrics-max-cgroups '%s': give a number from "
-				"0 to %d",
-				where, arg, METRICS_MAX_CGROUPS);
-		o->metrics_max_cgroups = v;
-		return 0;
-	case WATCH_OPT_MAX_PER_HOUR:
-		if (parse_u64_range(arg, 0, WT_MAX_PER_HOUR, &v))
-			return fail_usage("%sinvalid --max-per-hour '%s': give a number from 0 (no "
-					  "cap) to %d",
-					  where, arg, WT_MAX_PER_HOUR);
-		o->max_per_hour = v;
-		return 0;
+		ret = args_number_in(where, "--metrics-max-cgroups", arg, 0, METRICS_MAX_CGROUPS,
+				     "a number from 0 to " ARGS_STR(METRICS_MAX_CGROUPS), &v);
+		o->metrics_max_cgroups = v; /* on an error, nothing that is used */
+		return ret;
 	case WATCH_OPT_DB:
-		if (!*arg)
-			return fail_usage("%sinvalid --db '': give a file path", where);
-		o->db_path = arg;
-		return 0;
+		return args_path(where, "--db", arg, &o->db_path);
 	case WATCH_OPT_KEEP:
 	case WATCH_OPT_MAX_AGE:
 	case WATCH_OPT_MAX_DB_SIZE:
 		return conf_parse_retention(where, name, arg, &o->retention);
+	case WATCH_OPT_MAX_PER_HOUR:
+		ret = args_number_in(where, "--max-per-hour", arg, 0, WT_MAX_PER_HOUR,
+				     "a number from 0 (no cap) to " ARGS_STR(WT_MAX_PER_HOUR), &v);
+		o->max_per_hour = v; /* on an error, nothing that is used */
+		return ret;
 	default:
 		return fail_usage("%sunknown option '%s'", where, name);
 	}
@@ -350,6 +338,17 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	ret = otlp_config_parse(o->otlp_endpoint, &o->otlp, &o->otlp_on);
 	if (ret)
 		return ret;
+	if (o->otlp_metrics_interval_ns && !o->otlp_metrics)
+		return fail_usage("--otlp-metrics-interval sets the period of --otlp-metrics on: "
+				  "give that too");
+	if (o->otlp_metrics && !o->otlp_on)
+		return fail_usage("--otlp-metrics pushes the metrics to the OTLP receiver: give "
+				  "--otlp-endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)");
+	if (o->otlp_metrics) {
+		ret = otlp_config_metrics(&o->otlp, o->otlp_metrics_interval_ns / 1000000);
+		if (ret)
+			return ret;
+	}
 	if (o->web_config_path && !o->have_listen)
 		return fail_usage("--web-config secures the metrics endpoint: it needs --listen");
 	/* Said now, not found out when no incident ever opens. */

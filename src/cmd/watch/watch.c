@@ -734,26 +734,45 @@ static void seed_hourly_cap(struct watch_ctx *ctx, const struct io_sample *s)
 		wt_gate_seed(&ctx->gate, s->uptime_s - (s->epoch_s - starts[i]));
 }
 
-/* --otlp-endpoint (or the OTEL_ variables): the exporter's thread. */
+/* A push of --otlp-metrics: what GET /metrics tells (an otlp_collect_fn). */
+static int push_collect(void *metrics, struct mwriter *w)
+{
+	return metrics_write(metrics, w);
+}
+
+/* --otlp-endpoint (or the OTEL_ variables): the exporter's thread, and the pusher's. */
 static int otlp_open(struct watch_ctx *ctx)
 {
+	const struct otlp_config *c = &ctx->o->otlp;
 	int ret;
 
 	if (!ctx->o->otlp_on)
 		return 0;
-	ret = otlp_start(&ctx->o->otlp, &ctx->otlp);
+	ret = otlp_start(c, &ctx->otlp);
 	if (ret)
 		return ret;
+	if (ctx->o->otlp_metrics) {
+		ret = otlp_start_metrics(ctx->otlp, push_collect, ctx->metrics);
+		if (ret) {
+			otlp_stop(ctx->otlp);
+			ctx->otlp = NULL;
+			return ret;
+		}
+	}
 	watch_event("info", "slow requests (traces) and incidents (logs) exported to %s and %s",
-		    ctx->o->otlp.url[OTLP_TRACES], ctx->o->otlp.url[OTLP_LOGS]);
+		    c->url[OTLP_TRACES], c->url[OTLP_LOGS]);
+	if (ctx->o->otlp_metrics)
+		watch_event("info", "metrics pushed to %s every %.3g s", c->url[OTLP_METRICS],
+			    c->metrics_interval_ms / 1e3);
 	return 0;
 }
 
 /* Sends what waits (for a few seconds at most), then says what was sent and dropped. */
 static void otlp_close(struct watch_ctx *ctx)
 {
+	uint64_t dropped[OTLP_NR_SIGNALS] = {}, by_reason[OTLP_NR_DROPS] = {};
+	char metrics[96] = "";
 	struct otlp_stats st;
-	uint64_t dropped[OTLP_NR_SIGNALS] = {};
 	int s, d;
 
 	if (!ctx->otlp)
@@ -763,22 +782,24 @@ static void otlp_close(struct watch_ctx *ctx)
 	otlp_note(ctx, &st); /* what the flush at exit changed */
 	ctx->otlp = NULL;
 	for (s = 0; s < OTLP_NR_SIGNALS; s++)
-		for (d = 0; d < OTLP_NR_DROPS; d++)
+		for (d = 0; d < OTLP_NR_DROPS; d++) {
 			dropped[s] += st.dropped[s][d];
+			by_reason[d] += st.dropped[s][d];
+		}
+	if (st.metrics)
+		snprintf(metrics, sizeof(metrics), "; %llu metrics sent, %llu dropped",
+			 (unsigned long long)st.sent[OTLP_METRICS],
+			 (unsigned long long)dropped[OTLP_METRICS]);
 	watch_event(
 		"info",
-		"OTLP export: %llu traces and %llu log records sent, %llu and %llu dropped "
+		"OTLP export: %llu traces and %llu log records sent, %llu and %llu dropped%s "
 		"(queue full %llu, refused %llu, retries exhausted %llu, at exit %llu)",
 		(unsigned long long)st.sent[OTLP_TRACES], (unsigned long long)st.sent[OTLP_LOGS],
 		(unsigned long long)dropped[OTLP_TRACES], (unsigned long long)dropped[OTLP_LOGS],
-		(unsigned long long)(st.dropped[0][OTLP_DROP_QUEUE_FULL] +
-				     st.dropped[1][OTLP_DROP_QUEUE_FULL]),
-		(unsigned long long)(st.dropped[0][OTLP_DROP_REJECTED] +
-				     st.dropped[1][OTLP_DROP_REJECTED]),
-		(unsigned long long)(st.dropped[0][OTLP_DROP_RETRIES] +
-				     st.dropped[1][OTLP_DROP_RETRIES]),
-		(unsigned long long)(st.dropped[0][OTLP_DROP_AT_EXIT] +
-				     st.dropped[1][OTLP_DROP_AT_EXIT]));
+		metrics, (unsigned long long)by_reason[OTLP_DROP_QUEUE_FULL],
+		(unsigned long long)by_reason[OTLP_DROP_REJECTED],
+		(unsigned long long)by_reason[OTLP_DROP_RETRIES],
+		(unsigned long long)by_reason[OTLP_DROP_AT_EXIT]);
 }
 
 /* --web-config, read before anything is opened: a mistake in it stops the start. */
@@ -799,19 +820,24 @@ static int web_config_read(struct watch_ctx *ctx)
 	return ret;
 }
 
-/* --listen: serving before the collectors load, so a port taken fails the start alone. */
+/*
+ * The metrics, for --listen or --otlp-metrics; --listen: serving before the collectors
+ * load, so a port taken fails the start alone.
+ */
 static int endpoint_start(struct watch_ctx *ctx)
 {
 	const struct watch_opts *o = ctx->o;
 	int ret;
 
-	if (!o->have_listen)
+	if (!o->have_listen && !o->otlp_metrics)
 		return 0;
 	ctx->metrics = calloc(1, sizeof(*ctx->metrics));
 	ctx->self_scratch = calloc(1, sizeof(*ctx->self_scratch));
 	if (!ctx->metrics || !ctx->self_scratch ||
 	    metrics_init(ctx->metrics, o->disks, o->nr_disks, o->metrics_max_cgroups))
 		return fail(-ENOMEM, "out of memory");
+	if (!o->have_listen)
+		return 0;
 	ret = http_endpoint_start(&o->listen, ctx->web, metrics_render, ctx->metrics,
 				  &ctx->endpoint);
 	if (ret)

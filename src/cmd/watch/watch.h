@@ -70,6 +70,8 @@ struct watch_opts {
 	const char *otlp_endpoint;   /* --otlp-endpoint, NULL if not given */
 	struct otlp_config otlp;     /* it and the OTEL_ variables */
 	bool otlp_on;
+	bool otlp_metrics;		   /* --otlp-metrics on: the metrics pushed too */
+	uint64_t otlp_metrics_interval_ns; /* --otlp-metrics-interval, 0 if not given */
 	const char *db_path;
 	const char *config_path;
 	char *config_text; /* the config file's contents, which option values point into */

@@ -157,14 +157,13 @@ static int lat_setup(struct lat_ctx *c)
 	if (needs_owner(o))
 		bpfcmd_kernel_addrs(&c->cmd, syms, &addr, 1,
 				    "direct I/O is told by its pages, without its file");
-	s = BPFCMD_OPEN(&c->cmd, lat);
+	s = BPFCMD_OPEN_TARGETED(&c->cmd, lat, &o->filter);
 	if (!s)
 		return -errno;
 	c->skel = s;
 	s->rodata->stage = o->stage;
 	s->rodata->key_fields = o->key_fields;
 	s->rodata->unit = o->stage == LAT_SIZE ? 1024 : o->millis ? 1000000 : 1000;
-	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
 	s->rodata->want_owner = needs_owner(o);
 	s->rodata->blk_owner_want_stack = o->key_fields & LAT_K_STACK;
 	s->rodata->follow_ra = o->key_fields & LAT_K_STACK;
@@ -280,9 +279,7 @@ int lat_collect_plan(plan_show_fn show, void *arg)
 		err_capture(NULL, 0);
 		return err;
 	}
-	err = bpfcmd_plan_report(&c->cmd, "lat", err, why, sizeof(why), show, arg);
-	if (err)
-		show("lat", c->cmd.hooks, c->cmd.nr_hooks, why, arg);
+	err = bpfcmd_plan_opened(&c->cmd, "lat", err, why, sizeof(why), show, arg);
 	lat_collect_close(c);
-	return 0;
+	return err;
 }

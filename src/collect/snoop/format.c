@@ -283,3 +283,16 @@ void snoop_format(struct snoop_format *f, const struct snoop_io *e, struct snoop
 	l->device_ns = span(e->issue_ns, e->ts);
 	l->total_ns = span(e->start_ns, e->ts);
 }
+
+/* Their JSON names are an interface (docs/iospan-snoop.md): the summary's keys. */
+const struct counter_def snoop_counters[SNOOP_CNT_NR] = {
+	[SNOOP_CNT_NO_OWNER] = {"owner_unknown"},
+	[SNOOP_CNT_NO_ISSUE] = {"dispatch_not_seen"},
+	[SNOOP_CNT_PARTIAL] = {"partial_completions", .info = true},
+	[SNOOP_CNT_FILTERED] = {"filtered", .info = true},
+	[SNOOP_CNT_INFLIGHT_FULL] = {"inflight_map_full"},
+	[SNOOP_CNT_DIRTIER_FULL] = {"dirtier_map_full"},
+	[SNOOP_CNT_NO_DIRTIER] = {"writeback_dirtier_unknown"},
+	[SNOOP_CNT_COMPLETION_UNSEEN] = {"completion_not_seen"},
+	[SNOOP_CNT_NO_QUEUE] = {"queue_not_seen"},
+};

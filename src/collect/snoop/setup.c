@@ -56,10 +56,8 @@ static int plan_hooks(struct snoop_ctx *c)
 	const struct attach_hook hooks[] = {
 		TP_BTF_HOOK(s, "block_bio_queue", snoop_bio_queue, false, NULL),
 		TP_BTF_HOOK(s, "block_split", snoop_bio_split, false, NULL),
-		{.name = "writeback_dirty_folio",
-		 .optional = true,
-		 .figure = "writeback credited to the processes that dirtied the pages",
-		 .v = {{.prog = s->progs.snoop_dirty_folio}}},
+		OPTIONAL_HOOK(s, "writeback_dirty_folio", snoop_dirty_folio,
+			      "writeback credited to the processes that dirtied the pages"),
 		TP_BTF_HOOK(s, "block_rq_issue", snoop_rq_issue, false, NULL),
 		TP_BTF_HOOK(s, "block_rq_requeue", snoop_rq_requeue, true,
 			    "in-flight counts after a requeue"),
@@ -84,11 +82,10 @@ static int snoop_setup(struct snoop_ctx *c)
 		return err;
 	/* Without them direct I/O shows no file, and flush sequences go by a flag. */
 	bpfcmd_kernel_addrs(&c->cmd, syms, addrs, 2, NULL);
-	s = BPFCMD_OPEN(&c->cmd, snoop);
+	s = BPFCMD_OPEN_TARGETED(&c->cmd, snoop, &o->filter);
 	if (!s)
 		return -errno;
 	c->skel = s;
-	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
 	s->rodata->ops_mask = o->ops_mask;
 	s->rodata->min_latency_ns = o->min_latency_ns;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
@@ -139,27 +136,17 @@ int snoop_collect_stop(struct snoop_ctx *c)
 
 int snoop_collect_totals(struct snoop_ctx *c, struct snoop_totals *t)
 {
-	uint64_t cnt[SNOOP_CNT_NR];
 	struct rbuf_stats st;
 	int err;
 
 	err = rbuf_stats(c->cmd.rb, &st) ?:
-		      counters_read(bpf_map__fd(c->skel->maps.counters), SNOOP_CNT_NR, cnt);
+		      counters_read(bpf_map__fd(c->skel->maps.counters), SNOOP_CNT_NR, t->cnt);
 	if (err)
 		return fail(err, "cannot read the counters: %s", strerror(-err));
 	t->events = c->events;
 	t->lost = st.lost;
 	t->malformed = st.malformed;
 	t->sent = st.sent;
-	t->no_owner = cnt[SNOOP_CNT_NO_OWNER];
-	t->no_issue = cnt[SNOOP_CNT_NO_ISSUE];
-	t->filtered = cnt[SNOOP_CNT_FILTERED];
-	t->partial = cnt[SNOOP_CNT_PARTIAL];
-	t->inflight_full = cnt[SNOOP_CNT_INFLIGHT_FULL];
-	t->dirtier_full = cnt[SNOOP_CNT_DIRTIER_FULL];
-	t->no_dirtier = cnt[SNOOP_CNT_NO_DIRTIER];
-	t->completion_unseen = cnt[SNOOP_CNT_COMPLETION_UNSEEN];
-	t->no_queue = cnt[SNOOP_CNT_NO_QUEUE];
 	t->missed_runs = bpfcmd_missed_runs(&c->cmd);
 	return 0;
 }
@@ -193,10 +180,7 @@ int snoop_collect_plan(plan_show_fn show, void *arg)
 		err_capture(NULL, 0);
 		return err;
 	}
-	err = bpfcmd_plan_report(&c->cmd, "snoop", err, why, sizeof(why), show, arg);
-	if (err && c->cmd.hooks)
-		show("snoop", c->cmd.hooks, c->cmd.nr_hooks, why, arg);
-	err = err && !c->cmd.hooks ? err : 0;
+	err = bpfcmd_plan_opened(&c->cmd, "snoop", err, why, sizeof(why), show, arg);
 	snoop_collect_close(c);
 	return err;
 }

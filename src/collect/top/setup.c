@@ -110,10 +110,8 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 			    "d2c from the issue (else from io_start_time_ns)"),
 		TP_BTF_HOOK(s, "block_rq_requeue", top_rq_requeue, true,
 			    "completions the kernel did not run top's program for"),
-		{.name = "writeback_dirty_folio",
-		 .optional = true,
-		 .figure = "writeback credit to dirtiers, FS bytes of mmap writes",
-		 .v = {{.prog = s->progs.top_dirty_folio}}},
+		OPTIONAL_HOOK(s, "writeback_dirty_folio", top_dirty_folio,
+			      "writeback credit to dirtiers, FS bytes of mmap writes"),
 		FALLBACK_HOOK(s, "mm_filemap_fault", top_filemap_fault,
 			      "mmap FS read bytes (faults)"),
 		FALLBACK_HOOK(s, "mm_filemap_map_pages", top_filemap_map_pages,
@@ -123,13 +121,8 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 		FALLBACK_HOOK(s, "iomap_dio_complete", top_dio_complete,
 			      "FS bytes of async direct I/O (libaio, io_uring)"),
 		/* Where missing, a dio's submission window ends later (see top_dio_complete). */
-		{.name = "iomap_dio_rw_queued",
-		 .optional = true,
-		 .v = {{.prog = s->progs.top_dio_queued}}},
-		{.name = "sched_switch",
-		 .optional = true,
-		 .figure = "I/O stalls",
-		 .v = {{.prog = s->progs.top_sched_switch}}},
+		OPTIONAL_HOOK(s, "iomap_dio_rw_queued", top_dio_queued, NULL),
+		OPTIONAL_HOOK(s, "sched_switch", top_sched_switch, "I/O stalls"),
 		/* Who reads which file: the owner of read bios blk-throttle held. */
 		FALLBACK_HOOK(s, "page_cache_sync_ra", top_ra_sync,
 			      "owners of buffered reads blk-throttle held"),
@@ -314,11 +307,10 @@ int top_setup(struct top_ctx *c)
 	if (err)
 		return fail(err, "cannot read /proc/diskstats: %s", strerror(-err));
 
-	s = BPFCMD_OPEN(&c->cmd, top);
+	s = BPFCMD_OPEN_TARGETED(&c->cmd, top, &o->filter);
 	if (!s)
 		return -errno;
 	c->skel = s;
-	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
 	s->rodata->per_thread = o->threads;
 	s->rodata->track_unattributed = !filter_opts_target(&o->filter);
 	s->rodata->stall_ns = o->stall_ns;

@@ -162,34 +162,19 @@ static void tl_add(struct tl_item *v, int *n, uint64_t ts, const char *fmt, ...)
 	(*n)++;
 }
 
-static const char *start_label(uint32_t op)
+/* What starts and what ends a request of @op on its timeline: {start, end}. */
+static const char *const *edge_labels(uint32_t op)
 {
-	switch (op) {
-	case TRACE_OP_FAULT:
-		return "page fault";
-	case TRACE_OP_WRITEBACK:
-		return "writeback start";
-	case TRACE_OP_AIO_READ:
-	case TRACE_OP_AIO_WRITE:
-		return "direct I/O submitted";
-	default:
-		return "syscall enter";
-	}
-}
+	static const char *const syscall[] = {"syscall enter", "syscall exit"};
+	static const char *const fault[] = {"page fault", "fault done"};
+	static const char *const writeback[] = {"writeback start", "last bio completed"};
+	static const char *const aio[] = {"direct I/O submitted", "direct I/O completed"};
 
-static const char *end_label(uint32_t op)
-{
-	switch (op) {
-	case TRACE_OP_FAULT:
-		return "fault done";
-	case TRACE_OP_WRITEBACK:
-		return "last bio completed";
-	case TRACE_OP_AIO_READ:
-	case TRACE_OP_AIO_WRITE:
-		return "direct I/O completed";
-	default:
-		return "syscall exit";
-	}
+	if (op == TRACE_OP_FAULT)
+		return fault;
+	if (op == TRACE_OP_WRITEBACK)
+		return writeback;
+	return op == TRACE_OP_AIO_READ || op == TRACE_OP_AIO_WRITE ? aio : syscall;
 }
 
 int trace_timeline(const struct trace_rec *r, struct tl_item *v)
@@ -198,7 +183,7 @@ int trace_timeline(const struct trace_rec *r, struct tl_item *v)
 	unsigned int i;
 	int n = 0;
 
-	tl_add(v, &n, r->start, "%s %s", start_label(r->op), trace_op_name(r->op));
+	tl_add(v, &n, r->start, "%s %s", edge_labels(r->op)[0], trace_op_name(r->op));
 	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {
 		const struct trace_evt *e = &r->events[i];
 
@@ -251,7 +236,7 @@ int trace_timeline(const struct trace_rec *r, struct tl_item *v)
 			       b->requeues ? " (after requeue)" : "");
 		tl_add(v, &n, b->c, "C bio#%u completed%s", i, b->error ? " with error" : "");
 	}
-	tl_add(v, &n, r->end, "%s", end_label(r->op));
+	tl_add(v, &n, r->end, "%s", edge_labels(r->op)[1]);
 	qsort(v, n, sizeof(*v), tl_cmp);
 	return n;
 }

@@ -67,25 +67,17 @@ static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct a
 	struct attach_hook hooks[] = {
 		FALLBACK_HOOK(s, "mm_filemap_fault", trace_fault,
 			      "page fault requests (--ops fault)"),
-		{.name = "writeback_dirty_folio",
-		 .optional = true,
-		 .figure = "writeback requests credited to dirtiers",
-		 .v = {{.prog = s->progs.trace_dirty_folio}}},
-		{.name = "writeback_single_inode_start",
-		 .optional = true,
-		 .v = {{.prog = s->progs.trace_wb_start}}},
-		{.name = "writeback_single_inode",
-		 .optional = true,
-		 .v = {{.prog = s->progs.trace_wb_end}}},
+		OPTIONAL_HOOK(s, "writeback_dirty_folio", trace_dirty_folio,
+			      "writeback requests credited to dirtiers"),
+		OPTIONAL_HOOK(s, "writeback_single_inode_start", trace_wb_start, NULL),
+		OPTIONAL_HOOK(s, "writeback_single_inode", trace_wb_end, NULL),
 		FALLBACK_HOOK(s, "iomap_dio_rw_begin", trace_dio_begin,
 			      "async direct I/O requests (libaio, io_uring)"),
 		FALLBACK_HOOK(s, "iomap_dio_complete", trace_dio_complete,
 			      "completion of async direct I/O requests"),
 		TP_HOOK(s, exit, sched_process_exit, true),
 		/* Where missing, a dio's submission window ends later (see trace_dio_queued). */
-		{.name = "iomap_dio_rw_queued",
-		 .optional = true,
-		 .v = {{.prog = s->progs.trace_dio_queued}}},
+		OPTIONAL_HOOK(s, "iomap_dio_rw_queued", trace_dio_queued, NULL),
 		TP_BTF_HOOK(s, "block_rq_issue", trace_rq_issue, true, NULL),
 		TP_HOOK(s, bio_queue, block_bio_queue, false),
 		TP_HOOK(s, rq_complete, block_rq_complete, false),
@@ -225,13 +217,12 @@ int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
 	wait_end_io = addrs[2];
 	c->mono_to_real = mono_to_real_ns();
 
-	s = BPFCMD_OPEN(&c->cmd, trace);
+	s = BPFCMD_OPEN_TARGETED(&c->cmd, trace, &o->filter);
 	if (!s)
 		return -errno;
 	c->skel = s;
 	s->rodata->threshold_ns = o->threshold_ns;
 	s->rodata->self_tgid = getpid();
-	memcpy((void *)&s->rodata->tfilter, &o->filter.tf, sizeof(o->filter.tf));
 	s->rodata->trace_faults = o->ops & (1U << TRACE_OP_FAULT);
 	s->rodata->trace_writeback = o->ops & (1U << TRACE_OP_WRITEBACK);
 	s->rodata->aio_ops = (o->ops >> TRACE_OP_AIO_READ) & 3;

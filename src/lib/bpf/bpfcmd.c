@@ -90,6 +90,15 @@ int bpfcmd_plan_report(struct bpfcmd *c, const char *name, int err, char *why, s
 	return err;
 }
 
+int bpfcmd_plan_opened(struct bpfcmd *c, const char *name, int err, char *why, size_t len,
+		       plan_show_fn show, void *arg)
+{
+	err = bpfcmd_plan_report(c, name, err, why, len, show, arg);
+	if (err && c->hooks)
+		show(name, c->hooks, c->nr_hooks, why, arg);
+	return c->hooks ? 0 : err;
+}
+
 int bpfcmd_plan(struct bpfcmd *c, const struct attach_hook *hooks, int n, const char *mem_hint)
 {
 	/* Before anything is loaded: a size the machine cannot give is refused at once. */

@@ -124,6 +124,12 @@ int bpfcmd_plan(struct bpfcmd *c, const struct attach_hook *hooks, int n, const 
  */
 int bpfcmd_plan_report(struct bpfcmd *c, const char *name, int err, char *why, size_t len,
 		       plan_show_fn show, void *arg);
+/*
+ * As bpfcmd_plan_report(), and where the set-up failed after choosing its hooks, shows
+ * them with why it failed: 0, or @err where it has no hooks to show.
+ */
+int bpfcmd_plan_opened(struct bpfcmd *c, const char *name, int err, char *why, size_t len,
+		       plan_show_fn show, void *arg);
 
 /*
  * Loads the programs and fills the target filter maps (filter_devs, filter_cgroups)

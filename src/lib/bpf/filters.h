@@ -81,15 +81,31 @@ int filter_parse_opt(const char *cmd, int opt, const char *arg, void *filter_opt
 /*
  * The args_spec of BPF command @name: its own short options @own_short (the filter's
  * and the common ones added) and @long_opts (FILTER_LONG_OPTS and COMMON_LONG_OPTS in
- * it), the filter options into @filter_opts; @opts_only: no arguments after them.
+ * it), the filter options into @filter_opts; @opts_only: no arguments after them;
+ * @run_opts its struct args_run (NULL: none).
  */
-#define FILTER_ARGS_SPEC(name, usage_text, own_short, long_opts_, filter_opts, opts_only)    \
+#define FILTER_ARGS_SPEC(name, usage_text, own_short, long_opts_, filter_opts, opts_only,    \
+			 run_opts)                                                           \
 	{                                                                                    \
 		.cmd = (name), .usage = (usage_text),                                        \
 		.short_opts = own_short FILTER_SHORT_OPTS COMMON_SHORT_OPTS,                 \
 		.long_opts = (long_opts_), .shared = filter_parse_opt, .ctx = (filter_opts), \
-		.options_only = (opts_only)                                                  \
+		.run = (run_opts), .options_only = (opts_only)                               \
 	}
+
+/*
+ * BPFCMD_OPEN() (bpfcmd.h) of BPF command @name into @c, with the target of @filter_opts
+ * (a struct filter_opts) set in its read-only data: where every collector's filter
+ * reaches the kernel (filter.bpf.h).
+ */
+#define BPFCMD_OPEN_TARGETED(c, name, filter_opts)                                \
+	({                                                                        \
+		struct name##_bpf *__t = BPFCMD_OPEN(c, name);                    \
+		if (__t)                                                          \
+			memcpy((void *)&__t->rodata->tfilter, &(filter_opts)->tf, \
+			       sizeof((filter_opts)->tf));                        \
+		__t;                                                              \
+	})
 
 /* The disk of -d and the cgroup directory of --cgroup; NULL without them. */
 static inline const struct disk *filter_opts_disk(const struct filter_opts *f)

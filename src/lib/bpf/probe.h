@@ -200,7 +200,6 @@ struct attach_hook {
 typedef void (*plan_show_fn)(const char *cmd, struct attach_hook *hooks, int n,
 			     const char *load_err, void *arg);
 
-
 /*
  * A tracepoint that older kernels lack, with fentry and kprobe programs on the kernel
  * function it stands in (<p>_fentry, <p>_kprobe of skeleton @s) as fallbacks.
@@ -211,6 +210,15 @@ typedef void (*plan_show_fn)(const char *cmd, struct attach_hook *hooks, int n,
 		.v = { {.prog = s->progs.p},                    \
 		       {.prog = s->progs.p##_fentry},           \
 		       {.prog = s->progs.p##_kprobe} }          \
+	}
+
+/*
+ * An optional hook with one program, <p> of skeleton @s: what the output lacks without it
+ * in @what (or NULL).
+ */
+#define OPTIONAL_HOOK(s, hook, p, what)                                                       \
+	{                                                                                     \
+		.name = hook, .optional = true, .figure = what, .v = { {.prog = s->progs.p} } \
 	}
 
 /*

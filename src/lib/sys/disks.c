@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "disks.h"
+#include "err.h"
 
 static const char *sysfs_root = "/sys";
 
@@ -101,6 +102,24 @@ int disk_spec_parse(const char *text, struct disk_spec *spec)
 	spec->name[i] = '\0';
 	if (!spec->name[0] || strchr(spec->name, ' '))
 		return -EINVAL;
+	return 0;
+}
+
+int disk_spec_add(const char *where, const char *arg, struct disk_spec *specs, const char **texts,
+		  int *nr, int max)
+{
+	int err;
+
+	if (*nr >= max)
+		return fail_usage("%stoo many disks (at most %d)", where, max);
+	err = disk_spec_parse(arg, &specs[*nr]);
+	if (err == -ENOTBLK)
+		return fail_usage("%s'%s' is not a block device", where, arg);
+	if (err)
+		return fail_usage("%sunknown disk '%s': name a device listed in /proc/diskstats "
+				  "(sda, /dev/loop0, 7:0)",
+				  where, arg);
+	texts[(*nr)++] = arg;
 	return 0;
 }
 

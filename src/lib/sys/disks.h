@@ -36,6 +36,13 @@ void disks_set_sysfs_root(const char *root);
 int disk_spec_parse(const char *text, struct disk_spec *spec);
 bool disk_spec_matches(const struct disk_spec *spec, unsigned int major, unsigned int minor,
 		       const char *name);
+/*
+ * A -d of the commands that read /proc/diskstats (stat, watch): @arg parsed into
+ * @specs[*nr], and kept as given in @texts[*nr], unless @max are there already. 0, or
+ * -EINVAL with the usage error said (after @where: a config file's line, or "").
+ */
+int disk_spec_add(const char *where, const char *arg, struct disk_spec *specs, const char **texts,
+		  int *nr, int max);
 
 /* Live lookups through sysfs: -ENOENT if there is no such block device. */
 int disk_lookup(const char *text, struct disk *disk);

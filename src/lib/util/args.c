@@ -138,6 +138,22 @@ int args_duration_in(const char *where, const char *opt, const char *arg, uint64
 	return 0;
 }
 
+int args_number_in(const char *where, const char *opt, const char *arg, uint64_t min, uint64_t max,
+		   const char *range, uint64_t *v)
+{
+	if (parse_u64_range(arg, min, max, v))
+		return fail_usage("%sinvalid %s '%s': give %s", where, opt, arg, range);
+	return 0;
+}
+
+int args_path(const char *where, const char *opt, const char *arg, const char **path)
+{
+	if (!*arg)
+		return fail_usage("%sinvalid %s '': give a file path", where, opt);
+	*path = arg;
+	return 0;
+}
+
 int args_period(const char *opt, const char *arg, uint64_t *ns)
 {
 	return args_duration_in("", opt, arg, ARGS_MIN_PERIOD_NS, UINT64_MAX, "of at least 1ms",
@@ -269,10 +285,25 @@ int args_bad_option(const char *cmd, char **argv)
 				  arg, cmd);
 	if (optopt && strchr(arg, optopt) && arg[0] == '-' && arg[1] != '-' &&
 	    !strchr(arg + 1, '='))
-		return fail_usage("option '-%c' is unknown or needs a value: see 'iospan %s --help'",
-				  optopt, cmd);
+		return fail_usage(
+			"option '-%c' is unknown or needs a value: see 'iospan %s --help'", optopt,
+			cmd);
 	return fail_usage("option '%s' is unknown or needs a value: see 'iospan %s --help'", arg,
 			  cmd);
+}
+
+/* Takes @opt if it is one of struct args_run's: 0 (taken), 1 (not one) or -errno. */
+static int args_run_opt(struct args_run *run, int opt, const char *arg)
+{
+	if (opt == OPT_DURATION && run->duration_ns) {
+		run->duration_set = true;
+		return args_period("--duration", arg, run->duration_ns);
+	}
+	if (opt == OPT_BUFFER_SIZE && run->rb_bytes) {
+		run->rb_set = true;
+		return args_buffer_size(arg, run->rb_bytes);
+	}
+	return 1;
 }
 
 int args_next(const struct args_spec *spec, int argc, char **argv)
@@ -289,7 +320,9 @@ int args_next(const struct args_spec *spec, int argc, char **argv)
 		}
 		if (opt == '?' || opt == ':')
 			return args_bad_option(spec->cmd, argv);
-		ret = spec->shared ? spec->shared(spec->cmd, opt, optarg, spec->ctx) : 1;
+		ret = spec->run ? args_run_opt(spec->run, opt, optarg) : 1;
+		if (ret > 0)
+			ret = spec->shared ? spec->shared(spec->cmd, opt, optarg, spec->ctx) : 1;
 		if (ret < 0)
 			return ret;
 		if (ret > 0)

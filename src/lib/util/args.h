@@ -16,6 +16,8 @@
 /* Options every command takes, in its getopt_long table. */
 enum common_opt {
 	OPT_JSON = 0x1000,
+	OPT_DURATION,	 /* struct args_run */
+	OPT_BUFFER_SIZE, /* struct args_run */
 	OPT_HELP = 'h',
 	OPT_VERBOSE = 'v',
 };
@@ -71,6 +73,17 @@ int args_period(const char *opt, const char *arg, uint64_t *ns);
  */
 int args_duration_in(const char *where, const char *opt, const char *arg, uint64_t min_ns,
 		     uint64_t max_ns, const char *range, uint64_t *ns);
+/*
+ * A whole number from @min to @max, which @range says in words after "give" ("1 or
+ * more"); the error starts with @where (a config file's line, or "").
+ */
+int args_number_in(const char *where, const char *opt, const char *arg, uint64_t min, uint64_t max,
+		   const char *range, uint64_t *v);
+/* A file path: any but the empty one, kept in @path. */
+int args_path(const char *where, const char *opt, const char *arg, const char **path);
+/* A constant's value as a string, for a @range ("from 0 to " ARGS_STR(MAX)). */
+#define ARGS_STR(x)  ARGS_STR_(x)
+#define ARGS_STR_(x) #x
 /* A latency threshold (bare number: milliseconds); 0 is allowed. */
 int args_threshold(const char *opt, const char *arg, uint64_t *ns);
 /*
@@ -106,6 +119,23 @@ int64_t mono_to_real_ns(void);
 /* Reports the option getopt_long just refused ('?' or ':') as a usage error. */
 int args_bad_option(const char *cmd, char **argv);
 
+/*
+ * Options of the commands that trace for a while into a ring buffer, taken by
+ * args_next() with one meaning and one error everywhere: --duration (as
+ * args_period()) and --buffer-size (as args_buffer_size()) into what the command
+ * points at, noting that they were given. A NULL pointer: the command has no such
+ * option (its long_opts do not list it either).
+ */
+struct args_run {
+	uint64_t *duration_ns;
+	uint64_t *rb_bytes;
+	bool duration_set, rb_set;
+};
+/* clang-format off */
+#define DURATION_LONG_OPT    {"duration", required_argument, NULL, OPT_DURATION}
+#define BUFFER_SIZE_LONG_OPT {"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE}
+/* clang-format on */
+
 /* One command's options, for args_next(). */
 struct args_spec {
 	const char *cmd;		/* named in usage errors: "top" */
@@ -118,8 +148,9 @@ struct args_spec {
 	 */
 	int (*shared)(const char *cmd, int opt, const char *arg, void *ctx);
 	void *ctx;
-	int *longindex;	   /* getopt_long()'s, where the command wants it */
-	bool options_only; /* an argument after the options is refused */
+	struct args_run *run; /* NULL: none of its options */
+	int *longindex;	      /* getopt_long()'s, where the command wants it */
+	bool options_only;    /* an argument after the options is refused */
 };
 
 #define ARGS_HELP 1

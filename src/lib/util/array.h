@@ -14,6 +14,18 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /*
+ * The element of table @tab (a pointer to its first; the table ends with a NULL .name)
+ * whose .name is the string @key, or NULL: command tables, option tables.
+ */
+#define TABLE_FIND(tab, key)                                  \
+	({                                                    \
+		__typeof__(&(tab)[0]) e__ = (tab);            \
+		while (e__->name && strcmp(e__->name, (key))) \
+			e__++;                                \
+		e__->name ? e__ : NULL;                       \
+	})
+
+/*
  * Makes room for element @nr of the array @v (a typed pointer lvalue, realloc()ed) of
  * @cap (a size_t lvalue) elements: twice as many, or @first, when @nr reaches @cap.
  * 0, or -ENOMEM with @v and @cap unchanged.

@@ -427,6 +427,14 @@ void jw_kv_string_or_null(struct jw *jw, const char *name, const char *s)
 		jw_kv_null(jw, name);
 }
 
+void jw_kv_uint_or_null(struct jw *jw, const char *name, bool known, uint64_t v)
+{
+	if (known)
+		jw_kv_uint(jw, name, v);
+	else
+		jw_kv_null(jw, name);
+}
+
 void jw_kv_object(struct jw *jw, const char *name)
 {
 	jw_name(jw, name);

@@ -45,6 +45,8 @@ void jw_kv_bool(struct jw *jw, const char *name, bool v);
 void jw_kv_null(struct jw *jw, const char *name);
 /* @s, or null where there is none (@s NULL). */
 void jw_kv_string_or_null(struct jw *jw, const char *name, const char *s);
+/* @v where it is @known, else null. (A float that is not known is NaN: jw_kv_float.) */
+void jw_kv_uint_or_null(struct jw *jw, const char *name, bool known, uint64_t v);
 void jw_kv_object(struct jw *jw, const char *name);
 void jw_kv_array(struct jw *jw, const char *name);
 

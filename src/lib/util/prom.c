@@ -200,24 +200,6 @@ static void bucket(struct prom_buf *b, const char *name, const struct prom_label
 	close_sample(b, 1, value);
 }
 
-void prom_log2_histogram(struct prom_buf *b, const char *name, const struct prom_label *labels,
-			 int nr, const uint64_t *slots, int nr_slots, uint64_t sum,
-			 const struct prom_log2_bounds *bounds)
-{
-	double le[64];
-	uint64_t cum[64], count = 0;
-	int k, n = 0;
-
-	for (k = 0; k < nr_slots; k++) {
-		count += slots[k];
-		if (k >= bounds->first && k <= bounds->last && n < 64) {
-			le[n] = ldexp(1, k) * bounds->unit;
-			cum[n++] = count;
-		}
-	}
-	prom_histogram(b, name, labels, nr, le, cum, n, sum * bounds->unit, count);
-}
-
 void prom_histogram(struct prom_buf *b, const char *name, const struct prom_label *labels, int nr,
 		    const double *le, const uint64_t *cum, int nr_le, double sum, uint64_t count)
 {

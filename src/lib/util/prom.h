@@ -54,20 +54,4 @@ void prom_sample_u64(struct prom_buf *b, const char *name, const struct prom_lab
 void prom_histogram(struct prom_buf *b, const char *name, const struct prom_label *labels, int nr,
 		    const double *le, const uint64_t *cum, int nr_le, double sum, uint64_t count);
 
-/*
- * The exported buckets of a log2 histogram whose slot k counts the values in
- * (2^(k-1), 2^k] (slot 0: 0 and 1): upper bounds 2^k x @unit for k from @first to
- * @last, each exact (a value of 2^k is in le=2^k), the slots below @first in the first
- * bucket, those past @last in +Inf only.
- */
-struct prom_log2_bounds {
-	int first, last;
-	double unit;
-};
-
-/* prom_histogram() of such a histogram: @nr_slots slots, @sum of the values (in units). */
-void prom_log2_histogram(struct prom_buf *b, const char *name, const struct prom_label *labels,
-			 int nr, const uint64_t *slots, int nr_slots, uint64_t sum,
-			 const struct prom_log2_bounds *bounds);
-
 #endif
