@@ -19,7 +19,7 @@
 
 static const char *const signal_names[OTLP_NR_SIGNALS] = {"traces", "logs", "metrics"};
 static const char *const drop_names[OTLP_NR_DROPS] = {"queue_full", "rejected", "retries_exhausted",
-						      "at_exit"};
+						      "at_exit", "superseded"};
 
 const char *otlp_signal_name(enum otlp_signal s)
 {
@@ -266,7 +266,7 @@ static int signal_url(struct otlp_config *c, enum otlp_signal s, const char *bas
 	return 0;
 }
 
-int otlp_config_parse(const char *endpoint, struct otlp_config *c, bool *on)
+int otlp_config_parse(const char *endpoint, bool metrics, struct otlp_config *c, bool *on)
 {
 	const char *base = endpoint ?: env("OTEL_EXPORTER_OTLP_ENDPOINT");
 	const char *what = endpoint ? "--otlp-endpoint" : "OTEL_EXPORTER_OTLP_ENDPOINT";
@@ -275,8 +275,10 @@ int otlp_config_parse(const char *endpoint, struct otlp_config *c, bool *on)
 	int ret, s;
 
 	memset(c, 0, sizeof(*c));
+	/* The metrics' own endpoint (set for other SDKs, often) turns on only a push. */
 	*on = base || env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") ||
-	      env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") || env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+	      env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") ||
+	      (metrics && env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"));
 	if (!*on)
 		return 0;
 	if (base) {
@@ -972,7 +974,7 @@ static size_t discard(char *ptr, size_t size, size_t nmemb, void *arg)
 	return size * nmemb; /* the answer is not kept: a receiver cannot make us hold it */
 }
 
-enum send_result { SENT, REJECTED, RETRY };
+enum send_result { SENT, REJECTED, RETRY, SUPERSEDED };
 
 /* One POST; *@retry_after: the seconds the receiver asked to wait, 0 if none. */
 static enum send_result post(struct otlp_exporter *e, enum otlp_signal s, const char *body,
@@ -1073,6 +1075,12 @@ static void send_batch(struct otlp_exporter *e, enum otlp_signal s)
 		if (res != RETRY)
 			break;
 		pthread_mutex_lock(&e->lock);
+		/* Metrics are cumulative: a newer push waiting says all this one would. */
+		if (s == OTLP_METRICS && q->nr) {
+			res = SUPERSEDED;
+			pthread_mutex_unlock(&e->lock);
+			break;
+		}
 		if (attempt == OTLP_RETRIES || (e->stopping && past(&e->flush_by))) {
 			pthread_mutex_unlock(&e->lock);
 			break;
@@ -1090,6 +1098,7 @@ static void send_batch(struct otlp_exporter *e, enum otlp_signal s)
 		e->st.sent[s] += nr;
 	else
 		e->st.dropped[s][!body || res == REJECTED	     ? OTLP_DROP_REJECTED :
+				 res == SUPERSEDED		     ? OTLP_DROP_SUPERSEDED :
 				 (e->stopping && past(&e->flush_by)) ? OTLP_DROP_AT_EXIT :
 								       OTLP_DROP_RETRIES] += nr;
 }
@@ -1142,7 +1151,10 @@ static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 
 /* ---- metrics: the pusher ---- */
 
-/* Takes a push's @nr items into the metrics' queue, all of them or none (counted). */
+/*
+ * Takes a push's @nr items into the metrics' queue, all of them or none (counted). What
+ * waits of an older push gives way: the new one holds all of it, counted since the start.
+ */
 static void enqueue_push(struct otlp_exporter *e, struct otlp_blob *items, unsigned int nr)
 {
 	struct otlp_queue *q = &e->q[OTLP_METRICS];
@@ -1152,7 +1164,14 @@ static void enqueue_push(struct otlp_exporter *e, struct otlp_blob *items, unsig
 	for (i = 0; i < nr; i++)
 		bytes += items[i].len;
 	pthread_mutex_lock(&e->lock);
-	if (q->nr + nr > OTLP_QUEUE_ITEMS || q->bytes + bytes > OTLP_QUEUE_BYTES) {
+	e->st.dropped[OTLP_METRICS][OTLP_DROP_SUPERSEDED] += q->nr;
+	while (q->nr) {
+		free(q->items[q->head].json);
+		q->head = (q->head + 1) % OTLP_QUEUE_ITEMS;
+		q->nr--;
+	}
+	q->bytes = 0;
+	if (nr > OTLP_QUEUE_ITEMS || bytes > OTLP_METRICS_QUEUE_BYTES) {
 		e->st.dropped[OTLP_METRICS][OTLP_DROP_QUEUE_FULL] += nr;
 		for (i = 0; i < nr; i++)
 			free(items[i].json);
@@ -1244,9 +1263,9 @@ int otlp_start_metrics(struct otlp_exporter *e, otlp_collect_fn collect, void *a
 }
 
 /* The pusher stops; the last push goes with what is queued (as the SDKs' shutdown). */
-static void stop_pushing(struct otlp_exporter *e)
+void otlp_stop_metrics(struct otlp_exporter *e)
 {
-	if (!e->pushing)
+	if (!e || !e->pushing)
 		return;
 	pthread_mutex_lock(&e->lock);
 	e->push_stop = true;
@@ -1339,7 +1358,7 @@ cleanup:
 
 void otlp_finish(struct otlp_exporter *e, struct otlp_stats *st)
 {
-	stop_pushing(e);
+	otlp_stop_metrics(e);
 	if (e->started) {
 		pthread_mutex_lock(&e->lock);
 		e->stopping = true;

@@ -36,6 +36,7 @@ enum otlp_drop {
 	OTLP_DROP_REJECTED,   /* the receiver refused it for good (400, 401, 413...) */
 	OTLP_DROP_RETRIES,    /* retryable failures, past the last retry */
 	OTLP_DROP_AT_EXIT,    /* not sent within the flush time at exit */
+	OTLP_DROP_SUPERSEDED, /* metrics still waiting when a newer push (cumulative) came */
 	OTLP_NR_DROPS,
 };
 
@@ -44,6 +45,11 @@ const char *otlp_drop_name(enum otlp_drop d);	  /* "queue_full", ... */
 
 #define OTLP_QUEUE_ITEMS   4096 /* per signal: requests (with their stages), records, metrics */
 #define OTLP_QUEUE_BYTES  (16 << 20) /* of JSON waiting, per signal */
+/*
+ * Of the metrics' JSON waiting: one push, whole (2,000 cgroups with long paths on one
+ * disk come to about 12 MB); an older push still waiting gives way to a newer one.
+ */
+#define OTLP_METRICS_QUEUE_BYTES (64 << 20)
 #define OTLP_BATCH_ITEMS  512	     /* at most, in one export request */
 #define OTLP_BATCH_BYTES   (4 << 20)  /* of items, in one export request (but one item past it) */
 #define OTLP_METRIC_POINTS 256	      /* points of a metric item: a family with more is cut */
@@ -68,7 +74,7 @@ struct otlp_config {
  * (usage: a URL that is not http(s), a malformed header or attribute list, a protocol
  * other than http/json).
  */
-int otlp_config_parse(const char *endpoint, struct otlp_config *c, bool *on);
+int otlp_config_parse(const char *endpoint, bool metrics, struct otlp_config *c, bool *on);
 /*
  * The metrics' push period: @opt_ms (watch's option; 0: not given), else
  * OTEL_METRIC_EXPORT_INTERVAL, else 60 s. 0, or -EINVAL said in one line.
@@ -135,6 +141,11 @@ typedef int (*otlp_collect_fn)(void *arg, struct mwriter *w);
  * otlp_finish(). 0 or -errno said.
  */
 int otlp_start_metrics(struct otlp_exporter *e, otlp_collect_fn collect, void *arg);
+/*
+ * Ends the pushes with a last one, while what @collect reads still exists (before the
+ * collectors close); otlp_finish() does it otherwise. Nothing is pushed after it.
+ */
+void otlp_stop_metrics(struct otlp_exporter *e);
 
 /*
  * The OTLP JSON metrics writer (an mwriter) the pushes use, on its own for tests. A

@@ -551,3 +551,39 @@ def test_metrics_pushed_without_listen(tmp_path):
            if otlp_labels(p) == frozenset({("disk", disk), ("op", "read"), ("stage", "d2c")})]
     assert len(d2c) == 1 and int(d2c[0]["count"]) >= 48, d2c
     assert "iospan_disk_request_size_bytes" in push, sorted(push)
+
+
+def test_failing_receiver_gets_the_newest_push(tmp_path):
+    """Pushes every 0.2 s to a receiver that answers 503 to its first three requests: a
+    push that failed is not retried for 1 s while newer ones wait (they are cumulative),
+    it gives way to the newest, counted as superseded; none is given up for retries, and
+    every push watch counts as sent arrived."""
+    tl.require_root("creates a loop device")
+    rx = Receiver(fail=3)
+    db = str(tmp_path / "push.db")
+    try:
+        with tl.loop_device(64) as dev:
+            w = Watcher(db, dev, "--bpf", "off", "--otlp-endpoint", rx.url, "--otlp-metrics",
+                        "on", "--otlp-metrics-interval", "0.2s", "--iops", "1000000")
+            try:
+                # Three refused, then one taken: by then the backoff (1 s) has passed.
+                deadline = time.time() + 20
+                while len(rx.requests) < 4:
+                    assert time.time() < deadline and w.proc.poll() is None, rx.requests
+                    time.sleep(0.1)
+            finally:
+                assert w.stop() == 0, w.lines
+            line = w.wait_for(r"OTLP export: \d+ traces")
+    finally:
+        rx.stop()
+    assert len(rx.refused()) == 3, rx.requests
+    m = re.search(r"; (\d+) metrics sent, (\d+) dropped .*retries exhausted (\d+), at exit "
+                  r"(\d+), superseded (\d+)\)", line)
+    assert m, line
+    sent, dropped, retries, at_exit, superseded = (int(x) for x in m.groups())
+    assert retries == 0 and at_exit == 0 and superseded >= 1, line
+    arrived = sum(len(sm["metrics"]) for r in rx.requests
+                  if r["signal"] == "metrics"
+                  for rm in r["data"]["resourceMetrics"] for sm in rm["scopeMetrics"])
+    assert arrived == sent, (line, arrived)
+

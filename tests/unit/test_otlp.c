@@ -41,10 +41,10 @@ static void test_off_unless_asked(void **state)
 	struct otlp_config c;
 	bool on = true;
 
-	assert_int_equal(otlp_config_parse(NULL, &c, &on), 0);
+	assert_int_equal(otlp_config_parse(NULL, false, &c, &on), 0);
 	assert_false(on);
 	setenv("OTEL_SERVICE_NAME", "x", 1); /* naming a service asks for nothing */
-	assert_int_equal(otlp_config_parse(NULL, &c, &on), 0);
+	assert_int_equal(otlp_config_parse(NULL, false, &c, &on), 0);
 	assert_false(on);
 }
 
@@ -53,7 +53,7 @@ static void test_urls(void **state)
 	struct otlp_config c;
 	bool on;
 
-	assert_int_equal(otlp_config_parse("http://collector:4318", &c, &on), 0);
+	assert_int_equal(otlp_config_parse("http://collector:4318", false, &c, &on), 0);
 	assert_true(on);
 	assert_string_equal(c.url[OTLP_TRACES], "http://collector:4318/v1/traces");
 	assert_string_equal(c.url[OTLP_LOGS], "http://collector:4318/v1/logs");
@@ -62,12 +62,12 @@ static void test_urls(void **state)
 	/* The variable, a trailing slash, a signal's own URL taken as it is. */
 	setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://otel.example:4318/base/", 1);
 	setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://logs.example/ingest", 1);
-	assert_int_equal(otlp_config_parse(NULL, &c, &on), 0);
+	assert_int_equal(otlp_config_parse(NULL, false, &c, &on), 0);
 	assert_string_equal(c.url[OTLP_TRACES], "https://otel.example:4318/base/v1/traces");
 	assert_string_equal(c.url[OTLP_LOGS], "http://logs.example/ingest");
 	otlp_config_free(&c);
 	/* The option wins over the variable. */
-	assert_int_equal(otlp_config_parse("http://opt:1", &c, &on), 0);
+	assert_int_equal(otlp_config_parse("http://opt:1", false, &c, &on), 0);
 	assert_string_equal(c.url[OTLP_TRACES], "http://opt:1/v1/traces");
 	otlp_config_free(&c);
 }
@@ -81,7 +81,7 @@ static void test_headers_and_resource(void **state)
 	setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=fromattrs,team=storage%2Cops", 1);
 	setenv("OTEL_SERVICE_NAME", "iospan-db1", 1);
 	setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2500", 1);
-	assert_int_equal(otlp_config_parse("http://c:4318", &c, &on), 0);
+	assert_int_equal(otlp_config_parse("http://c:4318", false, &c, &on), 0);
 	assert_int_equal(c.nr_headers, 2);
 	assert_string_equal(c.headers[0], "api-key: abc def");
 	assert_string_equal(c.headers[1], "X-Tenant: storage");
@@ -120,7 +120,7 @@ static void test_refused(void **state)
 		clear_env(NULL);
 		if (bad[i].var)
 			setenv(bad[i].var, bad[i].val, 1);
-		if (otlp_config_parse(bad[i].opt, &c, &on) != -EINVAL)
+		if (otlp_config_parse(bad[i].opt, false, &c, &on) != -EINVAL)
 			fail_msg("accepted: %s %s=%s", bad[i].opt, bad[i].var, bad[i].val);
 	}
 	err_capture(NULL, 0);
@@ -131,7 +131,7 @@ static void test_metrics_config(void **state)
 	struct otlp_config c;
 	bool on;
 
-	assert_int_equal(otlp_config_parse("http://c:4318", &c, &on), 0);
+	assert_int_equal(otlp_config_parse("http://c:4318", false, &c, &on), 0);
 	assert_string_equal(c.url[OTLP_METRICS], "http://c:4318/v1/metrics");
 	assert_int_equal(otlp_config_metrics(&c, 0), 0);
 	assert_int_equal(c.metrics_interval_ms, 60000); /* the specification's default */
@@ -147,10 +147,16 @@ static void test_metrics_config(void **state)
 	assert_int_equal(otlp_config_metrics(&c, 0), -EINVAL);
 	err_capture(NULL, 0);
 	otlp_config_free(&c);
-	/* Its own variable, as it is; it alone turns export on. */
+	/*
+	 * Its own variable, as it is; it turns export on for a push only (other SDKs of a
+	 * pod read it too: traces and logs do not follow it to the default endpoint).
+	 */
 	clear_env(NULL);
 	setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m.example/in", 1);
-	assert_int_equal(otlp_config_parse(NULL, &c, &on), 0);
+	assert_int_equal(otlp_config_parse(NULL, false, &c, &on), 0);
+	assert_false(on);
+	otlp_config_free(&c);
+	assert_int_equal(otlp_config_parse(NULL, true, &c, &on), 0);
 	assert_true(on);
 	assert_string_equal(c.url[OTLP_METRICS], "http://m.example/in");
 	otlp_config_free(&c);

@@ -215,6 +215,7 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 		o->otlp_metrics = !ret && !off;
 		return ret;
 	case WATCH_OPT_OTLP_METRICS_INTERVAL:
+		o->otlp_metrics_interval_given = cmdline;
 		return args_duration_in(where, "--otlp-metrics-interval", arg, 100000000ULL,
 					86400 * NSEC_PER_SEC, "from 100ms to 24h",
 					&o->otlp_metrics_interval_ns);
@@ -335,10 +336,10 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	if (o->capture_s * 1e9 < o->interval_ns)
 		return fail_usage("--capture (%.3g s) is shorter than --interval (%.3g s)",
 				  o->capture_s, o->interval_ns / 1e9);
-	ret = otlp_config_parse(o->otlp_endpoint, &o->otlp, &o->otlp_on);
+	ret = otlp_config_parse(o->otlp_endpoint, o->otlp_metrics, &o->otlp, &o->otlp_on);
 	if (ret)
 		return ret;
-	if (o->otlp_metrics_interval_ns && !o->otlp_metrics)
+	if (o->otlp_metrics_interval_given && !o->otlp_metrics)
 		return fail_usage("--otlp-metrics-interval sets the period of --otlp-metrics on: "
 				  "give that too");
 	if (o->otlp_metrics && !o->otlp_on)

@@ -762,7 +762,7 @@ static int otlp_open(struct watch_ctx *ctx)
 	watch_event("info", "slow requests (traces) and incidents (logs) exported to %s and %s",
 		    c->url[OTLP_TRACES], c->url[OTLP_LOGS]);
 	if (ctx->o->otlp_metrics)
-		watch_event("info", "metrics pushed to %s every %.3g s", c->url[OTLP_METRICS],
+		watch_event("info", "metrics pushed to %s every %g s", c->url[OTLP_METRICS],
 			    c->metrics_interval_ms / 1e3);
 	return 0;
 }
@@ -793,13 +793,15 @@ static void otlp_close(struct watch_ctx *ctx)
 	watch_event(
 		"info",
 		"OTLP export: %llu traces and %llu log records sent, %llu and %llu dropped%s "
-		"(queue full %llu, refused %llu, retries exhausted %llu, at exit %llu)",
+		"(queue full %llu, refused %llu, retries exhausted %llu, at exit %llu, "
+		"superseded %llu)",
 		(unsigned long long)st.sent[OTLP_TRACES], (unsigned long long)st.sent[OTLP_LOGS],
 		(unsigned long long)dropped[OTLP_TRACES], (unsigned long long)dropped[OTLP_LOGS],
 		metrics, (unsigned long long)by_reason[OTLP_DROP_QUEUE_FULL],
 		(unsigned long long)by_reason[OTLP_DROP_REJECTED],
 		(unsigned long long)by_reason[OTLP_DROP_RETRIES],
-		(unsigned long long)by_reason[OTLP_DROP_AT_EXIT]);
+		(unsigned long long)by_reason[OTLP_DROP_AT_EXIT],
+		(unsigned long long)by_reason[OTLP_DROP_SUPERSEDED]);
 }
 
 /* --web-config, read before anything is opened: a mistake in it stops the start. */
@@ -939,6 +941,8 @@ static int watch_run(struct watch_ctx *ctx)
 	if (ctx->incident_open)
 		incident_close(ctx, s->epoch_s, "the watcher was stopped during the capture");
 	watch_event("stop", "stopped%s", stopped ? " by a signal" : " (--duration)");
+	if (ctx->otlp)
+		otlp_stop_metrics(ctx->otlp); /* the last push, with the collectors' figures */
 	collectors_close(ctx);
 	otlp_close(ctx);
 cleanup:

@@ -72,6 +72,7 @@ struct watch_opts {
 	bool otlp_on;
 	bool otlp_metrics;		   /* --otlp-metrics on: the metrics pushed too */
 	uint64_t otlp_metrics_interval_ns; /* --otlp-metrics-interval, 0 if not given */
+	bool otlp_metrics_interval_given;  /* on the command line (a config's is a default) */
 	const char *db_path;
 	const char *config_path;
 	char *config_text; /* the config file's contents, which option values point into */
