@@ -108,7 +108,11 @@ def test_i2d_and_d2c_match_block_tracepoints(iospan, sched):
                "bio_completion_not_seen" in r["flags"] for r in others), others[:3]
     totals = [d for d in docs if d["type"] == "totals"][-1]
     assert len(others) <= totals["counters"]["bio_completions_not_seen"], totals
-    assert len(bios) >= N_READS - N_READS // 1000, (len(bios), others[:3])
+    # When this fails (6 of 3000 once in CI, bfq; not reproduced in 19 runs here, under
+    # load either), the counters say whether the kernel declared skipped runs.
+    assert len(bios) >= N_READS - N_READS // 1000, (
+        len(bios), others[:3], {k: v for k, v in totals["counters"].items() if v},
+        {k: v for k, v in report["dropped"].items() if v})
     i2d = statistics.mean(b["i2d_us"] for b in bios)
     d2c = statistics.mean(b["d2c_us"] for b in bios)
     zero = sum(1 for b in bios if b["i2d_us"] == 0)
