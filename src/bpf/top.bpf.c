@@ -183,6 +183,8 @@ DEFINE_PROC_TITLES(8192);
 DEFINE_MAP_FLAGS(dhists, BPF_MAP_TYPE_PERCPU_HASH, struct top_dhist_key, struct top_dhist,
 		 TOP_DH_MAX_KEYS, BPF_F_NO_PREALLOC);
 
+DEFINE_MAP(dhist_fast, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct top_dhist_slot, TOP_DH_FAST_SLOTS);
+
 /* Cache flushes completed per disk (the flush request the block layer issues). */
 DEFINE_MAP(dev_flushes, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct top_dev_flush, 256);
 
@@ -1789,11 +1791,13 @@ static __always_inline void dhist_add(__u64 *slots, __u32 nr, __u64 *sum, __u64 
  */
 static __noinline void dhist_put(struct request *rq, __u32 op, __u64 q2c, __u64 d2c, __u32 nr_bytes)
 {
-	struct gendisk *disk = KRP(struct request, rq, q)->disk;
+	struct request_queue *q = KRP(struct request, rq, q);
+	struct gendisk *disk = q->disk;
+	struct top_dhist_slot *f;
 	struct top_rq_slot *is;
 	struct top_dhist_key k;
-	struct top_dhist *h;
-	__u32 size;
+	struct top_dhist *h = NULL;
+	__u32 size, i;
 
 	if (!disk)
 		return;
@@ -1801,7 +1805,17 @@ static __noinline void dhist_put(struct request *rq, __u32 op, __u64 q2c, __u64 
 	k.op = op;
 	if (tfilter.devs && !dev_ok(k.dev))
 		return;
-	h = bpf_map_lookup_elem(&dhists, &k);
+	/* This CPU's slot of the disk's queue (top_abi.h), taken if unused. */
+	i = ((__u32)q->id % TOP_DH_FAST_QUEUES) * TOP_DH_NR_OPS + (op & 3);
+	f = bpf_map_lookup_elem(&dhist_fast, &i);
+	if (f && !f->key.dev) {
+		f->key.dev = k.dev;
+		f->key.op = k.op;
+	}
+	if (f && f->key.dev == k.dev && f->key.op == k.op)
+		h = &f->h;
+	if (!h)
+		h = bpf_map_lookup_elem(&dhists, &k);
 	if (!h) {
 		bpf_map_update_elem(&dhists, &k, &dhist_zero, BPF_NOEXIST);
 		h = bpf_map_lookup_elem(&dhists, &k);

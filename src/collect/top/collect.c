@@ -217,34 +217,97 @@ static void fold_dev_flush(void *row, const void *key, const void *vals, int ncp
 	}
 }
 
+/* Adds histogram @v to @h. */
+static void add_dhist(struct top_dhist *h, const struct top_dhist *v)
+{
+	uint64_t *sum = (uint64_t *)h;
+	const uint64_t *add = (const uint64_t *)v;
+	size_t i;
+
+	_Static_assert(sizeof(struct top_dhist) % sizeof(uint64_t) == 0, "u64 fields only");
+	for (i = 0; i < sizeof(*h) / sizeof(uint64_t); i++)
+		sum[i] += add[i];
+}
+
 static void fold_dhist(void *row, const void *key, const void *vals, int ncpus, void *arg)
 {
 	const struct top_dhist_key *k = key;
-	const uint64_t *v = vals;
+	const struct top_dhist *v = vals;
 	struct top_disk_hist *r = row;
-	uint64_t *sum = (uint64_t *)&r->h;
-	const size_t n = sizeof(r->h) / sizeof(uint64_t);
-	size_t i;
 	int cpu;
 
-	_Static_assert(sizeof(struct top_dhist) % sizeof(uint64_t) == 0, "u64 fields only");
 	r->dev = k->dev;
 	r->op = k->op;
 	for (cpu = 0; cpu < ncpus; cpu++)
-		for (i = 0; i < n; i++)
-			sum[i] += v[cpu * n + i];
+		add_dhist(&r->h, &v[cpu]);
+}
+
+/* The hash map's rows, and the CPUs' slots of the fast array added (top_abi.h). */
+struct dhist_rows {
+	struct top_disk_hist *rows;
+	size_t nr;
+	int ncpus;
+	int err;
+};
+
+static int add_fast_dhists(const void *key, const void *vals, void *arg)
+{
+	const struct top_dhist_slot *v = vals;
+	struct dhist_rows *d = arg;
+	struct top_disk_hist *grown, *r;
+	size_t i;
+	int cpu;
+
+	for (cpu = 0; cpu < d->ncpus; cpu++) {
+		if (!v[cpu].key.dev)
+			continue;
+		for (i = 0, r = NULL; i < d->nr && !r; i++)
+			if (d->rows[i].dev == v[cpu].key.dev && d->rows[i].op == v[cpu].key.op)
+				r = &d->rows[i];
+		if (!r) {
+			grown = realloc(d->rows, (d->nr + 1) * sizeof(*grown));
+			if (!grown) {
+				d->err = -ENOMEM;
+				return 1; /* stops the walk */
+			}
+			d->rows = grown;
+			r = &grown[d->nr++];
+			memset(r, 0, sizeof(*r));
+			r->dev = v[cpu].key.dev;
+			r->op = v[cpu].key.op;
+		}
+		add_dhist(&r->h, &v[cpu].h);
+	}
+	return 0;
 }
 
 int top_collect_disk_hists(struct top_ctx *c, struct top_disk_hist **rows, size_t *nr)
 {
+	struct dhist_rows d = {.ncpus = libbpf_num_possible_cpus()};
+	int err;
+
 	*rows = NULL;
 	*nr = 0;
 	if (!c->o->disk_hists)
 		return 0;
-	return bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.dhists),
-				     sizeof(struct top_dhist_key), sizeof(struct top_dhist),
-				     sizeof(struct top_disk_hist), fold_dhist, NULL, (void **)rows,
-				     nr);
+	if (d.ncpus <= 0)
+		return d.ncpus ? d.ncpus : -EINVAL;
+	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.dhists), sizeof(struct top_dhist_key),
+				    sizeof(struct top_dhist), sizeof(struct top_disk_hist),
+				    fold_dhist, NULL, (void **)&d.rows, &d.nr);
+	if (err)
+		return err;
+	err = bpfmap_walk(bpf_map__fd(c->skel->maps.dhist_fast), sizeof(uint32_t),
+			  sizeof(struct top_dhist_slot), true, add_fast_dhists, &d);
+	if (!err)
+		err = d.err;
+	if (err) {
+		free(d.rows);
+		return err;
+	}
+	*rows = d.rows;
+	*nr = d.nr;
+	return 0;
 }
 
 /* The disks' cache flushes: cumulative in *@cum, in the window in *@out (periodic). */

@@ -337,8 +337,10 @@ int top_setup(struct top_ctx *c)
 	if (!o->stall_ns && !o->slow_rq_ns)
 		bpf_map__set_max_entries(s->maps.stall_events, sysconf(_SC_PAGESIZE));
 	s->rodata->disk_hists = o->disk_hists;
-	if (!o->disk_hists)
+	if (!o->disk_hists) {
 		bpf_map__set_max_entries(s->maps.dhists, 1);
+		bpf_map__set_max_entries(s->maps.dhist_fast, 1);
+	}
 
 	n = top_hooks(s, o, hooks);
 	if (n < 0)
