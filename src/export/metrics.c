@@ -829,7 +829,8 @@ static int render_cgroups(struct metrics *m, struct mwriter *w)
 		  "Time those requests took, from queue to completion, summed.", CG_REQUEST_TIME);
 	cg_family(cg, n, w, "iospan_cgroup_fs_bytes_total",
 		  "Bytes the cgroup's processes read and wrote through the file system "
-		  "(syscalls, mmap), on files of the disk.",
+		  "(syscalls, mmap; in whole pages unless watch follows syscalls), on "
+		  "files of the disk.",
 		  CG_FS_BYTES);
 	cg_family(cg, n, w, "iospan_cgroup_writeback_bytes_total",
 		  "Of the written bytes, those kernel threads wrote back for the cgroup.",

@@ -48,7 +48,7 @@ static const char schema_sql[] =
 	" threshold REAL NOT NULL, held_values TEXT NOT NULL,"
 	" state TEXT NOT NULL CHECK (state IN ('open', 'complete', 'incomplete')),"
 	" end_reason TEXT, pre_s REAL NOT NULL, capture_s REAL NOT NULL,"
-	" triggers INTEGER NOT NULL DEFAULT 1, hostname TEXT, version TEXT);"
+	" triggers INTEGER NOT NULL DEFAULT 1, hostname TEXT, version TEXT, fs_bytes TEXT);"
 	"CREATE TABLE IF NOT EXISTS triggers ("
 	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
 	" time REAL NOT NULL, disk TEXT, dev TEXT, rule TEXT NOT NULL, value REAL NOT NULL,"
@@ -101,11 +101,16 @@ static const char schema_sql[] =
  * Schema 1 to 2: stalls gained count (the new dropped table comes with the schema
  * above); 2 to 3: files gained generation (a file whose inode number was reused is
  * another file), and the threads table came. Columns added where missing, so a database any watcher
- * made opens.
+ * made opens. Nullable columns added since (a watcher of the same schema that does not
+ * know them leaves them NULL): incidents.fs_bytes, how FS bytes were counted.
  */
-static const char *const migrations[][2] = {
-	{"stalls", "count INTEGER"},
-	{"files", "generation INTEGER"},
+static const struct {
+	const char *table, *column;
+	bool reader_view; /* readers' queries name it: a view gives it as NULL */
+} migrations[] = {
+	{"stalls", "count INTEGER", false},
+	{"files", "generation INTEGER", true},
+	{"incidents", "fs_bytes TEXT", true},
 };
 
 static int sqlite_errno(int rc)
@@ -353,11 +358,11 @@ static int migrate(struct watch_store *st)
 	int rc = SQLITE_OK;
 
 	for (i = 0; rc == SQLITE_OK && i < ARRAY_SIZE(migrations); i++) {
-		sscanf(migrations[i][1], "%63s", column);
-		if (has_column(st, migrations[i][0], column))
+		sscanf(migrations[i].column, "%63s", column);
+		if (has_column(st, migrations[i].table, column))
 			continue;
-		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s", migrations[i][0],
-			 migrations[i][1]);
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s", migrations[i].table,
+			 migrations[i].column);
 		rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
 	}
 	if (rc == SQLITE_OK)
@@ -365,6 +370,30 @@ static int migrate(struct watch_store *st)
 				  "UPDATE meta SET value = '3' WHERE key = 'schema_version'", NULL,
 				  NULL, NULL);
 	return rc;
+}
+
+/*
+ * A database no watcher of this build opened yet lacks the columns migrations[] adds:
+ * a view in front of each such table gives them as NULL, so one set of queries reads
+ * both (unqualified names find the temporary schema first; writes name main.).
+ */
+static int reader_views(struct watch_store *st)
+{
+	char sql[192], column[64];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(migrations); i++) {
+		sscanf(migrations[i].column, "%63s", column);
+		if (!migrations[i].reader_view || !store_has_table(st, migrations[i].table) ||
+		    has_column(st, migrations[i].table, column))
+			continue;
+		snprintf(sql, sizeof(sql),
+			 "CREATE TEMP VIEW %s AS SELECT *, NULL AS %s FROM main.%s",
+			 migrations[i].table, column, migrations[i].table);
+		if (sqlite3_exec(st->db, sql, NULL, NULL, NULL))
+			return store_fail(st, sqlite3_errcode(st->db), "cannot read database");
+	}
+	return 0;
 }
 
 static int setup_watcher(struct watch_store *st)
@@ -461,18 +490,8 @@ int store_open(const char *path, enum store_open how, struct watch_store **out)
 		ret = sqlite3_exec(st->db, "SELECT 1 FROM incidents LIMIT 0", NULL, NULL, NULL) ?
 			      fail(-EUCLEAN, "'%s' is not an iospan incident database", path) :
 			      0;
-		/*
-		 * Files of a database no watcher of schema 3 opened yet have no generation:
-		 * a view in front of them gives it as NULL, so one set of queries reads
-		 * both (unqualified names find the temporary schema first).
-		 */
-		if (!ret && store_has_table(st, "files") &&
-		    !has_column(st, "files", "generation") &&
-		    sqlite3_exec(st->db,
-				 "CREATE TEMP VIEW files AS SELECT *, NULL AS generation"
-				 " FROM main.files",
-				 NULL, NULL, NULL))
-			ret = store_fail(st, sqlite3_errcode(st->db), "cannot read database");
+		if (!ret)
+			ret = reader_views(st);
 	}
 cleanup:
 	if (ret) {
@@ -543,7 +562,7 @@ static int store_run(struct watch_store *st, const char *sql, const char *types,
 }
 
 int store_incident_open(struct watch_store *st, const struct store_trigger *t, double pre_s,
-			double capture_s, int64_t *id)
+			double capture_s, const char *fs_bytes, int64_t *id)
 {
 	char held[64 * 24] = "[", host[256] = "";
 	size_t n = 1;
@@ -556,10 +575,11 @@ int store_incident_open(struct watch_store *st, const struct store_trigger *t, d
 	gethostname(host, sizeof(host) - 1);
 	rc = store_run(st,
 		       "INSERT INTO incidents (start_time, disk, dev, rule, value, threshold,"
-		       " held_values, state, pre_s, capture_s, hostname, version)"
-		       " VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)",
-		       "dsssddsddss", t->epoch_s, t->disk, t->dev, wt_metric_name(t->rule),
-		       t->value, t->threshold, held, pre_s, capture_s, host, IOSPAN_VERSION);
+		       " held_values, state, pre_s, capture_s, hostname, version, fs_bytes)"
+		       " VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?)",
+		       "dsssddsddsss", t->epoch_s, t->disk, t->dev, wt_metric_name(t->rule),
+		       t->value, t->threshold, held, pre_s, capture_s, host, IOSPAN_VERSION,
+		       fs_bytes);
 	if (rc)
 		return rc;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -714,20 +734,20 @@ int store_prune(struct watch_store *st, const struct store_retention *r, double 
 		return ret;
 	if (r->keep)
 		ret = delete_where(st,
-				   "DELETE FROM incidents WHERE state != 'open' AND id NOT IN"
+				   "DELETE FROM main.incidents WHERE state != 'open' AND id NOT IN"
 				   " (SELECT id FROM incidents ORDER BY start_time DESC, id DESC"
 				   " LIMIT ?)",
 				   (double)r->keep, deleted);
 	if (!ret && r->max_age_s > 0)
 		ret = delete_where(st,
-				   "DELETE FROM incidents WHERE state != 'open' AND"
+				   "DELETE FROM main.incidents WHERE state != 'open' AND"
 				   " COALESCE(end_time, start_time) < ?",
 				   now_epoch_s - r->max_age_s, deleted);
 	/* Size: the oldest go first until the rest fits. */
 	while (!ret && r->max_db_size && store_used_bytes(st) > (int64_t)r->max_db_size) {
 		before = *deleted;
 		ret = delete_where(st,
-				   "DELETE FROM incidents WHERE id = (SELECT id FROM incidents"
+				   "DELETE FROM main.incidents WHERE id = (SELECT id FROM incidents"
 				   " WHERE state != 'open' ORDER BY start_time, id LIMIT 1)",
 				   0, deleted);
 		if (*deleted == before)

@@ -45,9 +45,12 @@ struct store_trigger {
 	unsigned int nr_held;
 };
 
-/* A new incident with its trigger: its id in @id. */
+/*
+ * A new incident with its trigger: its id in @id. @fs_bytes: how its FS bytes are
+ * counted ("syscalls", "pages"; NULL: no BPF collector).
+ */
 int store_incident_open(struct watch_store *st, const struct store_trigger *t, double pre_s,
-			double capture_s, int64_t *id);
+			double capture_s, const char *fs_bytes, int64_t *id);
 int store_trigger_add(struct watch_store *st, int64_t id, const struct store_trigger *t);
 /* One sample of every disk in it; @phase "pre" or "capture". In the current transaction. */
 int store_sample_add(struct watch_store *st, int64_t id, const struct io_sample *s,

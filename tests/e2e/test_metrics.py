@@ -629,7 +629,10 @@ def test_collector_self_metrics(endpoint, disk):
     hooks = {dict(l)["hook"]: dict(l)["mode"] for (n, l) in s if n == "iospan_hook_info"
              and dict(l)["collector"] == "top"}
     plan = json.loads(tl.run_iospan("doctor", "--json", check=True).stdout)["plans"]["top"]
-    # watch's top follows syscalls its own way (--syscall-hooks): the hooks both have.
+    # watch's top follows no syscall by default (--syscall-hooks none): its FS bytes
+    # come from the page cache, as top's --no-syscalls; the hooks both have agree.
+    assert not [h for h in hooks if h.startswith("sys_")], hooks
+    assert "mm_filemap_get_pages" in hooks, hooks
     common = set(hooks) & set(plan)
     assert {"block_bio_queue", "block_rq_issue", "block_rq_complete"} <= common, hooks
     assert all(hooks[h] == (plan[h]["mode"] or "none") for h in common), (hooks, plan)

@@ -229,14 +229,18 @@ def file_sizes(directory, pattern):
 
 class Watch:
     """`iospan watch` on @dev in the background with a write rule RocksDB's fill trips at
-    once, a capture longer than the phase: one incident holds all of phase A."""
+    once, a capture longer than the phase: one incident holds all of phase A. Its FS
+    bytes byte-exact (--syscall-hooks raw): by default they are whole pages, with those
+    the file system dirties itself when RocksDB preallocates and truncates its files
+    (one page over an SST's size, seen), and a file's bytes are checked against its
+    size."""
 
     def __init__(self, db, dev):
         self.db = db
         self.proc = tl.popen_iospan(
             "watch", "--db", db, "-d", dev, "--interval", "0.5", "--pre", "5",
             "--capture", "300", "--cooldown", "0", "--for", "1", "--write-mbps", "1",
-            "--read-mbps", "0", "--util", "0", "--await", "0")
+            "--read-mbps", "0", "--util", "0", "--await", "0", "--syscall-hooks", "raw")
         self.log = []
         self.reader = threading.Thread(target=lambda: self.log.extend(self.proc.stderr),
                                        daemon=True)

@@ -42,6 +42,7 @@ struct incident_row {
 	double value, threshold, pre_s, capture_s;
 	int64_t triggers;
 	char top_process[64], top_file[256];
+	char fs_bytes[16]; /* how FS bytes were counted: "syscalls", "pages", "" unknown */
 };
 
 /* A sub-verb: its name, whether it takes an incident ID, and what it does. */

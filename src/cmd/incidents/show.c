@@ -48,7 +48,7 @@ static void copy_text(char *dst, size_t len, sqlite3_stmt *s, int col)
 	" (SELECT max(path) FROM files f WHERE f.incident_id = i.id AND phase = 'capture'" \
 	"  GROUP BY dev, inode, generation"                                                \
 	"  ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"                         \
-	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1)"
+	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1), fs_bytes"
 
 static void read_incident(sqlite3_stmt *s, bool watcher_running, struct incident_row *r)
 {
@@ -69,6 +69,7 @@ static void read_incident(sqlite3_stmt *s, bool watcher_running, struct incident
 	r->triggers = sqlite3_column_int64(s, 13);
 	copy_text(r->top_process, sizeof(r->top_process), s, 14);
 	copy_text(r->top_file, sizeof(r->top_file), s, 15);
+	copy_text(r->fs_bytes, sizeof(r->fs_bytes), s, 16);
 	/*
 	 * "open" with no watcher holding the database: the watcher died during the
 	 * capture, and the next one will mark it so.
@@ -142,6 +143,7 @@ static void json_incident(struct jw *jw, sqlite3 *db, const struct incident_row 
 	jw_kv_float(jw, "capture_s", r->capture_s, 3);
 	jw_kv_string_or_null(jw, "top_process", r->top_process[0] ? r->top_process : NULL);
 	jw_kv_string_or_null(jw, "top_file", r->top_file[0] ? r->top_file : NULL);
+	jw_kv_string_or_null(jw, "fs_bytes", r->fs_bytes[0] ? r->fs_bytes : NULL);
 }
 
 int query_fail(struct watch_store *st, const char *what)
@@ -474,8 +476,9 @@ static int print_busiest(struct watch_store *st, const struct incident_row *r)
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (!n++)
 			printf("\nbusiest processes of the capture (DISK bytes, with the writeback "
-			       "of the pages they dirtied: WB_MB):\n"
+			       "of the pages they dirtied: WB_MB%s):\n"
 			       "%8s %-16s %10s %10s %10s %10s %10s  %s\n",
+			       !strcmp(r->fs_bytes, "pages") ? "; FS bytes in whole pages" : "",
 			       "PID", "COMM", "DISK_MB_R", "DISK_MB_W", "WB_MB", "FS_MB_R",
 			       "FS_MB_W", "FIRST SEEN BEFORE THE TRIGGER");
 		printf("%8lld %-16s %10.2f %10.2f %10.2f %10.2f %10.2f  ",
@@ -637,6 +640,32 @@ static int print_stalls(struct watch_store *st, const struct incident_row *r)
 	return rc == SQLITE_DONE ? 0 : query_fail(st, "stalls");
 }
 
+/*
+ * What the collectors lost, or could not tell, over the incident (the dropped table:
+ * rows over the caps, top's counters), one line; nothing when nothing was.
+ */
+static int print_dropped(struct watch_store *st, const struct incident_row *r)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, n = 0;
+
+	if (!store_has_table(st, "dropped"))
+		return 0; /* a database no watcher of schema 2 opened yet */
+	if (sqlite3_prepare_v2(store_db(st),
+			       "SELECT what, sum(count) FROM dropped WHERE incident_id = ?"
+			       " GROUP BY what ORDER BY what",
+			       -1, &s, NULL) != SQLITE_OK)
+		return query_fail(st, "dropped");
+	sqlite3_bind_int64(s, 1, r->id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		printf("%s %s %lld", n++ ? "," : "lost or unattributed (iospan-incidents(8)):",
+		       printable(col_text(s, 0)), (long long)sqlite3_column_int64(s, 1));
+	sqlite3_finalize(s);
+	if (n)
+		putchar('\n');
+	return rc == SQLITE_DONE ? 0 : query_fail(st, "dropped");
+}
+
 int incident_text(struct watch_store *st, const struct incident_row *r)
 {
 	sqlite3_stmt *s = NULL;
@@ -716,5 +745,5 @@ int incident_text(struct watch_store *st, const struct incident_row *r)
 	if (rc != SQLITE_DONE)
 		return query_fail(st, "samples");
 	printf("(%d samples: %d before the trigger)\n", rows, pre);
-	return 0;
+	return print_dropped(st, r);
 }

@@ -81,6 +81,7 @@ struct topc_sample {
 	unsigned int nr_procs, nr_threads, nr_files, nr_stalls;
 	uint64_t stalls_dropped;      /* past TOPC_MAX_ROWS, or top's own table full */
 	struct coll_slow_sample slow; /* the slow requests, at block detail */
+	uint64_t drops[TOP_DROP_NR];  /* top's counters in the window (top_counters) */
 };
 
 struct topc {
@@ -258,6 +259,7 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	/* Rows per thread: processes are their sums (rows_by_process()). */
 	t->o.threads = true;
 	t->o.syscalls = watch_syscall_attach(wo);
+	t->o.no_syscalls = !watch_top_follows_syscalls(wo);
 	t->o.stall_ns = wo->stall_threshold_ns;
 	t->o.stalls_on_demand = !wo->stalls_always;
 	t->o.disk_hists = wo->have_listen || wo->otlp_metrics; /* the metrics' histograms */
@@ -714,6 +716,9 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 			goto cleanup;
 	}
 	ret = coll_write_dropped(db, id, s->time, phase, "stalls", s->stalls_dropped);
+	/* What top's attribution lost or could not tell in the window, by its counters. */
+	for (i = 0; !ret && i < TOP_DROP_NR; i++)
+		ret = coll_write_dropped(db, id, s->time, phase, top_counters[i].name, s->drops[i]);
 	if (!ret)
 		ret = coll_slow_write(NULL, db, id, &s->slow, phase);
 cleanup:
@@ -797,14 +802,18 @@ static int topc_sample(void *priv, const struct watch_tick *tick)
 	ret = top_collect_read(t->top, &snap);
 	if (ret)
 		return ret;
-	for (i = 0; i < TOP_DROP_NR; i++)
-		t->drops[i] = snap.deltas ? t->drops[i] + snap.drops[i] : snap.drops[i];
 	s = coll_ring_push(&t->ring);
 	if (!s) {
 		ret = -ENOMEM;
 		goto cleanup;
 	}
 	s->time = tick->sample->epoch_s;
+	for (i = 0; i < TOP_DROP_NR; i++) {
+		uint64_t was = t->drops[i];
+
+		t->drops[i] = snap.deltas ? t->drops[i] + snap.drops[i] : snap.drops[i];
+		s->drops[i] = t->drops[i] - was;
+	}
 	ret = take_sample(t, tick->sample, &snap, s);
 	if (!ret)
 		ret = take_stalls(t, &snap, s);

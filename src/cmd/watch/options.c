@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "args.h"
+#include "array.h"
 #include "err.h"
 #include "units.h"
 #include "export/metrics.h"
@@ -67,10 +68,13 @@ static const char watch_usage[] =
 	"                         cost otherwise), or always, for the pre-trigger window too\n"
 	"                         (costs more than watching alone: see iospan-watch(8))\n"
 	"                         (default capture)\n"
-	"      --syscall-hooks raw|per-call  how the collectors follow syscalls: the raw\n"
-	"                         sys_enter/sys_exit pair (every syscall runs a program;\n"
-	"                         exits at once), or a classic tracepoint per syscall (the\n"
-	"                         others cost less; about 1 s to let go at exit) (default raw)\n"
+	"      --syscall-hooks none|raw|per-call  whether and how top's collector follows\n"
+	"                         the file syscalls: none, FS bytes counted from the page\n"
+	"                         cache in whole pages (no syscall runs a program: the\n"
+	"                         cheapest); raw, byte-exact at the sys_enter/sys_exit pair\n"
+	"                         (every syscall runs one); per-call, at a classic\n"
+	"                         tracepoint each (about 1 s to let go at exit). --detail\n"
+	"                         full takes the raw pair with none (default none)\n"
 	"Metrics:\n"
 	"      --listen [ADDR:]PORT  serve them at http://ADDR:PORT/metrics for Prometheus\n"
 	"                         (a port alone: on loopback; :PORT on every address)\n"
@@ -154,6 +158,17 @@ static int parse_pair(const char *where, const char *opt, const char *arg, const
 	return 0;
 }
 
+/* The values of --syscall-hooks. */
+static const struct {
+	const char *name;
+	enum watch_syscalls how;
+} syscall_hooks[] = {
+	{"none", WATCH_SYSCALLS_NONE},
+	{"raw", WATCH_SYSCALLS_RAW},
+	{"per-call", WATCH_SYSCALLS_PER_CALL},
+	{NULL},
+};
+
 /* Applies one option from the command line (@where "") or the config file. */
 static int watch_apply(struct watch_opts *o, int opt, const char *name, const char *arg,
 		       const char *where, bool cmdline)
@@ -221,8 +236,15 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 					&o->otlp_metrics_interval_ns);
 	case WATCH_OPT_WEB_CONFIG:
 		return args_path(where, "--web-config", arg, &o->web_config_path);
-	case WATCH_OPT_SYSCALL_HOOKS:
-		return parse_pair(where, name, arg, "raw", "per-call", &o->per_call_syscalls);
+	case WATCH_OPT_SYSCALL_HOOKS: {
+		__typeof__(&syscall_hooks[0]) h = TABLE_FIND(syscall_hooks, arg);
+
+		if (!h)
+			return fail_usage("%sinvalid --%s '%s': give none, raw or per-call", where,
+					  name, arg);
+		o->syscalls = h->how;
+		return 0;
+	}
 	case WATCH_OPT_METRICS_MAX_CGROUPS:
 		ret = args_number_in(where, "--metrics-max-cgroups", arg, 0, METRICS_MAX_CGROUPS,
 				     "a number from 0 to " ARGS_STR(METRICS_MAX_CGROUPS), &v);
@@ -375,7 +397,13 @@ uint64_t watch_slow_keep_ns(const struct watch_opts *o)
 
 enum syscall_attach watch_syscall_attach(const struct watch_opts *o)
 {
-	return o->per_call_syscalls ? SYSCALL_ATTACH_PER_CALL : SYSCALL_ATTACH_RAW;
+	return o->syscalls == WATCH_SYSCALLS_PER_CALL ? SYSCALL_ATTACH_PER_CALL :
+							SYSCALL_ATTACH_RAW;
+}
+
+bool watch_top_follows_syscalls(const struct watch_opts *o)
+{
+	return o->syscalls != WATCH_SYSCALLS_NONE;
 }
 
 void watch_opts_free(struct watch_opts *o)

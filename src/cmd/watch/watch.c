@@ -68,6 +68,20 @@ struct watch_ctx {
 	struct metrics_collector *self_scratch; /* a collector's figures, on their way */
 };
 
+/*
+ * How the stored processes' and files' FS bytes are counted (incidents.fs_bytes): by
+ * top's collector at the syscalls, or from the page cache; NULL without it.
+ */
+static const char *fs_bytes_counted(const struct watch_ctx *ctx)
+{
+	int i;
+
+	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++)
+		if (watch_collectors[i] == &watch_collector_top && ctx->collector_on[i])
+			return watch_top_follows_syscalls(ctx->o) ? "syscalls" : "pages";
+	return NULL;
+}
+
 static struct jw *log_jw;
 
 static void log_event(const char *event, const char *fmt, va_list ap)
@@ -445,7 +459,7 @@ static void incident_open(struct watch_ctx *ctx, const struct io_sample *s, stru
 	ret = store_begin(ctx->store);
 	if (!ret)
 		ret = store_incident_open(ctx->store, t, ctx->o->pre_s, ctx->o->capture_s,
-					  &ctx->incident_id);
+					  fs_bytes_counted(ctx), &ctx->incident_id);
 	/* The window's last sample is this one: the capture's first. */
 	for (i = 0; !ret && i < w->nr; i++)
 		ret = store_sample_add(ctx->store, ctx->incident_id, watch_window_at(w, i),
@@ -689,6 +703,13 @@ static void collectors_open(struct watch_ctx *ctx)
 						    ctx->o->rules.threshold[WT_SLOW_REQUEST] > 0 ?
 					    " (the slow-request rule cannot fire)" :
 					    "");
+		else if (watch_collectors[i] == &watch_collector_top)
+			watch_event("info", "collector %s loaded (FS bytes %s)",
+				    watch_collectors[i]->name,
+				    watch_top_follows_syscalls(ctx->o) ?
+					    "from the syscalls" :
+					    "from the page cache, in whole pages: --syscall-hooks "
+					    "none");
 		else
 			watch_event("info", "collector %s loaded", watch_collectors[i]->name);
 		ctx->collector_on[i] = !ret;

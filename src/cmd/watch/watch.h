@@ -46,6 +46,13 @@ void watch_window_clear(struct watch_window *w);
 
 /* ------------------------------------------------------------------ options.c */
 
+/* --syscall-hooks */
+enum watch_syscalls {
+	WATCH_SYSCALLS_NONE,	 /* top's collector follows none (the default) */
+	WATCH_SYSCALLS_RAW,	 /* the sys_enter/sys_exit pair */
+	WATCH_SYSCALLS_PER_CALL, /* a classic tracepoint per syscall and direction */
+};
+
 struct watch_opts {
 	struct disk_spec disks[WATCH_MAX_DISKS];
 	const char *disk_text[WATCH_MAX_DISKS];
@@ -62,7 +69,7 @@ struct watch_opts {
 	bool full_detail;	       /* --detail full: trace's collector times slow requests */
 	uint64_t stall_threshold_ns;   /* stalls kept over it; 0: none traced */
 	bool stalls_always;	       /* --stalls always: timed outside captures too */
-	bool per_call_syscalls;	       /* --syscall-hooks per-call: a classic tracepoint each */
+	enum watch_syscalls syscalls;  /* --syscall-hooks */
 	bool have_listen;	       /* --listen: the metrics endpoint is on */
 	int metrics_max_cgroups;       /* cgroups with series of their own */
 	struct http_listen listen;
@@ -84,11 +91,18 @@ struct watch_opts {
  */
 uint64_t watch_slow_keep_ns(const struct watch_opts *o);
 /*
- * How the collectors follow syscalls: the raw pair by default (the exit does not wait
- * for the kernel to let go of each hook), a classic tracepoint each with --syscall-hooks
- * per-call (the syscalls no collector follows cost less that way, syscalls.h).
+ * How the collectors follow syscalls (--syscall-hooks): the raw pair (the exit does not
+ * wait for the kernel to let go of each hook), or a classic tracepoint each (the
+ * syscalls no collector follows cost less that way, syscalls.h). Trace's collector
+ * cannot do without them: with none, it takes the raw pair.
  */
 enum syscall_attach watch_syscall_attach(const struct watch_opts *o);
+/*
+ * Whether top's collector follows the file syscalls (byte-exact FS figures); without,
+ * FS bytes are counted from the page cache (iospan-top(8), --no-syscalls), and no
+ * syscall runs a program: the default, for the cost of an always-on watcher.
+ */
+bool watch_top_follows_syscalls(const struct watch_opts *o);
 /* Parses the config file then the command line; 1: --help printed, else 0 or error. */
 int watch_parse(int argc, char **argv, struct watch_opts *o);
 void watch_opts_free(struct watch_opts *o);
