@@ -350,6 +350,14 @@ static bool has_column(struct watch_store *st, const char *table, const char *co
 	return found;
 }
 
+/* The name of the column migrations[@i] adds (its definition's first word), in @buf. */
+static const char *migration_column(size_t i, char buf[64])
+{
+	if (sscanf(migrations[i].column, "%63s", buf) != 1)
+		buf[0] = '\0';
+	return buf;
+}
+
 /* Brings an older database's tables to this schema (migrations[]); 0 or an SQLite code. */
 static int migrate(struct watch_store *st)
 {
@@ -358,8 +366,7 @@ static int migrate(struct watch_store *st)
 	int rc = SQLITE_OK;
 
 	for (i = 0; rc == SQLITE_OK && i < ARRAY_SIZE(migrations); i++) {
-		sscanf(migrations[i].column, "%63s", column);
-		if (has_column(st, migrations[i].table, column))
+		if (has_column(st, migrations[i].table, migration_column(i, column)))
 			continue;
 		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s", migrations[i].table,
 			 migrations[i].column);
@@ -383,9 +390,8 @@ static int reader_views(struct watch_store *st)
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(migrations); i++) {
-		sscanf(migrations[i].column, "%63s", column);
 		if (!migrations[i].reader_view || !store_has_table(st, migrations[i].table) ||
-		    has_column(st, migrations[i].table, column))
+		    has_column(st, migrations[i].table, migration_column(i, column)))
 			continue;
 		snprintf(sql, sizeof(sql),
 			 "CREATE TEMP VIEW %s AS SELECT *, NULL AS %s FROM main.%s",

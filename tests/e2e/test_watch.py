@@ -286,6 +286,14 @@ print(done, flush=True)
 """
 
 
+def burst_file(fs):
+    """A 100 MiB file of random data on @fs, on disk, for a reader's burst: its path."""
+    path = os.path.join(fs.mnt, "burst.data")
+    subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=100",
+                    "status=none", "conv=fsync"], check=True)
+    return path
+
+
 def test_burst_names_its_process_and_file(tmp_path):
     """top's collector: a burst by a known process reading a known file gives one
     incident that names them first (list and show), and the process is in the
@@ -294,9 +302,7 @@ def test_burst_names_its_process_and_file(tmp_path):
     tl.require_root("creates a loop device and a file system")
     db = str(tmp_path / "incidents.db")
     with tl.scratch_fs("ext4", 256) as fs:
-        path = os.path.join(fs.mnt, "burst.data")
-        subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=100",
-                        "status=none", "conv=fsync"], check=True)
+        path = burst_file(fs)
         name = os.path.basename(fs.dev)
         w = Watcher(db, fs.dev, "--pre", "3", "--capture", "2", "--cooldown", "0",
                     *READ_RULE)
@@ -1081,9 +1087,7 @@ def test_syscall_hooks(tmp_path, hooks):
     tl.require_root("creates a loop device and a file system")
     db = str(tmp_path / "incidents.db")
     with tl.scratch_fs("ext4", 256) as fs:
-        path = os.path.join(fs.mnt, "burst.data")
-        subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=100",
-                        "status=none", "conv=fsync"], check=True)
+        path = burst_file(fs)
         extra = ("--syscall-hooks", hooks) if hooks else ()
         w = Watcher(db, fs.dev, "--pre", "3", "--capture", "2", "--cooldown", "0",
                     "--detail", "full", "--capture-threshold", "1s", *extra, *READ_RULE)
@@ -1145,9 +1149,7 @@ def test_incident_says_what_top_lost(tmp_path):
     db = str(tmp_path / "incidents.db")
     env = dict(os.environ, IOSPAN_FAULT="skip_complete")
     with tl.scratch_fs("ext4", 256) as fs:
-        path = os.path.join(fs.mnt, "burst.data")
-        subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=100",
-                        "status=none", "conv=fsync"], check=True)
+        path = burst_file(fs)
         w = Watcher(db, fs.dev, "--pre", "2", "--capture", "2", "--cooldown", "0",
                     *READ_RULE, env=env)
         try:

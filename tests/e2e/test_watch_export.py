@@ -12,7 +12,7 @@ import time
 import pytest
 
 import iospan_testlib as tl
-from test_watch import READ_RULE, READER, Watcher, incidents
+from test_watch import READ_RULE, READER, Watcher, burst_file, incidents
 
 MiB = 2**20
 # Tracks of the export that are not processes (export_perfetto.c).
@@ -40,9 +40,7 @@ def incident(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("export")
     db = str(tmp / "incidents.db")
     with tl.scratch_fs("ext4", 256) as fs:
-        path = os.path.join(fs.mnt, "burst.data")
-        subprocess.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=100",
-                        "status=none", "conv=fsync"], check=True)
+        path = burst_file(fs)
         w = Watcher(db, fs.dev, "--pre", "2", "--capture", "2", "--cooldown", "0",
                     *READ_RULE)
         try:
