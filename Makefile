@@ -50,7 +50,10 @@ COMPAT_BPF := top trace lat snoop
 SKELS := $(patsubst src/bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS)) \
 	 $(patsubst %,$(OUT)/%_compat.skel.h,$(COMPAT_BPF))
 LIB_OBJS := $(patsubst src/%.c,$(OUT)/%.o,$(LIB_SRCS))
-APP_OBJS := $(patsubst src/%.c,$(OUT)/%.o,src/main.c $(CMD_SRCS) $(COLLECT_SRCS)) $(LIB_OBJS)
+# The report page's files (web/), embedded by .incbin (src/cmd/report/assets.S).
+REPORT_WEB := $(wildcard src/cmd/report/web/*.* src/cmd/report/web/vendor/*/*)
+APP_OBJS := $(patsubst src/%.c,$(OUT)/%.o,src/main.c $(CMD_SRCS) $(COLLECT_SRCS)) $(LIB_OBJS) \
+	    $(OUT)/cmd/report/assets.o
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
@@ -106,6 +109,11 @@ $(OUT)/%.o: src/%.c $(OUT)/%.d | $(SKELS) $(OUT)
 	$(Q)mv -f $(@:.o=.Td) $(@:.o=.d) && touch $@
 
 $(APP_DEPS): ;
+
+$(OUT)/cmd/report/assets.o: src/cmd/report/assets.S $(REPORT_WEB) | $(OUT)
+	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_FLAGS) -c $< -o $@
 include $(wildcard $(APP_DEPS))
 
 $(OUT)/iospan: $(APP_OBJS)

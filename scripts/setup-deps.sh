@@ -31,6 +31,8 @@ PACKAGES=(
 	prometheus
 	# TLS certificates for the tests of the endpoint's --web-config
 	openssl
+	# a real browser for the tests of iospan report's pages (headless, DevTools protocol)
+	chromium
 )
 
 missing=()

@@ -28,6 +28,7 @@ int cmd_lat(int argc, char **argv);
 int cmd_snoop(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_incidents(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* getopt_long helper for commands: resets getopt state before a command parses. */
 void cmd_reset_getopt(void);

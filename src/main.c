@@ -32,6 +32,8 @@ static const struct cmd commands[] = {
 	{"watch", cmd_watch, "flight recorder: stores I/O incidents (trigger, before, after)",
 	 NULL},
 	{"incidents", cmd_incidents, "what watch stored: list, show, export, prune", NULL},
+	{"report", cmd_report,
+	 "one offline HTML page of plots: an incident, a capture, a recording", NULL},
 };
 
 #define N_COMMANDS (ARRAY_SIZE(commands))
@@ -55,7 +57,8 @@ static void usage(FILE *out)
 		     "Exit codes: 0 ok, 1 runtime failure, 2 bad usage.\n"
 		     "Manual: iospan(8), iospan-stat(8), iospan-top(8), iospan-trace(8),\n"
 		     "iospan-lat(8), iospan-snoop(8), iospan-watch(8), iospan-incidents(8),\n"
-		     "iospan-doctor(8) ('man iospan-top'; in the source tree: docs/).\n");
+		     "iospan-report(8), iospan-doctor(8) ('man iospan-top'; in the source tree: "
+		     "docs/).\n");
 }
 
 const struct cmd *iospan_commands(size_t *n)

@@ -54,6 +54,7 @@ const struct option watch_conf_opts[] = {
 	{ "otlp-endpoint", required_argument, NULL, WATCH_OPT_OTLP_ENDPOINT },
 	{ "otlp-metrics", required_argument, NULL, WATCH_OPT_OTLP_METRICS },
 	{ "otlp-metrics-interval", required_argument, NULL, WATCH_OPT_OTLP_METRICS_INTERVAL },
+	{ "capture-now", no_argument, NULL, WATCH_OPT_CAPTURE_NOW },
 	COMMON_LONG_OPTS,
 	{ 0 },
 };

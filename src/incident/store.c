@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -48,7 +49,8 @@ static const char schema_sql[] =
 	" threshold REAL NOT NULL, held_values TEXT NOT NULL,"
 	" state TEXT NOT NULL CHECK (state IN ('open', 'complete', 'incomplete')),"
 	" end_reason TEXT, pre_s REAL NOT NULL, capture_s REAL NOT NULL,"
-	" triggers INTEGER NOT NULL DEFAULT 1, hostname TEXT, version TEXT, fs_bytes TEXT);"
+	" triggers INTEGER NOT NULL DEFAULT 1, hostname TEXT, version TEXT, fs_bytes TEXT,"
+	" kernel TEXT, collectors TEXT);"
 	"CREATE TABLE IF NOT EXISTS triggers ("
 	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
 	" time REAL NOT NULL, disk TEXT, dev TEXT, rule TEXT NOT NULL, value REAL NOT NULL,"
@@ -95,22 +97,28 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS dropped ("
 	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
 	" time REAL NOT NULL, phase TEXT, what TEXT NOT NULL, count INTEGER NOT NULL);"
-	"INSERT OR IGNORE INTO meta VALUES ('schema_version', '3');";
+	"CREATE TABLE IF NOT EXISTS histograms ("
+	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
+	" time REAL NOT NULL, phase TEXT, disk TEXT NOT NULL, op TEXT NOT NULL,"
+	" kind TEXT NOT NULL, count INTEGER NOT NULL, sum REAL NOT NULL, buckets TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS histograms_by_incident ON histograms(incident_id, time);"
+	"INSERT OR IGNORE INTO meta VALUES ('schema_version', '" STORE_SCHEMA_TEXT "');";
 
 /*
  * Schema 1 to 2: stalls gained count (the new dropped table comes with the schema
  * above); 2 to 3: files gained generation (a file whose inode number was reused is
  * another file), and the threads table came. Columns added where missing, so a database any watcher
  * made opens. Nullable columns added since (a watcher of the same schema that does not
- * know them leaves them NULL): incidents.fs_bytes, how FS bytes were counted.
+ * know them leaves them NULL): incidents.fs_bytes, how FS bytes were counted; kernel
+ * (uname -r) and collectors (what each BPF collector did at the start, JSON).
  */
 static const struct {
 	const char *table, *column;
 	bool reader_view; /* readers' queries name it: a view gives it as NULL */
 } migrations[] = {
-	{"stalls", "count INTEGER", false},
-	{"files", "generation INTEGER", true},
-	{"incidents", "fs_bytes TEXT", true},
+	{"stalls", "count INTEGER", false},	{"files", "generation INTEGER", true},
+	{"incidents", "fs_bytes TEXT", true},	{"incidents", "kernel TEXT", true},
+	{"incidents", "collectors TEXT", true},
 };
 
 static int sqlite_errno(int rc)
@@ -374,8 +382,9 @@ static int migrate(struct watch_store *st)
 	}
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db,
-				  "UPDATE meta SET value = '3' WHERE key = 'schema_version'", NULL,
-				  NULL, NULL);
+				  "UPDATE meta SET value = '" STORE_SCHEMA_TEXT
+				  "' WHERE key = 'schema_version'",
+				  NULL, NULL, NULL);
 	return rc;
 }
 
@@ -386,19 +395,48 @@ static int migrate(struct watch_store *st)
  */
 static int reader_views(struct watch_store *st)
 {
-	char sql[192], column[64];
-	size_t i;
+	char sql[512], column[64];
+	size_t i, j, n;
+	bool done;
 
 	for (i = 0; i < ARRAY_SIZE(migrations); i++) {
-		if (!migrations[i].reader_view || !store_has_table(st, migrations[i].table) ||
-		    has_column(st, migrations[i].table, migration_column(i, column)))
+		/* One view a table, with every column it lacks: the first migration of it. */
+		for (j = 0, done = false; j < i; j++)
+			done |= !strcmp(migrations[j].table, migrations[i].table);
+		if (done || !store_has_table(st, migrations[i].table))
 			continue;
-		snprintf(sql, sizeof(sql),
-			 "CREATE TEMP VIEW %s AS SELECT *, NULL AS %s FROM main.%s",
-			 migrations[i].table, column, migrations[i].table);
+		n = snprintf(sql, sizeof(sql), "CREATE TEMP VIEW %s AS SELECT *",
+			     migrations[i].table);
+		for (j = i; j < ARRAY_SIZE(migrations); j++)
+			if (migrations[j].reader_view &&
+			    !strcmp(migrations[j].table, migrations[i].table) &&
+			    !has_column(st, migrations[j].table, migration_column(j, column)))
+				n += snprintf(sql + n, sizeof(sql) - n, ", NULL AS %s", column);
+		if (!strchr(sql, ','))
+			continue;
+		snprintf(sql + n, sizeof(sql) - n, " FROM main.%s", migrations[i].table);
 		if (sqlite3_exec(st->db, sql, NULL, NULL, NULL))
 			return store_fail(st, sqlite3_errcode(st->db), "cannot read database");
 	}
+	return 0;
+}
+
+/* A database of a newer schema than this build reads is said so, not misread. */
+static int check_schema(struct watch_store *st)
+{
+	sqlite3_stmt *s = NULL;
+	int version = 0;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1,
+			       &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		version = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	if (version > STORE_SCHEMA_VERSION)
+		return fail(-EPROTO,
+			    "'%s' is from a newer iospan (incident schema %d; this one reads up "
+			    "to %d): read it with that version",
+			    st->path, version, STORE_SCHEMA_VERSION);
 	return 0;
 }
 
@@ -487,6 +525,8 @@ int store_open(const char *path, enum store_open how, struct watch_store **out)
 	ret = open_db(st, how);
 	if (!ret)
 		ret = check_db(st);
+	if (!ret)
+		ret = check_schema(st);
 	if (!ret && how == STORE_WATCHER)
 		ret = setup_watcher(st);
 	if (!ret && how == STORE_WATCHER)
@@ -567,10 +607,17 @@ static int store_run(struct watch_store *st, const char *sql, const char *types,
 	return step_done(st, s);
 }
 
+/* A trigger's rule as stored: a rule's name, or what opened it otherwise ("capture"). */
+static const char *trigger_rule(const struct store_trigger *t)
+{
+	return t->rule_name ? t->rule_name : wt_metric_name(t->rule);
+}
+
 int store_incident_open(struct watch_store *st, const struct store_trigger *t, double pre_s,
-			double capture_s, const char *fs_bytes, int64_t *id)
+			double capture_s, const struct store_incident_info *info, int64_t *id)
 {
 	char held[64 * 24] = "[", host[256] = "";
+	struct utsname u = {};
 	size_t n = 1;
 	unsigned int i;
 	int rc;
@@ -579,13 +626,15 @@ int store_incident_open(struct watch_store *st, const struct store_trigger *t, d
 		n += snprintf(held + n, sizeof(held) - n, "%s%.3f", i ? "," : "", t->held[i]);
 	snprintf(held + n, sizeof(held) - n, "]");
 	gethostname(host, sizeof(host) - 1);
+	uname(&u);
 	rc = store_run(st,
 		       "INSERT INTO incidents (start_time, disk, dev, rule, value, threshold,"
-		       " held_values, state, pre_s, capture_s, hostname, version, fs_bytes)"
-		       " VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?)",
-		       "dsssddsddsss", t->epoch_s, t->disk, t->dev, wt_metric_name(t->rule),
-		       t->value, t->threshold, held, pre_s, capture_s, host, IOSPAN_VERSION,
-		       fs_bytes);
+		       " held_values, state, pre_s, capture_s, hostname, version, fs_bytes, kernel,"
+		       " collectors)"
+		       " VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)",
+		       "dsssddsddsssss", t->epoch_s, t->disk, t->dev, trigger_rule(t), t->value,
+		       t->threshold, held, pre_s, capture_s, host, IOSPAN_VERSION, info->fs_bytes,
+		       u.release, info->collectors);
 	if (rc)
 		return rc;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -597,7 +646,7 @@ int store_trigger_add(struct watch_store *st, int64_t id, const struct store_tri
 	int rc;
 
 	rc = store_run(st, "INSERT INTO triggers VALUES (?, ?, ?, ?, ?, ?, ?)", "idsssdd",
-		       (int64_t)id, t->epoch_s, t->disk, t->dev, wt_metric_name(t->rule), t->value,
+		       (int64_t)id, t->epoch_s, t->disk, t->dev, trigger_rule(t), t->value,
 		       t->threshold);
 	if (rc)
 		return rc;

@@ -19,6 +19,10 @@ struct sqlite3_stmt;
 
 struct watch_store;
 
+/* The schema this build writes and reads (docs/iospan-watch.md); newer ones are refused. */
+#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_TEXT    "3"
+
 enum store_open {
 	STORE_WATCHER, /* create if needed, lock for the one watcher, close stale ones */
 	STORE_READER,  /* must exist; reads (and prune) */
@@ -40,17 +44,21 @@ struct store_trigger {
 	const char *disk; /* NULL: system-wide (pressure) */
 	const char *dev;
 	enum wt_metric rule;
+	const char *rule_name; /* NULL: rule's name; else what opened it ("capture") */
 	double value, threshold;
 	const double *held; /* the values of the held samples, oldest first */
 	unsigned int nr_held;
 };
 
-/*
- * A new incident with its trigger: its id in @id. @fs_bytes: how its FS bytes are
- * counted ("syscalls", "pages"; NULL: no BPF collector).
- */
+/* What an incident's row says of the watcher that stored it. */
+struct store_incident_info {
+	const char *fs_bytes;	/* how FS bytes are counted: "syscalls", "pages"; NULL: no BPF */
+	const char *collectors; /* JSON object: each BPF collector's state at the start */
+};
+
+/* A new incident with its trigger: its id in @id. */
 int store_incident_open(struct watch_store *st, const struct store_trigger *t, double pre_s,
-			double capture_s, const char *fs_bytes, int64_t *id);
+			double capture_s, const struct store_incident_info *info, int64_t *id);
 int store_trigger_add(struct watch_store *st, int64_t id, const struct store_trigger *t);
 /* One sample of every disk in it; @phase "pre" or "capture". In the current transaction. */
 int store_sample_add(struct watch_store *st, int64_t id, const struct io_sample *s,

@@ -14,6 +14,7 @@
 
 #include "disks.h"
 
+#include "incident/read.h"
 #include "incident/store.h"
 
 struct jw;
@@ -32,19 +33,6 @@ struct incidents_opts {
 	int64_t id;
 };
 
-/* One incident's row of the incidents table. */
-struct incident_row {
-	int64_t id;
-	double start, end; /* end NAN: still open */
-	char disk[DISK_NAME_LEN], dev[24];
-	char rule[16], state[16];
-	char held[1600], end_reason[128];
-	double value, threshold, pre_s, capture_s;
-	int64_t triggers;
-	char top_process[64], top_file[256];
-	char fs_bytes[16]; /* how FS bytes were counted: "syscalls", "pages", "" unknown */
-};
-
 /* A sub-verb: its name, whether it takes an incident ID, and what it does. */
 struct incidents_verb {
 	const char *name;
@@ -61,11 +49,7 @@ struct incidents_ctx {
 };
 
 /* show.c */
-/* A failed read of @what, said with the store's error: -EIO. */
-int query_fail(struct watch_store *st, const char *what);
 int incidents_list(struct watch_store *st, struct jw *jw);
-int find_incident(struct watch_store *st, const char *path, int64_t id, struct incident_row *r);
-int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r);
 int incident_text(struct watch_store *st, const struct incident_row *r);
 
 /* export.c */

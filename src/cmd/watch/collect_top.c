@@ -71,6 +71,13 @@ struct topc_stall {
 	char *stack; /* JSON array of "function+0xoff/[module]" frames, innermost first */
 };
 
+/* A watched disk's histograms of one op in a sample's window (deltas of top's). */
+struct topc_hist {
+	char disk[DISK_NAME_LEN];
+	enum top_dh_op op;
+	struct top_dhist h;
+};
+
 /* The busiest processes and files of one sample's window, and its longest stalls. */
 struct topc_sample {
 	double time; /* the iostat sample's, so rows line up with the samples table */
@@ -82,6 +89,8 @@ struct topc_sample {
 	uint64_t stalls_dropped;      /* past TOPC_MAX_ROWS, or top's own table full */
 	struct coll_slow_sample slow; /* the slow requests, at block detail */
 	uint64_t drops[TOP_DROP_NR];  /* top's counters in the window (top_counters) */
+	struct topc_hist *hists;      /* latency and size histograms, per disk and op */
+	unsigned int nr_hists;
 };
 
 struct topc {
@@ -98,6 +107,9 @@ struct topc {
 	int64_t mono_to_real;
 	uint64_t prev_lost;
 	uint64_t drops[TOP_DROP_NR]; /* top's counters since it opened */
+	/* top's histograms as last read (since it opened): the next sample's base. */
+	struct top_disk_hist *cum;
+	size_t nr_cum;
 	/* With --listen: what each cgroup did on each disk in the last sample. */
 	struct metrics_cgroup_io *cg;
 	size_t nr_cg, cap_cg;
@@ -113,6 +125,9 @@ static void sample_clear(void *rec)
 	struct topc_sample *s = rec;
 	unsigned int i;
 
+	free(s->hists);
+	s->hists = NULL;
+	s->nr_hists = 0;
 	for (i = 0; i < s->nr_procs; i++) {
 		free(s->procs[i].cmdline);
 		free(s->procs[i].cgroup);
@@ -138,9 +153,15 @@ static const char *block_op_name(const struct top_slow_rq *e)
 	}
 }
 
+struct block_stages_arg {
+	const struct top_slow_rq *e;
+	const struct coll_slow_req *q;
+};
+
 static void fill_block_stages(struct jw *jw, const void *arg)
 {
-	const struct top_slow_rq *e = arg;
+	const struct block_stages_arg *a = arg;
+	const struct top_slow_rq *e = a->e;
 
 	jw_start_object(jw);
 	jw_kv_string(jw, "detail", "block");
@@ -151,6 +172,7 @@ static void fill_block_stages(struct jw *jw, const void *arg)
 		jw_kv_float(jw, "d2c", e->d2c_ns / 1e3, 3);
 	}
 	jw_kv_bool(jw, "direct", e->flags & TOP_F_DIRECT);
+	coll_json_parts(jw, a->q);
 	jw_end_object(jw);
 }
 
@@ -203,8 +225,8 @@ static void on_slow_rq(void *arg, const struct top_slow_rq *e)
 	q->offset = (int64_t)(e->sector * 512);
 	q->bytes = e->bytes;
 	q->total_ns = e->q2c_ns;
-	q->stages = coll_json(fill_block_stages, e);
 	block_stages(q, e);
+	q->stages = coll_json(fill_block_stages, &(struct block_stages_arg){.e = e, .q = q});
 	if (q->owner_known) {
 		struct cg_desc d;
 
@@ -262,7 +284,8 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	t->o.no_syscalls = !watch_top_follows_syscalls(wo);
 	t->o.stall_ns = wo->stall_threshold_ns;
 	t->o.stalls_on_demand = !wo->stalls_always;
-	t->o.disk_hists = wo->have_listen || wo->otlp_metrics; /* the metrics' histograms */
+	/* The stored histograms (heatmaps of the report), and the metrics'. */
+	t->o.disk_hists = true;
 	if (!wo->full_detail) {
 		t->o.slow_rq_ns = watch_slow_keep_ns(wo);
 		sink.slow_rq = on_slow_rq;
@@ -621,6 +644,81 @@ static void bind_sums(sqlite3_stmt *s, int col, const struct row *sum, uint64_t 
 	sqlite3_bind_double(s, col + 8, sum->d2c_max / 1e3);
 }
 
+static void fill_buckets(struct jw *jw, const void *arg)
+{
+	const uint64_t *v = arg;
+	int n = (int)v[0], i;
+
+	jw_start_array(jw);
+	for (i = 0; i < n; i++)
+		jw_uint(jw, v[i + 1]);
+	jw_end_array(jw);
+}
+
+/*
+ * One histogram row: @kind's counts (buckets as JSON, to the last one not empty), their
+ * number and sum (µs for latencies, bytes for sizes).
+ */
+static int write_hist(sqlite3_stmt *s, int64_t id, double time, const char *phase,
+		      const struct topc_hist *h, const char *kind, const __u64 *v, int nr,
+		      double sum)
+{
+	static const char *const op_names[] = {"read", "write", "discard", "flush"};
+	uint64_t buf[TOP_DH_LAT_SLOTS + 1], count = 0;
+	char *json;
+	int i, last = 0, ret;
+
+	for (i = 0; i < nr; i++) {
+		count += v[i];
+		if (v[i])
+			last = i + 1;
+	}
+	if (!count)
+		return 0;
+	buf[0] = last;
+	for (i = 0; i < last; i++)
+		buf[i + 1] = v[i];
+	json = coll_json(fill_buckets, buf);
+	if (!json)
+		return -ENOMEM;
+	coll_bind_key(s, id, time, phase);
+	coll_bind_text(s, 4, h->disk);
+	coll_bind_text(s, 5, op_names[h->op]);
+	coll_bind_text(s, 6, kind);
+	sqlite3_bind_int64(s, 7, (sqlite3_int64)count);
+	sqlite3_bind_double(s, 8, sum);
+	coll_bind_text(s, 9, json);
+	ret = coll_step_reset(s);
+	free(json);
+	return ret;
+}
+
+/* A sample's histograms: q2c and d2c (log2 ns buckets) and size (log2 bytes), per disk and op. */
+static int write_hists(sqlite3 *db, int64_t id, const struct topc_sample *s, const char *phase)
+{
+	sqlite3_stmt *hs = NULL;
+	unsigned int i;
+	int ret = 0;
+
+	if (!s->nr_hists)
+		return 0;
+	if (sqlite3_prepare_v2(db,
+			       "INSERT INTO histograms (incident_id, time, phase, disk, op, kind,"
+			       " count, sum, buckets) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+			       -1, &hs, NULL) != SQLITE_OK)
+		return -EIO;
+	for (i = 0; !ret && i < s->nr_hists; i++) {
+		const struct topc_hist *h = &s->hists[i];
+
+		ret = write_hist(hs, id, s->time, phase, h, "q2c", h->h.q2c, TOP_DH_LAT_SLOTS, h->h.q2c_sum / 1e3) ?:
+			      write_hist(hs, id, s->time, phase, h, "d2c", h->h.d2c, TOP_DH_LAT_SLOTS, h->h.d2c_sum / 1e3) ?:
+			      write_hist(hs, id, s->time, phase, h, "size", h->h.size,
+					 TOP_DH_SIZE_SLOTS, h->h.bytes_sum);
+	}
+	sqlite3_finalize(hs);
+	return ret;
+}
+
 /* One kept sample's rows into the incident's tables, in the open transaction. */
 static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, const char *phase)
 {
@@ -721,6 +819,8 @@ static int write_sample(void *priv, sqlite3 *db, int64_t id, const void *rec, co
 		ret = coll_write_dropped(db, id, s->time, phase, top_counters[i].name, s->drops[i]);
 	if (!ret)
 		ret = coll_slow_write(NULL, db, id, &s->slow, phase);
+	if (!ret)
+		ret = write_hists(db, id, s, phase);
 cleanup:
 	sqlite3_finalize(ps);
 	sqlite3_finalize(ts);
@@ -776,6 +876,62 @@ static int take_stalls(struct topc *t, const struct top_snapshot *snap, struct t
 	return 0;
 }
 
+static void dhist_sub(struct top_dhist *d, const struct top_dhist *cur, const struct top_dhist *was)
+{
+	int k;
+
+	d->q2c_sum = cur->q2c_sum - was->q2c_sum;
+	d->d2c_sum = cur->d2c_sum - was->d2c_sum;
+	d->bytes_sum = cur->bytes_sum - was->bytes_sum;
+	for (k = 0; k < TOP_DH_LAT_SLOTS; k++) {
+		d->q2c[k] = cur->q2c[k] - was->q2c[k];
+		d->d2c[k] = cur->d2c[k] - was->d2c[k];
+	}
+	for (k = 0; k < TOP_DH_SIZE_SLOTS; k++)
+		d->size[k] = cur->size[k] - was->size[k];
+}
+
+/*
+ * The window's histograms of the watched disks: top's (since it opened) less those of
+ * the last read. A read that fails leaves the sample without them (said by the caller).
+ */
+static int take_hists(struct topc *t, const struct io_sample *ws, struct topc_sample *out)
+{
+	static const struct top_dhist zero;
+	struct top_disk_hist *rows;
+	size_t nr, i, j;
+	int ret, disk;
+
+	ret = top_collect_disk_hists(t->top, &rows, &nr);
+	if (ret)
+		return ret;
+	out->hists = calloc(nr ? nr : 1, sizeof(*out->hists));
+	if (!out->hists) {
+		free(rows);
+		return -ENOMEM;
+	}
+	coll_devs_reset(&t->devs, ws);
+	for (i = 0; i < nr; i++) {
+		const struct top_dhist *was = &zero;
+		struct topc_hist *h = &out->hists[out->nr_hists];
+
+		disk = coll_devs_disk(&t->devs, rows[i].dev);
+		if (disk < 0 || rows[i].op >= TOP_DH_NR_OPS)
+			continue;
+		for (j = 0; j < t->nr_cum; j++)
+			if (t->cum[j].dev == rows[i].dev && t->cum[j].op == rows[i].op)
+				was = &t->cum[j].h;
+		snprintf(h->disk, sizeof(h->disk), "%s", ws->disks[disk].dev.name);
+		h->op = rows[i].op;
+		dhist_sub(&h->h, &rows[i].h, was);
+		out->nr_hists++;
+	}
+	free(t->cum);
+	t->cum = rows;
+	t->nr_cum = nr;
+	return 0;
+}
+
 static int topc_sample(void *priv, const struct watch_tick *tick)
 {
 	struct topc *t = priv;
@@ -817,6 +973,8 @@ static int topc_sample(void *priv, const struct watch_tick *tick)
 	ret = take_sample(t, tick->sample, &snap, s);
 	if (!ret)
 		ret = take_stalls(t, &snap, s);
+	if (!ret)
+		ret = take_hists(t, tick->sample, s);
 	name_slow_files(t, &snap);
 	s->slow = t->pending;
 	s->slow.time = s->time;
@@ -864,6 +1022,7 @@ static void topc_close(void *priv)
 		return;
 	coll_slow_clear(&t->pending);
 	coll_ring_free(&t->ring);
+	free(t->cum);
 	free(t->cg);
 	top_collect_close(t->top);
 	free(t);
@@ -872,14 +1031,14 @@ static void topc_close(void *priv)
 static void topc_export(void *priv, struct metrics *m, struct metrics_collector *out)
 {
 	struct topc *t = priv;
-	struct top_disk_hist *rows;
+	const struct top_disk_hist *rows = t->cum;
 	struct metrics_dhist *h;
-	size_t nr, i;
+	size_t nr = t->nr_cum, i;
 	int n = 0;
 
 	metrics_collector_fill(out, "top", &t->top->cmd, top_counters, t->drops, TOP_DROP_NR);
-	/* A failed read keeps the last histograms the endpoint had (counters go on). */
-	if (top_collect_disk_hists(t->top, &rows, &nr))
+	/* As the last sample read them: a failed read keeps the last the endpoint had. */
+	if (!rows)
 		return;
 	h = calloc(nr ? nr : 1, sizeof(*h));
 	for (i = 0; h && i < nr; i++) {
@@ -893,7 +1052,6 @@ static void topc_export(void *priv, struct metrics *m, struct metrics_collector 
 	if (h)
 		metrics_note_disk_hists(m, h, n);
 	free(h);
-	free(rows);
 	metrics_note_cgroups(m, t->cg, t->nr_cg);
 	t->nr_cg = 0;
 }

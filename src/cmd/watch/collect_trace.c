@@ -48,9 +48,15 @@ struct slowc {
 	struct coll_ring ring; /* of struct coll_slow_sample */
 };
 
+struct stages_arg {
+	const struct trace_rec *r;
+	const struct coll_slow_req *q;
+};
+
 static void fill_stages(struct jw *jw, const void *arg)
 {
-	const struct trace_rec *r = arg;
+	const struct stages_arg *a = arg;
+	const struct trace_rec *r = a->r;
 	unsigned int i;
 
 	jw_start_object(jw);
@@ -60,6 +66,7 @@ static void fill_stages(struct jw *jw, const void *arg)
 	jw_kv_uint(jw, "switches", r->nr_switches);
 	jw_kv_uint(jw, "pagecache_added_pages", r->pc_added);
 	trace_json_flags(jw, "flags", r->flags, false);
+	coll_json_parts(jw, a->q);
 	jw_end_object(jw);
 }
 
@@ -130,8 +137,8 @@ static void on_request(void *arg, const struct trace_rec *r, const struct trace_
 	q->bytes = r->bytes;
 	q->total_ns = total;
 	q->path = n->path ? strdup(n->path) : NULL;
-	q->stages = coll_json(fill_stages, r);
 	trace_stages(q, r);
+	q->stages = coll_json(fill_stages, &(struct stages_arg){.r = r, .q = q});
 	if (n->cgroup && strcmp(n->cgroup, "?")) {
 		struct container ct;
 

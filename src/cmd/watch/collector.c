@@ -165,6 +165,20 @@ cleanup:
 	return ret;
 }
 
+void coll_json_parts(struct jw *jw, const struct coll_slow_req *q)
+{
+	unsigned int i;
+
+	jw_kv_array(jw, "parts");
+	for (i = 0; i < q->nr_stages; i++) {
+		jw_start_array(jw);
+		jw_string(jw, q->stage[i].name);
+		jw_float(jw, q->stage[i].ns / 1e3, 3);
+		jw_end_array(jw);
+	}
+	jw_end_array(jw);
+}
+
 char *coll_json(void (*fill)(struct jw *jw, const void *arg), const void *arg)
 {
 	return jw_text(fill, arg, NULL);

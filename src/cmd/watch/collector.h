@@ -189,6 +189,11 @@ int coll_slow_write(void *priv, struct sqlite3 *db, int64_t id, const void *rec,
 void coll_bind_key(struct sqlite3_stmt *s, int64_t id, double time, const char *phase);
 void coll_bind_text(struct sqlite3_stmt *s, int col, const char *v);
 int coll_step_reset(struct sqlite3_stmt *s);
+/*
+ * A slow request's "parts": its stage[] in time order, as [name, µs] pairs (what adds up
+ * to its total: iospan report's waterfall), into the stages object being written.
+ */
+void coll_json_parts(struct jw *jw, const struct coll_slow_req *q);
 /* The JSON text @fill writes (one value), malloc'ed; NULL: no memory. */
 char *coll_json(void (*fill)(struct jw *jw, const void *arg), const void *arg);
 /* A 'dropped' row: @count records of @what the collector could not keep. */

@@ -51,6 +51,9 @@ static const char watch_usage[] =
 	"      --cooldown D       no new incident this long after one ends (default 300s)\n"
 	"      --max-per-hour N   at most N incidents opened per hour, 0: no cap (default 10)\n"
 	"      --duration D       stop after D (default: until SIGINT/SIGTERM)\n"
+	"      --capture-now      store one incident now: opened at the first sample (rule\n"
+	"                         \"capture\", no rule checked, nothing before), --capture\n"
+	"                         long; then stop (iospan report --duration records so)\n"
 	"      --bpf on|off       the BPF collectors (top's processes, files and stalls,\n"
 	"                         trace's slow requests) (default on; one that cannot load\n"
 	"                         is logged and watch goes on without it)\n"
@@ -99,7 +102,8 @@ static const char watch_usage[] =
 	"      --max-db-size SIZE delete the oldest incidents past SIZE (K, M, G), 0: no\n"
 	"                         limit (default 1G)\n"
 	"      --config FILE      options as 'key = value' lines (default\n"
-	"                         " WATCH_DEFAULT_CONFIG " if present); the command line wins\n"
+	"                         " WATCH_DEFAULT_CONFIG " if present; '': none); the command\n"
+	"                         line wins\n"
 	"      --json             events as JSON lines on stdout instead of text on stderr\n"
 	"  -v, --verbose          (accepted; watch logs every event anyway)\n"
 	"  -h, --help             this help\n"
@@ -210,6 +214,14 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 		return parse_pair(where, name, arg, "on", "off", &o->no_bpf);
 	case WATCH_OPT_NO_BPF:
 		o->no_bpf = true;
+		return 0;
+	case WATCH_OPT_CAPTURE_NOW:
+		if (!cmdline)
+			return fail_usage(
+				"%s--capture-now is for the command line: a watcher started "
+				"from this file would store one incident and stop",
+				where);
+		o->capture_now = true;
 		return 0;
 	case WATCH_OPT_CAPTURE_THRESHOLD:
 		return parse_request_ns(where, name, arg, &o->capture_threshold_ns);
@@ -339,7 +351,10 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 		}
 	}
 	o->config_path = find_config_arg(argc, argv, &given);
-	ret = conf_read(o->config_path, given, &o->config_text, apply_conf_line, o);
+	/* --config '': no file at all (iospan report's captures: the defaults only). */
+	ret = *o->config_path ?
+		      conf_read(o->config_path, given, &o->config_text, apply_conf_line, o) :
+		      0;
 	if (ret)
 		return ret;
 	if (!o->config_text)
@@ -378,6 +393,11 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	if (o->rules.threshold[WT_SLOW_REQUEST] > 0 && o->no_bpf)
 		return fail_usage("--slow-request needs a BPF collector: it cannot be used with "
 				  "--bpf off");
+	/* One incident from the first sample: the rules have no say, and nothing comes before. */
+	if (o->capture_now) {
+		o->pre_s = 0;
+		return 0;
+	}
 	for (idx = 0; idx < WT_NR_METRICS; idx++)
 		if (o->rules.threshold[idx] > 0)
 			return 0;

@@ -53,6 +53,9 @@ struct watch_ctx {
 	unsigned int lost_samples; /* samples of it the store refused */
 	unsigned int stored_samples;
 	bool held_logged;   /* the trigger held back now was logged */
+	bool captured;	    /* --capture-now: its incident was opened */
+	double capture_end; /* --capture-now: the boot-clock time its capture ends */
+	char *collectors;   /* what each BPF collector did at the start (JSON object) */
 	bool store_failing; /* the last write failed (logged once until one succeeds) */
 	int left_out_logged; /* disks past WATCH_MAX_DISKS last said */
 	void *collector_priv[WATCH_MAX_COLLECTORS];
@@ -246,9 +249,15 @@ static void format_trigger(const struct watch_ctx *ctx, const struct store_trigg
 			   size_t len)
 {
 	const char *unit = wt_metric_unit(t->rule);
-	unsigned int hold = wt_hold(&ctx->o->rules, t->rule), i;
+	unsigned int hold, i;
 	size_t n;
 
+	if (t->rule_name) {
+		snprintf(buf, len, "%s of %g s, opened at the start (--capture-now)", t->rule_name,
+			 ctx->o->capture_s);
+		return;
+	}
+	hold = wt_hold(&ctx->o->rules, t->rule);
 	n = snprintf(buf, len, "%s %s %.2f%s >= %.2f%s for %u sample%s (",
 		     t->disk ? printable(t->disk) : "system", wt_metric_name(t->rule), t->value,
 		     unit, t->threshold, unit, hold, hold == 1 ? "" : "s");
@@ -330,7 +339,7 @@ static void otlp_incident_opened(struct watch_ctx *ctx, const struct store_trigg
 		return;
 	v = calloc(n + 1, sizeof(*v));
 	times = calloc(n + 1, sizeof(*times));
-	if (v && times) {
+	if (v && times && !t->rule_name) {
 		got = held_values(ctx, disk_idx, t->disk, t->rule, v, times, n);
 		idx = wt_onset(v, (int)got, t->threshold);
 		onset = idx >= 0 ? times[idx] : 0;
@@ -343,7 +352,7 @@ static void otlp_incident_opened(struct watch_ctx *ctx, const struct store_trigg
 	a[nr++] = (struct otlp_attr){"iospan.incident.id", NULL, ctx->incident_id};
 	a[nr++] = (struct otlp_attr){"iospan.incident.event", "opened", 0};
 	a[nr++] = (struct otlp_attr){"iospan.disk", t->disk ?: "system", 0};
-	a[nr++] = (struct otlp_attr){"iospan.rule", wt_metric_name(t->rule), 0};
+	a[nr++] = (struct otlp_attr){"iospan.rule", t->rule_name ?: wt_metric_name(t->rule), 0};
 	a[nr++] = (struct otlp_attr){"iospan.value", value, 0};
 	a[nr++] = (struct otlp_attr){"iospan.threshold", threshold, 0};
 	if (onset > 0)
@@ -446,20 +455,24 @@ static void incident_open(struct watch_ctx *ctx, const struct io_sample *s, stru
 			  int disk_idx)
 {
 	const struct watch_window *w = &ctx->window;
+	struct store_incident_info info = {
+		.fs_bytes = fs_bytes_counted(ctx),
+		.collectors = ctx->collectors,
+	};
 	char msg[512];
 	unsigned int i;
 	int ret;
 
 	ctx->incident_open = true;
 	ctx->incident_id = 0;
-	if (ctx->metrics)
+	if (ctx->metrics && !t->rule_name)
 		metrics_note_incident(ctx->metrics, t->disk, t->rule, t->epoch_s);
 	ctx->lost_samples = ctx->stored_samples = 0;
 	format_trigger(ctx, t, msg, sizeof(msg));
 	ret = store_begin(ctx->store);
 	if (!ret)
-		ret = store_incident_open(ctx->store, t, ctx->o->pre_s, ctx->o->capture_s,
-					  fs_bytes_counted(ctx), &ctx->incident_id);
+		ret = store_incident_open(ctx->store, t, ctx->o->pre_s, ctx->o->capture_s, &info,
+					  &ctx->incident_id);
 	/* The window's last sample is this one: the capture's first. */
 	for (i = 0; !ret && i < w->nr; i++)
 		ret = store_sample_add(ctx->store, ctx->incident_id, watch_window_at(w, i),
@@ -552,6 +565,39 @@ static void incident_close(struct watch_ctx *ctx, double end_epoch_s, const char
 	}
 	ctx->incident_id = 0;
 	apply_retention(ctx);
+}
+
+/*
+ * --capture-now: one incident, opened at the first sample with the rule "capture" and
+ * captured for --capture seconds, whatever the rules say; then the watcher stops.
+ */
+static void capture_now_sample(struct watch_ctx *ctx, const struct io_sample *s)
+{
+	struct store_trigger t = {
+		.epoch_s = s->epoch_s,
+		.rule = WT_NR_METRICS,
+		.rule_name = "capture",
+	};
+	bool closing;
+
+	watch_window_push(&ctx->window, s);
+	if (ctx->metrics)
+		metrics_note_sample(ctx->metrics, s->epoch_s);
+	if (!ctx->captured) {
+		ctx->captured = true;
+		/* Half an interval early: a sample late by scheduling still ends it. */
+		ctx->capture_end = s->uptime_s + ctx->o->capture_s - ctx->o->interval_ns / 2e9;
+		incident_open(ctx, s, &t, -1);
+		return;
+	}
+	if (!ctx->incident_open) {
+		run_collectors(ctx, s, false, false);
+		return;
+	}
+	closing = s->uptime_s >= ctx->capture_end;
+	incident_sample(ctx, s, NULL, closing);
+	if (closing)
+		incident_close(ctx, s->epoch_s, "capture ended");
 }
 
 static void handle_sample(struct watch_ctx *ctx, const struct io_sample *s)
@@ -678,42 +724,69 @@ static void log_start(struct watch_ctx *ctx, const struct io_sample *s)
 			    store_stale_closed(ctx->store) == 1 ? "" : "s");
 }
 
+/* What each collector did at the start, for incidents.collectors. */
+struct collector_states {
+	char text[WATCH_MAX_COLLECTORS][640];
+	int nr;
+};
+
+static void fill_collector_states(struct jw *jw, const void *arg)
+{
+	const struct collector_states *cs = arg;
+	int i;
+
+	jw_start_object(jw);
+	for (i = 0; i < cs->nr; i++)
+		jw_kv_string(jw, watch_collectors[i]->name, cs->text[i]);
+	jw_end_object(jw);
+}
+
 static void collectors_open(struct watch_ctx *ctx)
 {
-	char why[512];
+	struct collector_states cs = {};
+	char why[512], *state;
 	int i, ret;
 
 	if (ctx->o->no_bpf) {
 		watch_event("info", "BPF collectors off (--bpf off): iostat and pressure only");
+		for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++)
+			snprintf(cs.text[cs.nr++], sizeof(cs.text[0]), "off (--bpf off)");
+		ctx->collectors = coll_json(fill_collector_states, &cs);
 		return;
 	}
 	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++) {
+		state = cs.text[cs.nr++];
 		/* A collector that cannot load is one log line, not a failure of watch. */
 		err_capture(why, sizeof(why));
 		ret = watch_collectors[i]->open(ctx->o, &ctx->collector_priv[i]);
 		err_capture(NULL, 0);
 		if (ret > 0)
-			watch_event("info", "collector %s off by the options",
-				    watch_collectors[i]->name);
+			snprintf(state, sizeof(cs.text[0]), "off by the options");
 		else if (ret)
-			watch_event("error", "collector %s unavailable: %s; watching without it%s",
-				    watch_collectors[i]->name, why[0] ? why : strerror(-ret),
-				    watch_collectors[i] == (ctx->o->full_detail ? &watch_collector_trace :
-										  &watch_collector_top) &&
+			snprintf(state, sizeof(cs.text[0]), "unavailable: %s",
+				 why[0] ? why : strerror(-ret));
+		else if (watch_collectors[i] == &watch_collector_top)
+			snprintf(state, sizeof(cs.text[0]), "loaded (FS bytes %s)",
+				 watch_top_follows_syscalls(ctx->o) ?
+					 "from the syscalls" :
+					 "from the page cache, in whole pages: --syscall-hooks "
+					 "none");
+		else
+			snprintf(state, sizeof(cs.text[0]), "loaded");
+		if (ret < 0)
+			watch_event("error", "collector %s %s; watching without it%s",
+				    watch_collectors[i]->name, state,
+				    watch_collectors[i] == (ctx->o->full_detail ?
+								    &watch_collector_trace :
+								    &watch_collector_top) &&
 						    ctx->o->rules.threshold[WT_SLOW_REQUEST] > 0 ?
 					    " (the slow-request rule cannot fire)" :
 					    "");
-		else if (watch_collectors[i] == &watch_collector_top)
-			watch_event("info", "collector %s loaded (FS bytes %s)",
-				    watch_collectors[i]->name,
-				    watch_top_follows_syscalls(ctx->o) ?
-					    "from the syscalls" :
-					    "from the page cache, in whole pages: --syscall-hooks "
-					    "none");
 		else
-			watch_event("info", "collector %s loaded", watch_collectors[i]->name);
+			watch_event("info", "collector %s %s", watch_collectors[i]->name, state);
 		ctx->collector_on[i] = !ret;
 	}
+	ctx->collectors = coll_json(fill_collector_states, &cs);
 }
 
 /* What the rules need from the collectors goes into the sample before they are checked. */
@@ -955,13 +1028,21 @@ static int watch_run(struct watch_ctx *ctx)
 			continue;
 		}
 		collectors_observe(ctx, s);
-		handle_sample(ctx, s);
+		if (o->capture_now)
+			capture_now_sample(ctx, s);
+		else
+			handle_sample(ctx, s);
 		otlp_tick(ctx);
+		if (o->capture_now && ctx->captured && !ctx->incident_open)
+			break;
 	}
 	ret = 0;
 	if (ctx->incident_open)
 		incident_close(ctx, s->epoch_s, "the watcher was stopped during the capture");
-	watch_event("stop", "stopped%s", stopped ? " by a signal" : " (--duration)");
+	watch_event("stop", "stopped%s",
+		    stopped	   ? " by a signal" :
+		    o->capture_now ? " (the capture ended)" :
+				     " (--duration)");
 	if (ctx->otlp)
 		otlp_stop_metrics(ctx->otlp); /* the last push, with the collectors' figures */
 	collectors_close(ctx);
@@ -998,6 +1079,7 @@ int cmd_watch(int argc, char **argv)
 	io_sampler_free(&ctx.sampler);
 	watch_window_free(&ctx.window);
 	store_close(ctx.store);
+	free(ctx.collectors);
 cleanup:
 	log_jw = NULL;
 	jw_free(ctx.jw);

@@ -65,6 +65,7 @@ struct watch_opts {
 	struct store_retention retention;
 	uint64_t duration_ns;	       /* 0: until stopped (tests and trials) */
 	bool no_bpf;		       /* --bpf off: no BPF collector, iostat and pressure only */
+	bool capture_now;	       /* --capture-now: one incident from the first sample */
 	uint64_t capture_threshold_ns; /* slow requests kept over it; 0: none (but --slow-request's) */
 	bool full_detail;	       /* --detail full: trace's collector times slow requests */
 	uint64_t stall_threshold_ns;   /* stalls kept over it; 0: none traced */

@@ -13,7 +13,7 @@ Ground truth helpers read the kernel's own accounts: /proc/diskstats,
 
 The package's modules follow its sections: core (constants, the registry of what the
 tests create, small system helpers), binary, loop, mounts, cgroups, workloads, leaks,
-blockevents, perfetto. Everything is re-exported here: tests use `tl.NAME`.
+blockevents, perfetto, browser. Everything is re-exported here: tests use `tl.NAME`.
 """
 from .core import *  # noqa: F401,F403
 from .binary import *  # noqa: F401,F403
@@ -24,6 +24,7 @@ from .workloads import *  # noqa: F401,F403
 from .leaks import *  # noqa: F401,F403
 from .blockevents import *  # noqa: F401,F403
 from .perfetto import *  # noqa: F401,F403
+from .browser import *  # noqa: F401,F403
 from .core import _mountinfo  # noqa: F401 (tests read it)
 from .loop import _loop_backing  # noqa: F401
 
@@ -35,5 +36,5 @@ __all__ = [
     "fio", "fio_json", "iowork_bin", "dd", "drop_caches", "read_diskstats", "parse_diskstats", "diskstats_delta",
     "DISKSTATS_FIELDS", "read_proc_io", "set_scheduler", "get_scheduler", "devnum_of",
     "leftovers", "cleanup_all", "TMP_PREFIX", "Tracer", "start_tracing", "asan_bin",
-    "filter_targets", "FilterTargets",
+    "filter_targets", "FilterTargets", "chromium_bin", "Browser",
 ]
