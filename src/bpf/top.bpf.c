@@ -1856,7 +1856,11 @@ static __noinline void send_slow_rq(struct request *rq, struct walk *w, __u32 nr
 	struct top_slow_rq *e;
 	__u32 bdev;
 
-	if (!w || !disk)
+	/*
+	 * A request none of whose bios had a record has no known owner: under a target
+	 * filter (no unattributed row then) it is not shown to be the target's.
+	 */
+	if (!w || !disk || (!w->first_valid && !track_unattributed))
 		return;
 	bdev = ((__u32)disk->major << 20) | disk->first_minor;
 	if (tfilter.devs && !dev_ok(bdev))

@@ -15,6 +15,7 @@
 #include "args.h"
 #include "array.h"
 #include "err.h"
+#include "filters.h"
 #include "incident/conf.h"
 #include "units.h"
 
@@ -55,6 +56,12 @@ const struct option watch_conf_opts[] = {
 	{ "otlp-metrics", required_argument, NULL, WATCH_OPT_OTLP_METRICS },
 	{ "otlp-metrics-interval", required_argument, NULL, WATCH_OPT_OTLP_METRICS_INTERVAL },
 	{ "capture-now", no_argument, NULL, WATCH_OPT_CAPTURE_NOW },
+	FILTER_LONG_PID,
+	FILTER_LONG_TID,
+	FILTER_LONG_COMM,
+	FILTER_LONG_CGROUP,
+	FILTER_LONG_FILE,
+	FILTER_LONG_DIR,
 	COMMON_LONG_OPTS,
 	{ 0 },
 };
@@ -140,6 +147,20 @@ static int take_db(void *arg, int opt, const char *key, const char *value, const
 	if (opt != WATCH_OPT_DB)
 		return 0; /* watch's */
 	return args_path(where, "--db", value, db);
+}
+
+int conf_reader_db(const char *db, const char *config, char **config_db, const char **path)
+{
+	int ret;
+
+	/* A --config given is read (and checked) even with --db. */
+	if (!db || config) {
+		ret = conf_db_path(config, config_db);
+		if (ret)
+			return ret;
+	}
+	*path = db ?: *config_db ?: WATCH_DEFAULT_DB;
+	return 0;
 }
 
 int conf_db_path(const char *path, char **db_path)

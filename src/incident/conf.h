@@ -61,6 +61,12 @@ typedef int (*conf_apply_fn)(void *arg, int opt, const char *key, const char *va
 int conf_read(const char *path, bool given, char **text, conf_apply_fn apply, void *arg);
 /* The database the file at @path (NULL: the default, if present) names, or NULL. */
 int conf_db_path(const char *path, char **db_path);
+/*
+ * The incident database a reader opens, into *@path: @db (--db), else the one the
+ * config file @config (NULL: the default, if present) names (kept in *@config_db, which
+ * the caller frees), else WATCH_DEFAULT_DB. 0, or the file's error reported.
+ */
+int conf_reader_db(const char *db, const char *config, char **config_db, const char **path);
 /* A duration in seconds; @zero_ok: 0 is allowed. A "d" suffix counts days. */
 int conf_parse_seconds(const char *where, const char *opt, const char *arg, bool zero_ok,
 		       double *out);

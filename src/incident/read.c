@@ -48,6 +48,7 @@ void incident_read_row(sqlite3_stmt *s, bool watcher_running, struct incident_ro
 	copy_text(r->collectors, sizeof(r->collectors), s, 18);
 	copy_text(r->hostname, sizeof(r->hostname), s, 19);
 	copy_text(r->version, sizeof(r->version), s, 20);
+	copy_text(r->target, sizeof(r->target), s, 21);
 	/*
 	 * "open" with no watcher holding the database: the watcher died during the
 	 * capture, and the next one will mark it so.
@@ -94,7 +95,8 @@ int incident_parse_held(const struct incident_row *r, double *out, int max)
 	return n;
 }
 
-void incident_json_fields(struct jw *jw, sqlite3 *db, const struct incident_row *r)
+void incident_json_fields(struct jw *jw, sqlite3 *db, const struct incident_row *r,
+			  bool trigger_count)
 {
 	double held[64];
 	int i, n;
@@ -116,7 +118,8 @@ void incident_json_fields(struct jw *jw, sqlite3 *db, const struct incident_row 
 	jw_end_array(jw);
 	jw_kv_string(jw, "state", r->state);
 	jw_kv_string_or_null(jw, "end_reason", r->end_reason[0] ? r->end_reason : NULL);
-	jw_kv_int(jw, "triggers", r->triggers);
+	if (trigger_count)
+		jw_kv_int(jw, "triggers", r->triggers);
 	jw_kv_float(jw, "pre_s", r->pre_s, 3);
 	jw_kv_float(jw, "capture_s", r->capture_s, 3);
 	jw_kv_string_or_null(jw, "top_process", r->top_process[0] ? r->top_process : NULL);
@@ -126,6 +129,7 @@ void incident_json_fields(struct jw *jw, sqlite3 *db, const struct incident_row 
 	jw_kv_string_or_null(jw, "kernel", r->kernel[0] ? r->kernel : NULL);
 	jw_kv_string_or_null(jw, "version", r->version[0] ? r->version : NULL);
 	jw_kv_string_or_null(jw, "collectors", r->collectors[0] ? r->collectors : NULL);
+	jw_kv_string_or_null(jw, "target", r->target[0] ? r->target : NULL);
 }
 
 int query_fail(struct watch_store *st, const char *what)
@@ -322,6 +326,18 @@ const char busiest_files_sql[] =
 	" ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"
 	" sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 10";
 
+void incident_json_onset(struct jw *jw, const struct onset *on)
+{
+	jw_kv_object(jw, "onset");
+	if (on->found) {
+		jw_kv_float(jw, "time", on->time, 3);
+		jw_kv_float(jw, "value", on->value, 3);
+		jw_kv_float(jw, "before_trigger_s", on->trigger_time - on->time, 3);
+		jw_kv_float(jw, "quiet_value", on->have_before ? on->before : NAN, 3);
+	}
+	jw_end_object(jw);
+}
+
 int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r)
 {
 	static const char *const collector_tables[] = {
@@ -336,15 +352,8 @@ int incident_json(struct watch_store *st, struct jw *jw, const struct incident_r
 	if (ret)
 		return ret;
 	jw_start_object(jw);
-	incident_json_fields(jw, store_db(st), r);
-	jw_kv_object(jw, "onset");
-	if (on.found) {
-		jw_kv_float(jw, "time", on.time, 3);
-		jw_kv_float(jw, "value", on.value, 3);
-		jw_kv_float(jw, "before_trigger_s", on.trigger_time - on.time, 3);
-		jw_kv_float(jw, "quiet_value", on.have_before ? on.before : NAN, 3);
-	}
-	jw_end_object(jw);
+	incident_json_fields(jw, store_db(st), r, false);
+	incident_json_onset(jw, &on);
 	ret = json_table(st, jw, "triggers",
 			 "SELECT * FROM triggers WHERE incident_id = ? ORDER BY time, rowid",
 			 r->id);

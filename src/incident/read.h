@@ -33,6 +33,7 @@ struct incident_row {
 	char kernel[80];
 	char collectors[1024]; /* JSON object, "" if not stored */
 	char hostname[256], version[32];
+	char target[512]; /* the collectors' target filter ("--comm mysqld"), "" if none */
 };
 
 /* The columns incident_read_row() reads, of "incidents i". */
@@ -47,7 +48,7 @@ struct incident_row {
 	"  GROUP BY dev, inode, generation"                                                  \
 	"  ORDER BY sum(disk_read_bytes + disk_write_bytes) DESC,"                           \
 	"  sum(fs_read_bytes + fs_write_bytes) DESC LIMIT 1), fs_bytes, kernel, collectors," \
-	" hostname, version"
+	" hostname, version, target"
 
 struct onset {
 	bool found, have_before;
@@ -63,8 +64,12 @@ void incident_read_row(struct sqlite3_stmt *s, bool watcher_running, struct inci
 double incident_duration(struct sqlite3 *db, const struct incident_row *r);
 /* The values of the samples its rule held for, at most @max. */
 int incident_parse_held(const struct incident_row *r, double *out, int max);
-/* Its row's fields as JSON (list and show). */
-void incident_json_fields(struct jw *jw, struct sqlite3 *db, const struct incident_row *r);
+/*
+ * Its row's fields as JSON (list, show, report); @trigger_count: with "triggers", the
+ * number of triggers (show gives them as a list of that name instead).
+ */
+void incident_json_fields(struct jw *jw, struct sqlite3 *db, const struct incident_row *r,
+			  bool trigger_count);
 /* Incident @id of @path into @r; an unknown one is a usage error, said. */
 int find_incident(struct watch_store *st, const char *path, int64_t id, struct incident_row *r);
 /* A samples row's iostat figures and pressure; @have: the disk's figures are there. */
@@ -75,6 +80,8 @@ struct sqlite3_stmt *incident_samples(struct watch_store *st, const struct incid
 				      bool to_trigger);
 /* Where its trigger's metric began to rise, in the samples up to the trigger. */
 int incident_onset(struct watch_store *st, const struct incident_row *r, struct onset *o);
+/* Its onset as the JSON object "onset" (empty if none was found). */
+void incident_json_onset(struct jw *jw, const struct onset *on);
 /* The capture's busiest processes, threads and files (ranked as list ranks them). */
 extern const char busiest_procs_sql[], busiest_threads_sql[], busiest_files_sql[];
 /* The whole incident as one JSON object (docs/iospan-incidents.md). */

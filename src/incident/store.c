@@ -50,7 +50,7 @@ static const char schema_sql[] =
 	" state TEXT NOT NULL CHECK (state IN ('open', 'complete', 'incomplete')),"
 	" end_reason TEXT, pre_s REAL NOT NULL, capture_s REAL NOT NULL,"
 	" triggers INTEGER NOT NULL DEFAULT 1, hostname TEXT, version TEXT, fs_bytes TEXT,"
-	" kernel TEXT, collectors TEXT);"
+	" kernel TEXT, collectors TEXT, target TEXT);"
 	"CREATE TABLE IF NOT EXISTS triggers ("
 	" incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
 	" time REAL NOT NULL, disk TEXT, dev TEXT, rule TEXT NOT NULL, value REAL NOT NULL,"
@@ -110,7 +110,8 @@ static const char schema_sql[] =
  * another file), and the threads table came. Columns added where missing, so a database any watcher
  * made opens. Nullable columns added since (a watcher of the same schema that does not
  * know them leaves them NULL): incidents.fs_bytes, how FS bytes were counted; kernel
- * (uname -r) and collectors (what each BPF collector did at the start, JSON).
+ * (uname -r), collectors (what each BPF collector did at the start, JSON) and target (the
+ * target filter its collectors had, as given).
  */
 static const struct {
 	const char *table, *column;
@@ -118,7 +119,7 @@ static const struct {
 } migrations[] = {
 	{"stalls", "count INTEGER", false},	{"files", "generation INTEGER", true},
 	{"incidents", "fs_bytes TEXT", true},	{"incidents", "kernel TEXT", true},
-	{"incidents", "collectors TEXT", true},
+	{"incidents", "collectors TEXT", true}, {"incidents", "target TEXT", true},
 };
 
 static int sqlite_errno(int rc)
@@ -630,11 +631,12 @@ int store_incident_open(struct watch_store *st, const struct store_trigger *t, d
 	rc = store_run(st,
 		       "INSERT INTO incidents (start_time, disk, dev, rule, value, threshold,"
 		       " held_values, state, pre_s, capture_s, hostname, version, fs_bytes, kernel,"
-		       " collectors)"
-		       " VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)",
-		       "dsssddsddsssss", t->epoch_s, t->disk, t->dev, trigger_rule(t), t->value,
+		       " collectors, target)"
+		       " VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)",
+		       "dsssddsddssssss", t->epoch_s, t->disk, t->dev, trigger_rule(t), t->value,
 		       t->threshold, held, pre_s, capture_s, host, IOSPAN_VERSION, info->fs_bytes,
-		       u.release, info->collectors);
+		       u.release, info->collectors,
+		       info->target && *info->target ? info->target : NULL);
 	if (rc)
 		return rc;
 	*id = sqlite3_last_insert_rowid(st->db);

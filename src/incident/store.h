@@ -54,6 +54,7 @@ struct store_trigger {
 struct store_incident_info {
 	const char *fs_bytes;	/* how FS bytes are counted: "syscalls", "pages"; NULL: no BPF */
 	const char *collectors; /* JSON object: each BPF collector's state at the start */
+	const char *target;	/* the collectors' target filter as given; NULL or "": none */
 };
 
 /* A new incident with its trigger: its id in @id. */

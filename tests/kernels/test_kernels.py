@@ -308,6 +308,82 @@ def test_watch_incident(kernel):
         assert 0 < st["d2c"] <= st["q2c"] + 1, (kernel, r)
 
 
+def report_data(g, scn, name):
+    """The data of a report page the guest wrote (its JSON element)."""
+    html = g.file(scn, name)
+    assert html, "%s: no %s (%s)" % (g.kernel, name, g.file(scn, "report.err"))
+    m = re.search(r'<script type="application/json" id="iospan-data">(.*?)</script>', html,
+                  re.S)
+    assert m, (g.kernel, name)
+    return json.loads(m.group(1))
+
+
+def table_rows(t):
+    return [dict(zip(t["columns"], r)) for r in t["rows"]]
+
+
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_report_of_the_incident(kernel):
+    """report --incident of watch's incident: the page holds the incident show gives
+    (kernel and collectors stored by the watcher), its samples, and the latency
+    histograms of iowork's reads: each request diskstats counted, but those the
+    collector declares unseen."""
+    g = guest(kernel)
+    scn = next((s for s in os.listdir(g.path) if s.startswith("watch-")), None)
+    assert scn and g.ok(scn, "report") == "", (kernel, g.file(scn, "report.err"))
+    show = json.loads(g.ok(scn, "show"))
+    inc = report_data(g, scn, "report.html")["incident"]
+    for k in ("id", "rule", "state", "kernel", "collectors", "disk", "hostname"):
+        assert inc[k] == show[k], (kernel, k, inc[k], show[k])
+    assert inc["kernel"] and json.loads(inc["collectors"])["top"].startswith("loaded")
+    assert len(table_rows(inc["samples"])) == len(show["samples"])
+    disk = g.file(scn, "disk").strip()
+    delta = g.diskstats_delta(scn)
+    heat = sum(int(kc.split(":")[1]) for h in table_rows(inc["heatmap"]) if h["disk"] == disk
+               for kc in h["counts"].split(","))
+    unseen = sum(d["count"] for d in table_rows(inc["dropped"])
+                 if d["what"] == "completions_unseen")
+    # Unseen completions are found when their request slot is used again: the last
+    # request of iowork's reads (QD 1) has no successor to find it.
+    ios = delta["rd_ios"] + delta["wr_ios"]
+    assert ios - 1 <= heat + unseen <= ios, (kernel, heat, unseen, delta)
+
+
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_report_capture_of_a_target(kernel):
+    """report --duration --comm iowork on the raw disk: the page's processes and slow
+    requests are iowork's only (not busybox dd's, read at the same time), its bytes
+    exact; the samples and the heatmap are the whole disk's, as diskstats counts it."""
+    g = guest(kernel)
+    scn = next((s for s in os.listdir(g.path) if s.startswith("report-")), None)
+    assert scn, "%s: no report scenario (suite log:\n%s)" % (kernel, g.file(".", "suite.log"))
+    assert (g.file(scn, "report.rc") or "").strip() == "0", (kernel, g.file(scn, "report.err"))
+    assert g.ok(scn, "w-read") is not None and g.ok(scn, "w-dd") is not None
+    disk = g.file(scn, "disk").strip()
+    doc = report_data(g, scn, "capture.html")
+    inc = doc["incident"]
+    assert doc["kind"] == "capture" and inc["state"] == "complete", (kernel, inc["state"])
+    assert inc["target"] == "--comm iowork", (kernel, inc["target"])
+    procs = table_rows(inc["busiest_processes"])
+    assert [p["comm"] for p in procs] == ["iowork"], (kernel, procs)
+    assert procs[0]["disk_read_bytes"] == 32 * 65536, (kernel, procs)
+    slow = table_rows(inc["slow_requests"])
+    assert slow and {r["comm"] for r in slow} == {"iowork"}, (kernel, slow[:3])
+    delta = g.diskstats_delta(scn)
+    samples = [s for s in table_rows(inc["samples"]) if s["disk"] == disk]
+    sectors = sum(s["rkB_s"] * s["interval_s"] * 2 for s in samples)
+    assert delta["rd_sectors"] >= 2 * 32 * 128, (kernel, delta)
+    assert abs(sectors - delta["rd_sectors"]) < 1, (kernel, sectors, delta)
+    heat = sum(int(kc.split(":")[1]) for h in table_rows(inc["heatmap"]) if h["disk"] == disk
+               for kc in h["counts"].split(","))
+    unseen = sum(d["count"] for d in table_rows(inc["dropped"])
+                 if d["what"] == "completions_unseen")
+    # As above; dd's last reads are readahead's: up to its 128 KiB window in flight, two
+    # requests of 64 KiB with no successor.
+    assert delta["rd_ios"] - 2 <= heat + unseen <= delta["rd_ios"], (kernel, heat, unseen,
+                                                                      delta)
+
+
 def prom_samples(text):
     """{(name, frozenset(labels)): value} of a Prometheus text exposition."""
     out = {}

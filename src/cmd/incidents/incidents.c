@@ -142,14 +142,7 @@ static int incidents_parse(int argc, char **argv, struct incidents_opts *o)
 		return fail_usage("--keep, --max-age and --max-db-size are for prune");
 	if (!o->format)
 		o->format = "stat";
-	/* The database: --db, else the one watch's config file names, else the default. */
-	if (!db || config) {
-		ret = conf_db_path(config, &o->config_db);
-		if (ret)
-			return ret;
-	}
-	o->db_path = db ?: o->config_db ?: WATCH_DEFAULT_DB;
-	return 0;
+	return conf_reader_db(db, config, &o->config_db, &o->db_path);
 }
 
 int incidents_prune(struct watch_store *st, const struct incidents_opts *o, struct jw *jw)

@@ -54,7 +54,7 @@ int incidents_list(struct watch_store *st, struct jw *jw)
 		n++;
 		if (jw) {
 			jw_start_object(jw);
-			incident_json_fields(jw, db, &r);
+			incident_json_fields(jw, db, &r, true);
 			jw_end_object(jw);
 			continue;
 		}
@@ -317,12 +317,22 @@ int incident_text(struct watch_store *st, const struct incident_row *r)
 	printf("incident %lld  %s - %s (%.1f s), %s%s%s%s\n", (long long)r->id, a, b,
 	       incident_duration(store_db(st), r), r->state, r->end_reason[0] ? " (" : "",
 	       r->end_reason[0] ? r->end_reason : "", r->end_reason[0] ? ")" : "");
-	printf("trigger: %s %s %.2f%s >= %.2f%s, held for %d sample%s:",
-	       r->disk[0] ? printable(r->disk) : "system", r->rule, r->value, unit, r->threshold,
-	       unit, nr_held, nr_held == 1 ? "" : "s");
-	for (i = 0; i < nr_held; i++)
-		printf("%s %.2f", i ? "," : "", held[i]);
-	putchar('\n');
+	if (!strcmp(r->rule, "capture")) {
+		printf("capture: %g s from its start, no rule (watch --capture-now, iospan "
+		       "report --duration)\n",
+		       r->capture_s);
+	} else {
+		printf("trigger: %s %s %.2f%s >= %.2f%s, held for %d sample%s:",
+		       r->disk[0] ? printable(r->disk) : "system", r->rule, r->value, unit,
+		       r->threshold, unit, nr_held, nr_held == 1 ? "" : "s");
+		for (i = 0; i < nr_held; i++)
+			printf("%s %.2f", i ? "," : "", held[i]);
+		putchar('\n');
+	}
+	if (r->target[0])
+		printf("target: %s (the processes, files, slow requests and stalls are its own; "
+		       "the samples the disks')\n",
+		       printable(r->target));
 	if (r->triggers > 1)
 		printf("triggers: %lld in all (each extended the capture)\n",
 		       (long long)r->triggers);

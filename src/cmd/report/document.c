@@ -63,7 +63,9 @@ static int json_query(struct jw *jw, struct watch_store *st, const char *name, c
 				jw_int(jw, sqlite3_column_int64(s, i));
 				break;
 			case SQLITE_FLOAT:
-				jw_float(jw, sqlite3_column_double(s, i), 3);
+				/* An interval to the µs: a rate times it gives bytes, exactly. */
+				jw_float(jw, sqlite3_column_double(s, i),
+					 strcmp(sqlite3_column_name(s, i), "interval_s") ? 3 : 6);
 				break;
 			case SQLITE_NULL:
 				jw_null(jw);
@@ -201,15 +203,9 @@ static int doc_incident(struct jw *jw, struct watch_store *st, const struct inci
 	if (ret)
 		return ret;
 	jw_start_object(jw);
-	incident_json_fields(jw, store_db(st), r);
+	incident_json_fields(jw, store_db(st), r, true);
 	jw_kv_float(jw, "t0", r->start, 3);
-	jw_kv_object(jw, "onset");
-	if (on.found) {
-		jw_kv_float(jw, "time", on.time, 3);
-		jw_kv_float(jw, "value", on.value, 3);
-		jw_kv_float(jw, "before_trigger_s", on.trigger_time - on.time, 3);
-	}
-	jw_end_object(jw);
+	incident_json_onset(jw, &on);
 	ret = json_query(jw, st, "trigger_list",
 			 "SELECT round(time - ?2, 3) AS t, disk, rule, value, threshold FROM triggers"
 			 " WHERE incident_id = ?1 ORDER BY time, rowid",
@@ -301,7 +297,7 @@ static void sample_row(struct jw *jw, double t, const struct ds_dev *d, const st
 
 	jw_start_array(jw);
 	jw_float(jw, t, 3);
-	jw_float(jw, interval_s, 3);
+	jw_float(jw, interval_s, 6);
 	jw_string(jw, "capture");
 	jw_string(jw, d->name);
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)

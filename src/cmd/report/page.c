@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "err.h"
 #include "json.h"
 #include "outfile.h"
@@ -69,11 +70,11 @@ static int write_page(FILE *out, const char *data, size_t len)
 		if ((size_t)(e - m) == 4 && !memcmp(m, "data", 4)) {
 			write_data(out, data, len);
 		} else {
-			for (i = 0; i < sizeof(assets) / sizeof(assets[0]); i++)
+			for (i = 0; i < ARRAY_SIZE(assets); i++)
 				if (strlen(assets[i].mark) == (size_t)(e - m) &&
 				    !memcmp(m, assets[i].mark, e - m))
 					break;
-			if (i == sizeof(assets) / sizeof(assets[0]))
+			if (i == ARRAY_SIZE(assets))
 				return -EINVAL;
 			fwrite(assets[i].start, 1, assets[i].end - assets[i].start, out);
 		}

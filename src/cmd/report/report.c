@@ -23,7 +23,8 @@
 
 static const char report_usage[] =
 	"Usage: iospan report --incident ID [--db PATH | --config FILE] -o FILE.html\n"
-	"       iospan report [-d DISK]... --duration D [--capture-threshold T] -o FILE.html\n"
+	"       iospan report [-d DISK]... [TARGET] --duration D [--capture-threshold T]\n"
+	"                     [--detail full|block] -o FILE.html\n"
 	"       iospan report --recording FILE [-d DISK]... -o FILE.html\n"
 	"\n"
 	"One HTML file that draws what iospan saw: throughput, latency and pressure over\n"
@@ -39,6 +40,10 @@ static const char report_usage[] =
 	"  -o, --output FILE      the page to write (written whole, or not at all)\n"
 	"  -d, --disk DISK        the disks a capture or recording shows (sda, /dev/loop0,\n"
 	"                         8:0); repeatable; default every whole disk\n"
+	"  -p, --pid PID, --tid TID, --comm NAME, --cgroup PATH, --file PATH, --dir PATH\n"
+	"                         a capture's target: its processes, files, slow requests\n"
+	"                         and stalls only (the samples and histograms stay the\n"
+	"                         disks')\n"
 	"      --db PATH          the incident database (default: the config file's db,\n"
 	"                         else " WATCH_DEFAULT_DB ")\n"
 	"      --config FILE      watch's config file, for its db\n"
@@ -53,6 +58,25 @@ static const char report_usage[] =
 	"  -h, --help             this help\n"
 	"\n"
 	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-report(8).\n";
+
+/* A target filter option by its watch name (watch takes the same). */
+static const char *target_option(int opt)
+{
+	switch (opt) {
+	case 'p':
+		return "--pid";
+	case FILTER_OPT_TID:
+		return "--tid";
+	case FILTER_OPT_COMM:
+		return "--comm";
+	case FILTER_OPT_CGROUP:
+		return "--cgroup";
+	case FILTER_OPT_FILE:
+		return "--file";
+	default:
+		return "--dir";
+	}
+}
 
 static int report_parse(int argc, char **argv, struct report_opts *o)
 {
@@ -75,13 +99,19 @@ static int report_parse(int argc, char **argv, struct report_opts *o)
 		{"detail", required_argument, NULL, OPT_DETAIL},
 		{"output", required_argument, NULL, 'o'},
 		{"disk", required_argument, NULL, 'd'},
+		FILTER_LONG_PID,
+		FILTER_LONG_TID,
+		FILTER_LONG_COMM,
+		FILTER_LONG_CGROUP,
+		FILTER_LONG_FILE,
+		FILTER_LONG_DIR,
 		COMMON_LONG_OPTS,
 		{0},
 	};
 	const struct args_spec spec = {
 		.cmd = "report",
 		.usage = report_usage,
-		.short_opts = ":o:d:" COMMON_SHORT_OPTS,
+		.short_opts = ":o:d:p:" COMMON_SHORT_OPTS,
 		.long_opts = long_opts,
 		.options_only = true,
 	};
@@ -149,6 +179,19 @@ static int report_parse(int argc, char **argv, struct report_opts *o)
 			if (ret)
 				return ret;
 			break;
+		case 'p':
+		case FILTER_OPT_TID:
+		case FILTER_OPT_COMM:
+		case FILTER_OPT_CGROUP:
+		case FILTER_OPT_FILE:
+		case FILTER_OPT_DIR:
+			/* Checked here (one line, exit 2), then given to watch as they are. */
+			ret = filter_parse_opt("report", opt, optarg, &o->filter);
+			if (ret)
+				return ret;
+			o->target_argv[o->nr_target_argv++] = target_option(opt);
+			o->target_argv[o->nr_target_argv++] = optarg;
+			break;
 		}
 	}
 	if (opt)
@@ -164,16 +207,11 @@ static int report_parse(int argc, char **argv, struct report_opts *o)
 		return fail_usage("-d is for a capture or a recording: an incident has its disks");
 	if ((db || config) && !o->id)
 		return fail_usage("--db and --config are for --incident");
-	if ((threshold_given || detail_given) && !o->duration_ns)
+	if ((threshold_given || detail_given || o->nr_target_argv) && !o->duration_ns)
 		return fail_usage(
-			"--capture-threshold and --detail are for a capture (--duration)");
-	if (o->id && (!db || config)) {
-		ret = conf_db_path(config, &o->config_db);
-		if (ret)
-			return ret;
-	}
-	o->db_path = db ?: o->config_db ?: WATCH_DEFAULT_DB;
-	return 0;
+			"--capture-threshold, --detail and the target (-p, --tid, --comm, "
+			"--cgroup, --file, --dir) are for a capture (--duration)");
+	return o->id ? conf_reader_db(db, config, &o->config_db, &o->db_path) : 0;
 }
 
 struct incident_doc {
@@ -225,7 +263,7 @@ cleanup:
 static int report_capture(const struct report_opts *o)
 {
 	char dir[PATH_MAX], db[PATH_MAX + 32], wal[PATH_MAX + 40], shm[PATH_MAX + 40];
-	char capture[32], *argv[16 + 2 * REPORT_MAX_DISKS];
+	char capture[32], *argv[32 + 2 * REPORT_MAX_DISKS];
 	const char *tmp = getenv("TMPDIR");
 	int argc = 0, i, ret;
 
@@ -252,6 +290,8 @@ static int report_capture(const struct report_opts *o)
 		argv[argc++] = "-d";
 		argv[argc++] = (char *)o->disk_text[i];
 	}
+	for (i = 0; i < o->nr_target_argv; i++)
+		argv[argc++] = (char *)o->target_argv[i];
 	argv[argc] = NULL;
 	cmd_reset_getopt();
 	ret = cmd_watch(argc, argv);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "disks.h"
+#include "filters.h"
 
 #define REPORT_MAX_DISKS 32
 
@@ -31,6 +32,10 @@ struct report_opts {
 	const char *threshold_text;
 	const char *detail; /* a capture's: watch's --detail */
 	const char *output; /* -o */
+	/* A capture's target (-p, --tid, --comm, --cgroup, --file, --dir), for watch. */
+	struct filter_opts filter;
+	const char *target_argv[2 * 6];
+	int nr_target_argv;
 	struct disk_spec disks[REPORT_MAX_DISKS];
 	const char *disk_text[REPORT_MAX_DISKS];
 	int nr_disks;

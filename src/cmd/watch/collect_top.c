@@ -283,6 +283,7 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 	t->o.syscalls = watch_syscall_attach(wo);
 	t->o.no_syscalls = !watch_top_follows_syscalls(wo);
 	t->o.stall_ns = wo->stall_threshold_ns;
+	t->o.filter = wo->filter; /* the target, if any: rows of its I/O only */
 	t->o.stalls_on_demand = !wo->stalls_always;
 	/* The stored histograms (heatmaps of the report), and the metrics'. */
 	t->o.disk_hists = true;

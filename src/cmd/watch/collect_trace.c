@@ -164,6 +164,7 @@ static int slowc_open(const struct watch_opts *wo, void **priv)
 	t->keep_ns = watch_slow_keep_ns(wo);
 	trace_opts_default(&t->o);
 	t->o.threshold_ns = t->keep_ns;
+	t->o.filter = wo->filter;
 	t->o.syscalls = watch_syscall_attach(wo);
 	t->o.rb_bytes = SLOWC_RB_BYTES;
 	sink.request = on_request;

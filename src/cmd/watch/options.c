@@ -51,6 +51,10 @@ static const char watch_usage[] =
 	"      --cooldown D       no new incident this long after one ends (default 300s)\n"
 	"      --max-per-hour N   at most N incidents opened per hour, 0: no cap (default 10)\n"
 	"      --duration D       stop after D (default: until SIGINT/SIGTERM)\n"
+	"  -p, --pid PID, --tid TID, --comm NAME, --cgroup PATH, --file PATH, --dir PATH\n"
+	"                         the collectors record only this target's processes,\n"
+	"                         files, slow requests and stalls; the rules, samples and\n"
+	"                         histograms stay the whole disks' (each at most once)\n"
 	"      --capture-now      store one incident now: opened at the first sample (rule\n"
 	"                         \"capture\", no rule checked, nothing before), --capture\n"
 	"                         long; then stop (iospan report --duration records so)\n"
@@ -215,6 +219,21 @@ static int watch_apply(struct watch_opts *o, int opt, const char *name, const ch
 	case WATCH_OPT_NO_BPF:
 		o->no_bpf = true;
 		return 0;
+	case 'p':
+	case FILTER_OPT_TID:
+	case FILTER_OPT_COMM:
+	case FILTER_OPT_CGROUP:
+	case FILTER_OPT_FILE:
+	case FILTER_OPT_DIR: {
+		size_t n = strlen(o->target);
+
+		ret = filter_parse_opt("watch", opt, arg, &o->filter);
+		if (ret)
+			return ret;
+		snprintf(o->target + n, sizeof(o->target) - n, "%s--%s %s", n ? " " : "",
+			 opt == 'p' ? "pid" : name, arg);
+		return 0;
+	}
 	case WATCH_OPT_CAPTURE_NOW:
 		if (!cmdline)
 			return fail_usage(
@@ -312,7 +331,7 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	const struct args_spec spec = {
 		.cmd = "watch",
 		.usage = watch_usage,
-		.short_opts = ":d:" COMMON_SHORT_OPTS,
+		.short_opts = ":d:p:" COMMON_SHORT_OPTS,
 		.long_opts = watch_conf_opts,
 		.longindex = &idx,
 		.options_only = true,
@@ -363,7 +382,7 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	while ((opt = args_next(&spec, argc, argv)) > ARGS_HELP) {
 		if (opt == WATCH_OPT_CONFIG)
 			continue; /* read above */
-		name = opt == 'd' ? "disk" : watch_conf_opts[idx].name;
+		name = opt == 'd' ? "disk" : opt == 'p' ? "pid" : watch_conf_opts[idx].name;
 		ret = watch_apply(o, opt, name, optarg, "", true);
 		if (ret)
 			return ret;
@@ -393,6 +412,12 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	if (o->rules.threshold[WT_SLOW_REQUEST] > 0 && o->no_bpf)
 		return fail_usage("--slow-request needs a BPF collector: it cannot be used with "
 				  "--bpf off");
+	if (o->filter.file_blk)
+		return fail_usage("--file names a block device: watch's --file takes a regular "
+				  "file, -d watches a disk");
+	/* A stall belongs to no file: none is traced under --file or --dir (as top). */
+	if (o->filter.have_file || o->filter.have_dir)
+		o->stall_threshold_ns = 0;
 	/* One incident from the first sample: the rules have no say, and nothing comes before. */
 	if (o->capture_now) {
 		o->pre_s = 0;

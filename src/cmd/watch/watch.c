@@ -458,6 +458,7 @@ static void incident_open(struct watch_ctx *ctx, const struct io_sample *s, stru
 	struct store_incident_info info = {
 		.fs_bytes = fs_bytes_counted(ctx),
 		.collectors = ctx->collectors,
+		.target = ctx->o->target,
 	};
 	char msg[512];
 	unsigned int i;
@@ -754,6 +755,15 @@ static void collectors_open(struct watch_ctx *ctx)
 		ctx->collectors = coll_json(fill_collector_states, &cs);
 		return;
 	}
+	if (ctx->o->target[0])
+		watch_event("info",
+			    "target %s: the collectors record its processes, files, slow requests "
+			    "and stalls only (the rules, samples and histograms are the whole "
+			    "disks')%s",
+			    printable(ctx->o->target),
+			    ctx->o->filter.have_file || ctx->o->filter.have_dir ?
+				    "; stalls not traced (a stall belongs to no file)" :
+				    "");
 	for (i = 0; watch_collectors[i] && i < WATCH_MAX_COLLECTORS; i++) {
 		state = cs.text[cs.nr++];
 		/* A collector that cannot load is one log line, not a failure of watch. */

@@ -25,6 +25,7 @@
 #include "incident/conf.h"
 #include "incident/rules.h"
 #include "incident/store.h"
+#include "filters.h"
 #include "syscalls.h"
 
 #define WATCH_MAX_DISKS SAMPLER_MAX_DISKS
@@ -66,6 +67,9 @@ struct watch_opts {
 	uint64_t duration_ns;	       /* 0: until stopped (tests and trials) */
 	bool no_bpf;		       /* --bpf off: no BPF collector, iostat and pressure only */
 	bool capture_now;	       /* --capture-now: one incident from the first sample */
+	/* -p, --tid, --comm, --cgroup, --file, --dir: whose I/O the collectors record */
+	struct filter_opts filter;
+	char target[512];	       /* those options as given ("--comm mysqld"), "" if none */
 	uint64_t capture_threshold_ns; /* slow requests kept over it; 0: none (but --slow-request's) */
 	bool full_detail;	       /* --detail full: trace's collector times slow requests */
 	uint64_t stall_threshold_ns;   /* stalls kept over it; 0: none traced */

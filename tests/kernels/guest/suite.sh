@@ -238,6 +238,31 @@ watch_scenario() {
 	snap "$d" after
 	step "$d" list iospan --json incidents --db /tmp/watch.db list
 	step "$d" show iospan --json incidents --db /tmp/watch.db show 1
+	step "$d" report iospan report --incident 1 --db /tmp/watch.db -o "$d/report.html"
+}
+
+# report: a capture of DISK (watch --capture-now, top's collector at block detail) with
+# the target --comm iowork: iowork's direct reads (the target) and busybox dd's reads
+# (not it), both started once the capture has begun and done well before its end.
+report_scenario() {
+	local disk=$1 dev=$2 d pid i=0
+	log "report-$disk"
+	d=$(scenario "report-$disk" "$disk")
+	drop_caches
+	snap "$d" before
+	timeout -s KILL 150 iospan report -d "$disk" --comm iowork --detail block \
+		--capture-threshold 1us --duration 15 -o "$d/capture.html" \
+		>"$d/report.out" 2>"$d/report.err" &
+	pid=$!
+	while [ $i -lt 1200 ] && ! grep -q "incident 1 opened" "$d/report.err"; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	step "$d" w-read iowork pread "$dev" -b 65536 -n 32 --direct
+	step "$d" w-dd busybox dd if="$dev" of=/dev/null bs=65536 count=32 skip=64
+	wait $pid
+	echo $? >"$d/report.rc"
+	snap "$d" after
 }
 
 # top: each workload in its own process (its pid in its JSON line), on DISK under DIR.
@@ -495,6 +520,7 @@ if [ -n "$RAW_DEV" ]; then
 	raw=${RAW_DEV#/dev/}
 	stat_scenario "$raw" "$RAW_DEV"
 	watch_scenario "$raw" "$RAW_DEV"
+	report_scenario "$raw" "$RAW_DEV"
 	if [ "$suite" != smoke ]; then
 		top_scenario top-raw "$raw" "" "$RAW_DEV"
 		trace_scenario trace-raw "$raw" "" "$RAW_DEV"

@@ -250,8 +250,12 @@
 				inc.rule + ' ' + fmtNum(inc.onset.value, 2) + ')' : 'not found in the window');
 		}
 		row('state', inc.state + (inc.end_reason ? ' (' + inc.end_reason + ')' : ''));
-		const cov = coverage();
-		row('coverage', cov === null ? 'not available (no BPF collector, or no DISK bytes)' :
+		if (inc.target)
+			row('target', inc.target + ': the processes, files, slow requests and stalls are ' +
+				'its own; the samples, heatmap and request sizes are the whole disks\'');
+		const cov = inc.target ? null : coverage();
+		row('coverage', inc.target ? 'not comparable: only the target\'s I/O is credited' :
+			cov === null ? 'not available (no BPF collector, or no DISK bytes)' :
 			(cov.pct.toFixed(1) + '% of the DISK bytes /proc/diskstats counted are credited to a ' +
 			 'process (' + fmtBytes(cov.attributed) + ' of ' + fmtBytes(cov.disk) + ')'));
 		const lost = losses();
@@ -271,7 +275,7 @@
 		let disk = 0, attributed = 0;
 		for (const s of samples)
 			if (s.phase === 'capture')
-				disk += ((s.rkB_s || 0) + (s.wkB_s || 0)) * 1000 * (s.interval_s || 0);
+				disk += ((s.rkB_s || 0) + (s.wkB_s || 0)) * 1024 * (s.interval_s || 0);
 		const procs = rowsOf(inc.process_latency);
 		for (const p of procs)
 			attributed += p.bytes || 0;
@@ -330,9 +334,11 @@
 			{ field: 'r_s', label: 'read' }, { field: 'w_s', label: 'write' },
 			{ field: 'd_s', label: 'discard', skipZero: true },
 			{ field: 'f_s', label: 'flush', skipZero: true }]);
-		timeChart(p, 'mbps', 'Throughput (MB/s)', 'MB/s', [
-			{ field: 'rkB_s', label: 'read', scale: 1e-3 }, { field: 'wkB_s', label: 'write', scale: 1e-3 },
-			{ field: 'dkB_s', label: 'discard', scale: 1e-3, skipZero: true }]);
+		/* iostat's kB are KiB (sectors / 2), its MB/s MiB/s: so here. */
+		timeChart(p, 'mbps', 'Throughput (MiB/s)', 'MiB/s', [
+			{ field: 'rkB_s', label: 'read', scale: 1 / 1024 },
+			{ field: 'wkB_s', label: 'write', scale: 1 / 1024 },
+			{ field: 'dkB_s', label: 'discard', scale: 1 / 1024, skipZero: true }]);
 		timeChart(p, 'await', 'Await (ms; queue and device time, as iostat)', 'ms', [
 			{ field: 'r_await', label: 'read' }, { field: 'w_await', label: 'write' }]);
 		timeChart(p, 'util', '%util (time the disk had requests in flight)', '%', [
@@ -487,13 +493,13 @@
 			else
 				other[r.time] = (other[r.time] || 0) + r.bytes;
 		}
-		const rate = (m, t) => (m[t] || 0) / (intervalOf[t] || 1) / 1e6;
+		const rate = (m, t) => (m[t] || 0) / (intervalOf[t] || 1) / 1048576;
 		const raw = per.map(m => times.map(t => rate(m, t)));
 		if (rest)
 			raw.push(times.map(t => rate(other, t)));
 		const names = top.map(k => k.label).concat(rest ? ['other (' + rest + ')'] : []);
 		report.who = report.who || {};
-		report.who[name] = { names: names, mbps: raw };
+		report.who[name] = { names: names, mib_s: raw };
 		/* Cumulative sums, drawn topmost first: each area covers the ones under it. */
 		const cum = [];
 		raw.forEach((vals, i) => cum.push(vals.map((v, j) => v + (i ? cum[i - 1][j] : 0))));
@@ -505,12 +511,12 @@
 			ser.push({
 				label: names[i], stroke: c, fill: c + 'cc', width: 1,
 				value: (u, v, si, di) => di === null || di === undefined ? '-' :
-					raw[i][di].toFixed(2) + ' MB/s',
+					raw[i][di].toFixed(2) + ' MiB/s',
 			});
 		}
 		addChart(parent, name, title, {
 			series: ser,
-			axes: [{}, { label: 'MB/s', size: 60 }],
+			axes: [{}, { label: 'MiB/s', size: 60 }],
 			scales: { x: { time: true } },
 		}, data, true);
 	}
@@ -538,10 +544,10 @@
 			note(charts, 'not in a recording: who did the I/O comes from the BPF collectors');
 			return;
 		}
-		stackedChart(charts, 'who-processes', 'Processes: DISK bytes per second (writeback credited to ' +
+		stackedChart(charts, 'who-processes', 'Processes: DISK MiB/s (writeback credited to ' +
 			'the process that dirtied the pages)', inc.who && inc.who.processes);
-		stackedChart(charts, 'who-files', 'Files: DISK bytes per second', inc.who && inc.who.files);
-		stackedChart(charts, 'who-cgroups', 'Cgroups: DISK bytes per second', inc.who && inc.who.cgroups);
+		stackedChart(charts, 'who-files', 'Files: DISK MiB/s', inc.who && inc.who.files);
+		stackedChart(charts, 'who-cgroups', 'Cgroups: DISK MiB/s', inc.who && inc.who.cgroups);
 
 		const lat = {};
 		rowsOf(inc.process_latency).forEach(r => { lat[r.pid + '\u0000' + r.comm] = r; });
