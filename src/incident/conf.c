@@ -56,12 +56,7 @@ const struct option watch_conf_opts[] = {
 	{ "otlp-metrics", required_argument, NULL, WATCH_OPT_OTLP_METRICS },
 	{ "otlp-metrics-interval", required_argument, NULL, WATCH_OPT_OTLP_METRICS_INTERVAL },
 	{ "capture-now", no_argument, NULL, WATCH_OPT_CAPTURE_NOW },
-	FILTER_LONG_PID,
-	FILTER_LONG_TID,
-	FILTER_LONG_COMM,
-	FILTER_LONG_CGROUP,
-	FILTER_LONG_FILE,
-	FILTER_LONG_DIR,
+	FILTER_LONG_TARGET,
 	COMMON_LONG_OPTS,
 	{ 0 },
 };

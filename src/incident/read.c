@@ -338,22 +338,33 @@ void incident_json_onset(struct jw *jw, const struct onset *on)
 	jw_end_object(jw);
 }
 
-int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r)
+int incident_json_open(struct watch_store *st, struct jw *jw, const struct incident_row *r,
+		       bool trigger_count)
 {
-	static const char *const collector_tables[] = {
-		"processes", "threads", "files", "slow_requests", "stalls", "dropped", "histograms",
-	};
 	struct onset on;
-	char sql[128];
-	size_t i;
 	int ret;
 
 	ret = incident_onset(st, r, &on);
 	if (ret)
 		return ret;
 	jw_start_object(jw);
-	incident_json_fields(jw, store_db(st), r, false);
+	incident_json_fields(jw, store_db(st), r, trigger_count);
 	incident_json_onset(jw, &on);
+	return 0;
+}
+
+int incident_json(struct watch_store *st, struct jw *jw, const struct incident_row *r)
+{
+	static const char *const collector_tables[] = {
+		"processes", "threads", "files", "slow_requests", "stalls", "dropped", "histograms",
+	};
+	char sql[128];
+	size_t i;
+	int ret;
+
+	ret = incident_json_open(st, jw, r, false);
+	if (ret)
+		return ret;
 	ret = json_table(st, jw, "triggers",
 			 "SELECT * FROM triggers WHERE incident_id = ? ORDER BY time, rowid",
 			 r->id);

@@ -82,6 +82,12 @@ struct sqlite3_stmt *incident_samples(struct watch_store *st, const struct incid
 int incident_onset(struct watch_store *st, const struct incident_row *r, struct onset *o);
 /* Its onset as the JSON object "onset" (empty if none was found). */
 void incident_json_onset(struct jw *jw, const struct onset *on);
+/*
+ * The incident's JSON object opened, with its fields and onset (show's and the
+ * report's start): the caller adds its tables and closes it. 0, or the error said.
+ */
+int incident_json_open(struct watch_store *st, struct jw *jw, const struct incident_row *r,
+		       bool trigger_count);
 /* The capture's busiest processes, threads and files (ranked as list ranks them). */
 extern const char busiest_procs_sql[], busiest_threads_sql[], busiest_files_sql[];
 /* The whole incident as one JSON object (docs/iospan-incidents.md). */

@@ -195,17 +195,13 @@ static void empty_table(struct jw *jw, const char *name)
 
 static int doc_incident(struct jw *jw, struct watch_store *st, const struct incident_row *r)
 {
-	struct onset on;
 	size_t i;
 	int ret;
 
-	ret = incident_onset(st, r, &on);
+	ret = incident_json_open(st, jw, r, true);
 	if (ret)
 		return ret;
-	jw_start_object(jw);
-	incident_json_fields(jw, store_db(st), r, true);
 	jw_kv_float(jw, "t0", r->start, 3);
-	incident_json_onset(jw, &on);
 	ret = json_query(jw, st, "trigger_list",
 			 "SELECT round(time - ?2, 3) AS t, disk, rule, value, threshold FROM triggers"
 			 " WHERE incident_id = ?1 ORDER BY time, rowid",

@@ -99,12 +99,7 @@ static int report_parse(int argc, char **argv, struct report_opts *o)
 		{"detail", required_argument, NULL, OPT_DETAIL},
 		{"output", required_argument, NULL, 'o'},
 		{"disk", required_argument, NULL, 'd'},
-		FILTER_LONG_PID,
-		FILTER_LONG_TID,
-		FILTER_LONG_COMM,
-		FILTER_LONG_CGROUP,
-		FILTER_LONG_FILE,
-		FILTER_LONG_DIR,
+		FILTER_LONG_TARGET,
 		COMMON_LONG_OPTS,
 		{0},
 	};

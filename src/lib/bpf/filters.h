@@ -65,9 +65,11 @@ enum filter_opt {
 #define FILTER_LONG_FILE   {"file", required_argument, NULL, FILTER_OPT_FILE}
 #define FILTER_LONG_DIR    {"dir", required_argument, NULL, FILTER_OPT_DIR}
 #define FILTER_LONG_DISK   {"disk", required_argument, NULL, 'd'}
-#define FILTER_LONG_OPTS                                                                   \
+/* Whose or which file's I/O: every filter but -d (watch and report have their own -d). */
+#define FILTER_LONG_TARGET                                                                 \
 	FILTER_LONG_PID, FILTER_LONG_TID, FILTER_LONG_COMM, FILTER_LONG_CGROUP,             \
-	FILTER_LONG_FILE, FILTER_LONG_DIR, FILTER_LONG_DISK
+	FILTER_LONG_FILE, FILTER_LONG_DIR
+#define FILTER_LONG_OPTS FILTER_LONG_TARGET, FILTER_LONG_DISK
 /* clang-format on */
 #define FILTER_SHORT_OPTS "p:d:"
 
