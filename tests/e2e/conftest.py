@@ -31,7 +31,7 @@ def pytest_report_header(config):
 # Skips that mean "not run as root, or on a machine short of what root tests need"
 # (.ci/run installs Prometheus).
 ROOT_SKIP_PREFIXES = ("needs root", "needs blk-throttle", "needs prometheus",
-                      "needs the OTLP receiver", "needs openssl", "needs chromium")
+                      "needs the OTLP receiver", "needs openssl", "needs chromium", "needs node")
 
 
 def _under_ci():

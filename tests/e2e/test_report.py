@@ -16,6 +16,7 @@ the network cut off) and checked against ground truth:
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import time
@@ -466,8 +467,47 @@ def test_recording_page_holds_the_replayed_figures(iospan, tmp_path):
     try:
         notes = b.evaluate("iospanReport.notes")
         assert any("a recording holds /proc/diskstats only" in n for n in notes), notes
+        # The wheel over one chart zooms every time chart alike; Shift+wheel pans them.
+        full = b.evaluate("iospanReport.timeRanges()")
+        assert len(full) == 5 and all(r == full[0] for r in full), full
+        wheel_over(b, '[data-chart="util"] .u-over', -120, 0)
+        zoomed = b.evaluate("iospanReport.timeRanges()")
+        assert all(r == zoomed[0] for r in zoomed), zoomed
+        assert zoomed[0][1] - zoomed[0][0] < 0.9 * (full[0][1] - full[0][0]), (full, zoomed)
+        wheel_over(b, '[data-chart="iops"] .u-over', 120, 8)  # 8: Shift
+        panned = b.evaluate("iospanReport.timeRanges()")
+        assert all(r == panned[0] for r in panned), panned
+        assert panned[0][0] > zoomed[0][0] and panned[0][1] - panned[0][0] == \
+            pytest.approx(zoomed[0][1] - zoomed[0][0]), (zoomed, panned)
     finally:
         b.close()
+
+
+def wheel_over(b, selector, delta_y, modifiers):
+    """A mouse wheel turn over the middle of @selector, as a user's."""
+    x, y = b.evaluate("(() => { const e = document.querySelector(%s); e.scrollIntoView();"
+                      " const r = e.getBoundingClientRect();"
+                      " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+                      % json.dumps(selector))
+    b.call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0,
+                                        "deltaY": delta_y, "modifiers": modifiers})
+    b.pump(0.3)
+
+
+def test_page_script_parses_and_is_strict():
+    """The page's own script, as a file: valid JavaScript (node --check), strict mode,
+    and no way to put markup into the page from data (no innerHTML, no document.write)."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    if not node:
+        pytest.skip("needs node (make deps installs it, for the OTLP receiver)")
+    js = os.path.join(tl.repo_root(), "src", "cmd", "report", "web", "report.js")
+    r = subprocess.run([node, "--check", js], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with open(js) as f:
+        text = f.read()
+    assert "'use strict';" in text
+    for bad in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert bad not in text, bad
 
 
 # ---------------------------------------------------------------------------- size

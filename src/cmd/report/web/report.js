@@ -172,9 +172,34 @@
 	const timeCharts = [];
 	let syncing = false;
 
+	/*
+	 * The wheel over a chart's plot zooms its time axis around the cursor; with Shift
+	 * held (or a sideways scroll) it pans. The other charts follow (setScale below).
+	 */
+	function wheel(u, e) {
+		const { min, max } = u.scales.x;
+		if (min === null || max === null || !(max > min))
+			return;
+		e.preventDefault();
+		const span = max - min;
+		const sideways = e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY);
+		const delta = sideways ? (e.deltaX || e.deltaY) : e.deltaY;
+		if (sideways) {
+			const shift = span * 0.1 * Math.sign(delta);
+			u.setScale('x', { min: min + shift, max: max + shift });
+			return;
+		}
+		const at = u.posToVal(e.offsetX, 'x');
+		const f = delta > 0 ? 1.25 : 0.8;
+		u.setScale('x', { min: at - (at - min) * f, max: at + (max - at) * f });
+	}
+
 	function zoomPlugin() {
 		return {
 			hooks: {
+				ready: [u => {
+					u.over.addEventListener('wheel', e => wheel(u, e), { passive: false });
+				}],
 				setScale: [(u, key) => {
 					if (key !== 'x' || syncing)
 						return;
@@ -801,6 +826,8 @@
 			console.error('iospan report: ' + part.name + ': ' + e);
 		}
 	}
+	/* The time charts' x ranges (the tests check they move together). */
+	report.timeRanges = () => timeCharts.map(u => [u.scales.x.min, u.scales.x.max]);
 	/* From the page's start to all drawn, for the tests and the README's figure. */
 	report.readyMs = performance.now();
 	report.ready = true;
