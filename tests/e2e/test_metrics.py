@@ -340,14 +340,39 @@ def bucket_increases(prometheus, name, selector, at0, at1):
     return {le: b1[le] - b0.get(le, 0) for le in b1}
 
 
+def test_histograms_are_there_at_zero_before_any_request(disk):
+    """A watched disk's read and write histograms are series from the first sample on, at
+    zero, before any request (a series born with its first counts hides them from
+    Prometheus's increase() and rate(): test_prometheus_histograms failed so in CI). A
+    build whose collector had read no histogram row yet, of any disk, gave none."""
+    db = tempfile.mktemp(prefix=tl.TMP_PREFIX, suffix=".db")
+    subprocess.run(["udevadm", "settle"], check=False, timeout=60)
+    before = tl.read_diskstats()[disk]
+    ep = Endpoint(db, disk)
+    try:
+        s = ep.samples()
+    finally:
+        rc = ep.stop()
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.unlink(db + suffix)
+    assert rc == 0, "".join(ep.log)
+    assert tl.read_diskstats()[disk] == before, "the disk was not idle"
+    for op in ("read", "write"):
+        for stage in ("q2c", "d2c"):
+            assert value(s, "iospan_disk_latency_seconds_count", disk=disk, op=op,
+                         stage=stage) == 0, (op, stage)
+        assert value(s, "iospan_disk_request_size_bytes_count", disk=disk, op=op) == 0, op
+
+
 def test_prometheus_histograms(endpoint, prometheus, disk):
     """The latency and size histograms as Prometheus stores them: between two quiet
     moments, each op's count grew by the requests diskstats counted (but for completions
     the collector declares it ran no program for), each stage's; the sizes fall in the
     buckets their exact byte counts name (64 KiB in le=65536, none below: ebpf_exporter's
-    #488 put a value of 2^k in the bucket above); and histogram_quantile(0.99) agrees with
-    `iospan lat`'s p99 of the same requests (finer buckets, within 3.2%) within the
-    width of the bucket holding it."""
+    #488 put a value of 2^k in the bucket above); and histogram_quantile(0.99) and the
+    bucket holding the 99th percentile agree with `iospan lat`'s p99 of the same
+    requests (finer buckets, within 3.2%) to a bucket."""
     time.sleep(1)  # udev's probe of the new device, if any, is over
     t0 = time.time()
     ds0 = tl.read_diskstats()[disk]
@@ -412,12 +437,17 @@ def test_prometheus_histograms(endpoint, prometheus, disk):
     rank = 0.99 * summed[math.inf]
     i = next(k for k, le in enumerate(bounds) if summed[le] >= rank)
     lo, hi = (bounds[i - 1] if i else 0), bounds[i]
-    assert lo * (1 - 1 / 32) <= lat_p99 <= hi * (1 + 1 / 32), (lat_p99, lo, hi, summed)
+    # lat and the watcher stamp each request with programs of their own: a request within
+    # a few us of a bucket's bound (an interrupt between the two programs) can fall on
+    # either side of it, and so can the 99th percentile (once here in 20 runs: lat 71 us,
+    # the bucket to 65.5): within the bucket or a neighbour of it.
+    assert lo / 2 * (1 - 1 / 32) <= lat_p99 <= hi * 2 * (1 + 1 / 32), (lat_p99, lo, hi,
+                                                                       summed)
     span = int(at1 - at0) + 1
     q = prometheus.query('histogram_quantile(0.99, sum by (le) (increase('
                          'iospan_disk_latency_seconds_bucket{disk="%s",stage="q2c"}[%ds])))'
                          % (disk, span), at1)
-    assert q and abs(q[0][1] - lat_p99) <= (hi - lo) + hi / 32, (q, lat_p99, lo, hi)
+    assert q and abs(q[0][1] - lat_p99) <= (2 * hi - lo / 2) + hi / 16, (q, lat_p99, lo, hi)
 
 
 # One cgroup's workload: "write" 8 MiB buffered into a new file (no fsync: the

@@ -108,8 +108,9 @@ struct topc {
 	uint64_t prev_lost;
 	uint64_t drops[TOP_DROP_NR]; /* top's counters since it opened */
 	/* top's histograms as last read (since it opened): the next sample's base. */
-	struct top_disk_hist *cum;
+	struct top_disk_hist *cum; /* NULL when there are none yet */
 	size_t nr_cum;
+	bool have_cum; /* read once at least: the endpoint's histograms are known */
 	/* With --listen: what each cgroup did on each disk in the last sample. */
 	struct metrics_cgroup_io *cg;
 	size_t nr_cg, cap_cg;
@@ -930,6 +931,7 @@ static int take_hists(struct topc *t, const struct io_sample *ws, struct topc_sa
 	free(t->cum);
 	t->cum = rows;
 	t->nr_cum = nr;
+	t->have_cum = true;
 	return 0;
 }
 
@@ -1038,8 +1040,11 @@ static void topc_export(void *priv, struct metrics *m, struct metrics_collector 
 	int n = 0;
 
 	metrics_collector_fill(out, "top", &t->top->cmd, top_counters, t->drops, TOP_DROP_NR);
-	/* As the last sample read them: a failed read keeps the last the endpoint had. */
-	if (!rows)
+	/*
+	 * As the last sample read them (a failed read keeps the last the endpoint had). No
+	 * disk with a request yet is still a reading: its zeros are series from the start.
+	 */
+	if (!t->have_cum)
 		return;
 	h = calloc(nr ? nr : 1, sizeof(*h));
 	for (i = 0; h && i < nr; i++) {
