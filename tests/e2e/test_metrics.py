@@ -4,6 +4,7 @@ the endpoint every second while known workloads run on a loop device, promtool c
 the text, and clients that misbehave. Ground truth: /proc/diskstats read at the same
 quiet moments, and the workloads' own counts."""
 import base64
+import contextlib
 import json
 import math
 import os
@@ -146,9 +147,9 @@ def disk():
         yield os.path.basename(dev)
 
 
-@pytest.fixture
-def endpoint(disk):
-    require_prometheus()
+@contextlib.contextmanager
+def endpoint_on(disk):
+    """An Endpoint on @disk with a database of its own, removed after; it must exit 0."""
     db = tempfile.mktemp(prefix=tl.TMP_PREFIX, suffix=".db")
     ep = Endpoint(db, disk)
     try:
@@ -159,6 +160,13 @@ def endpoint(disk):
             if os.path.exists(db + suffix):
                 os.unlink(db + suffix)
     assert rc == 0, "".join(ep.log)
+
+
+@pytest.fixture
+def endpoint(disk):
+    require_prometheus()
+    with endpoint_on(disk) as ep:
+        yield ep
 
 
 def test_exposition_is_valid_and_documented(endpoint, disk):
@@ -345,18 +353,10 @@ def test_histograms_are_there_at_zero_before_any_request(disk):
     zero, before any request (a series born with its first counts hides them from
     Prometheus's increase() and rate(): test_prometheus_histograms failed so in CI). A
     build whose collector had read no histogram row yet, of any disk, gave none."""
-    db = tempfile.mktemp(prefix=tl.TMP_PREFIX, suffix=".db")
     subprocess.run(["udevadm", "settle"], check=False, timeout=60)
     before = tl.read_diskstats()[disk]
-    ep = Endpoint(db, disk)
-    try:
+    with endpoint_on(disk) as ep:
         s = ep.samples()
-    finally:
-        rc = ep.stop()
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(db + suffix):
-                os.unlink(db + suffix)
-    assert rc == 0, "".join(ep.log)
     assert tl.read_diskstats()[disk] == before, "the disk was not idle"
     for op in ("read", "write"):
         for stage in ("q2c", "d2c"):
