@@ -152,6 +152,7 @@ $(OUT)/tests/test_syscalls: $(OUT)/probe.skel.h
 $(OUT)/tests/test_attach_plan: $(OUT)/probe.skel.h
 $(OUT)/tests/test_mapmem: $(OUT)/probe.skel.h
 $(OUT)/tests/test_skel: $(OUT)/probe.skel.h
+$(OUT)/tests/test_vm_merge: $(OUT)/collect/vm/match.o $(OUT)/collect/vm/inputs.o
 $(OUT)/tests/test_top_model: $(OUT)/collect/top/model.o
 $(OUT)/tests/test_snoop_render: $(OUT)/cmd/snoop/render.o $(OUT)/collect/snoop/format.o
 $(OUT)/tests/test_trace_perfetto: $(OUT)/cmd/trace/perfetto.o $(OUT)/collect/trace/record.o

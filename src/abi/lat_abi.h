@@ -18,6 +18,11 @@ enum lat_stage {
 	LAT_D2C,  /* issue (block_rq_issue) to completion */
 	LAT_Q2D,  /* the first bio's queue to issue */
 	LAT_SIZE, /* bytes of the request (--size) */
+	/*
+	 * The device, as its driver sees it (driver.bpf.h): from the driver's submission of
+	 * the command (the issue, if that came first) to its taking the completion.
+	 */
+	LAT_DEVICE,
 };
 
 /* Which fields of struct lat_key are set (rodata `key_fields`). */
@@ -77,10 +82,11 @@ struct lat_hist {
 
 /* Requests the histograms could not take (the drops array map). */
 enum lat_drop {
-	LAT_DROP_NO_OWNER, /* --by, -p, --cgroup: no owner record for the request's bio */
-	LAT_DROP_MAP_FULL, /* a new key found the map full */
-	LAT_DROP_NO_START, /* no queue time: queued before tracing, or its queue ran no program */
-	LAT_DROP_NO_ISSUE, /* d2c, q2d: no issue time (issued before tracing started) */
+	LAT_DROP_NO_OWNER,  /* --by, -p, --cgroup: no owner record for the request's bio */
+	LAT_DROP_MAP_FULL,  /* a new key found the map full */
+	LAT_DROP_NO_START,  /* no queue time: queued before tracing, or its queue ran no program */
+	LAT_DROP_NO_ISSUE,  /* d2c, q2d: no issue time (issued before tracing started) */
+	LAT_DROP_NO_DRIVER, /* device: no driver hook saw the request (its disk's has none) */
 	LAT_DROP_NR,
 };
 

@@ -6,6 +6,7 @@
 #ifndef IOSPAN_SNOOP_ABI_H
 #define IOSPAN_SNOOP_ABI_H
 
+#include "driver_abi.h"
 #include "rbuf_abi.h"
 
 #define SNOOP_COMM_LEN 16
@@ -86,6 +87,16 @@ struct snoop_io {
 	__s32 error;	/* blk_status_t */
 	__u32 flusher;	/* writeback: the tid that submitted it for the dirtier */
 	char comm[SNOOP_COMM_LEN];
+	/*
+	 * The driver (driver_abi.h; drv.kind DRV_NONE: no driver hook saw it): when it
+	 * submitted the command (0: not seen; before issue_ns it was being built) and took
+	 * its completion, the last failed attempt's status (else the last one's), and how
+	 * many attempts failed.
+	 */
+	__u64 drv_submit_ns, drv_done_ns;
+	struct drv_status drv;
+	__u32 drv_fails;
+	__u32 pad2;
 };
 
 #endif

@@ -7,6 +7,7 @@
 #define IOSPAN_TOP_ABI_H
 
 #include "common_abi.h"
+#include "driver_abi.h"
 #include "rbuf_abi.h"
 
 /*
@@ -196,8 +197,11 @@ enum top_drop {
 	TOP_DROP_NR,
 };
 
-/* Cache flushes a disk completed (what /proc/diskstats counts in its flush fields). */
-struct top_dev_flush {
+/*
+ * A disk's counters (per-CPU hash keyed by its dev_t): the cache flushes it completed
+ * (what /proc/diskstats counts in its flush fields), and its driver's (driver_abi.h).
+ */
+struct top_disk_counts {
 	__u64 nr;
 	__u64 ns; /* summed from each flush request's start to its completion */
 	/*
@@ -207,6 +211,7 @@ struct top_dev_flush {
 	 */
 	__u64 untimed;
 	__u64 untimed_ns;
+	struct drv_disk_stats drv;
 };
 
 /*

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #endif
 #include "common_abi.h"
+#include "driver_abi.h"
 #include "hist_abi.h"
 #include "rbuf_abi.h"
 
@@ -87,6 +88,17 @@ enum trace_stage {
 	TRACE_ST_POST_BLOCK,
 	TRACE_ST_OFFCPU,
 	TRACE_ST_IOWAIT,
+	/*
+	 * d2c split by the driver's hooks, where the critical bio's request had them
+	 * (src/bpf/driver.bpf.h): d2c = drv_in + device + drv_out, from the block issue (D)
+	 * to the driver's submission of the command, from there to the driver taking its
+	 * completion, and from there to the block completion (C). A driver that builds the
+	 * command before blk-mq starts the request (NVMe) has drv_in 0: its device time
+	 * starts at D.
+	 */
+	TRACE_ST_DRV_IN,
+	TRACE_ST_DEVICE,
+	TRACE_ST_DRV_OUT,
 	TRACE_ST_NR,
 };
 
@@ -98,15 +110,17 @@ struct trace_op_hists {
 /* trace_bio.flags */
 enum trace_bio_flags {
 	TRACE_BIO_WRITE = 1 << 0,
-	TRACE_BIO_MERGED = 1 << 1,    /* merged into a request another bio started (M) */
-	TRACE_BIO_SPLIT = 1 << 2,     /* split off a larger bio (X) */
-	TRACE_BIO_REQUEUED = 1 << 3,  /* its request was requeued at least once */
-	TRACE_BIO_ERROR = 1 << 4,     /* completed with an error (see error) */
-	TRACE_BIO_KTHREAD = 1 << 5,   /* queued by a kernel thread (blk-throttle re-submit) */
-	TRACE_BIO_FLUSH = 1 << 6,     /* preflush / FUA / empty flush */
-	TRACE_BIO_NO_ISSUE = 1 << 7,  /* device start time unknown: d = i */
-	TRACE_BIO_PARTIAL = 1 << 8,   /* its request completed in parts */
-	TRACE_BIO_THROTTLED = 1 << 9, /* held by blk-throttle, queued by its worker (h..q) */
+	TRACE_BIO_MERGED = 1 << 1,	 /* merged into a request another bio started (M) */
+	TRACE_BIO_SPLIT = 1 << 2,	 /* split off a larger bio (X) */
+	TRACE_BIO_REQUEUED = 1 << 3,	 /* its request was requeued at least once */
+	TRACE_BIO_ERROR = 1 << 4,	 /* completed with an error (see error) */
+	TRACE_BIO_KTHREAD = 1 << 5,	 /* queued by a kernel thread (blk-throttle re-submit) */
+	TRACE_BIO_FLUSH = 1 << 6,	 /* preflush / FUA / empty flush */
+	TRACE_BIO_NO_ISSUE = 1 << 7,	 /* device start time unknown: d = i */
+	TRACE_BIO_PARTIAL = 1 << 8,	 /* its request completed in parts */
+	TRACE_BIO_THROTTLED = 1 << 9,	 /* held by blk-throttle, queued by its worker (h..q) */
+	TRACE_BIO_DRV_TIMEOUT = 1 << 10, /* the driver's timeout handler ran for it */
+	TRACE_BIO_DRV_REFUSED = 1 << 11, /* the driver refused to queue it at least once */
 };
 
 /* One bio of a request with its block life cycle (CLOCK_MONOTONIC ns; 0 = unknown). */
@@ -116,10 +130,17 @@ struct trace_bio {
 	__u32 bytes;
 	__u64 q, g, i, d, c; /* queued, request allocated/merged, inserted, issued, completed */
 	__u64 h;	     /* throttled: held from about then (see TRACE_ST_THROTTLE), else 0 */
+	/* The driver (enum drv_kind in drv.kind, DRV_NONE: no hook saw it) */
+	__u64 ds, dc;	     /* submitted the command (0: not seen), took its completion */
 	__u16 flags;	     /* enum trace_bio_flags */
 	__s16 error;	     /* blk_status_t, 0 if fine */
 	__u16 requeues;
-	__u16 pad;
+	__u16 drv_tag;	/* its request's tag (rq->tag) */
+	__u16 hwq;	/* hardware queue (blk-mq hctx) */
+	__u16 cid;	/* NVMe command id (generation bits in the top 4) */
+	__u8 drv_fails; /* driver attempts that completed with an error status */
+	__u8 pad[3];
+	struct drv_status drv; /* the last failed attempt's status, else the last one's */
 };
 
 enum trace_ev_type {
@@ -182,6 +203,7 @@ struct trace_rec {
 	__u64 first_q, last_c;
 	__u64 crit_q, crit_g, crit_i, crit_d; /* the bio that completed last */
 	__u64 crit_h;			      /* its hold start if it was throttled, else 0 */
+	__u64 crit_ds, crit_dc;		      /* its driver submission, completion; 0 unknown */
 	__u64 held_q, held_h;		      /* Q and hold start of its first throttled bio */
 	__u64 offcpu_ns, iowait_ns;
 	__u64 runq_ns; /* of offcpu: runnable, waiting for a CPU (sched_info.run_delay) */
@@ -220,6 +242,25 @@ static inline bool trace_rec_has_block_stages(const struct trace_rec *r)
 {
 	return r->nr_done && r->first_q >= r->start && r->crit_q >= r->first_q &&
 	       r->last_c >= r->crit_d && r->last_c <= r->end;
+}
+
+/*
+ * d2c split by the driver (TRACE_ST_DRV_IN, DEVICE, DRV_OUT) of a request issued at
+ * @d and completed at @c, whose driver submitted it at @ds (0: not seen) and took its
+ * completion at @dc: false without a completion the driver took within [d, c]. The
+ * submission counts from @d at the earliest (before it, the command was being built).
+ * BPF (the critical bio's stages) and user space (each bio's) split alike.
+ */
+static inline bool trace_drv_split(__u64 d, __u64 ds, __u64 dc, __u64 c, __u64 out[3])
+{
+	__u64 sub = ds > d ? ds : d;
+
+	if (!dc || dc < d || dc > c || sub > dc)
+		return false;
+	out[0] = sub - d;
+	out[1] = dc - sub;
+	out[2] = c - dc;
+	return true;
 }
 
 /*

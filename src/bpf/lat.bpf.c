@@ -13,6 +13,7 @@
 #include "iospan.bpf.h"
 #include "common_abi.h"
 #include "lat_abi.h"
+#include "driver_abi.h"
 #include "kptr.bpf.h"
 #include "core_fixes.bpf.h"
 #include "vfs.bpf.h"
@@ -53,6 +54,7 @@ static __always_inline bool ra_async_of(const struct blk_owner *o)
 #include "filter.bpf.h"
 #include "hist.bpf.h"
 #include "fallback.bpf.h"
+#include "driver.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -108,6 +110,9 @@ DEFINE_MAP(hists, BPF_MAP_TYPE_HASH, struct lat_key, struct lat_hist, 4096);
 struct rq_issue {
 	__u64 tag;
 	__u64 d;
+	__u64 ds, dc; /* --stage device: the driver's submission and completion */
+	__u32 drv;    /* enum drv_kind of the last submission seen */
+	__u32 pad;
 };
 
 DEFINE_MAP(rq_issues, BPF_MAP_TYPE_ARRAY, __u32, struct rq_issue, NR_RQ_SLOTS);
@@ -169,6 +174,30 @@ static __always_inline int issue_rq(struct request *rq)
 }
 
 TP_PROGS(block_rq_issue, lat_rq_issue, issue_rq, TP_PTR(struct request, 0))
+
+/*
+ * --stage device: the driver's submission and completion of an issued request, on its
+ * slot. Every blk-mq driver's completion passes virtio-blk's hook: it counts for a
+ * request virtio-blk submitted.
+ */
+static __always_inline int drv_seen(__u64 rq, __u32 what, struct drv_status *st, __u32 cid,
+				    __u64 now)
+{
+	struct rq_issue *s = slot_find_tag(&rq_issues, pv_addr(rq), NR_RQ_SLOTS);
+
+	if (!s)
+		return 0;
+	if (what == DRV_SUBMIT) {
+		s->ds = now;
+		s->drv = st->kind;
+	} else if (what == DRV_DONE &&
+		   (st->kind != DRV_VIRTIO_BLK || drv_virtblk_major || s->drv == DRV_VIRTIO_BLK)) {
+		s->dc = now;
+	}
+	return 0;
+}
+
+DRIVER_PROGS(lat_drv)
 
 /* Whether the stage starts at the first bio's queue time. */
 #define STAGE_FROM_Q (stage == LAT_Q2C || stage == LAT_Q2D)
@@ -295,7 +324,7 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 		t0 = !STAGE_FROM_Q		  ? rq->start_time_ns :
 		     KRP(struct request, rq, bio) ? rq_q_take(rq, true) :
 						    rq->start_time_ns;
-		if (stage != LAT_D2C && (!t0 || t0 > now)) {
+		if (stage != LAT_D2C && stage != LAT_DEVICE && (!t0 || t0 > now)) {
 			count(LAT_DROP_NO_START);
 			return 0;
 		}
@@ -317,7 +346,17 @@ static __always_inline int complete_rq(struct request *rq, unsigned int nr_bytes
 				count(LAT_DROP_NO_ISSUE);
 				return 0;
 			}
-			v = stage == LAT_D2C ? now - d : d - t0;
+			if (stage == LAT_DEVICE) {
+				/* A completion the driver took after this issue: its device time.
+				 */
+				if (!is || is->dc < d || is->dc > now) {
+					count(LAT_DROP_NO_DRIVER);
+					return 0;
+				}
+				v = is->dc - (is->ds > d ? is->ds : d);
+			} else {
+				v = stage == LAT_D2C ? now - d : d - t0;
+			}
 		}
 	}
 	/* In 1/1024 of the display unit: powers of two of the unit are slot boundaries. */

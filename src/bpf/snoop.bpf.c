@@ -21,6 +21,7 @@
 #include "blk_owner.bpf.h"
 #include "bio_q.bpf.h"
 #include "fallback.bpf.h"
+#include "driver.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -94,7 +95,10 @@ struct rq_slot {
 	__u32 nr_bios;
 	__u32 counted; /* added to its disk's in-flight count */
 	__u32 done;    /* bytes of partial completions so far */
-	__u32 pad;
+	__u32 drv_fails;
+	/* The driver's, of the life (start_time_ns) in drv_life (driver.bpf.h). */
+	__u64 drv_life, ds, dc;
+	struct drv_status drv;
 };
 
 DEFINE_MAP(rq_slots, BPF_MAP_TYPE_ARRAY, __u32, struct rq_slot, NR_RQ_SLOTS);
@@ -212,6 +216,17 @@ static __always_inline int issue_rq(struct request *rq)
 	}
 	s->tag = pv(rq);
 	s->issue_ns = bpf_ktime_get_ns();
+	/*
+	 * A new life of the request; a requeued one keeps its driver attempts. The driver's
+	 * kind stays: virtio-blk's kprobe (at its queue function's entry) comes first.
+	 */
+	if (s->drv_life != rq->start_time_ns) {
+		s->drv_life = rq->start_time_ns;
+		s->ds = 0;
+		s->dc = 0;
+		s->drv_fails = 0;
+		s->drv = (struct drv_status){.kind = s->drv.kind};
+	}
 	s->sector = rq->__sector;
 	s->bytes = rq->__data_len;
 	if (bio && !bio->bi_next)
@@ -250,6 +265,41 @@ static __always_inline int requeue_rq(struct request *rq)
 }
 
 TP_PROGS(block_rq_requeue, snoop_rq_requeue, requeue_rq, TP_PTR(struct request, 0))
+
+/*
+ * The driver's submission and completion of a dispatched request, on its slot. NVMe
+ * builds its command before blk-mq starts the request: that first submission is not
+ * seen here (the slot is the issue's), nor needed (the device time counts from the
+ * issue). Every blk-mq driver's completion passes virtio-blk's hook: it counts only for
+ * a request virtio-blk submitted.
+ */
+static __always_inline int drv_seen(__u64 rq, __u32 what, struct drv_status *st, __u32 cid,
+				    __u64 now)
+{
+	struct rq_slot *s = slot_find_tag(&rq_slots, pv_addr(rq), NR_RQ_SLOTS);
+
+	if (!s)
+		return 0;
+	if (what == DRV_SUBMIT) {
+		s->ds = now;
+		s->drv.kind = st->kind;
+		return 0;
+	}
+	/* virtio-blk's completions are its disks' where its major is known (driver.bpf.h). */
+	if (what != DRV_DONE ||
+	    (st->kind == DRV_VIRTIO_BLK && !drv_virtblk_major && s->drv.kind != DRV_VIRTIO_BLK))
+		return 0;
+	s->dc = now;
+	if (st->status) {
+		s->drv_fails++;
+		s->drv = *st;
+	} else if (!s->drv_fails) {
+		s->drv = *st;
+	}
+	return 0;
+}
+
+DRIVER_PROGS(snoop_drv)
 
 /* ------------------------------------------------------------------ complete */
 
@@ -458,6 +508,19 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 		   (error ? SNOOP_IO_ERROR : 0);
 	e->inflight = slot.inflight;
 	e->nr_bios = slot.nr_bios;
+	/* The driver's of this dispatch: a completion after the issue, before this one. */
+	if (s && slot.dc >= slot.issue_ns && slot.dc <= now && slot.drv.kind) {
+		e->drv_submit_ns = slot.ds;
+		e->drv_done_ns = slot.dc;
+		e->drv = slot.drv;
+		e->drv_fails = slot.drv_fails;
+	} else {
+		e->drv_submit_ns = 0;
+		e->drv_done_ns = 0;
+		e->drv = (struct drv_status){};
+		e->drv_fails = 0;
+	}
+	e->pad2 = 0;
 	e->error = error;
 	e->path_id = 0;
 	e->flusher = wb_flusher;

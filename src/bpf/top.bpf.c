@@ -19,6 +19,7 @@
 #include "vfs.bpf.h"
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
+#include "driver.bpf.h"
 #include "syscall.bpf.h"
 #include "bio_slot.bpf.h"
 #define BIO_Q_SLOTS (1U << 17)
@@ -186,7 +187,7 @@ DEFINE_MAP_FLAGS(dhists, BPF_MAP_TYPE_PERCPU_HASH, struct top_dhist_key, struct 
 DEFINE_MAP(dhist_fast, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct top_dhist_slot, TOP_DH_FAST_SLOTS);
 
 /* Cache flushes completed per disk (the flush request the block layer issues). */
-DEFINE_MAP(dev_flushes, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct top_dev_flush, 256);
+DEFINE_MAP(disk_counts, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct top_disk_counts, 256);
 
 DEFINE_MAP_FLAGS(wb, BPF_MAP_TYPE_PERCPU_HASH, struct top_wb_key, struct top_wb_val, 4096,
 		 BPF_F_NO_PREALLOC);
@@ -1727,15 +1728,15 @@ static __noinline void account_flush(struct request *rq, struct rq_info *ri)
 	add_latency(s, ri);
 }
 
-static const struct top_dev_flush dev_flush_zero;
+static const struct top_disk_counts disk_counts_zero;
 
 /* The flush row of disk @dev (KDEV), made if missing; NULL: not counted (counted). */
-static __always_inline struct top_dev_flush *dev_flush_get(__u32 dev)
+static __always_inline struct top_disk_counts *disk_counts_get(__u32 dev)
 {
-	struct top_dev_flush *f;
+	struct top_disk_counts *f;
 	long err;
 
-	f = map_lookup_or_init(&dev_flushes, &dev, &dev_flush_zero, &err);
+	f = map_lookup_or_init(&disk_counts, &dev, &disk_counts_zero, &err);
 	if (!f)
 		count(TOP_DROP_FLUSH_LOST);
 	return f;
@@ -1750,11 +1751,11 @@ static __always_inline __u32 disk_dev(struct gendisk *disk)
 static __noinline void account_dev_flush(struct request *rq, __u64 ns)
 {
 	struct gendisk *disk = KRP(struct request, rq, q)->disk;
-	struct top_dev_flush *f;
+	struct top_disk_counts *f;
 
 	if (!disk)
 		return;
-	f = dev_flush_get(disk_dev(disk));
+	f = disk_counts_get(disk_dev(disk));
 	if (!f)
 		return;
 	f->nr++;
@@ -1909,14 +1910,14 @@ static __noinline void send_slow_rq(struct request *rq, struct walk *w, __u32 nr
 static __noinline void rq_unseen(struct top_rq_slot *s, __u32 bytes, __u64 now)
 {
 	struct rq_info ri = {};
-	struct top_dev_flush *f;
+	struct top_disk_counts *f;
 	struct run r = {};
 
 	if (!s || !dev_ok(s->dev))
 		return;
 	count(TOP_DROP_RQ_UNSEEN);
 	if (s->state & TOP_RQ_FLUSH) {
-		f = dev_flush_get(s->dev);
+		f = disk_counts_get(s->dev);
 		if (f) {
 			f->nr++;
 			f->untimed++;
@@ -1980,15 +1981,58 @@ static __always_inline int issue_rq(struct request *rq)
 
 TP_PROGS(block_rq_issue, top_rq_issue, issue_rq, TP_PTR(struct request, 0))
 
-/* A request goes back to be issued again: not a completion. */
+/* A request goes back to be issued again: not a completion; counted on its disk. */
 static __always_inline int requeue_rq(struct request *rq)
 {
 	struct top_rq_slot *s = slot_find(&rq_issues, rq, NR_RQ_SLOTS);
+	struct gendisk *disk = KRP(struct request, rq, q)->disk;
+	struct top_disk_counts *f;
 
 	if (s && s->state)
 		s->state = 0;
+	f = disk ? disk_counts_get(disk_dev(disk)) : NULL;
+	if (f)
+		f->drv.requeues++;
 	return 0;
 }
+
+/*
+ * The driver's completions, timeouts and refusals, on the request's disk
+ * (driver.bpf.h): the disk's driver counters and its last error's status.
+ */
+static __always_inline int drv_seen(__u64 rq, __u32 what, struct drv_status *st, __u32 cid,
+				    __u64 now)
+{
+	struct request *r = (void *)rq;
+	struct top_disk_counts *f;
+	__u32 major, minor;
+
+	if (!rq || what == DRV_SUBMIT)
+		return 0;
+	major = BPF_CORE_READ(r, q, disk, major);
+	minor = BPF_CORE_READ(r, q, disk, first_minor);
+	if (!major)
+		return 0;
+	f = disk_counts_get(major << 20 | minor);
+	if (!f)
+		return 0;
+	if (what == DRV_DONE) {
+		f->drv.cmds++;
+		if (f->drv.last.kind != st->kind)
+			f->drv.last.kind = st->kind;
+		if (st->status) {
+			f->drv.errors++;
+			f->drv.last = *st;
+		}
+	} else if (what == DRV_TIMEOUT) {
+		f->drv.timeouts++;
+	} else {
+		f->drv.dispatch_errors++;
+	}
+	return 0;
+}
+
+DRIVER_ERROR_PROGS(top_drv)
 
 TP_PROGS(block_rq_requeue, top_rq_requeue, requeue_rq, TP_PTR(struct request, 0))
 

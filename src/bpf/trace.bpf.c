@@ -20,6 +20,7 @@
 #include "vfs.bpf.h"
 #include "proc.bpf.h"
 #include "fallback.bpf.h"
+#include "driver.bpf.h"
 #include "syscall.bpf.h"
 #include "bio_slot.bpf.h"
 /* The core's classification only: trace's bios belong to its traced requests. */
@@ -206,6 +207,13 @@ struct rq_slot {
 	__u64 i, d, rq_ts;
 	__u32 requeues;
 	__u32 pad;
+	/* The driver (driver.bpf.h): times of this life only where drv_life >= start. */
+	__u64 ds, dc;
+	__u64 drv_life; /* the request's start_time_ns at the driver's last submission */
+	struct drv_status drv;
+	__u16 drv_tag, hwq, cid;
+	__u8 drv_fails;
+	__u8 drv_flags; /* TRACE_BIO_DRV_TIMEOUT, TRACE_BIO_DRV_REFUSED >> 8 */
 };
 
 DEFINE_MAP(rq_slots, BPF_MAP_TYPE_ARRAY, __u32, struct rq_slot, NR_RQ_SLOTS);
@@ -297,6 +305,8 @@ static __always_inline void rec_reset(struct trace_rec *r, __u32 op, __u64 now)
 	r->first_q = 0;
 	r->last_c = 0;
 	r->crit_h = 0;
+	r->crit_ds = 0;
+	r->crit_dc = 0;
 	r->held_q = 0;
 	r->held_h = 0;
 	r->offcpu_ns = 0;
@@ -506,7 +516,7 @@ __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 {
 	struct trace_op_hists *h;
 	__u64 *st;
-	bool blk = false;
+	bool blk = false, drv;
 	__u32 op;
 	int i;
 
@@ -545,6 +555,8 @@ __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 	}
 	st[TRACE_ST_OFFCPU] = r->offcpu_ns;
 	st[TRACE_ST_IOWAIT] = r->iowait_ns;
+	drv = blk &&
+	      trace_drv_split(r->crit_d, r->crit_ds, r->crit_dc, r->last_c, &st[TRACE_ST_DRV_IN]);
 	/*
 	 * Direct I/O ends after its last bio, and block_rq_complete fires before the bio
 	 * ends: a bio still open here had a completion no program ran for (docs: a kernel
@@ -574,6 +586,11 @@ __noinline int finish(struct trace_rec *r, __u64 end, __s64 ret)
 			hist_put(&h->st[TRACE_ST_D2C], st[TRACE_ST_D2C]);
 			hist_put(&h->st[TRACE_ST_Q2C], st[TRACE_ST_Q2C]);
 			hist_put(&h->st[TRACE_ST_POST_BLOCK], st[TRACE_ST_POST_BLOCK]);
+		}
+		if (drv) {
+			hist_put(&h->st[TRACE_ST_DRV_IN], st[TRACE_ST_DRV_IN]);
+			hist_put(&h->st[TRACE_ST_DEVICE], st[TRACE_ST_DEVICE]);
+			hist_put(&h->st[TRACE_ST_DRV_OUT], st[TRACE_ST_DRV_OUT]);
 		}
 		if (trace_op_in_thread(op) && !(r->flags & TRACE_F_NO_OFFCPU)) {
 			hist_put(&h->st[TRACE_ST_OFFCPU], st[TRACE_ST_OFFCPU]);
@@ -1768,18 +1785,100 @@ TP_PROGS(block_rq_insert, trace_rq_insert, rq_event, TP_PTR(struct request, 0), 
 TP_PROGS(block_rq_issue, trace_rq_issue, rq_event, TP_PTR(struct request, 0), RQ_ISSUE)
 TP_PROGS(block_rq_requeue, trace_rq_requeue, rq_event, TP_PTR(struct request, 0), RQ_REQUEUE)
 
+/* ------------------------------------------------------------------ driver */
+
+/*
+ * A driver hook saw request @rq (a number): its times and status go into the request's
+ * slot, for its completion (complete_rq) to give to its bios. A submission starts the
+ * driver's record of the request's life (its start_time_ns); a requeued request's next
+ * attempt keeps it, so failed attempts add up.
+ */
+static __always_inline int drv_seen(__u64 rq, __u32 what, struct drv_status *st, __u32 cid,
+				    __u64 now)
+{
+	struct request *r = (void *)rq;
+	struct rq_slot *s;
+	__u64 life;
+
+	if (!rq)
+		return 0;
+	s = slot_at_tag(&rq_slots, pv_addr(rq), NR_RQ_SLOTS);
+	if (!s)
+		return 0;
+	if (what == DRV_SUBMIT) {
+		life = BPF_CORE_READ(r, start_time_ns);
+		if (s->tag != pv_addr(rq))
+			s->tag = pv_addr(rq);
+		if (s->drv_life != life) {
+			s->drv_life = life;
+			s->drv_fails = 0;
+			s->drv_flags = 0;
+			s->drv = *st;
+		}
+		s->ds = now;
+		s->dc = 0;
+		s->drv_tag = BPF_CORE_READ(r, tag);
+		s->hwq = BPF_CORE_READ(r, mq_hctx, queue_num);
+		s->cid = cid;
+		return 0;
+	}
+	/*
+	 * Completions and errors of a request whose submission (by the same driver: every
+	 * blk-mq driver's completion passes virtio-blk's hook) this slot holds.
+	 */
+	if (s->tag != pv_addr(rq) || s->drv.kind != st->kind)
+		return 0;
+	if (what == DRV_DONE) {
+		s->dc = now;
+		if (st->status) {
+			if (s->drv_fails < 255)
+				s->drv_fails++;
+			s->drv = *st;
+		} else if (!s->drv_fails) {
+			s->drv = *st;
+		}
+	} else if (what == DRV_TIMEOUT) {
+		s->drv_flags |= TRACE_BIO_DRV_TIMEOUT >> 8;
+	} else if (what == DRV_DISPATCH_ERROR) {
+		s->drv_flags |= TRACE_BIO_DRV_REFUSED >> 8;
+	}
+	return 0;
+}
+
+DRIVER_PROGS(trace_drv)
+
 /* ------------------------------------------------------------------ block: complete */
 
 /* What one request completion knows, for each of its bios. */
 struct done {
 	struct bio *bio;
 	__u64 now, g, i, d;
+	__u64 ds, dc; /* the driver's, 0 if none (dc) or unseen (ds) */
+	struct drv_status drv;
 	__u32 left; /* completed bytes not yet given to a bio */
 	__u16 flags;
 	__s16 error;
 	__u16 requeues;
-	__u16 pad;
+	__u16 drv_tag, hwq, cid;
+	__u8 drv_fails;
+	__u8 pad[7];
 };
+
+/* The driver's part of a completion, from the request's slot @s (of this life). */
+static __always_inline void driver_done(struct done *dn, struct rq_slot *s)
+{
+	dn->drv = s->drv;
+	dn->drv_fails = s->drv_fails;
+	dn->flags |= (__u16)s->drv_flags << 8;
+	dn->drv_tag = s->drv_tag;
+	dn->hwq = s->hwq;
+	dn->cid = s->cid;
+	/* Its stages: a completion the driver took after the issue, before this one. */
+	if (s->dc && s->dc >= dn->d && s->dc <= dn->now && s->ds <= s->dc) {
+		dn->ds = s->ds;
+		dn->dc = s->dc;
+	}
+}
 
 /*
  * Gives one completed bio, whose slot is @s, to its request; the writeback request may
@@ -1822,6 +1921,8 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 		r->crit_i = i;
 		r->crit_d = d;
 		r->crit_h = o.h;
+		r->crit_ds = dn->ds;
+		r->crit_dc = dn->dc;
 	}
 	n = r->nr_bios;
 	if (n >= TRACE_MAX_BIOS) {
@@ -1840,6 +1941,13 @@ static __noinline int bio_done(struct done *dn, struct bio *bio, struct bio_slot
 		b->flags = o.flags | dn->flags;
 		b->error = dn->error;
 		b->requeues = dn->requeues;
+		b->ds = dn->ds;
+		b->dc = dn->dc;
+		b->drv_tag = dn->drv_tag;
+		b->hwq = dn->hwq;
+		b->cid = dn->cid;
+		b->drv_fails = dn->drv_fails;
+		b->drv = dn->drv;
 		r->nr_bios = n + 1;
 	}
 	if (KEY_KIND(o.key) == (KEY_WB >> 60))
@@ -1910,6 +2018,8 @@ static __always_inline int complete_rq(struct request *rq, int error, unsigned i
 	}
 	if (!dn.d)
 		dn.d = rq->io_start_time_ns; /* its slot was taken by another request */
+	if (s && s->drv_life == start && start)
+		driver_done(&dn, s);
 	if (!dn.d)
 		dn.flags |= TRACE_BIO_NO_ISSUE;
 	if (error) {

@@ -13,6 +13,7 @@
 #include "collect/psi.h"
 #include "disks.h"
 #include "diskstats.h"
+#include "driver_abi.h"
 
 /* Disks a sample holds at most. */
 #define SAMPLER_MAX_DISKS 64
@@ -24,6 +25,12 @@ struct io_disk_sample {
 	bool have_metrics; /* false for the first sample of a disk */
 	/* The slowest request on it in the sample, ms; NaN without a collector timing them. */
 	double slowest_ms;
+	/*
+	 * Its driver's counters in the sample (top's collector; have_drv false without):
+	 * drv.last.kind DRV_NONE where no driver hook completed a command on it.
+	 */
+	struct drv_disk_stats drv;
+	bool have_drv;
 };
 
 struct io_sample {

@@ -48,6 +48,11 @@ struct snoop_line {
 	const char *kind;      /* enum blk_owner_kind's name */
 	const char *path;      /* file path, NULL if none captured */
 	int64_t queue_ns, device_ns, total_ns; /* -1: unknown */
+	/*
+	 * Of device_ns, the driver's view (-1: no driver hook saw it): from its submission
+	 * of the command (the issue, if that came first) to its taking the completion.
+	 */
+	int64_t drv_ns;
 	/* Escaped names, in arrays of at least 16 bytes, and their lengths. */
 	const char *comm_text, *disk_text;
 	size_t comm_text_len, disk_text_len;

@@ -143,16 +143,18 @@ struct dev_cov {
 	uint64_t flushes_untimed, flush_untimed_ns;
 	uint64_t ds_flushes, ds_flush_ms; /* /proc/diskstats' flush fields in the window */
 	struct rq_open unresolved;	  /* issued before ds_end, completion not seen */
+	struct drv_disk_stats drv;	  /* the driver's counters in the window */
 	bool traced; /* request-based (blk-mq): bio-based devices are not counted */
 	bool ds_known;
 	bool ds_flush_known; /* the kernel prints flush fields (5.5+) */
 };
 
-/* The cache flushes of one disk, cumulative (dev_flushes map). */
-struct dev_flush_row {
+/* The cache flushes and the driver's counters of one disk (disk_counts map). */
+struct disk_counts_row {
 	uint32_t dev;
 	uint64_t nr, ns;
-	uint64_t untimed, untimed_ns; /* struct top_dev_flush */
+	uint64_t untimed, untimed_ns; /* struct top_disk_counts */
+	struct drv_disk_stats drv;
 };
 
 /*
@@ -190,7 +192,7 @@ struct top_ctx {
 	size_t nr_prev;
 	struct wbrow *prev_wb;
 	size_t nr_prev_wb;
-	struct dev_flush_row *prev_fl;
+	struct disk_counts_row *prev_fl;
 	size_t nr_prev_fl;
 	uint64_t prev_drops[TOP_DROP_NR];
 	uint32_t gen;
@@ -227,7 +229,7 @@ struct top_snapshot {
 	size_t nr_rows;
 	struct wbrow *wb;
 	size_t nr_wb;
-	struct dev_flush_row *flushes; /* per disk, in the window */
+	struct disk_counts_row *flushes; /* per disk, in the window */
 	size_t nr_flushes;
 	struct rq_open *open; /* per device: issued before ds_end, completion not seen */
 	size_t nr_open;
@@ -277,6 +279,11 @@ int top_collect_open(const struct top_opts *o, const struct top_sink *sink, stru
 int top_collect_read(struct top_ctx *c, struct top_snapshot *snap);
 void top_snapshot_free(struct top_snapshot *snap);
 int top_collect_poll(struct top_ctx *c, int timeout_ms);
+/*
+ * Each disk's cache flushes and driver counters since the collector opened (cumulative),
+ * in *@rows (free() it); none yet: NULL, 0.
+ */
+int top_collect_disk_counts(struct top_ctx *c, struct disk_counts_row **rows, size_t *nr);
 /* With disk_hists: every disk and op's histograms so far, a new array in *@rows (free()). */
 int top_collect_disk_hists(struct top_ctx *c, struct top_disk_hist **rows, size_t *nr);
 /* Once a second: cgroups and titles of the processes seen named while they live. */
@@ -295,7 +302,7 @@ int top_collect_stalls(struct top_ctx *c, bool on);
 int top_collect_plan(plan_show_fn show, void *arg);
 
 /* setup.c: the BPF side of a collector, and the hooks of a plan (TOP_MAX_HOOKS). */
-#define TOP_MAX_HOOKS 64
+#define TOP_MAX_HOOKS 72
 int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *hooks);
 int top_setup(struct top_ctx *c);
 void top_teardown(struct top_ctx *c);

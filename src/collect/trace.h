@@ -130,7 +130,7 @@ struct tl_item {
 	char text[96];
 };
 
-#define TL_MAX (TRACE_MAX_EVENTS + TRACE_MAX_BIOS * 6 + 4)
+#define TL_MAX (TRACE_MAX_EVENTS + TRACE_MAX_BIOS * 8 + 4)
 
 double trace_us(uint64_t ns);
 const char *trace_fmt_dur(uint64_t ns, char *buf, size_t len);
@@ -145,6 +145,12 @@ const char *trace_ev_name(uint32_t type);
 char trace_bio_dir(const struct trace_bio *b);
 uint32_t trace_bios_missing(const struct trace_rec *r);
 int trace_timeline(const struct trace_rec *r, struct tl_item *v);
+/* Whether the record's stages include d2c's driver split (drv_in, device, drv_out). */
+bool trace_rec_has_drv_stages(const struct trace_rec *r);
+/* A bio's driver split of its d2c into @st (drv_in, device, drv_out): false if none. */
+bool trace_bio_drv_stages(const struct trace_bio *b, uint64_t st[3]);
+/* A bio's "driver" member (null if no driver hook saw it), times from @start. */
+void trace_json_driver(struct jw *jw, const struct trace_bio *b, uint64_t start);
 
 /* JSON of a flag word: an array of the names of its bits (watch's, trace's renderer). */
 void trace_json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio);
@@ -154,7 +160,7 @@ void trace_json_flags(struct jw *jw, const char *key, uint32_t flags, bool bio);
  * nothing wanted), and the reader of its ring buffer; @c zeroed by the caller. Failures
  * are reported. trace_collect_close() undoes any part of it.
  */
-#define TRACE_MAX_HOOKS 64
+#define TRACE_MAX_HOOKS 72
 int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
 		       const struct trace_sink *sink);
 /* Stops the kernel's sending and takes in what it sent. 0 or -errno, said. */

@@ -375,6 +375,18 @@ void metrics_note_disk_hists(struct metrics *m, const struct metrics_dhist *h, i
 	pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_note_disk_drivers(struct metrics *m, const struct metrics_ddrv *d, int nr, bool hooked)
+{
+	if (nr > (int)(sizeof(m->ddrvs) / sizeof(m->ddrvs[0])))
+		nr = sizeof(m->ddrvs) / sizeof(m->ddrvs[0]);
+	pthread_mutex_lock(&m->lock);
+	memcpy(m->ddrvs, d, nr * sizeof(*d));
+	m->nr_ddrvs = nr;
+	m->have_ddrvs = true;
+	m->ddrv_hooked = hooked;
+	pthread_mutex_unlock(&m->lock);
+}
+
 /*
  * Keeps @d's time counters counting past the 2^32 ms the kernel prints them in (49.7
  * days of summed request time: days on a busy disk), so that each stays monotonic for
@@ -727,6 +739,77 @@ static int render_hists(struct metrics *m, struct mwriter *w)
 	return 0;
 }
 
+/* What a driver family counts. */
+enum drv_figure { DF_REQUEUES, DF_COMMANDS, DF_ERRORS, DF_TIMEOUTS, DF_REFUSED, DF_NR };
+
+static uint64_t drv_figure(const struct drv_disk_stats *s, enum drv_figure f)
+{
+	switch (f) {
+	case DF_REQUEUES:
+		return s->requeues;
+	case DF_COMMANDS:
+		return s->cmds;
+	case DF_ERRORS:
+		return s->errors;
+	case DF_TIMEOUTS:
+		return s->timeouts;
+	default:
+		return s->dispatch_errors;
+	}
+}
+
+/*
+ * The driver's counters of each disk of this scrape, from zero for a disk none was
+ * counted on yet (increase() sees the first). Requeues are the block layer's, on every
+ * disk; the others only where a driver hook is attached (NVMe, SCSI).
+ */
+static void render_drivers(struct metrics *m, struct mwriter *w)
+{
+	static const struct {
+		const char *name, *help;
+	} fam[DF_NR] = {
+		{"iospan_disk_requeues_total",
+		 "Requests the block layer requeued (a driver's retry, or busy), per disk."},
+		{"iospan_disk_driver_commands_total",
+		 "Commands the disk's driver completed (each attempt), NVMe and SCSI."},
+		{"iospan_disk_driver_errors_total",
+		 "Of the driver's commands, those completed with an error status."},
+		{"iospan_disk_driver_timeouts_total", "Commands whose driver timeout handler ran."},
+		{"iospan_disk_driver_dispatch_errors_total",
+		 "Commands the driver refused to queue (host busy), SCSI."},
+	};
+	static const struct drv_disk_stats zero;
+	struct metrics_ddrv *v;
+	struct prom_label l;
+	int n, err = 0, i, j, f;
+	bool on, hooked;
+
+	pthread_mutex_lock(&m->lock);
+	on = m->have_ddrvs;
+	hooked = m->ddrv_hooked;
+	n = m->nr_ddrvs;
+	v = copy_of(m->ddrvs, n, sizeof(*v), &err);
+	pthread_mutex_unlock(&m->lock);
+	if (!on || err)
+		return;
+	for (f = 0; f < (hooked ? DF_NR : DF_COMMANDS); f++) {
+		mw_family(w, fam[f].name, PROM_COUNTER, fam[f].help);
+		for (j = 0; j < m->nr_disks; j++) {
+			const struct metrics_disk *md = &m->disks[j];
+			const struct drv_disk_stats *s = &zero;
+
+			if (!md->seen)
+				continue;
+			for (i = 0; i < n; i++)
+				if (v[i].major == md->last.major && v[i].minor == md->last.minor)
+					s = &v[i].s;
+			l = (struct prom_label){"disk", md->last.name};
+			mw_sample(w, &l, 1, MW_INT(drv_figure(s, f)));
+		}
+	}
+	free(v);
+}
+
 /* What a per-cgroup family counts. */
 enum cg_figure { CG_DISK_BYTES, CG_REQUESTS, CG_REQUEST_TIME, CG_FS_BYTES, CG_WRITEBACK };
 
@@ -961,6 +1044,7 @@ int metrics_write(struct metrics *m, struct mwriter *w)
 		update_disks(m);
 		render_disks(m, w);
 		ret = render_hists(m, w);
+		render_drivers(m, w);
 	}
 	render_pressure(&m->sample->psi, w);
 	ret = render_cgroups(m, w) ?: ret;

@@ -78,6 +78,12 @@ struct metrics_dhist {
 	struct top_dhist h;
 };
 
+/* A disk's driver counters since top's collector opened (driver_abi.h). */
+struct metrics_ddrv {
+	unsigned int major, minor;
+	struct drv_disk_stats s;
+};
+
 /*
  * What the processes of one cgroup did on one disk (top's collector): a sample's
  * changes for metrics_note_cgroups(), and the totals the endpoint keeps. Requests and
@@ -135,6 +141,9 @@ struct metrics {
 	bool have_cgroups;
 	char cgroup2[256]; /* the cgroup2 mount: io.pressure, and whether a cgroup is gone */
 	bool have_dhists;  /* top's collector gave them (it may have none yet) */
+	struct metrics_ddrv ddrvs[SAMPLER_MAX_DISKS * 2];
+	int nr_ddrvs;
+	bool have_ddrvs, ddrv_hooked; /* top gave them; a driver's hook is attached */
 	struct otlp_stats otlp; /* OTLP export's figures, with --otlp-endpoint */
 	bool have_otlp;
 };
@@ -164,6 +173,12 @@ void metrics_note_cgroups(struct metrics *m, const struct metrics_cgroup_io *d, 
 
 /* The disks' histograms now (@nr of them, at most METRICS_MAX_DHISTS). */
 void metrics_note_disk_hists(struct metrics *m, const struct metrics_dhist *h, int nr);
+/*
+ * Top's driver counters of each disk (@nr of them), and whether any driver hook is
+ * attached (else only the requeues are there).
+ */
+void metrics_note_disk_drivers(struct metrics *m, const struct metrics_ddrv *d, int nr,
+			       bool hooked);
 
 /* OTLP export's figures now. */
 void metrics_note_otlp(struct metrics *m, const struct otlp_stats *s);

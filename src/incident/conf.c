@@ -30,6 +30,7 @@ const struct option watch_conf_opts[] = {
 	{ "psi-some", required_argument, NULL, WATCH_OPT_RULE + WT_PSI_SOME },
 	{ "psi-full", required_argument, NULL, WATCH_OPT_RULE + WT_PSI_FULL },
 	{ "slow-request", required_argument, NULL, WATCH_OPT_RULE + WT_SLOW_REQUEST },
+	{ "driver-errors", required_argument, NULL, WATCH_OPT_RULE + WT_DRIVER_ERRORS },
 	{ "for", required_argument, NULL, WATCH_OPT_FOR },
 	{ "interval", required_argument, NULL, WATCH_OPT_INTERVAL },
 	{ "pre", required_argument, NULL, WATCH_OPT_PRE },

@@ -12,15 +12,16 @@
 static const struct {
 	const char *name, *unit;
 } metric_info[WT_NR_METRICS] = {
-	[WT_UTIL] = { "util", "%" },
-	[WT_AWAIT] = { "await", " ms" },
-	[WT_READ_MBPS] = { "read-mbps", " MB/s" },
-	[WT_WRITE_MBPS] = { "write-mbps", " MB/s" },
-	[WT_IOPS] = { "iops", "/s" },
-	[WT_AQU] = { "aqu", "" },
-	[WT_SLOW_REQUEST] = { "slow-request", " ms" },
-	[WT_PSI_SOME] = { "psi-some", "%" },
-	[WT_PSI_FULL] = { "psi-full", "%" },
+	[WT_UTIL] = {"util", "%"},
+	[WT_AWAIT] = {"await", " ms"},
+	[WT_READ_MBPS] = {"read-mbps", " MB/s"},
+	[WT_WRITE_MBPS] = {"write-mbps", " MB/s"},
+	[WT_IOPS] = {"iops", "/s"},
+	[WT_AQU] = {"aqu", ""},
+	[WT_SLOW_REQUEST] = {"slow-request", " ms"},
+	[WT_DRIVER_ERRORS] = {"driver-errors", ""},
+	[WT_PSI_SOME] = {"psi-some", "%"},
+	[WT_PSI_FULL] = {"psi-full", "%"},
 };
 
 const char *wt_metric_name(enum wt_metric m)
@@ -75,7 +76,8 @@ void wt_values(const struct ds_metrics *m, const struct psi_io *psi, double v[WT
 
 unsigned int wt_hold(const struct wt_rules *r, enum wt_metric m)
 {
-	return m == WT_SLOW_REQUEST || !r->hold ? 1 : r->hold;
+	/* One slow request or one error is the news: no --for. */
+	return m == WT_SLOW_REQUEST || m == WT_DRIVER_ERRORS || !r->hold ? 1 : r->hold;
 }
 
 int wt_check(const struct wt_rules *rules, struct wt_counter *c, const double v[WT_NR_METRICS],

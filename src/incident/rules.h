@@ -15,15 +15,16 @@
 
 /* What a rule measures; disk rules first, then the system-wide pressure ones. */
 enum wt_metric {
-	WT_UTIL,	 /* %util */
-	WT_AWAIT,	 /* max(r_await, w_await), ms */
-	WT_READ_MBPS,	 /* rkB/s / 1024 */
-	WT_WRITE_MBPS,	 /* wkB/s / 1024 */
-	WT_IOPS,	 /* completed requests of every kind per second */
-	WT_AQU,		 /* aqu-sz */
-	WT_SLOW_REQUEST, /* the slowest request on the disk in the sample (--detail), ms */
-	WT_PSI_SOME,	 /* /proc/pressure/io some avg10, % */
-	WT_PSI_FULL,	 /* full avg10, % */
+	WT_UTIL,	  /* %util */
+	WT_AWAIT,	  /* max(r_await, w_await), ms */
+	WT_READ_MBPS,	  /* rkB/s / 1024 */
+	WT_WRITE_MBPS,	  /* wkB/s / 1024 */
+	WT_IOPS,	  /* completed requests of every kind per second */
+	WT_AQU,		  /* aqu-sz */
+	WT_SLOW_REQUEST,  /* the slowest request on the disk in the sample (--detail), ms */
+	WT_DRIVER_ERRORS, /* the driver's errors, timeouts, refusals on the disk in the sample */
+	WT_PSI_SOME,	  /* /proc/pressure/io some avg10, % */
+	WT_PSI_FULL,	  /* full avg10, % */
 	WT_NR_METRICS,
 };
 #define WT_NR_DISK_METRICS WT_PSI_SOME

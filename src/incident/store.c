@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "drvstatus.h"
 #include "err.h"
 #include "json.h"
 #include "incident/store.h"
@@ -111,7 +112,9 @@ static const char schema_sql[] =
  * made opens. Nullable columns added since (a watcher of the same schema that does not
  * know them leaves them NULL): incidents.fs_bytes, how FS bytes were counted; kernel
  * (uname -r), collectors (what each BPF collector did at the start, JSON) and target (the
- * target filter its collectors had, as given).
+ * target filter its collectors had, as given). 3 to 4: samples gained driver (each disk's
+ * driver counters in the sample, JSON): the samples insert names every column by place,
+ * so a watcher of schema 3 must not write to a database that has it.
  */
 static const struct {
 	const char *table, *column;
@@ -120,6 +123,7 @@ static const struct {
 	{"stalls", "count INTEGER", false},	{"files", "generation INTEGER", true},
 	{"incidents", "fs_bytes TEXT", true},	{"incidents", "kernel TEXT", true},
 	{"incidents", "collectors TEXT", true}, {"incidents", "target TEXT", true},
+	{"samples", "driver TEXT", true},
 };
 
 static int sqlite_errno(int rc)
@@ -487,7 +491,7 @@ static int prepare_sample(struct watch_store *st)
 	int rc = sqlite3_prepare_v2(
 		st->db,
 		"INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-		" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		-1, &st->sample_stmt, NULL);
 
 	return rc == SQLITE_OK ? 0 : store_fail(st, rc, "cannot set up database");
@@ -659,13 +663,18 @@ int store_trigger_add(struct watch_store *st, int64_t id, const struct store_tri
 			 "i", (int64_t)id);
 }
 
+static void fill_driver(struct jw *jw, const void *arg)
+{
+	drv_json_disk_stats(jw, NULL, arg);
+}
+
 int store_sample_add(struct watch_store *st, int64_t id, const struct io_sample *smp,
 		     const char *phase)
 {
 	const struct io_disk_sample *d;
 	const struct ds_metrics *m;
 	sqlite3_stmt *s = st->sample_stmt;
-	char dev[24], line[512];
+	char dev[24], line[512], *drv;
 	int i, k, rc;
 
 	for (i = 0; i < smp->nr; i++) {
@@ -708,7 +717,13 @@ int store_sample_add(struct watch_store *st, int64_t id, const struct io_sample 
 			k += 4;
 		}
 		sqlite3_bind_text(s, k++, line, -1, SQLITE_TRANSIENT);
+		/* The driver's counters in the sample (top's collector), else NULL. */
+		drv = d->have_drv ? jw_text(fill_driver, &d->drv, NULL) : NULL;
+		if (drv)
+			sqlite3_bind_text(s, k, drv, -1, SQLITE_TRANSIENT);
+		k++;
 		rc = sqlite3_step(s);
+		free(drv);
 		sqlite3_reset(s);
 		if (rc != SQLITE_DONE)
 			return sqlite_errno(rc);

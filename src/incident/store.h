@@ -20,8 +20,8 @@ struct sqlite3_stmt;
 struct watch_store;
 
 /* The schema this build writes and reads (docs/iospan-watch.md); newer ones are refused. */
-#define STORE_SCHEMA_VERSION 3
-#define STORE_SCHEMA_TEXT    "3"
+#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_TEXT    "4"
 
 enum store_open {
 	STORE_WATCHER, /* create if needed, lock for the one watcher, close stale ones */

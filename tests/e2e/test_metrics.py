@@ -46,6 +46,7 @@ FAMILIES = {
     "iospan_hook_info": "gauge",
     "iospan_disk_latency_seconds": "histogram",
     "iospan_disk_request_size_bytes": "histogram",
+    "iospan_disk_requeues_total": "counter",
 }
 ATTACH_MODES = {"tp_btf", "raw_tp", "tracepoint", "fentry", "kprobe", "none"}
 

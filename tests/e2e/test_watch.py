@@ -1218,7 +1218,7 @@ def test_schema_1_database_is_migrated(disk, tmp_path):
         assert "count" in cols, cols
         assert con.execute("SELECT count(*) FROM dropped").fetchone() == (0,)
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'"
-                           ).fetchone() == ("3",)
+                           ).fetchone() == ("4",)
         assert "generation" in [r[1] for r in con.execute("PRAGMA table_info(files)")]
         assert con.execute("SELECT fs_bytes FROM incidents").fetchall() == [(None,)]
         assert con.execute("SELECT count(*) FROM threads").fetchone() == (0,)

@@ -41,7 +41,7 @@ PKG_RE = re.compile(r"^linux-image-(\d+\.\d+)\.([0-9.+a-z-]*?)-(cloud-amd64|rt-a
 # those built into a flavour are skipped. crc32c_generic first: ext4, xfs and btrfs ask
 # the crypto API for "crc32c" at mount, which no modprobe would load in the guest.
 GUEST_MODULES = ["crc32c_generic", "virtio_pci", "virtio_blk", "ext4", "loop", "xfs", "btrfs",
-                 "null_blk"]
+                 "null_blk", "nvme", "virtio_scsi", "sd_mod"]
 
 SCRATCH_FS = ("ext4", "xfs", "btrfs")
 # The disks the guest gets, in order (vda, vdb, ...): the scratch file systems, then
@@ -50,6 +50,17 @@ GUEST_DISKS = SCRATCH_FS + ("raw",)
 SUITES = ("full", "smoke")
 SCRATCH_MB = 512
 RESULTS_MB = 64
+# Driver disks (no file system): an emulated NVMe namespace and a SCSI disk on
+# virtio-scsi, each behind QEMU's blkdebug driver, which fails every read of
+# BAD_SECTOR (the guest's driver errors, retries and the request they hit).
+DRIVER_DISKS = ("nvme", "scsi")
+DRIVER_MB = 64
+BAD_SECTOR = 65536
+BLKDEBUG_CONF = """[inject-error]
+event = "read_aio"
+errno = "5"
+sector = "%d"
+""" % BAD_SECTOR
 
 
 class MatrixError(Exception):
@@ -260,9 +271,10 @@ def _console_trouble(path):
 
 
 def boot(name, workdir, cmd=None, timeout=900, iospan_bin=None, extra_bins=None,
-         suite="full"):
+         suite="full", extra_qemu=(), prefix=()):
     """Boots kernel @name with the guest suite (@suite: full or smoke) or @cmd;
-    returns (results_dir, console)."""
+    returns (results_dir, console). @extra_qemu: more QEMU arguments (disks after the
+    results disk: vdf, ...); @prefix: a command QEMU runs under (it execs QEMU's argv)."""
     root = kernel_dir(name)
     vmlinuz = os.path.join(root, "boot", "vmlinuz-" + name)
     if not os.path.exists(vmlinuz):
@@ -281,11 +293,19 @@ def boot(name, workdir, cmd=None, timeout=900, iospan_bin=None, extra_bins=None,
         img = os.path.join(workdir, fs + ".img")
         _make_disk(img, SCRATCH_MB, None if fs == "raw" else fs)
         drives.append(img)
+    blkdebug = os.path.join(workdir, "blkdebug.conf")
+    with open(blkdebug, "w") as f:
+        f.write(BLKDEBUG_CONF)
+    driver_imgs = []
+    for kind in DRIVER_DISKS:
+        img = os.path.join(workdir, kind + ".img")
+        _make_disk(img, DRIVER_MB)
+        driver_imgs.append(img)
     results_img = os.path.join(workdir, "results.img")
     _make_disk(results_img, RESULTS_MB)
     drives.append(results_img)
-    append = "console=ttyS0 panic=-1 quiet loglevel=4 iospan.fs=%s iospan.suite=%s" % (
-        ",".join(GUEST_DISKS), suite)
+    append = ("console=ttyS0 panic=-1 quiet loglevel=4 iospan.fs=%s iospan.suite=%s "
+              "iospan.bad_sector=%d" % (",".join(GUEST_DISKS), suite, BAD_SECTOR))
     if cmd:
         # The command travels base16-encoded: the kernel command line splits on spaces.
         append += " iospan.cmd=" + cmd.encode().hex()
@@ -296,6 +316,14 @@ def boot(name, workdir, cmd=None, timeout=900, iospan_bin=None, extra_bins=None,
     qemu += ["-kernel", vmlinuz, "-initrd", initrd, "-append", append]
     for img in drives:
         qemu += ["-drive", "file=%s,format=raw,if=virtio,cache=unsafe" % img]
+    qemu += ["-drive", "if=none,id=nvme0,format=raw,cache=unsafe,"
+             "file=blkdebug:%s:%s" % (blkdebug, driver_imgs[0]),
+             "-device", "nvme,serial=iospan-nvme,drive=nvme0",
+             "-device", "virtio-scsi-pci,id=scsi0",
+             "-drive", "if=none,id=scsi0d,format=raw,cache=unsafe,"
+             "file=blkdebug:%s:%s" % (blkdebug, driver_imgs[1]),
+             "-device", "scsi-hd,drive=scsi0d,bus=scsi0.0"]
+    qemu = list(prefix) + qemu + list(extra_qemu)
     console_path = os.path.join(workdir, "console.log")
     t0 = time.monotonic()
     with open(console_path, "w") as console:
@@ -315,7 +343,7 @@ def boot(name, workdir, cmd=None, timeout=900, iospan_bin=None, extra_bins=None,
     except tarfile.TarError as e:
         raise MatrixError("%s: the guest wrote no results (%s); console %s:\n%s" %
                           (name, e, console_path, _console_trouble(console_path)))
-    for img in drives[:-1]:
+    for img in drives[:-1] + driver_imgs:
         os.unlink(img)
     with open(console_path, errors="replace") as f:
         console = f.read()

@@ -657,12 +657,17 @@ def test_top_nothing_lost(case):
 
 # --------------------------------------------------------------------------- trace
 
-def trace_docs(g, fs):
-    out = g.ok("trace-" + fs, "trace")
+def scenario_trace_docs(g, scn):
+    """(requests, totals) of scenario @scn's `trace --json`."""
+    out = g.ok(scn, "trace")
     docs = [json.loads(line) for line in out.splitlines() if line.strip()]
     totals = [d for d in docs if d["type"] == "totals"]
     assert len(totals) == 1, "%s: trace printed %d totals" % (g.kernel, len(totals))
     return [d for d in docs if d["type"] == "request"], totals[0]
+
+
+def trace_docs(g, fs):
+    return scenario_trace_docs(g, "trace-" + fs)
 
 
 def requests_of(g, fs, workload):
@@ -918,6 +923,181 @@ def test_trace_stages_add_up(case):
             assert abs(sum(st[k] for k in stages) - st["total"]) <= eps, (case, r["op"], st)
         else:
             assert abs(st["pre_block"] - st["total"]) <= eps, (case, r["op"], st)
+
+
+# --------------------------------------------------------------------------- drivers
+
+# The driver scenarios (guest suite driver_scenario): disk kind -> the driver's name.
+DRIVERS = {"nvme": "nvme", "scsi": "scsi", "virtio": "virtio-blk"}
+DRIVER_STAGES = ("drv_in", "device", "drv_out")
+
+
+def driver_docs(g, kind):
+    return scenario_trace_docs(g, "driver-" + kind)
+
+
+def missed_allowed(kernel, totals, n):
+    """How many of @n requests may be missing (assert_ops: PREEMPT_RT only)."""
+    if "-rt-" not in kernel:
+        return 0
+    return totals["counters"]["hook_runs_missed"] if counts_skipped_runs(kernel) else n
+
+
+@pytest.mark.parametrize("kind", sorted(DRIVERS))
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_driver_stages_add_up_to_d2c(kernel, kind):
+    """Known direct I/O on an emulated NVMe namespace, a SCSI disk on virtio-scsi and a
+    virtio-blk disk: every command of the workload has the driver's record (queue, tag,
+    and for NVMe the command id) and its d2c split into drv_in + device + drv_out to
+    within 1 us, per bio and for the request; the commands the driver saw are the
+    workload's (one 4 KiB read or 64 KiB write each)."""
+    g = guest(kernel)
+    reqs, totals = driver_docs(g, kind)
+    assert totals["lost"] == 0, (kernel, kind, totals)
+    for name, op in (("w-read", "pread64"), ("w-write", "pwrite64")):
+        w = g.workload("driver-" + kind, name)
+        mine = [r for r in reqs if r["pid"] == w["pid"]]
+        short = w["ops"] - len(mine)
+        assert 0 <= short <= missed_allowed(kernel, totals, w["ops"]), (
+            kernel, kind, name, len(mine), w["ops"])
+        for r in mine:
+            assert r["op"] == op and r["ret"] == w["bs"], (kernel, kind, r["op"], r["ret"])
+            assert len(r["bios"]) == 1 and r["bios"][0]["bytes"] == w["bs"], (
+                kernel, kind, r["bios"])
+            b = r["bios"][0]
+            drv = b["driver"]
+            assert drv and drv["kind"] == DRIVERS[kind], (kernel, kind, b)
+            assert drv["failed_attempts"] == 0 and drv["status"] == 0, (kernel, kind, drv)
+            assert isinstance(drv["hwq"], int) and isinstance(drv["tag"], int), drv
+            assert (drv["cid"] is not None) == (kind == "nvme"), (kernel, kind, drv)
+            assert abs(sum(drv[k + "_us"] for k in DRIVER_STAGES) - b["d2c_us"]) <= 1.0, (
+                kernel, kind, drv, b["d2c_us"])
+            assert drv["device_us"] > 0, (kernel, kind, drv)
+            st = r["stages"]
+            assert abs(sum(st[k] for k in DRIVER_STAGES) - st["d2c"]) <= 1.0, (
+                kernel, kind, st)
+
+
+@pytest.mark.parametrize("kind", ["nvme", "scsi"])
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_driver_error_on_the_request_it_hit(kernel, kind):
+    """A read of the sector QEMU's blkdebug fails (every time): dd gets an error, and
+    its one request shows the bio at that sector completed with an error, the driver's
+    status in words (QEMU answers EIO with NVMe's unrecovered read error, SCSI's CHECK
+    CONDITION with sense key ABORTED COMMAND, as the guest's kernel logs them) and every
+    attempt failed: the kernel retried each failed attempt but the last (requeues)."""
+    g = guest(kernel)
+    scn = "driver-" + kind
+    reqs, totals = driver_docs(g, kind)
+    assert int(g.file(scn, "w-bad.rc")) != 0, (kernel, kind, g.file(scn, "w-bad.err"))
+    pid = int(g.file(scn, "w-bad.pid"))
+    mine = [r for r in reqs if r["pid"] == pid]
+    if not mine and missed_allowed(kernel, totals, 1):
+        pytest.skip("%s: dd's read was one of the runs the kernel skipped" % kernel)
+    assert len(mine) == 1, (kernel, kind, mine)
+    r = mine[0]
+    assert r["ret"] < 0 and len(r["bios"]) == 1, (kernel, kind, r["ret"], r["bios"])
+    b = r["bios"][0]
+    assert b["sector"] == matrix.BAD_SECTOR and b["error"] != 0 and "error" in b["flags"], b
+    drv = b["driver"]
+    assert drv["kind"] == DRIVERS[kind] and drv["status"] != 0, (kernel, kind, drv)
+    assert drv["failed_attempts"] == b["requeues"] + 1 >= 2, (kernel, kind, drv, b["requeues"])
+    if kind == "nvme":
+        assert drv["status"] & 0x7ff == 0x281, drv
+        assert drv["status_text"].startswith("unrecovered read error"), drv
+    else:
+        assert drv["status"] & 0xff == 0x02 and drv["sense_key"] == 0xb, drv
+        assert drv["status_text"].startswith("check condition: aborted command"), drv
+
+
+@pytest.mark.parametrize("kind", sorted(DRIVERS))
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_driver_in_snoop_and_lat(kernel, kind):
+    """snoop's line of each of the workload's requests has the driver's device time,
+    within its own d2c (device_us); lat --stage device counted every request the disk
+    completed while it ran, none without the driver's stamps; the bad read's line has
+    its status in words."""
+    g = guest(kernel)
+    scn = "driver-" + kind
+    docs = [json.loads(line) for line in g.ok(scn, "snoop").splitlines() if line.strip()]
+    lines, summary = docs[:-1], docs[-1]["summary"]
+    for name in ("w-read", "w-write"):
+        w = g.workload(scn, name)
+        mine = [x for x in lines if x["pid"] == w["pid"]]
+        assert len(mine) == w["ops"], (kernel, kind, name, len(mine), summary)
+        for x in mine:
+            drv = x["driver"]
+            assert drv and drv["kind"] == DRIVERS[kind] and drv["status"] == 0, (kernel, x)
+            assert 0 < drv["device_us"] <= x["device_us"] + 0.001, (kernel, kind, x)
+            # d2c = the time to the driver's submission + its device time + drv_out.
+            assert drv["device_us"] + drv["drv_out_us"] <= x["device_us"] + 0.002, (kernel, x)
+    if kind != "virtio":
+        pid = int(g.file(scn, "w-bad.pid"))
+        bad = [x for x in lines if x["pid"] == pid]
+        assert len(bad) == 1 and bad[0]["driver"]["status"] != 0, (kernel, kind, bad)
+        assert bad[0]["driver"]["failed_attempts"] >= 2, bad[0]
+    lat = [json.loads(line) for line in g.ok(scn, "lat").splitlines() if line.strip()]
+    assert len(lat) == 1 and lat[0]["stage"] == "device", (kernel, kind, lat)
+    n = sum(h["count"] for h in lat[0]["histograms"])
+    drops = dict(lat[0]["drops"])
+    # PREEMPT_RT skips runs of a program preempted on its CPU (test_lat_count_matches_
+    # diskstats): a skipped completion is a request missing, declared.
+    skipped = drops.pop("programs_skipped") or 0 if "-rt-" in kernel else 0
+    assert n >= 64 + 16 - skipped, (kernel, kind, n, lat[0]["drops"])
+    assert not any(drops.values()), (kernel, kind, lat[0]["drops"])
+
+
+@pytest.mark.parametrize("kind", ["nvme", "scsi"])
+@pytest.mark.parametrize("kernel", KERNEL_IDS)
+def test_driver_errors_counted_per_disk(kernel, kind):
+    """The disk's driver counters over the same run (top's report), each failed attempt
+    of the bad read an error, its retries requeues, its commands the workload's 80 plus
+    those attempts; watch's --driver-errors rule opened an incident on the disk, and
+    the endpoint's counters say the same."""
+    g = guest(kernel)
+    scn = "driver-" + kind
+    reqs, totals = driver_docs(g, kind)
+    disk = g.file(scn, "disk").strip()
+    pid = int(g.file(scn, "w-bad.pid"))
+    bad = [r for r in reqs if r["pid"] == pid]
+    if not bad and missed_allowed(kernel, totals, 1):
+        pytest.skip("%s: dd's read was one of the runs the kernel skipped" % kernel)
+    failed = bad[0]["bios"][0]["driver"]["failed_attempts"]
+    top = json.loads(g.ok(scn, "top").strip().splitlines()[-1])
+    rows = [d for d in top["devices"] if d["disk"] == disk]
+    assert len(rows) == 1, (kernel, kind, top["devices"])
+    drv = rows[0]["driver"]
+    want = {"kind": DRIVERS[kind], "errors": failed, "requeues": failed - 1, "timeouts": 0,
+            "dispatch_errors": 0, "commands": 64 + 16 + failed}
+    assert {k: drv[k] for k in want} == want, (kernel, kind, drv)
+    assert drv["last_error"] == bad[0]["bios"][0]["driver"]["status_text"], drv
+    assert int(g.file(scn, "watch.rc")) == 0, g.file(scn, "watch.err")
+    incidents = json.loads(g.ok(scn, "list"))
+    fired = [i for i in incidents["incidents"] if i["rule"] == "driver-errors"]
+    assert fired and fired[0]["disk"] == disk and fired[0]["value"] >= 1, (kernel, incidents)
+    # The incident keeps the bad read (--detail full: trace's stages), d2c split by the
+    # driver in the parts the report draws end to end.
+    show = json.loads(g.ok(scn, "show"))
+    slow = [r for r in show["slow_requests"] if r["pid"] == pid]
+    assert len(slow) == 1, (kernel, kind, [(r["pid"], r["comm"]) for r in show["slow_requests"]])
+    st = json.loads(slow[0]["stages"])
+    names = [p[0] for p in st["parts"]]
+    assert "device" in names and "d2c" not in names, (kernel, kind, st["parts"])
+    assert abs(sum(p[1] for p in st["parts"]) - slow[0]["total_us"]) <= 0.01 * len(names), (
+        kernel, kind, st, slow[0]["total_us"])
+    # The samples keep the disk's driver counters: the error in one of them.
+    drv = [json.loads(x["driver"]) for x in show["samples"]
+           if x["disk"] == disk and x["driver"]]
+    assert sum(d["errors"] or 0 for d in drv) >= 1 and drv[-1]["kind"] == DRIVERS[kind], (
+        kernel, kind, drv)
+    s = prom_samples(g.file(scn, "metrics.txt"))
+    got = {k: s.get((k, frozenset([("disk", disk)]))) for k in (
+        "iospan_disk_driver_errors_total", "iospan_disk_requeues_total",
+        "iospan_disk_driver_commands_total", "iospan_disk_driver_timeouts_total")}
+    assert got == {"iospan_disk_driver_errors_total": failed,
+                   "iospan_disk_requeues_total": failed - 1,
+                   "iospan_disk_driver_commands_total": 64 + 16 + failed,
+                   "iospan_disk_driver_timeouts_total": 0}, (kernel, kind, got)
 
 
 # --------------------------------------------------------------------------- lat

@@ -11,6 +11,7 @@
 
 #include "cmd/snoop/snoop.h" /* before cmocka: its fail() macro */
 #include "common_abi.h"
+#include "drvstatus.h"
 #include "units.h"
 #include "testutil.h"
 
@@ -22,9 +23,9 @@ static char header[256];
 static void make_header(void)
 {
 	snprintf(header, sizeof(header),
-		 "%-15s %-15s %7s %7s %-7s %-4s %11s %7s %6s %6s %6s %3s %4s %s\n", "TIME", "COMM",
-		 "PID", "TID", "DISK", "RWBS", "SECTOR", "BYTES", "QUEUE", "DEVICE", "TOTAL", "QD",
-		 "BIOS", "CGROUP FILE");
+		 "%-15s %-15s %7s %7s %-7s %-4s %11s %7s %6s %6s %6s %6s %3s %4s %s\n", "TIME",
+		 "COMM", "PID", "TID", "DISK", "RWBS", "SECTOR", "BYTES", "QUEUE", "DEVICE", "DRV",
+		 "TOTAL", "QD", "BIOS", "CGROUP FILE");
 }
 
 /* The names a line refers to, in arrays as long as snoop_format() hands out. */
@@ -86,6 +87,13 @@ static void rnd_line(struct snoop_io *e, struct snoop_line *l, struct names *n)
 		   (rnd() % 5 == 0 ? SNOOP_IO_NO_OWNER : 0);
 	e->ino = rnd() % 3 ? rnd_num() : 0;
 	e->fs_dev = rnd() % 4096 << 20 | rnd() % 1024;
+	/* Now and then a driver's error: NVMe's or SCSI's status, in words at the end. */
+	if (rnd() % 7 == 0)
+		e->drv = rnd() % 2 ? (struct drv_status){.kind = DRV_NVME, .status = 0x281} :
+				     (struct drv_status){.kind = DRV_SCSI,
+							 .status = 0x02,
+							 .sense_key = 0xb,
+							 .ascq = 6};
 	/* Within a day of now, so that the time's second changes now and then. */
 	l->wall_ns = 1700000000000000000LL + (int64_t)(rnd() % 86400000000000ULL);
 	rnd_text(n->comm, rnd() % 8 == 0 ? sizeof(n->comm) : 16);
@@ -106,6 +114,7 @@ static void rnd_line(struct snoop_io *e, struct snoop_line *l, struct names *n)
 	snoop_rwbs(e->op, rnd() % 32, l->rwbs);
 	l->queue_ns = rnd_dur();
 	l->device_ns = rnd_dur();
+	l->drv_ns = rnd_dur();
 	l->total_ns = rnd_dur();
 }
 
@@ -118,7 +127,7 @@ static const char *dur(int64_t ns, char *buf)
 static int reference(char *buf, size_t len, const struct snoop_io *e, const struct snoop_line *l)
 {
 	char hms[16], sector[32], qd[32], bios[32], q[UNITS_BUF], d[UNITS_BUF], t[UNITS_BUF];
-	char file[64], what[6100], wb[64] = "";
+	char file[64], what[6100], wb[64] = "", dv[UNITS_BUF], drv[200] = "", text[160];
 	time_t sec = (time_t)(l->wall_ns / 1000000000);
 	struct tm tm;
 
@@ -148,13 +157,17 @@ static int reference(char *buf, size_t len, const struct snoop_io *e, const stru
 	}
 	if (e->flags & SNOOP_IO_WRITEBACK)
 		snprintf(wb, sizeof(wb), " (writeback by %u)", e->flusher);
+	if (e->drv.status)
+		snprintf(drv, sizeof(drv), " (%s: %s)", drv_kind_name(e->drv.kind),
+			 drv_status_text(&e->drv, text, sizeof(text)));
 	return snprintf(buf, len,
 			"%s.%06u %-15s %7u %7u %-7s %-4s %11s %7" PRIu64
-			" %6s %6s %6s %3s %4s %s %s%s\n",
+			" %6s %6s %6s %6s %3s %4s %s %s%s%s\n",
 			hms, l->wall_ns > 0 ? (unsigned int)(l->wall_ns % 1000000000 / 1000) : 0,
 			l->comm_text, e->pid, e->tid, l->disk_text, l->rwbs, sector,
 			(uint64_t)e->bytes, dur(l->queue_ns, q), dur(l->device_ns, d),
-			dur(l->total_ns, t), qd, bios, l->group_text, what, wb);
+			dur(l->drv_ns, dv), dur(l->total_ns, t), qd, bios, l->group_text, what, wb,
+			drv);
 }
 
 static void test_lines_match_printf(void **state)

@@ -41,7 +41,10 @@ static const char lat_usage[] =
 	"\n"
 	"Options:\n"
 	"  --stage STAGE     q2c (default: queued to completed), d2c (issued to the\n"
-	"                    device to completed), q2d (queued to issued)\n"
+	"                    device to completed), q2d (queued to issued), device\n"
+	"                    (of d2c, the driver's submission of the command to its\n"
+	"                    taking the completion: NVMe, SCSI, virtio-blk where their\n"
+	"                    hooks attach; see iospan doctor)\n"
 	"  --size            the request sizes instead (bitesize), in KiB\n"
 	"  -m, --milliseconds  latency in ms (default us)\n"
 	"  -D, --disks       a histogram per disk\n"
@@ -125,9 +128,12 @@ static int lat_parse(int argc, char **argv, struct lat_cmd *l)
 				o->stage = LAT_D2C;
 			else if (!strcmp(optarg, "q2d"))
 				o->stage = LAT_Q2D;
+			else if (!strcmp(optarg, "device"))
+				o->stage = LAT_DEVICE;
 			else
-				return fail_usage("invalid --stage '%s': use q2c, d2c or q2d",
-						  optarg);
+				return fail_usage(
+					"invalid --stage '%s': use q2c, d2c, q2d or device",
+					optarg);
 			break;
 		case OPT_SIZE:
 			o->size = true;

@@ -21,7 +21,7 @@ static const char *const pct_names[] = {"p50", "p90", "p99", "p99_9"};
 
 const char *lat_stage_name(uint32_t stage)
 {
-	static const char *const names[] = {"q2c", "d2c", "q2d", "size"};
+	static const char *const names[] = {"q2c", "d2c", "q2d", "size", "device"};
 
 	return stage < ARRAY_SIZE(names) ? names[stage] : "?";
 }

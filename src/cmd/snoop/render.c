@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "drvstatus.h"
 #include "err.h"
 #include "fspath.h"
 #include "json.h"
@@ -74,6 +75,26 @@ static void kv_dur_us(struct jw *jw, const char *name, int64_t ns)
 		jw_kv_fixed(jw, name, ns, 3);
 }
 
+/* "driver": null, or what the driver's hooks saw of the request (docs/iospan-snoop.md). */
+static void json_driver(struct jw *jw, const struct snoop_io *e, const struct snoop_line *l)
+{
+	char text[160];
+
+	if (e->drv.kind == DRV_NONE) {
+		jw_kv_null(jw, "driver");
+		return;
+	}
+	jw_kv_object(jw, "driver");
+	jw_kv_string(jw, "kind", drv_kind_name(e->drv.kind) ?: "?");
+	kv_dur_us(jw, "device_us", l->drv_ns);
+	kv_dur_us(jw, "drv_out_us",
+		  e->ts >= e->drv_done_ns ? (int64_t)(e->ts - e->drv_done_ns) : -1);
+	jw_kv_uint(jw, "status", e->drv.status);
+	jw_kv_string(jw, "status_text", drv_status_text(&e->drv, text, sizeof(text)));
+	jw_kv_uint(jw, "failed_attempts", e->drv_fails);
+	jw_end_object(jw);
+}
+
 static void render_json(struct snoop_render *r, const struct snoop_io *e,
 			const struct snoop_line *l)
 {
@@ -108,6 +129,7 @@ static void render_json(struct snoop_render *r, const struct snoop_io *e,
 	}
 	if (e->flags & SNOOP_IO_ERROR)
 		jw_kv_int(jw, "error", e->error);
+	json_driver(jw, e, l);
 	jw_end_object(jw);
 }
 
@@ -182,7 +204,7 @@ static inline char *put_dur(char *p, int64_t ns, unsigned int width)
 
 static const char text_header[] =
 	"TIME            COMM                PID     TID DISK    RWBS      SECTOR   BYTES "
-	" QUEUE DEVICE  TOTAL  QD BIOS CGROUP FILE\n";
+	" QUEUE DEVICE    DRV  TOTAL  QD BIOS CGROUP FILE\n";
 
 static void render_text(struct snoop_render *r, const struct snoop_io *e,
 			const struct snoop_line *l)
@@ -221,7 +243,7 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 	} else {
 		what = NULL;
 	}
-	/* "%s.%06u %-15s %7u %7u %-7s %-4s %11s %7u %6s %6s %6s %3u %4u %s %s" */
+	/* "%s.%06u %-15s %7u %7u %-7s %-4s %11s %7u %6s %6s %6s %6s %3u %4u %s %s" */
 	p = put_short(p, r->hms, r->hms_len, 0, true);
 	*p++ = '.';
 	memset(p, '0', 8);
@@ -248,6 +270,8 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 	p = put_dur(p, l->queue_ns, 6);
 	*p++ = ' ';
 	p = put_dur(p, l->device_ns, 6);
+	*p++ = ' ';
+	p = put_dur(p, l->drv_ns, 6);
 	*p++ = ' ';
 	p = put_dur(p, l->total_ns, 6);
 	*p++ = ' ';
@@ -276,6 +300,16 @@ static void render_text(struct snoop_render *r, const struct snoop_io *e,
 		p = put_mem(p, end, " (writeback by ", 15);
 		if (end - p > UNITS_U64_DIGITS)
 			p = put_uint(p, e->flusher, 0);
+		p = put_mem(p, end, ")", 1);
+	}
+	/* The driver's error, in words (rare: a printf is fine). */
+	if (e->drv.status) {
+		char text[160];
+		int n = snprintf(file, sizeof(file), " (%s: ", drv_kind_name(e->drv.kind) ?: "?");
+
+		p = put_mem(p, end, file, n);
+		drv_status_text(&e->drv, text, sizeof(text));
+		p = put_mem(p, end, text, strlen(text));
 		p = put_mem(p, end, ")", 1);
 	}
 	*p++ = '\n';

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "drvstatus.h"
 #include "fspath.h"
 #include "json.h"
 #include "ksyms.h"
@@ -328,6 +329,7 @@ void top_render_json(struct top_ctx *c, struct jw *jw, struct report *rep)
 		jw_kv_uint(jw, "flushes", d->unresolved.flushes);
 		jw_kv_float(jw, "flush_ms_max", d->unresolved.flush_ns / 1e6, 3);
 		jw_end_object(jw);
+		drv_json_disk_stats(jw, "driver", &d->drv);
 		jw_end_object(jw);
 	}
 	jw_end_array(jw);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cgroups.h"
+#include "drvstatus.h"
 #include "fspath.h"
 #include "ksyms.h"
 #include "printable.h"
@@ -378,6 +379,25 @@ static void render_unresolved(const struct dev_cov *d)
 		       fmt_bytes(u->write_bytes, b[2], sizeof(b[2])), u->flushes);
 }
 
+/* A disk's driver trouble in the window, under the coverage table (nothing if none). */
+static void render_driver(const struct dev_cov *d)
+{
+	const struct drv_disk_stats *s = &d->drv;
+	char text[160];
+
+	if (!s->errors && !s->timeouts && !s->dispatch_errors && !s->requeues)
+		return;
+	printf("  %s: %" PRIu64 " requeued", printable(d->name), (uint64_t)s->requeues);
+	if (s->last.kind)
+		printf(", %s driver: %" PRIu64 " commands, %" PRIu64 " errors, %" PRIu64
+		       " timeouts, %" PRIu64 " refused",
+		       drv_kind_name(s->last.kind) ?: "?", (uint64_t)s->cmds, (uint64_t)s->errors,
+		       (uint64_t)s->timeouts, (uint64_t)s->dispatch_errors);
+	if (s->last.status)
+		printf("; last error: %s", drv_status_text(&s->last, text, sizeof(text)));
+	printf("\n");
+}
+
 static void render_coverage(struct top_ctx *c, const struct report *rep)
 {
 	char b[4][UNITS_BUF];
@@ -421,8 +441,10 @@ static void render_coverage(struct top_ctx *c, const struct report *rep)
 		       bytes_cell(rep, d->seen_write, b[3], UNITS_BUF), cov, att,
 		       count_cell(rep, d->flushes, fl, sizeof(fl)), flms);
 	}
-	for (i = 0; i < rep->nr_devs; i++)
+	for (i = 0; i < rep->nr_devs; i++) {
 		render_unresolved(&rep->devs[i]);
+		render_driver(&rep->devs[i]);
+	}
 }
 
 static void render_drops(struct top_ctx *c, const struct report *rep)

@@ -50,6 +50,19 @@ static int lane_get(struct trace_cmd *t, uint32_t pid, uint32_t base, uint64_t s
 	return l->nr++;
 }
 
+/* d2c split by the driver, nested in the d2c slice: drv_in, device, drv_out. */
+static void drv_slices(struct trace_cmd *t, const char *cat, uint32_t pid, uint32_t tid, uint64_t d,
+		       uint64_t ds, uint64_t dc, uint64_t c)
+{
+	__u64 st[3];
+
+	if (!trace_drv_split(d, ds, dc, c, st))
+		return;
+	perfetto_slice(t->pf, "drv_in", cat, pid, tid, d, d + st[0]);
+	perfetto_slice(t->pf, "device", cat, pid, tid, d + st[0], dc);
+	perfetto_slice(t->pf, "drv_out", cat, pid, tid, dc, c);
+}
+
 static void perfetto_bio(struct trace_cmd *t, const struct trace_rec *r, uint32_t pid,
 			 const struct trace_bio *b, unsigned int idx)
 {
@@ -76,6 +89,7 @@ static void perfetto_bio(struct trace_cmd *t, const struct trace_rec *r, uint32_
 	perfetto_slice(t->pf, "g2i", "bio", pid, LANE_BIOS + lane, b->g, b->i);
 	perfetto_slice(t->pf, "i2d", "bio", pid, LANE_BIOS + lane, b->i, b->d);
 	perfetto_slice(t->pf, "d2c", "bio", pid, LANE_BIOS + lane, b->d, b->c);
+	drv_slices(t, "bio", pid, LANE_BIOS + lane, b->d, b->ds, b->dc, b->c);
 }
 
 void trace_perfetto_write(struct trace_cmd *t, const struct trace_rec *r,
@@ -127,6 +141,7 @@ void trace_perfetto_write(struct trace_cmd *t, const struct trace_rec *r,
 		perfetto_slice(t->pf, "g2i", "stage", pid, tid, r->crit_g, r->crit_i);
 		perfetto_slice(t->pf, "i2d", "stage", pid, tid, r->crit_i, r->crit_d);
 		perfetto_slice(t->pf, "d2c", "stage", pid, tid, r->crit_d, r->last_c);
+		drv_slices(t, "stage", pid, tid, r->crit_d, r->crit_ds, r->crit_dc, r->last_c);
 		perfetto_slice(t->pf, "post_block", "stage", pid, tid, r->last_c, r->end);
 	}
 	for (i = 0; i < r->nr_events && i < TRACE_MAX_EVENTS; i++) {

@@ -57,7 +57,10 @@ static void print_json(struct trace_cmd *t, const struct trace_rec *r, const str
 	trace_json_flags(jw, "flags", r->flags, false);
 	jw_kv_object(jw, "stages");
 	for (i = 0; i < TRACE_ST_NR; i++)
-		jw_kv_float(jw, trace_stage_name(i), trace_us(r->stages[i]), 3);
+		if (i >= TRACE_ST_DRV_IN && !trace_rec_has_drv_stages(r))
+			jw_kv_null(jw, trace_stage_name(i)); /* no driver hook saw it */
+		else
+			jw_kv_float(jw, trace_stage_name(i), trace_us(r->stages[i]), 3);
 	jw_end_object(jw);
 	jw_kv_bool(jw, "has_block_io", r->nr_done > 0);
 	jw_kv_uint(jw, "switches", r->nr_switches);
@@ -98,6 +101,7 @@ static void print_json(struct trace_cmd *t, const struct trace_rec *r, const str
 		trace_json_flags(jw, "flags", b->flags, true);
 		jw_kv_int(jw, "error", b->error);
 		jw_kv_uint(jw, "requeues", b->requeues);
+		trace_json_driver(jw, b, r->start);
 		jw_end_object(jw);
 	}
 	jw_end_array(jw);

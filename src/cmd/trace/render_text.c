@@ -1,10 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Slow requests as text. */
 #include "trace.h"
+#include "drvstatus.h"
+
+/* A bio's driver: " nvme q1 tag 4 cid 4992 drv_in 0ns device 5us drv_out 1us error ...". */
+static void print_bio_driver(const struct trace_bio *bi)
+{
+	char b[3][UNITS_BUF], text[160];
+	uint64_t st[3];
+
+	if (bi->drv.kind == DRV_NONE)
+		return;
+	printf(" %s hwq %u tag %u", drv_kind_name(bi->drv.kind) ?: "driver", bi->hwq, bi->drv_tag);
+	if (bi->drv.kind == DRV_NVME)
+		printf(" cid %u", bi->cid);
+	if (trace_bio_drv_stages(bi, st))
+		printf(" drv_in %s device %s drv_out %s", trace_fmt_dur(st[0], b[0], sizeof(b[0])),
+		       trace_fmt_dur(st[1], b[1], sizeof(b[1])),
+		       trace_fmt_dur(st[2], b[2], sizeof(b[2])));
+	if (bi->drv.status)
+		printf(" driver error: %s", drv_status_text(&bi->drv, text, sizeof(text)));
+	if (bi->drv_fails)
+		printf(" (%u failed attempt%s)", bi->drv_fails, bi->drv_fails == 1 ? "" : "s");
+}
 
 static void print_text(struct trace_cmd *t, const struct trace_rec *r, const struct trace_names *n)
 {
-	char b[8][UNITS_BUF], tbuf[32], dn[DISK_NAME_LEN];
+	char b[8][UNITS_BUF], tbuf[32], dn[DISK_NAME_LEN], drv[3 * UNITS_BUF + 40] = "";
 	static struct tl_item tl[TL_MAX];
 	const __u64 *st = r->stages;
 	struct tm tm;
@@ -37,8 +59,13 @@ static void print_text(struct trace_cmd *t, const struct trace_rec *r, const str
 	if (r->op == TRACE_OP_WRITEBACK)
 		printf(" flusher %u", r->flusher);
 	printf("\n");
+	if (trace_rec_has_drv_stages(r))
+		snprintf(drv, sizeof(drv), " (drv_in %s device %s drv_out %s)",
+			 trace_fmt_dur(st[TRACE_ST_DRV_IN], b[0], sizeof(b[0])),
+			 trace_fmt_dur(st[TRACE_ST_DEVICE], b[1], sizeof(b[1])),
+			 trace_fmt_dur(st[TRACE_ST_DRV_OUT], b[2], sizeof(b[2])));
 	if (r->nr_done)
-		printf("  stages pre_block %s%s%s q2q %s q2g %s g2i %s i2d %s d2c %s post_block "
+		printf("  stages pre_block %s%s%s q2q %s q2g %s g2i %s i2d %s d2c %s%s post_block "
 		       "%s\n",
 		       trace_fmt_dur(st[TRACE_ST_PRE_BLOCK], b[0], sizeof(b[0])),
 		       st[TRACE_ST_THROTTLE] ? " throttle " : "",
@@ -49,7 +76,7 @@ static void print_text(struct trace_cmd *t, const struct trace_rec *r, const str
 		       trace_fmt_dur(st[TRACE_ST_Q2G], b[2], sizeof(b[2])),
 		       trace_fmt_dur(st[TRACE_ST_G2I], b[3], sizeof(b[3])),
 		       trace_fmt_dur(st[TRACE_ST_I2D], b[4], sizeof(b[4])),
-		       trace_fmt_dur(st[TRACE_ST_D2C], b[5], sizeof(b[5])),
+		       trace_fmt_dur(st[TRACE_ST_D2C], b[5], sizeof(b[5])), drv,
 		       trace_fmt_dur(st[TRACE_ST_POST_BLOCK], b[6], sizeof(b[6])));
 	else if (r->nr_queued)
 		/* sync_file_range(WRITE), readahead: it did not wait for its bios. */
@@ -87,6 +114,7 @@ static void print_text(struct trace_cmd *t, const struct trace_rec *r, const str
 				printf(" %s", trace_bio_flag_names[k].name);
 		if (bi->h && bi->q >= bi->h)
 			printf(" (held %s)", trace_fmt_dur(bi->q - bi->h, b[5], sizeof(b[5])));
+		print_bio_driver(bi);
 		printf("\n");
 	}
 	nr_tl = trace_timeline(r, tl);

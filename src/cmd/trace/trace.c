@@ -49,6 +49,16 @@ static const char trace_usage[] =
 	"                        counters, which costs far less on busy machines\n"
 	"      --json            one JSON object per slow request and per summary\n"
 	"  -v, --verbose         attach plan and libbpf messages on stderr\n"
+	"A VM's virtio-blk requests, guest to host (reads files, loads nothing):\n"
+	"      --merge-guest FILE  the guest's iospan trace --json, with\n"
+	"      --qemu-log FILE   QEMU's trace log (-msg timestamp=on\n"
+	"                        -trace enable=virtio_blk_*,file=FILE), and\n"
+	"      --host-trace FILE the host's iospan trace --json --file IMAGE\n"
+	"      --image PATH      the image's path in the host trace (default: any file)\n"
+	"      --guest-disk DISK the guest's disk of the image (vdb; default any)\n"
+	"      --image-offset N  where the disk's sector 0 is in the file (default 0: raw)\n"
+	"                        each guest request over -t with its way: guest, QEMU,\n"
+	"                        the host's read or write; --json, --perfetto FILE\n"
 	"  -h, --help            this help\n"
 	"Durations are decimal numbers with a unit (ns, us, ms, s, m, h); --interval and\n"
 	"--duration are at least 1ms, the threshold may be anything from 0.\n"
@@ -61,6 +71,7 @@ static const char trace_usage[] =
 	"  iospan trace -t 50ms                 requests slower than 50 ms, system wide\n"
 	"  iospan trace -p 1234 --ops read,fsync -t 0 --duration 10\n"
 	"  iospan trace --dir /var/lib/mysql --perfetto slow.json\n"
+	"  iospan trace --merge-guest guest.json --qemu-log qemu.log --host-trace host.json\n"
 	"\n"
 	"Exit codes: 0 ok, 1 runtime failure, 2 bad usage. Manual: iospan-trace(8).\n";
 
@@ -70,7 +81,31 @@ enum {
 	OPT_OPS = 0x2000,
 	OPT_PERFETTO,
 	OPT_OFFCPU_PERIODS,
+	OPT_MERGE_GUEST,
+	OPT_QEMU_LOG,
+	OPT_HOST_TRACE,
+	OPT_IMAGE,
+	OPT_GUEST_DISK,
+	OPT_IMAGE_OFFSET,
 };
+
+/* --merge-guest reads files: its own options, -t, --json and --perfetto; nothing live. */
+static int merge_check(struct trace_cmd *t, const struct trace_opts *o)
+{
+	const struct filter_opts *f = &o->filter;
+
+	if (!t->merge.guest)
+		return fail_usage("--qemu-log, --host-trace, --image, --guest-disk and "
+				  "--image-offset go with --merge-guest GUEST.json");
+	if (!t->merge.qemu_log || !t->merge.host)
+		return fail_usage("--merge-guest needs QEMU's trace log (--qemu-log FILE) and "
+				  "the host's trace of the image (--host-trace FILE)");
+	if (t->kernel_opts || t->duration_ns || f->have_disk || f->have_cgroup || f->have_pid ||
+	    f->have_tid || f->have_file || f->have_dir || f->tf.comm_on || o->ops != TRACE_OPS_ALL)
+		return fail_usage("--merge-guest reads files: of the live trace's options only "
+				  "-t, --json and --perfetto apply");
+	return 0;
+}
 
 static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 {
@@ -82,12 +117,19 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 		{"ops", required_argument, NULL, OPT_OPS},
 		{"perfetto", required_argument, NULL, OPT_PERFETTO},
 		{"offcpu-periods", no_argument, NULL, OPT_OFFCPU_PERIODS},
+		{"merge-guest", required_argument, NULL, OPT_MERGE_GUEST},
+		{"qemu-log", required_argument, NULL, OPT_QEMU_LOG},
+		{"host-trace", required_argument, NULL, OPT_HOST_TRACE},
+		{"image", required_argument, NULL, OPT_IMAGE},
+		{"guest-disk", required_argument, NULL, OPT_GUEST_DISK},
+		{"image-offset", required_argument, NULL, OPT_IMAGE_OFFSET},
 		BUFFER_SIZE_LONG_OPT,
 		COMMON_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct trace_opts *o = &t->o;
 	struct args_run run = {.duration_ns = &t->duration_ns, .rb_bytes = &o->rb_bytes};
+	uint64_t image_offset;
 	const struct args_spec spec =
 		FILTER_ARGS_SPEC("trace", trace_usage, "t:i:", long_opts, &o->filter, true, &run);
 	const char *bad;
@@ -107,8 +149,32 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 			err = args_period("--interval", optarg, &t->interval_ns);
 			if (err)
 				return err;
+			t->kernel_opts = true;
+			break;
+		case OPT_MERGE_GUEST:
+			t->merge.guest = optarg;
+			break;
+		case OPT_QEMU_LOG:
+			t->merge.qemu_log = optarg;
+			break;
+		case OPT_HOST_TRACE:
+			t->merge.host = optarg;
+			break;
+		case OPT_IMAGE:
+			t->merge.image = optarg;
+			break;
+		case OPT_GUEST_DISK:
+			t->merge.guest_disk = optarg;
+			break;
+		case OPT_IMAGE_OFFSET:
+			err = args_number_in("", "--image-offset", optarg, 0, INT64_MAX,
+					     "a byte offset from 0", &image_offset);
+			if (err)
+				return err;
+			t->merge.image_offset = (int64_t)image_offset;
 			break;
 		case OPT_OPS:
+			t->kernel_opts = true;
 			if (trace_ops_parse(optarg, &o->ops, &bad, &bad_len))
 				return fail_usage(
 					"invalid --ops item '%.*s': use read, write, pread64, "
@@ -120,6 +186,7 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 			break;
 		case OPT_OFFCPU_PERIODS:
 			o->offcpu_periods = true;
+			t->kernel_opts = true;
 			break;
 		case OPT_PERFETTO:
 			err = args_path("", "--perfetto", optarg, &t->perfetto_path);
@@ -130,6 +197,9 @@ static int trace_parse(int argc, char **argv, struct trace_cmd *t)
 	}
 	if (opt)
 		return opt;
+	if (t->merge.guest || t->merge.qemu_log || t->merge.host || t->merge.image ||
+	    t->merge.guest_disk || t->merge.image_offset)
+		return merge_check(t, o);
 	/* Every request goes to the output with -t 0: room for a longer burst. */
 	if (!run.rb_set && !o->threshold_ns)
 		o->rb_bytes = TRACE_RB_ALL;
@@ -246,6 +316,8 @@ int cmd_trace(int argc, char **argv)
 	err = trace_parse(argc, argv, &t);
 	if (err)
 		return err > 0 ? 0 : err;
+	if (t.merge.guest)
+		return trace_merge_run(&t.merge, t.o.threshold_ns, t.perfetto_path);
 	t.render = gopts.json ? &trace_json_renderer : &trace_text_renderer;
 	if (gopts.json) {
 		t.jw = jw_new(stdout);

@@ -46,8 +46,21 @@ struct trace_renderer {
 
 extern const struct trace_renderer trace_text_renderer, trace_json_renderer;
 
+/* --merge-guest: the three records of a VM's virtio-blk requests (merge.c). */
+struct trace_merge_opts {
+	const char *guest, *qemu_log, *host; /* the files */
+	const char *image;		     /* the image's path in the host trace, or NULL */
+	const char *guest_disk;		     /* the guest's disk of the image, or NULL */
+	int64_t image_offset;		     /* where the disk's sector 0 is in the file */
+};
+
+int trace_merge_run(const struct trace_merge_opts *o, uint64_t threshold_ns,
+		    const char *perfetto_path);
+
 struct trace_cmd {
 	struct trace_ctx c; /* the collector */
+	struct trace_merge_opts merge;
+	bool kernel_opts; /* options of a live trace given (not with --merge-guest) */
 	struct trace_opts o;
 	uint64_t interval_ns;
 	uint64_t duration_ns; /* 0: until Ctrl-C */

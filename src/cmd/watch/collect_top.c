@@ -23,6 +23,7 @@
 #include "args.h"
 #include "collector.h"
 #include "disks.h"
+#include "drvstatus.h"
 #include "fspath.h"
 #include "common_abi.h"
 #include "json.h"
@@ -110,6 +111,11 @@ struct topc {
 	/* top's histograms as last read (since it opened): the next sample's base. */
 	struct top_disk_hist *cum; /* NULL when there are none yet */
 	size_t nr_cum;
+	/* The disks' driver counters as last read (since it opened), and whether any hook
+	 * of a driver attached (else the driver-errors rule has no value). */
+	struct disk_counts_row *drv_cum;
+	size_t nr_drv_cum;
+	bool have_drv_cum, drv_hooked;
 	bool have_cum; /* read once at least: the endpoint's histograms are known */
 	/* With --listen: what each cgroup did on each disk in the last sample. */
 	struct metrics_cgroup_io *cg;
@@ -301,6 +307,9 @@ static int topc_open(const struct watch_opts *wo, void **priv)
 		*priv = NULL;
 		return ret;
 	}
+	for (int i = 0; i < t->top->cmd.nr_hooks; i++)
+		if (t->top->cmd.hooks[i].module && t->top->cmd.hooks[i].chosen >= 0)
+			t->drv_hooked = true;
 	/* Symbols for the stall stacks, read in a thread (bpfcmd_start() does it for top). */
 	if (t->top->cmd.want_ksyms && !t->top->cmd.ksyms)
 		ksyms_load_async(NULL, &t->top->cmd.ksyms);
@@ -998,12 +1007,60 @@ cleanup:
 	return ret ?: stall_ret;
 }
 
-/* Before the rules: the slow requests sent since the last sample, the slowest per disk. */
+static const struct disk_counts_row *counts_of(const struct disk_counts_row *v, size_t n,
+					       uint32_t dev)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].dev == dev)
+			return &v[i];
+	return NULL;
+}
+
+/*
+ * Each disk's driver counters in the sample: what changed since the last read. A failed
+ * read leaves the sample without them (and the next one covers both).
+ */
+static void observe_drivers(struct topc *t, struct io_sample *s)
+{
+	const struct disk_counts_row *cur, *prev;
+	struct disk_counts_row *rows;
+	size_t nr;
+	int i;
+
+	if (top_collect_disk_counts(t->top, &rows, &nr))
+		return;
+	for (i = 0; i < s->nr; i++) {
+		struct io_disk_sample *d = &s->disks[i];
+		uint32_t dev = KDEV(d->dev.major, d->dev.minor);
+
+		memset(&d->drv, 0, sizeof(d->drv));
+		cur = counts_of(rows, nr, dev);
+		prev = counts_of(t->drv_cum, t->nr_drv_cum, dev);
+		if (cur)
+			d->drv = cur->drv;
+		if (cur && prev)
+			drv_disk_stats_since(&d->drv, &prev->drv);
+		/* The first read has no base: its counts are the collector's start-up's. */
+		d->have_drv = t->have_drv_cum;
+	}
+	free(t->drv_cum);
+	t->drv_cum = rows;
+	t->nr_drv_cum = nr;
+	t->have_drv_cum = true;
+}
+
+/*
+ * Before the rules: the disks' driver counters, and the slow requests sent since the
+ * last sample, the slowest per disk.
+ */
 static void topc_observe(void *priv, struct io_sample *s)
 {
 	struct topc *t = priv;
 	int i;
 
+	observe_drivers(t, s);
 	if (!t->o.slow_rq_ns)
 		return;
 	t->cur = s;
@@ -1026,9 +1083,27 @@ static void topc_close(void *priv)
 	coll_slow_clear(&t->pending);
 	coll_ring_free(&t->ring);
 	free(t->cum);
+	free(t->drv_cum);
 	free(t->cg);
 	top_collect_close(t->top);
 	free(t);
+}
+
+/* The disks' driver counters since the collector opened, for the endpoint. */
+static void export_drivers(struct topc *t, struct metrics *m)
+{
+	struct metrics_ddrv *v = calloc(t->nr_drv_cum ? t->nr_drv_cum : 1, sizeof(*v));
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < t->nr_drv_cum; i++) {
+		v[i].major = KDEV_MAJOR(t->drv_cum[i].dev);
+		v[i].minor = KDEV_MINOR(t->drv_cum[i].dev);
+		v[i].s = t->drv_cum[i].drv;
+	}
+	metrics_note_disk_drivers(m, v, t->nr_drv_cum, t->drv_hooked);
+	free(v);
 }
 
 static void topc_export(void *priv, struct metrics *m, struct metrics_collector *out)
@@ -1058,6 +1133,8 @@ static void topc_export(void *priv, struct metrics *m, struct metrics_collector 
 	if (h)
 		metrics_note_disk_hists(m, h, n);
 	free(h);
+	if (t->have_drv_cum)
+		export_drivers(t, m);
 	metrics_note_cgroups(m, t->cg, t->nr_cg);
 	t->nr_cg = 0;
 }

@@ -61,7 +61,10 @@ static void fill_stages(struct jw *jw, const void *arg)
 
 	jw_start_object(jw);
 	for (i = 0; i < TRACE_ST_NR; i++)
-		jw_kv_float(jw, trace_stage_name(i), trace_us(r->stages[i]), 3);
+		if (i >= TRACE_ST_DRV_IN && !trace_rec_has_drv_stages(r))
+			jw_kv_null(jw, trace_stage_name(i)); /* no driver hook saw it */
+		else
+			jw_kv_float(jw, trace_stage_name(i), trace_us(r->stages[i]), 3);
 	jw_kv_uint(jw, "bios", r->nr_done);
 	jw_kv_uint(jw, "switches", r->nr_switches);
 	jw_kv_uint(jw, "pagecache_added_pages", r->pc_added);
@@ -84,18 +87,25 @@ static uint32_t req_bdev(struct slowc *t, const struct trace_rec *r)
 
 /*
  * The stages that add up to the total (iospan-trace(8)), laid end to end: without bios,
- * the request is all pre_block.
+ * the request is all pre_block; where the driver's hooks split d2c, its three parts
+ * stand in its place.
  */
 static void trace_stages(struct coll_slow_req *q, const struct trace_rec *r)
 {
 	static const int order[] = {TRACE_ST_PRE_BLOCK, TRACE_ST_THROTTLE,  TRACE_ST_Q2Q,
 				    TRACE_ST_Q2G,	TRACE_ST_G2I,	    TRACE_ST_I2D,
-				    TRACE_ST_D2C,	TRACE_ST_POST_BLOCK};
+				    TRACE_ST_D2C,	TRACE_ST_DRV_IN,    TRACE_ST_DEVICE,
+				    TRACE_ST_DRV_OUT,	TRACE_ST_POST_BLOCK};
+	bool drv = trace_rec_has_drv_stages(r);
 	unsigned int i;
+	int st;
 
 	_Static_assert(sizeof(order) / sizeof(order[0]) <= COLL_SLOW_STAGES, "stages");
 	q->nr_stages = 0;
 	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		st = order[i];
+		if (drv ? st == TRACE_ST_D2C : st >= TRACE_ST_DRV_IN && st <= TRACE_ST_DRV_OUT)
+			continue;
 		if (!r->stages[order[i]])
 			continue; /* a stage it did not go through */
 		q->stage[q->nr_stages].name = trace_stage_name(order[i]);

@@ -137,7 +137,7 @@ int coll_devs_disk(struct coll_devs *d, uint32_t dev);
  */
 #define COLL_SLOW_PRE_MAX     20
 #define COLL_SLOW_CAPTURE_MAX 500
-#define COLL_SLOW_STAGES      8 /* stages of a request that add up to its total */
+#define COLL_SLOW_STAGES      11 /* stages of a request that add up to its total */
 
 struct coll_slow_req {
 	double time;	   /* its start, wall clock */

@@ -40,6 +40,9 @@ static const char watch_usage[] =
 	"      --slow-request D   one request slower than D on a disk (200ms, 1s; a bare\n"
 	"                         number is ms), timed as --detail says; fires on one\n"
 	"                         sample, whatever --for says; needs BPF (default off)\n"
+	"      --driver-errors N  N errors, timeouts or refused commands of the disk's\n"
+	"                         driver in one sample (NVMe, SCSI); fires on one sample;\n"
+	"                         needs BPF (default off)\n"
 	"      --for N            samples in a row a rule must hold (default 2)\n"
 	"Watching:\n"
 	"  -d, --disk DISK        watch this disk (sda, /dev/loop0, 7:0); repeatable;\n"
@@ -412,6 +415,9 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	if (o->rules.threshold[WT_SLOW_REQUEST] > 0 && o->no_bpf)
 		return fail_usage("--slow-request needs a BPF collector: it cannot be used with "
 				  "--bpf off");
+	if (o->rules.threshold[WT_DRIVER_ERRORS] > 0 && o->no_bpf)
+		return fail_usage("--driver-errors needs a BPF collector: it cannot be used with "
+				  "--bpf off");
 	if (o->filter.file_blk)
 		return fail_usage("--file names a block device: watch's --file takes a regular "
 				  "file, -d watches a disk");
@@ -426,8 +432,10 @@ int watch_parse(int argc, char **argv, struct watch_opts *o)
 	for (idx = 0; idx < WT_NR_METRICS; idx++)
 		if (o->rules.threshold[idx] > 0)
 			return 0;
-	return fail_usage("every rule is off: give at least one of --util, --await, --read-mbps, "
-			  "--write-mbps, --iops, --aqu, --slow-request, --psi-some, --psi-full");
+	return fail_usage(
+		"every rule is off: give at least one of --util, --await, --read-mbps, "
+		"--write-mbps, --iops, --aqu, --slow-request, --driver-errors, --psi-some, "
+		"--psi-full");
 }
 
 uint64_t watch_slow_keep_ns(const struct watch_opts *o)

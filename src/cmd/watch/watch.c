@@ -158,6 +158,11 @@ static void disk_values(const struct io_disk_sample *d, double v[WT_NR_METRICS])
 {
 	wt_values(&d->m, NULL, v);
 	v[WT_SLOW_REQUEST] = d->slowest_ms;
+	/* No value where no driver hook completed a command on the disk (loop, virtio). */
+	v[WT_DRIVER_ERRORS] =
+		d->have_drv && d->drv.last.kind ?
+			(double)(d->drv.errors + d->drv.timeouts + d->drv.dispatch_errors) :
+			NAN;
 }
 
 /* The values of @rule on disk @disk (-1: pressure) over the last @n samples. */

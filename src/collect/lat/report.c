@@ -47,6 +47,7 @@ const struct counter_def lat_counters[LAT_DROP_NR] = {
 	[LAT_DROP_MAP_FULL] = {"map_full", "histogram map full"},
 	[LAT_DROP_NO_START] = {"no_start", "no queue time"},
 	[LAT_DROP_NO_ISSUE] = {"no_issue", "no issue time"},
+	[LAT_DROP_NO_DRIVER] = {"no_driver", "no driver hook saw it"},
 };
 
 /* The rows read so far from the kernel's histograms map. */

@@ -18,6 +18,7 @@
 #include "err.h"
 #include "fspath.h"
 #include "probe.h"
+#include "driver_hooks.h"
 #include "lat.skel.h"
 #include "lat_compat.skel.h"
 #include "skel.h"
@@ -92,7 +93,7 @@ static bool needs_owner(const struct lat_opts *o)
 
 static bool needs_issue(const struct lat_opts *o)
 {
-	return o->stage == LAT_D2C || o->stage == LAT_Q2D;
+	return o->stage == LAT_D2C || o->stage == LAT_Q2D || o->stage == LAT_DEVICE;
 }
 
 /* The stage starts at the first bio's queue time (block_bio_queue). */
@@ -116,19 +117,21 @@ static int plan_hooks(struct lat_ctx *c)
 		FALLBACK_HOOK(s, "page_cache_sync_ra", lat_ra_sync, RA_FIGURE),
 		FALLBACK_HOOK(s, "page_cache_async_ra", lat_ra_async, RA_FIGURE),
 		FALLBACK_HOOK(s, "mm_filemap_fault", lat_ra_fault, RA_FIGURE),
+		DRIVER_HOOKS(s, lat_drv),
 	};
 	bool stacks = c->o->key_fields & LAT_K_STACK;
-	int n = 0, i, j;
+	int n = 0, i, j, err;
 
 	/* Hooks the options do not need are neither planned nor loaded. */
 	for (i = 0; i < (int)(ARRAY_SIZE(hooks)); i++) {
 		bool ra = hooks[i].v[0].prog == s->progs.lat_ra_sync ||
 			  hooks[i].v[0].prog == s->progs.lat_ra_async ||
 			  hooks[i].v[0].prog == s->progs.lat_ra_fault;
+		bool drv = hooks[i].module; /* the driver's (--stage device) */
 		bool off = (!needs_issue(c->o) && !strcmp(hooks[i].name, "block_rq_issue")) ||
-			   (!needs_owner(c->o) && !needs_queue(c->o) &&
+			   (!needs_owner(c->o) && !needs_queue(c->o) && !drv &&
 			    strncmp(hooks[i].name, "block_rq_", 9)) ||
-			   (ra && !stacks);
+			   (ra && !stacks) || (drv && c->o->stage != LAT_DEVICE);
 
 		if (off)
 			for (j = 0; j < ATTACH_MAX_VARIANTS && hooks[i].v[j].prog; j++)
@@ -136,7 +139,16 @@ static int plan_hooks(struct lat_ctx *c)
 		else
 			hooks[n++] = hooks[i];
 	}
-	return bpfcmd_plan(&c->cmd, hooks, n, "give a smaller --max-entries");
+	err = bpfcmd_plan(&c->cmd, hooks, n, "give a smaller --max-entries");
+	if (err || c->o->stage != LAT_DEVICE)
+		return err;
+	for (i = 0; i < c->cmd.nr_hooks; i++)
+		if (c->cmd.hooks[i].module && c->cmd.hooks[i].chosen >= 0)
+			return 0;
+	return fail(
+		-EOPNOTSUPP,
+		"--stage device: no driver's hooks attach here (NVMe and SCSI "
+		"need their modules loaded, virtio-blk fentry or kprobes); see 'iospan doctor'");
 }
 
 static int lat_setup(struct lat_ctx *c)
@@ -162,6 +174,7 @@ static int lat_setup(struct lat_ctx *c)
 		return -errno;
 	c->skel = s;
 	s->rodata->stage = o->stage;
+	s->rodata->drv_virtblk_major = driver_virtblk_major();
 	s->rodata->key_fields = o->key_fields;
 	s->rodata->unit = o->stage == LAT_SIZE ? 1024 : o->millis ? 1000000 : 1000;
 	s->rodata->want_owner = needs_owner(o);

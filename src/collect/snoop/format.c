@@ -282,6 +282,10 @@ void snoop_format(struct snoop_format *f, const struct snoop_io *e, struct snoop
 	l->queue_ns = span(e->start_ns, e->issue_ns);
 	l->device_ns = span(e->issue_ns, e->ts);
 	l->total_ns = span(e->start_ns, e->ts);
+	l->drv_ns = -1;
+	if (e->drv.kind != DRV_NONE && e->issue_ns)
+		l->drv_ns = span(e->drv_submit_ns > e->issue_ns ? e->drv_submit_ns : e->issue_ns,
+				 e->drv_done_ns);
 }
 
 /* Their JSON names are an interface (docs/iospan-snoop.md): the summary's keys. */

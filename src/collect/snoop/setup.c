@@ -19,6 +19,7 @@
 #include "counters.h"
 #include "err.h"
 #include "probe.h"
+#include "driver_hooks.h"
 #include "rbuf.h"
 #include "snoop.skel.h"
 #include "snoop_compat.skel.h"
@@ -62,6 +63,7 @@ static int plan_hooks(struct snoop_ctx *c)
 		TP_BTF_HOOK(s, "block_rq_requeue", snoop_rq_requeue, true,
 			    "in-flight counts after a requeue"),
 		TP_BTF_HOOK(s, "block_rq_complete", snoop_rq_complete, false, NULL),
+		DRIVER_HOOKS(s, snoop_drv),
 	};
 
 	return bpfcmd_plan(&c->cmd, hooks, ARRAY_SIZE(hooks),
@@ -89,6 +91,7 @@ static int snoop_setup(struct snoop_ctx *c)
 	s->rodata->ops_mask = o->ops_mask;
 	s->rodata->min_latency_ns = o->min_latency_ns;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
+	s->rodata->drv_virtblk_major = driver_virtblk_major();
 	s->rodata->blk_owner_dio_end_io = addrs[0];
 	s->rodata->flush_data_end_io = addrs[1];
 	/* Stacks are lat's (--by stack): not taken here. */

@@ -18,6 +18,7 @@
 #include "args.h"
 #include "bpfmap.h"
 #include "cgroups.h"
+#include "drvstatus.h"
 #include "err.h"
 #include "fspath.h"
 #include "procinfo.h"
@@ -202,10 +203,10 @@ static int read_drops(struct top_ctx *c, uint64_t *out)
 	return err;
 }
 
-static void fold_dev_flush(void *row, const void *key, const void *vals, int ncpus, void *arg)
+static void fold_disk_counts(void *row, const void *key, const void *vals, int ncpus, void *arg)
 {
-	const struct top_dev_flush *v = vals;
-	struct dev_flush_row *r = row;
+	const struct top_disk_counts *v = vals;
+	struct disk_counts_row *r = row;
 	int cpu;
 
 	r->dev = *(const uint32_t *)key;
@@ -214,6 +215,7 @@ static void fold_dev_flush(void *row, const void *key, const void *vals, int ncp
 		r->ns += v[cpu].ns;
 		r->untimed += v[cpu].untimed;
 		r->untimed_ns += v[cpu].untimed_ns;
+		drv_disk_stats_add(&r->drv, &v[cpu].drv);
 	}
 }
 
@@ -310,18 +312,33 @@ int top_collect_disk_hists(struct top_ctx *c, struct top_disk_hist **rows, size_
 	return 0;
 }
 
-/* The disks' cache flushes: cumulative in *@cum, in the window in *@out (periodic). */
-static int read_dev_flushes(struct top_ctx *c, struct dev_flush_row **cum, size_t *nr,
-			    struct dev_flush_row **out)
+int top_collect_disk_counts(struct top_ctx *c, struct disk_counts_row **rows, size_t *nr)
 {
-	struct dev_flush_row *d;
+	void *v = NULL;
+	int err;
+
+	*rows = NULL;
+	*nr = 0;
+	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.disk_counts), sizeof(uint32_t),
+				    sizeof(struct top_disk_counts), sizeof(struct disk_counts_row),
+				    fold_disk_counts, NULL, &v, nr);
+	if (!err)
+		*rows = v;
+	return err;
+}
+
+/* The disks' cache flushes: cumulative in *@cum, in the window in *@out (periodic). */
+static int read_disk_counts(struct top_ctx *c, struct disk_counts_row **cum, size_t *nr,
+			    struct disk_counts_row **out)
+{
+	struct disk_counts_row *d;
 	void *rows;
 	size_t i, j;
 	int err;
 
-	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.dev_flushes), sizeof(uint32_t),
-				    sizeof(struct top_dev_flush), sizeof(struct dev_flush_row),
-				    fold_dev_flush, NULL, &rows, nr);
+	err = bpfmap_collect_percpu(bpf_map__fd(c->skel->maps.disk_counts), sizeof(uint32_t),
+				    sizeof(struct top_disk_counts), sizeof(struct disk_counts_row),
+				    fold_disk_counts, NULL, &rows, nr);
 	if (err)
 		return err;
 	*cum = rows;
@@ -338,6 +355,7 @@ static int read_dev_flushes(struct top_ctx *c, struct dev_flush_row **cum, size_
 				d[i].untimed = top_sub0(d[i].untimed, c->prev_fl[j].untimed);
 				d[i].untimed_ns =
 					top_sub0(d[i].untimed_ns, c->prev_fl[j].untimed_ns);
+				drv_disk_stats_since(&d[i].drv, &c->prev_fl[j].drv);
 			}
 	*out = d;
 	return 0;
@@ -771,7 +789,7 @@ int top_collect_read(struct top_ctx *c, struct top_snapshot *snap)
 	uint32_t gen = c->gen, slot = gen & 1;
 	struct row *cur = NULL;
 	struct wbrow *wb_cum = NULL;
-	struct dev_flush_row *fl_cum = NULL;
+	struct disk_counts_row *fl_cum = NULL;
 	size_t nr = 0, nr_fl = 0;
 	uint64_t read_ns;
 	int err;
@@ -800,7 +818,7 @@ int top_collect_read(struct top_ctx *c, struct top_snapshot *snap)
 	if (!err)
 		err = read_wb(c, &snap->wb, &snap->nr_wb);
 	if (!err)
-		err = read_dev_flushes(c, &fl_cum, &nr_fl, &snap->flushes);
+		err = read_disk_counts(c, &fl_cum, &nr_fl, &snap->flushes);
 	if (!err)
 		err = read_drops(c, snap->drops);
 	if (!err)

@@ -334,13 +334,16 @@ int top_compute_coverage(const struct top_opts *o, const struct top_names *nm,
 	}
 	/* Flushes are the whole disk's: shown unless -d names a partition. */
 	for (i = 0; i < rep->snap->nr_flushes; i++) {
-		const struct dev_flush_row *f = &rep->snap->flushes[i];
+		const struct disk_counts_row *f = &rep->snap->flushes[i];
 
-		if (!f->nr || !cov_selected(o, KDEV_MAJOR(f->dev), KDEV_MINOR(f->dev)))
+		if ((!f->nr && !f->drv.cmds && !f->drv.requeues && !f->drv.timeouts &&
+		     !f->drv.dispatch_errors) ||
+		    !cov_selected(o, KDEV_MAJOR(f->dev), KDEV_MINOR(f->dev)))
 			continue;
 		d = cov_get(rep, KDEV_MAJOR(f->dev), KDEV_MINOR(f->dev));
 		if (!d)
 			return -ENOMEM;
+		d->drv = f->drv;
 		d->flushes = f->nr;
 		d->flush_ns = f->ns;
 		d->flushes_untimed = f->untimed;

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "driver_hooks.h"
 #include "bpfcmd.h"
 #include "bpfmap.h"
 #include "err.h"
@@ -128,6 +129,7 @@ int top_hooks(struct top_bpf *s, const struct top_opts *o, struct attach_hook *o
 			      "owners of buffered reads blk-throttle held"),
 		FALLBACK_HOOK(s, "page_cache_async_ra", top_ra_async,
 			      "owners of buffered reads blk-throttle held"),
+		DRIVER_ERROR_HOOKS(s, top_drv),
 		{.name = NULL}, /* room for mm_filemap_get_pages */
 	};
 	const char *names[NR_TOP_SYSCALLS];

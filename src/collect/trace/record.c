@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* What a slow request's record says: who, which file, flag and event names, timeline. */
 #include "priv.h"
+#include "drvstatus.h"
 
 double trace_us(uint64_t ns)
 {
@@ -104,11 +105,18 @@ const char *trace_ev_name(uint32_t type)
 }
 
 const struct trace_flag_name trace_bio_flag_names[] = {
-	{TRACE_BIO_MERGED, "merged"},	       {TRACE_BIO_SPLIT, "split"},
-	{TRACE_BIO_REQUEUED, "requeued"},      {TRACE_BIO_ERROR, "error"},
-	{TRACE_BIO_KTHREAD, "kthread"},	       {TRACE_BIO_FLUSH, "flush"},
-	{TRACE_BIO_NO_ISSUE, "no_issue_time"}, {TRACE_BIO_PARTIAL, "partial"},
-	{TRACE_BIO_THROTTLED, "throttled"},    {0, NULL},
+	{TRACE_BIO_MERGED, "merged"},
+	{TRACE_BIO_SPLIT, "split"},
+	{TRACE_BIO_REQUEUED, "requeued"},
+	{TRACE_BIO_ERROR, "error"},
+	{TRACE_BIO_KTHREAD, "kthread"},
+	{TRACE_BIO_FLUSH, "flush"},
+	{TRACE_BIO_NO_ISSUE, "no_issue_time"},
+	{TRACE_BIO_PARTIAL, "partial"},
+	{TRACE_BIO_THROTTLED, "throttled"},
+	{TRACE_BIO_DRV_TIMEOUT, "driver_timeout"},
+	{TRACE_BIO_DRV_REFUSED, "driver_refused"},
+	{0, NULL},
 };
 
 const struct trace_flag_name trace_rec_flag_names[] = {
@@ -128,6 +136,72 @@ char trace_bio_dir(const struct trace_bio *b)
 	if (b->flags & TRACE_BIO_FLUSH && !b->bytes)
 		return 'F';
 	return b->flags & TRACE_BIO_WRITE ? 'W' : 'R';
+}
+
+bool trace_rec_has_drv_stages(const struct trace_rec *r)
+{
+	__u64 st[3];
+
+	return trace_rec_has_block_stages(r) &&
+	       trace_drv_split(r->crit_d, r->crit_ds, r->crit_dc, r->last_c, st);
+}
+
+bool trace_bio_drv_stages(const struct trace_bio *b, uint64_t st[3])
+{
+	__u64 s[3];
+
+	if (!trace_drv_split(b->d, b->ds, b->dc, b->c, s))
+		return false;
+	st[0] = s[0];
+	st[1] = s[1];
+	st[2] = s[2];
+	return true;
+}
+
+void trace_json_driver(struct jw *jw, const struct trace_bio *b, uint64_t start)
+{
+	char text[160];
+	uint64_t st[3];
+
+	if (b->drv.kind == DRV_NONE) {
+		jw_kv_null(jw, "driver");
+		return;
+	}
+	jw_kv_object(jw, "driver");
+	jw_kv_string(jw, "kind", drv_kind_name(b->drv.kind) ?: "?");
+	jw_kv_uint(jw, "hwq", b->hwq);
+	jw_kv_uint(jw, "tag", b->drv_tag);
+	if (b->drv.kind == DRV_NVME)
+		jw_kv_uint(jw, "cid", b->cid);
+	else
+		jw_kv_null(jw, "cid");
+	if (b->ds && b->ds >= start)
+		jw_kv_float(jw, "submit_us", (b->ds - start) / 1e3, 3);
+	else
+		jw_kv_null(jw, "submit_us");
+	if (b->dc && b->dc >= start)
+		jw_kv_float(jw, "complete_us", (b->dc - start) / 1e3, 3);
+	else
+		jw_kv_null(jw, "complete_us");
+	if (trace_bio_drv_stages(b, st)) {
+		jw_kv_float(jw, "drv_in_us", st[0] / 1e3, 3);
+		jw_kv_float(jw, "device_us", st[1] / 1e3, 3);
+		jw_kv_float(jw, "drv_out_us", st[2] / 1e3, 3);
+	} else {
+		jw_kv_null(jw, "drv_in_us");
+		jw_kv_null(jw, "device_us");
+		jw_kv_null(jw, "drv_out_us");
+	}
+	jw_kv_uint(jw, "status", b->drv.status);
+	jw_kv_string(jw, "status_text", drv_status_text(&b->drv, text, sizeof(text)));
+	if (b->drv.kind == DRV_SCSI && (b->drv.status & 0xff) == 0x02) {
+		jw_kv_uint(jw, "sense_key", b->drv.sense_key);
+		jw_kv_uint(jw, "asc", b->drv.asc);
+		jw_kv_uint(jw, "ascq", b->drv.ascq);
+	}
+	jw_kv_uint(jw, "failed_attempts", b->drv_fails);
+	jw_kv_bool(jw, "timeout", b->flags & TRACE_BIO_DRV_TIMEOUT);
+	jw_end_object(jw);
 }
 
 /* Bios not recorded in the record (past TRACE_MAX_BIOS). */
@@ -234,6 +308,13 @@ int trace_timeline(const struct trace_rec *r, struct tl_item *v)
 		if (!(b->flags & TRACE_BIO_NO_ISSUE))
 			tl_add(v, &n, b->d, "D bio#%u issued%s", i,
 			       b->requeues ? " (after requeue)" : "");
+		if (b->ds && b->dc)
+			tl_add(v, &n, b->ds, "bio#%u %s command submitted", i,
+			       drv_kind_name(b->drv.kind) ?: "driver");
+		if (b->dc)
+			tl_add(v, &n, b->dc, "bio#%u %s completion taken%s", i,
+			       drv_kind_name(b->drv.kind) ?: "driver",
+			       b->drv.status ? " (error)" : "");
 		tl_add(v, &n, b->c, "C bio#%u completed%s", i, b->error ? " with error" : "");
 	}
 	tl_add(v, &n, r->end, "%s", edge_labels(r->op)[1]);

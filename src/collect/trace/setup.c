@@ -5,6 +5,7 @@
  */
 #include "array.h"
 #include "priv.h"
+#include "driver_hooks.h"
 
 #define TP_HOOK(s, nm, hook, opt) TP_BTF_HOOK(s, #hook, trace_##nm, opt, NULL)
 
@@ -58,7 +59,6 @@ static bool need_insert_hook(const struct trace_opts *o)
 }
 
 /* The most hooks trace_hooks() gives. */
-#define TRACE_MAX_HOOKS 64
 
 /* The hooks a run with options @o needs, with their variants, into @out: how many. */
 
@@ -98,6 +98,7 @@ static int trace_hooks(struct trace_bpf *s, const struct trace_opts *o, struct a
 		TP_HOOK(s, pc_add, mm_filemap_add_to_page_cache, true),
 		FALLBACK_HOOK(s, "page_cache_sync_ra", trace_ra_sync, "synchronous readahead"),
 		FALLBACK_HOOK(s, "page_cache_async_ra", trace_ra_async, "asynchronous readahead"),
+		DRIVER_HOOKS(s, trace_drv),
 	};
 	struct syscall_progs sys = SYSCALL_PROGS_OF(s, trace_sys);
 	const char *sys_names[TRACE_OP_SYNC_FILE_RANGE + 1];
@@ -231,6 +232,7 @@ int trace_collect_open(struct trace_ctx *c, const struct trace_opts *o,
 	s->rodata->throtl_dispatch_fn = throtl_fn;
 	s->rodata->submit_bio_wait_end_io = wait_end_io;
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
+	s->rodata->drv_virtblk_major = driver_virtblk_major();
 	/* IOSPAN_FAULT=bio_slots_contended (tests): bios take each other's slots. */
 	if (fault_injected("bio_slots_contended"))
 		s->rodata->bio_slots_nr = 16;

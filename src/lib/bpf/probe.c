@@ -557,6 +557,46 @@ bool kernel_func_in_btf(const char *name)
 	return btf && btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) >= 0;
 }
 
+/* Module BTFs loaded so far (modules the plans name): few, kept for the process. */
+#define MAX_MODULE_BTFS 8
+static struct {
+	char name[56];
+	struct btf *btf; /* NULL: the module is not loaded (or has no BTF) */
+} module_btfs[MAX_MODULE_BTFS];
+static int nr_module_btfs;
+
+const struct btf *probe_module_btf(const char *module)
+{
+	const struct btf *vmlinux = probe_vmlinux_btf();
+	int i;
+
+	if (!vmlinux || !module)
+		return NULL;
+	for (i = 0; i < nr_module_btfs; i++)
+		if (!strcmp(module_btfs[i].name, module))
+			return module_btfs[i].btf;
+	if (nr_module_btfs == MAX_MODULE_BTFS || strlen(module) >= sizeof(module_btfs[0].name))
+		return NULL;
+	i = nr_module_btfs++;
+	strcpy(module_btfs[i].name, module);
+	/* /sys/kernel/btf/<module> exists while the module is loaded. */
+	module_btfs[i].btf = btf__load_module_btf(module, (struct btf *)vmlinux);
+	return module_btfs[i].btf;
+}
+
+/* @name of @kind in vmlinux BTF, else in @module's (NULL: vmlinux only). */
+static bool in_kernel_btf(const char *name, int kind, const char *module)
+{
+	const struct btf *btf = probe_vmlinux_btf();
+
+	if (!btf)
+		return false;
+	if (btf__find_by_name_kind(btf, name, kind) >= 0)
+		return true;
+	btf = probe_module_btf(module);
+	return btf && btf__find_by_name_kind(btf, name, kind) >= 0;
+}
+
 static bool is_tracefs(const char *path)
 {
 	struct statfs st;
@@ -715,6 +755,9 @@ void probe_cleanup(void)
 
 	for (f = 0; f < PROBE_NR; f++)
 		probe_join(f);
+	for (f = 0; f < nr_module_btfs; f++)
+		btf__free(module_btfs[f].btf);
+	nr_module_btfs = 0;
 	btf__free(vmlinux_btf);
 	vmlinux_btf = NULL;
 	vmlinux_btf_tried = false;
@@ -796,18 +839,31 @@ static enum probe_feature mode_feature(enum attach_mode mode)
 	}
 }
 
-/* 1 if the target exists here, 0 if not, a negative errno if this process cannot tell. */
-static int target_state(enum attach_mode mode, const char *target)
+/* A tracepoint's "btf_trace_<name>" typedef in vmlinux BTF or @module's. */
+static bool tracepoint_in_kernel_btf(const char *name, const char *module)
+{
+	char type[128];
+
+	if (snprintf(type, sizeof(type), "btf_trace_%s", name) >= (int)sizeof(type))
+		return false;
+	return in_kernel_btf(type, BTF_KIND_TYPEDEF, module);
+}
+
+/*
+ * 1 if the target exists here, 0 if not, a negative errno if this process cannot tell.
+ * @module: the kernel module that may hold it when it is not built in, or NULL.
+ */
+static int target_state(enum attach_mode mode, const char *target, const char *module)
 {
 	char cat[64];
 	const char *slash;
 
 	switch (mode) {
 	case ATTACH_TP_BTF:
-		return tracepoint_in_btf(target);
+		return tracepoint_in_kernel_btf(target, module);
 	case ATTACH_RAW_TP:
 		/* Without BTF there is nothing to check against: attaching will tell. */
-		return !probe_vmlinux_btf() || tracepoint_in_btf(target);
+		return !probe_vmlinux_btf() || tracepoint_in_kernel_btf(target, module);
 	case ATTACH_TRACEPOINT:
 		slash = strchr(target, '/');
 		if (!slash || (size_t)(slash - target) >= sizeof(cat))
@@ -816,9 +872,9 @@ static int target_state(enum attach_mode mode, const char *target)
 		cat[slash - target] = '\0';
 		return tracefs_event_state(cat, slash + 1);
 	case ATTACH_FENTRY:
-		return kernel_func_in_btf(target);
+		return in_kernel_btf(target, BTF_KIND_FUNC, module);
 	case ATTACH_KPROBE:
-		return !probe_vmlinux_btf() || kernel_func_in_btf(target);
+		return !probe_vmlinux_btf() || in_kernel_btf(target, BTF_KIND_FUNC, module);
 	default:
 		return 0;
 	}
@@ -857,7 +913,8 @@ bool fault_injected(const char *name)
  * -EPERM with *@needs set when only a privilege the process lacks stands in the way
  * (the target is there, or this process cannot see whether it is), else 0.
  */
-static int variant_usable(const struct attach_variant *v, char *why, size_t len, const char **needs)
+static int variant_usable(const struct attach_variant *v, const char *module, char *why, size_t len,
+			  const char **needs)
 {
 	enum probe_feature f = mode_feature(v->mode);
 	struct probe_result r = {}, cast = {};
@@ -876,7 +933,7 @@ static int variant_usable(const struct attach_variant *v, char *why, size_t len,
 		 !cast.needs)
 		/* iospan's raw_tp programs view their untyped arguments through the cast. */
 		reason = "needs kfunc bpf_rdonly_cast";
-	else if (!(target = target_state(v->mode, v->target)))
+	else if (!(target = target_state(v->mode, v->target, module)))
 		reason = "target not found";
 	else if (target < 0 && target != -EACCES)
 		reason = probe_errname(target);
@@ -965,7 +1022,8 @@ static int plan_choose(struct attach_hook *hooks, int n, bool report, const char
 		for (j = 0; j < ATTACH_MAX_VARIANTS && !variant_end(&h->v[j]); j++) {
 			variant_resolve(&h->v[j]);
 			if (h->chosen < 0) {
-				if (variant_usable(&h->v[j], why, sizeof(why), &needs) > 0)
+				if (variant_usable(&h->v[j], h->module, why, sizeof(why), &needs) >
+				    0)
 					h->chosen = j;
 				else if (needs && !hook_needs)
 					hook_needs = needs;
@@ -974,7 +1032,8 @@ static int plan_choose(struct attach_hook *hooks, int n, bool report, const char
 				   h->v[h->chosen].prog) {
 				char unused[64] = "";
 
-				if (variant_usable(&h->v[j], unused, sizeof(unused), &needs) > 0)
+				if (variant_usable(&h->v[j], h->module, unused, sizeof(unused),
+						   &needs) > 0)
 					h->backup = j;
 			}
 		}
@@ -1120,6 +1179,16 @@ int probe_require_bpf_privileges(const char *cmd)
 		    cmd, missing);
 }
 
+/*
+ * Whether @h's targets are in a module that is not loaded (and not built in): a driver
+ * with no disk here, whose figures do not apply (doctor's plan still shows it).
+ */
+static bool hook_module_absent(const struct attach_hook *h)
+{
+	return h->module && !probe_module_btf(h->module) && !tracepoint_in_btf(h->name) &&
+	       !kernel_func_in_btf(h->name);
+}
+
 int attach_plan_unavailable(const struct attach_hook *hooks, int n, struct jw *jw, const char *key,
 			    FILE *out, const char *prefix)
 {
@@ -1127,8 +1196,16 @@ int attach_plan_unavailable(const struct attach_hook *hooks, int n, struct jw *j
 
 	for (i = 0; i < n; i++) {
 		const struct attach_hook *h = &hooks[i];
+		bool said = false;
+		int j;
 
-		if (h->chosen >= 0 || !h->figure)
+		if (h->chosen >= 0 || !h->figure || hook_module_absent(h))
+			continue;
+		/* Several hooks can make one figure (a driver's submit and completion). */
+		for (j = 0; j < i && !said; j++)
+			said = hooks[j].chosen < 0 && hooks[j].figure &&
+			       !strcmp(hooks[j].figure, h->figure);
+		if (said)
 			continue;
 		if (jw) {
 			if (!count)

@@ -83,6 +83,8 @@ const struct btf *probe_vmlinux_btf(void);
 bool tracepoint_in_btf(const char *name);
 /* The kernel function is described in vmlinux BTF (fentry/kprobe target). */
 bool kernel_func_in_btf(const char *name);
+/* The BTF of a loaded kernel module (split on vmlinux's), cached; NULL if not loaded. */
+const struct btf *probe_module_btf(const char *module);
 
 /*
  * IOSPAN_FAULT="map_nomem,...": kernel failures to act out, so that tests reach the
@@ -179,6 +181,8 @@ struct attach_variant {
 struct attach_hook {
 	const char *name;
 	bool optional;
+	/* The module its targets are in when not built in (driver hooks), or NULL. */
+	const char *module;
 	/* What the output lacks if an optional hook attaches in no way ("mmap FS bytes"). */
 	const char *figure;
 	struct attach_variant v[ATTACH_MAX_VARIANTS];

@@ -28,18 +28,14 @@ static const char *const op_names[TRACE_OP_NR] = {
 };
 
 static const char *const stage_names[TRACE_ST_NR] = {
-	[TRACE_ST_TOTAL] = "total",
-	[TRACE_ST_PRE_BLOCK] = "pre_block",
-	[TRACE_ST_THROTTLE] = "throttle",
-	[TRACE_ST_Q2Q] = "q2q",
-	[TRACE_ST_Q2G] = "q2g",
-	[TRACE_ST_G2I] = "g2i",
-	[TRACE_ST_I2D] = "i2d",
-	[TRACE_ST_D2C] = "d2c",
-	[TRACE_ST_Q2C] = "q2c",
-	[TRACE_ST_POST_BLOCK] = "post_block",
-	[TRACE_ST_OFFCPU] = "offcpu",
-	[TRACE_ST_IOWAIT] = "iowait",
+	[TRACE_ST_TOTAL] = "total",	  [TRACE_ST_PRE_BLOCK] = "pre_block",
+	[TRACE_ST_THROTTLE] = "throttle", [TRACE_ST_Q2Q] = "q2q",
+	[TRACE_ST_Q2G] = "q2g",		  [TRACE_ST_G2I] = "g2i",
+	[TRACE_ST_I2D] = "i2d",		  [TRACE_ST_D2C] = "d2c",
+	[TRACE_ST_Q2C] = "q2c",		  [TRACE_ST_POST_BLOCK] = "post_block",
+	[TRACE_ST_OFFCPU] = "offcpu",	  [TRACE_ST_IOWAIT] = "iowait",
+	[TRACE_ST_DRV_IN] = "drv_in",	  [TRACE_ST_DEVICE] = "device",
+	[TRACE_ST_DRV_OUT] = "drv_out",
 };
 
 #define BIT(op) (1U << (op))

@@ -210,7 +210,7 @@ watch_scenario() {
 		>"$d/watch.out" 2>"$d/watch.err" &
 	pid=$!
 	# Sampling begins at the start line, after the collectors have loaded.
-	while [ $i -lt 900 ] && ! grep -q " start: " "$d/watch.err"; do
+	while [ $i -lt 900 ] && ! grep -q " start: " "$d/watch.err" 2>/dev/null; do
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -254,7 +254,7 @@ report_scenario() {
 		--capture-threshold 1us --duration 15 -o "$d/capture.html" \
 		>"$d/report.out" 2>"$d/report.err" &
 	pid=$!
-	while [ $i -lt 1200 ] && ! grep -q "incident 1 opened" "$d/report.err"; do
+	while [ $i -lt 1200 ] && ! grep -q "incident 1 opened" "$d/report.err" 2>/dev/null; do
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -330,6 +330,60 @@ trace_scenario() {
 	fi
 	stop_tracer "$d" trace
 	snap "$d" after
+}
+
+# driver NAME DEV [BAD]: trace -t 0 around known direct I/O on a disk behind a driver
+# with hooks (NVMe, SCSI, virtio-blk), then, with BAD, a read of the sector QEMU's
+# blkdebug fails (matrix.py BAD_SECTOR, in $BAD_SECTOR): the driver's retries and error.
+driver_scenario() {
+	local name=$1 dev=$2 bad=$3 d
+	d=$(scenario "$name" "${dev#/dev/}")
+	log "$name"
+	local disk=${dev#/dev/} url i=0
+	start_tracer "$d" trace iospan trace -t 0 --json -i 3600 -d "$disk" || return
+	# The driver's column and stage: snoop's lines, lat's device histogram.
+	start_tracer "$d" snoop iospan snoop --json -d "$disk" --duration $TRACER_MAX_S || return
+	start_tracer "$d" lat iospan lat --json --stage device -d "$disk" || return
+	if [ -n "$bad" ]; then
+		# The disk's driver counters: top's report, and watch's rule, samples, endpoint.
+		start_tracer "$d" top iospan top --json -d "$disk" --duration 3600 || return
+		rm -f /tmp/driver.db
+		busybox ip link set lo up
+		timeout -s KILL 300 iospan watch --db /tmp/driver.db --config '' -d "$disk" \
+			--interval 0.5 --driver-errors 1 --util 0 --await 0 --read-mbps 0 \
+			--write-mbps 0 --pre 2 --capture 2 --listen 127.0.0.1:0 \
+			--detail full --capture-threshold 1us \
+			>"$d/watch.out" 2>"$d/watch.err" &
+		echo $! >"$d/watch.pid"
+		while [ $i -lt 900 ] && ! grep -q " start: " "$d/watch.err" 2>/dev/null; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		sleep 1
+	fi
+	step "$d" w-read iowork pread "$dev" -b 4096 -n 64 --direct
+	step "$d" w-write iowork pwrite "$dev" -b 65536 -n 16 --direct
+	if [ -n "$bad" ]; then
+		# dd fails (EIO, ENODATA): its exit status is what the test expects.
+		timeout -s KILL $STEP_MAX_S dd if="$dev" of=/dev/null bs=4096 count=1 \
+			skip=$((BAD_SECTOR / 8)) iflag=direct 2>"$d/w-bad.err" &
+		echo $! >"$d/w-bad.pid"
+		wait $!
+		echo $? >"$d/w-bad.rc"
+		# Two samples after the error, then the endpoint's counters.
+		sleep 1.5
+		url=$(sed -n 's|.*metrics at \(http://[^ ]*/metrics\).*|\1|p' "$d/watch.err" | head -n 1)
+		step "$d" metrics busybox wget -q -O "$d/metrics.txt" "$url"
+		kill -INT "$(cat "$d/watch.pid")"
+		wait "$(cat "$d/watch.pid")"
+		echo $? >"$d/watch.rc"
+		stop_tracer "$d" top
+		step "$d" list iospan --json incidents --db /tmp/driver.db list
+		step "$d" show iospan --json incidents --db /tmp/driver.db show 1
+	fi
+	stop_tracer "$d" lat
+	stop_tracer "$d" snoop
+	stop_tracer "$d" trace
 }
 
 # lat: two tracers side by side on DISK (the overall histogram, and one per queuing
@@ -516,6 +570,9 @@ for fs in $fslist; do
 	# Every filter on one file system per suite: ext4 (the smoke suite's only one).
 	[ $fs = ext4 ] && filters_scenario "$fs" "$disk" "/mnt/$fs"
 done
+[ -n "$NVME_DEV" ] && driver_scenario driver-nvme "$NVME_DEV" bad
+[ -n "$SCSI_DEV" ] && driver_scenario driver-scsi "$SCSI_DEV" bad
+[ -n "$RAW_DEV" ] && driver_scenario driver-virtio "$RAW_DEV"
 if [ -n "$RAW_DEV" ]; then
 	raw=${RAW_DEV#/dev/}
 	stat_scenario "$raw" "$RAW_DEV"

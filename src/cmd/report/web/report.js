@@ -16,11 +16,14 @@
 
 	const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf',
 		'#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
-	/* trace's stages (iospan-trace(8)) and top's block ones (q2d, d2c). */
+	/*
+	 * trace's stages (iospan-trace(8)) and top's block ones (q2d, d2c); d2c split by the
+	 * driver in shades of d2c's blue.
+	 */
 	const STAGE_COLORS = {
 		pre_block: '#9467bd', throttle: '#d62728', q2q: '#8c564b', q2g: '#ff7f0e',
 		g2i: '#e6a700', i2d: '#bcbd22', q2d: '#ff7f0e', d2c: '#1f77b4', q2c: '#17becf',
-		post_block: '#2ca02c',
+		drv_in: '#6baed6', device: '#08519c', drv_out: '#9ecae1', post_block: '#2ca02c',
 	};
 	const TOP_N = 8;
 	const SYNC = 'iospan';
