@@ -161,3 +161,43 @@ def test_watch_driver_errors_rule():
     assert known, rows
     for d in known:
         assert d["kind"] is None and d["requeues"] == 0 and d["errors"] is None, d
+
+
+def test_merge_guest_bad_input(tmp_path):
+    """trace --merge-guest reads files: its options misused are usage errors (exit 2),
+    files it cannot use one line each (exit 1), under --json one JSON error object; the
+    real merge is checked on the kernel matrix (tests/kernels/test_vm.py)."""
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"type":"request","op":"pread64","bios":[{"disk":"vdb"\n')
+    log = tmp_path / "qemu.log"
+    log.write_text("virtio_blk_handle_read vdev 0x1 req 0x2 sector 0 nsectors 8\n")
+    usage = [
+        (["--merge-guest", str(empty)], "--qemu-log"),
+        (["--qemu-log", str(log)], "go with --merge-guest"),
+        (["--merge-guest", str(empty), "--qemu-log", str(log), "--host-trace", str(empty),
+          "-p", "1"], "only -t, --json and --perfetto apply"),
+        (["--merge-guest", str(empty), "--qemu-log", str(log), "--host-trace", str(empty),
+          "--image-offset", "-1"], "--image-offset"),
+    ]
+    for args, said in usage:
+        p = tl.run_iospan("trace", *args)
+        assert p.returncode == 2 and said in p.stderr, (args, p.returncode, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    runtime = [
+        ([str(tmp_path / "none.json"), str(log), str(empty)], "cannot read the guest trace"),
+        (["/dev/zero", str(log), str(empty)], "is not a regular file"),
+        ([str(cut), str(log), str(empty)], "1 malformed"),
+    ]
+    for (guest, qlog, host), said in runtime:
+        for json_out in (False, True):
+            args = ["--json"] if json_out else []
+            p = tl.run_iospan(*args, "trace", "--merge-guest", guest, "--qemu-log", qlog,
+                              "--host-trace", host)
+            assert p.returncode == 1, (guest, p.returncode, p.stderr, p.stdout)
+            if json_out:
+                err = json.loads(p.stdout.strip().splitlines()[-1])
+                assert said in err["error"] and err["exit_code"] == 1, err
+            else:
+                assert said in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -94,8 +94,16 @@ def start_into(fd, args):
     proc = subprocess.Popen([tl.iospan_bin()] + [str(a) for a in args], stdout=fd,
                             stderr=subprocess.PIPE)
     if args[1] != "stat":
-        line = proc.stderr.readline()
-        assert b"tracing" in line, line + proc.stderr.read()
+        # What it says first (a figure not available here) comes before "tracing".
+        seen = b""
+        for _ in range(30):
+            line = proc.stderr.readline()
+            seen += line
+            if b"tracing" in line or not line:
+                break
+        if b"tracing" not in seen:
+            proc.kill()
+            raise AssertionError(seen + proc.stderr.read())
     return proc
 
 

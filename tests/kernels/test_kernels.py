@@ -938,9 +938,17 @@ def driver_docs(g, kind):
 
 def missed_allowed(kernel, totals, n):
     """How many of @n requests may be missing (assert_ops: PREEMPT_RT only)."""
+    return skips_allowed(kernel, totals["counters"]["hook_runs_missed"], n)
+
+
+def skips_allowed(kernel, declared, n):
+    """How many of @n events may lack a program's run: on PREEMPT_RT a program (a
+    kprobe's too: the smoke suites run virtio-blk's by kprobe) is preemptible, and the
+    kernel skips another's run on its CPU meanwhile; from 6.7 it declares each
+    (@declared), before it declares none (any of @n). None elsewhere."""
     if "-rt-" not in kernel:
         return 0
-    return totals["counters"]["hook_runs_missed"] if counts_skipped_runs(kernel) else n
+    return declared if counts_skipped_runs(kernel) else n
 
 
 @pytest.mark.parametrize("kind", sorted(DRIVERS))
@@ -954,6 +962,7 @@ def test_driver_stages_add_up_to_d2c(kernel, kind):
     g = guest(kernel)
     reqs, totals = driver_docs(g, kind)
     assert totals["lost"] == 0, (kernel, kind, totals)
+    unseen = 0
     for name, op in (("w-read", "pread64"), ("w-write", "pwrite64")):
         w = g.workload("driver-" + kind, name)
         mine = [r for r in reqs if r["pid"] == w["pid"]]
@@ -966,7 +975,11 @@ def test_driver_stages_add_up_to_d2c(kernel, kind):
                 kernel, kind, r["bios"])
             b = r["bios"][0]
             drv = b["driver"]
-            assert drv and drv["kind"] == DRIVERS[kind], (kernel, kind, b)
+            # A driver program's run the kernel skipped (PREEMPT_RT): no split.
+            if not drv or drv["device_us"] is None:
+                unseen += 1
+                continue
+            assert drv["kind"] == DRIVERS[kind], (kernel, kind, b)
             assert drv["failed_attempts"] == 0 and drv["status"] == 0, (kernel, kind, drv)
             assert isinstance(drv["hwq"], int) and isinstance(drv["tag"], int), drv
             assert (drv["cid"] is not None) == (kind == "nvme"), (kernel, kind, drv)
@@ -976,6 +989,8 @@ def test_driver_stages_add_up_to_d2c(kernel, kind):
             st = r["stages"]
             assert abs(sum(st[k] for k in DRIVER_STAGES) - st["d2c"]) <= 1.0, (
                 kernel, kind, st)
+    assert unseen <= skips_allowed(kernel, totals["counters"]["hook_runs_missed"], 80), (
+        kernel, kind, unseen, totals["counters"])
 
 
 @pytest.mark.parametrize("kind", ["nvme", "scsi"])
@@ -1021,16 +1036,21 @@ def test_driver_in_snoop_and_lat(kernel, kind):
     scn = "driver-" + kind
     docs = [json.loads(line) for line in g.ok(scn, "snoop").splitlines() if line.strip()]
     lines, summary = docs[:-1], docs[-1]["summary"]
+    unseen = 0
     for name in ("w-read", "w-write"):
         w = g.workload(scn, name)
         mine = [x for x in lines if x["pid"] == w["pid"]]
         assert len(mine) == w["ops"], (kernel, kind, name, len(mine), summary)
         for x in mine:
             drv = x["driver"]
-            assert drv and drv["kind"] == DRIVERS[kind] and drv["status"] == 0, (kernel, x)
+            if not drv:
+                unseen += 1  # a skipped run (PREEMPT_RT), as below
+                continue
+            assert drv["kind"] == DRIVERS[kind] and drv["status"] == 0, (kernel, x)
             assert 0 < drv["device_us"] <= x["device_us"] + 0.001, (kernel, kind, x)
             # d2c = the time to the driver's submission + its device time + drv_out.
             assert drv["device_us"] + drv["drv_out_us"] <= x["device_us"] + 0.002, (kernel, x)
+    assert unseen <= skips_allowed(kernel, summary["missed_runs"], 80), (kernel, unseen, summary)
     if kind != "virtio":
         pid = int(g.file(scn, "w-bad.pid"))
         bad = [x for x in lines if x["pid"] == pid]
@@ -1041,9 +1061,12 @@ def test_driver_in_snoop_and_lat(kernel, kind):
     n = sum(h["count"] for h in lat[0]["histograms"])
     drops = dict(lat[0]["drops"])
     # PREEMPT_RT skips runs of a program preempted on its CPU (test_lat_count_matches_
-    # diskstats): a skipped completion is a request missing, declared.
+    # diskstats): a skipped completion is a request missing, a skipped driver program's
+    # run one without the driver's stamps (no_driver); from 6.7 declared.
     skipped = drops.pop("programs_skipped") or 0 if "-rt-" in kernel else 0
-    assert n >= 64 + 16 - skipped, (kernel, kind, n, lat[0]["drops"])
+    no_driver = drops.pop("no_driver")
+    assert no_driver <= skips_allowed(kernel, skipped, 80), (kernel, kind, lat[0]["drops"])
+    assert n >= 64 + 16 - skipped - no_driver, (kernel, kind, n, lat[0]["drops"])
     assert not any(drops.values()), (kernel, kind, lat[0]["drops"])
 
 
@@ -1052,8 +1075,8 @@ def test_driver_in_snoop_and_lat(kernel, kind):
 def test_driver_errors_counted_per_disk(kernel, kind):
     """The disk's driver counters over the same run (top's report), each failed attempt
     of the bad read an error, its retries requeues, its commands the workload's 80 plus
-    those attempts; watch's --driver-errors rule opened an incident on the disk, and
-    the endpoint's counters say the same."""
+    those attempts; on the NVMe disk, watch's --driver-errors rule opened an incident on
+    the disk, and the endpoint's counters say the same."""
     g = guest(kernel)
     scn = "driver-" + kind
     reqs, totals = driver_docs(g, kind)
@@ -1071,6 +1094,8 @@ def test_driver_errors_counted_per_disk(kernel, kind):
             "dispatch_errors": 0, "commands": 64 + 16 + failed}
     assert {k: drv[k] for k in want} == want, (kernel, kind, drv)
     assert drv["last_error"] == bad[0]["bios"][0]["driver"]["status_text"], drv
+    if kind != "nvme":
+        return  # watch runs on the NVMe disk only (guest suite: its collectors load slowly)
     assert int(g.file(scn, "watch.rc")) == 0, g.file(scn, "watch.err")
     incidents = json.loads(g.ok(scn, "list"))
     fired = [i for i in incidents["incidents"] if i["rule"] == "driver-errors"]

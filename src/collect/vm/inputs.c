@@ -17,11 +17,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "collect/vm.h"
 #include "err.h"
 
 #define MAX_LINE (1 << 20)
+
+/*
+ * @path opened for reading if it is a regular file (not a device or a pipe that never
+ * ends); else NULL, said, *@err its negative errno.
+ */
+static FILE *open_regular(const char *path, const char *what, int *err)
+{
+	struct stat st;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		*err = fail(-errno, "cannot read %s '%s': %s", what, path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		*err = fail(-EINVAL, "%s '%s' is not a regular file", what, path);
+		return NULL;
+	}
+	return f;
+}
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
 {
@@ -42,17 +64,17 @@ static int load_lines(const char *path, const char *what, sqlite3 **out, struct 
 {
 	sqlite3_stmt *ins = NULL;
 	sqlite3 *db = NULL;
-	char *line = NULL;
+	char *line = NULL, desc[32];
 	size_t cap = 0;
 	ssize_t len;
 	FILE *f;
 	int err = 0;
 
 	*out = NULL;
-	f = fopen(path, "r");
+	snprintf(desc, sizeof(desc), "the %s trace", what);
+	f = open_regular(path, desc, &err);
 	if (!f)
-		return fail(-errno, "cannot read the %s trace '%s': %s", what, path,
-			    strerror(errno));
+		return err;
 	if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
 	    sqlite3_exec(db, "CREATE TABLE lines (n INTEGER, line TEXT)", NULL, NULL, NULL) ||
 	    sqlite3_prepare_v2(db, "INSERT INTO lines VALUES (?1, ?2)", -1, &ins, NULL)) {
@@ -319,9 +341,9 @@ int vm_read_qemu(const char *path, int64_t mono_to_real, struct vm_merge *m,
 	int err = 0, r;
 
 	memset(st, 0, sizeof(*st));
-	f = fopen(path, "r");
+	f = open_regular(path, "QEMU's trace log", &err);
 	if (!f)
-		return fail(-errno, "cannot read QEMU's trace log '%s': %s", path, strerror(errno));
+		return err;
 	while (getline(&line, &cap, f) > 0) {
 		st->lines++;
 		r = vm_qemu_line(line, &real, &tid, ev, sizeof(ev), &vdev, &req, &a, &b);

@@ -336,7 +336,7 @@ trace_scenario() {
 # with hooks (NVMe, SCSI, virtio-blk), then, with BAD, a read of the sector QEMU's
 # blkdebug fails (matrix.py BAD_SECTOR, in $BAD_SECTOR): the driver's retries and error.
 driver_scenario() {
-	local name=$1 dev=$2 bad=$3 d
+	local name=$1 dev=$2 bad=$3 watch=$4 d
 	d=$(scenario "$name" "${dev#/dev/}")
 	log "$name"
 	local disk=${dev#/dev/} url i=0
@@ -347,6 +347,10 @@ driver_scenario() {
 	if [ -n "$bad" ]; then
 		# The disk's driver counters: top's report, and watch's rule, samples, endpoint.
 		start_tracer "$d" top iospan top --json -d "$disk" --duration 3600 || return
+	fi
+	# watch's two collectors load slowly under TCG: on one driver's disk (the counting
+	# is the driver's hooks', which top's report checks on each).
+	if [ -n "$watch" ]; then
 		rm -f /tmp/driver.db
 		busybox ip link set lo up
 		timeout -s KILL 300 iospan watch --db /tmp/driver.db --config '' -d "$disk" \
@@ -370,6 +374,9 @@ driver_scenario() {
 		echo $! >"$d/w-bad.pid"
 		wait $!
 		echo $? >"$d/w-bad.rc"
+		stop_tracer "$d" top
+	fi
+	if [ -n "$watch" ]; then
 		# Two samples after the error, then the endpoint's counters.
 		sleep 1.5
 		url=$(sed -n 's|.*metrics at \(http://[^ ]*/metrics\).*|\1|p' "$d/watch.err" | head -n 1)
@@ -377,7 +384,6 @@ driver_scenario() {
 		kill -INT "$(cat "$d/watch.pid")"
 		wait "$(cat "$d/watch.pid")"
 		echo $? >"$d/watch.rc"
-		stop_tracer "$d" top
 		step "$d" list iospan --json incidents --db /tmp/driver.db list
 		step "$d" show iospan --json incidents --db /tmp/driver.db show 1
 	fi
@@ -570,7 +576,7 @@ for fs in $fslist; do
 	# Every filter on one file system per suite: ext4 (the smoke suite's only one).
 	[ $fs = ext4 ] && filters_scenario "$fs" "$disk" "/mnt/$fs"
 done
-[ -n "$NVME_DEV" ] && driver_scenario driver-nvme "$NVME_DEV" bad
+[ -n "$NVME_DEV" ] && driver_scenario driver-nvme "$NVME_DEV" bad watch
 [ -n "$SCSI_DEV" ] && driver_scenario driver-scsi "$SCSI_DEV" bad
 [ -n "$RAW_DEV" ] && driver_scenario driver-virtio "$RAW_DEV"
 if [ -n "$RAW_DEV" ]; then

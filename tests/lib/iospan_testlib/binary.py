@@ -100,13 +100,17 @@ def start_tracing(*args, timeout=30, **popen_args):
     proc = popen_iospan(*args, **popen_args)
     deadline = time.time() + timeout
     seen = ""
+    # Raw reads: a buffered readline() would take several lines at once (a figure not
+    # available here, then "tracing"), and select() would not see the rest.
     while time.time() < deadline:
         ready, _, _ = select.select([proc.stderr], [], [], 0.5)
         if ready:
-            line = proc.stderr.readline()
-            seen += line
-            if "tracing" in line:
+            chunk = os.read(proc.stderr.fileno(), 65536).decode(errors="replace")
+            seen += chunk
+            if "tracing" in seen:
                 return proc
+            if not chunk:
+                break
         if proc.poll() is not None:
             break
     proc.kill()
